@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// HeaderProtocolVersion is the request header that names a legacy session's
+// negotiated version. Over stdio the transport injects it after a successful
+// initialize (transport.md §14), so both transports select dialects alike.
+const HeaderProtocolVersion = "Mcp-Protocol-Version"
+
+// Request is one admitted request as a transport hands it to a Dispatcher.
+// Handlers must not modify it.
+type Request struct {
+	ID     protocol.ID
+	Method string
+	// Params is the raw params object, or nil when absent.
+	Params json.RawMessage
+	// Header carries the request headers: over stdio only
+	// Mcp-Protocol-Version, set for a legacy request once a version is
+	// negotiated and never for a 2026-era request.
+	Header http.Header
+}
+
+// Outcome is what dispatching a request produced. Exactly one of Result, Err
+// and Stream is meaningful: Err when non-nil, else Stream when non-nil, else
+// Result (which must encode as a JSON object).
+type Outcome struct {
+	Result any
+	Err    *protocol.Error
+	Stream Stream
+}
+
+// Stream is an open subscriptions/listen stream (protocol.md §9). The
+// transport owns it once it is returned: it writes Ack first, then each event
+// Next returns, one at a time, and ends it with exactly one call to Close.
+type Stream interface {
+	// Ack returns the params of the notifications/subscriptions/acknowledged
+	// line.
+	Ack() any
+	// Next blocks until the source has the next event or ends, or ctx ends.
+	// A non-nil error means the source failed. The transport calls Next
+	// again only after the previous event was written (protocol.md §9.4).
+	Next(ctx context.Context) (Event, error)
+	// Close tells the source why the stream ended. It is called once.
+	Close(reason CloseReason, detail string)
+}
+
+// Event is one outbound notification of a stream, or its graceful end.
+type Event struct {
+	Method string
+	Params any
+	// Done marks the graceful end of the source; Final is then the result
+	// written with the listen id.
+	Done  bool
+	Final any
+}
+
+// CloseReason says why a stream ended, for its source.
+type CloseReason uint8
+
+const (
+	// Disconnected: EOF, or a write failure after the acknowledgement.
+	Disconnected CloseReason = iota
+	// Cancelled: the client cancelled the listen; detail holds its reason.
+	Cancelled
+	// OutputFailed: writing the stream's own acknowledgement failed.
+	OutputFailed
+	// ClosedByServer: shutdown or session restart.
+	ClosedByServer
+	// Completed: the source ended gracefully, or failed.
+	Completed
+	// Refused: the connection could not take the stream (subscription cap,
+	// or input had already ended).
+	Refused
+)
+
+// Dispatcher serves admitted requests. One Dispatcher is shared by every
+// connection of a process, so its methods may be called concurrently.
+type Dispatcher interface {
+	// Initialize answers a legacy initialize inline (transport.md §14). It
+	// returns the result and the negotiated version, or an error that leaves
+	// the connection's recorded version unchanged. It must not block.
+	Initialize(params json.RawMessage) (result any, version string, err *protocol.Error)
+	// Dispatch serves one request in an executor worker. ctx ends when the
+	// request is cancelled, times out or its connection ends. A panic is
+	// recovered by the executor and answered "Request worker failed".
+	Dispatch(ctx context.Context, req *Request) Outcome
+}

@@ -1,0 +1,54 @@
+package server
+
+import (
+	"context"
+	"errors"
+)
+
+// Progress is one progress report of a handler (transport.md §10).
+type Progress struct {
+	Progress float64
+	// Total is written only when HasTotal is set.
+	Total    float64
+	HasTotal bool
+	// Message is written only when non-empty.
+	Message string
+}
+
+// Reasons a progress report was not written. A rejected report writes
+// nothing; the handler may go on.
+var (
+	ErrProgressInvalid       = errors.New("progress: invalid report")
+	ErrProgressNotIncreasing = errors.New("progress: not increasing")
+	ErrProgressLimit         = errors.New("progress: limit reached")
+	ErrProgressBusy          = errors.New("progress: another report is outstanding")
+	ErrProgressClosed        = errors.New("progress: request closed")
+	ErrProgressTimeout       = errors.New("progress: no acknowledgement in time")
+)
+
+// ProgressReporter delivers a request's progress reports. A transport puts
+// one in the handler's context when the request carries a progressToken.
+type ProgressReporter interface {
+	// Report blocks until the notification is written or refused. It may be
+	// called from any goroutine; a second call while one is outstanding gets
+	// ErrProgressBusy.
+	Report(p Progress) error
+}
+
+type progressKey struct{}
+
+// WithProgress returns a context whose handler reports progress to r.
+func WithProgress(ctx context.Context, r ProgressReporter) context.Context {
+	return context.WithValue(ctx, progressKey{}, r)
+}
+
+// ReportProgress reports progress for the request ctx belongs to. Without a
+// progressToken on the request there is no reporter, and the report is
+// accepted and discarded (it returns nil).
+func ReportProgress(ctx context.Context, p Progress) error {
+	r, _ := ctx.Value(progressKey{}).(ProgressReporter)
+	if r == nil {
+		return nil
+	}
+	return r.Report(p)
+}

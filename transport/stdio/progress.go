@@ -1,0 +1,102 @@
+package stdio
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+)
+
+// Fixed progress limits (transport.md §10.2, §15).
+const (
+	maxProgressNotifications = 1000
+	maxProgressMessageBytes  = 4096
+	progressAckTimeout       = 5 * time.Second
+)
+
+// progressSink is a request's server.ProgressReporter. Report runs on the
+// handler's goroutine and waits for the coordinator, which owns the
+// sequence state and writes the notification.
+type progressSink struct {
+	c     *conn
+	w     *work
+	token protocol.ID
+	busy  atomic.Bool // a report is outstanding
+
+	// Owned by the coordinator.
+	count int
+	last  float64
+}
+
+// Report implements server.ProgressReporter.
+func (s *progressSink) Report(p server.Progress) error {
+	if !finite(p.Progress) || p.HasTotal && !finite(p.Total) ||
+		len(p.Message) > maxProgressMessageBytes || !utf8.ValidString(p.Message) {
+		return server.ErrProgressInvalid
+	}
+	if !s.busy.CompareAndSwap(false, true) {
+		return server.ErrProgressBusy
+	}
+	timer := time.NewTimer(progressAckTimeout)
+	defer timer.Stop()
+	reply := make(chan error, 1)
+	select {
+	case s.c.inbox <- message{kind: msgProgress, sink: s, progress: p, reply: reply}:
+	case <-s.c.done:
+		s.busy.Store(false)
+		return server.ErrProgressClosed
+	case <-timer.C:
+		return server.ErrProgressTimeout // the slot stays held: later reports are busy
+	}
+	select {
+	case err := <-reply:
+		s.busy.Store(false)
+		return err
+	case <-s.c.done:
+		s.busy.Store(false)
+		select {
+		case err := <-reply:
+			return err
+		default:
+			return server.ErrProgressClosed
+		}
+	case <-timer.C:
+		return server.ErrProgressTimeout
+	}
+}
+
+type progressParams struct {
+	Token    protocol.ID `json:"progressToken"`
+	Progress float64     `json:"progress"`
+	Total    *float64    `json:"total,omitempty"`
+	Message  string      `json:"message,omitempty"`
+}
+
+// progress writes one report if its request is still in flight and the
+// report keeps the sequence strictly increasing and within the cap.
+func (c *conn) progress(s *progressSink, p server.Progress) error {
+	if c.inflight[s.w.id] != s.w {
+		return server.ErrProgressClosed
+	}
+	if s.count >= maxProgressNotifications {
+		return server.ErrProgressLimit
+	}
+	if s.count > 0 && !(p.Progress > s.last) {
+		return server.ErrProgressNotIncreasing
+	}
+	params := progressParams{Token: s.token, Progress: p.Progress, Message: p.Message}
+	if p.HasTotal {
+		params.Total = &p.Total
+	}
+	if !c.writeNotification("notifications/progress", params) {
+		return server.ErrProgressClosed
+	}
+	s.count++
+	s.last = p.Progress
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

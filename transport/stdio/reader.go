@@ -1,0 +1,142 @@
+package stdio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+)
+
+// readChunk is the size of one read from the device. Lines longer than a
+// chunk are joined in a separate buffer that never grows past the limit.
+const readChunk = 32 << 10
+
+// lineKind says what the reader delivers to the coordinator.
+type lineKind uint8
+
+const (
+	lineData     lineKind = iota // a line within the limit
+	lineOversize                 // a line passed the limit (refused at once)
+	lineEOF                      // end of input
+	lineError                    // a read error other than EOF
+	linePanic                    // the reader panicked
+)
+
+type lineEvent struct {
+	kind lineKind
+	// data is the line without its newline; the receiver owns it.
+	data []byte
+	err  error
+}
+
+// lineReader splits a byte stream into lines of at most limit bytes,
+// newline included (transport.md §3). It holds at most limit bytes of an
+// incomplete line, whatever the peer sends. It is used by one goroutine.
+type lineReader struct {
+	r     io.Reader
+	limit int
+
+	buf        []byte // the last read; buf[start:end] is not yet consumed
+	start, end int
+	line       []byte // the incomplete line so far, len(line) <= limit
+	discarding bool   // skipping the rest of a refused line
+	err        error  // the read error to report once buffered bytes are used
+}
+
+func newLineReader(r io.Reader, limit int) *lineReader {
+	return &lineReader{r: r, limit: limit}
+}
+
+// next returns the next event. After lineEOF or lineError it must not be
+// called again.
+func (lr *lineReader) next() lineEvent {
+	for {
+		if lr.start < lr.end {
+			if ev, ok := lr.scan(); ok {
+				return ev
+			}
+			continue
+		}
+		if lr.err != nil {
+			return lr.finish()
+		}
+		if lr.buf == nil {
+			lr.buf = make([]byte, min(readChunk, lr.limit+1))
+		}
+		n, err := lr.r.Read(lr.buf)
+		lr.start, lr.end = 0, n
+		if err != nil {
+			lr.err = err
+		}
+	}
+}
+
+// scan consumes buffered bytes and reports an event when one is complete.
+func (lr *lineReader) scan() (lineEvent, bool) {
+	chunk := lr.buf[lr.start:lr.end]
+	i := bytes.IndexByte(chunk, '\n')
+	if lr.discarding {
+		if i < 0 {
+			lr.start = lr.end
+			return lineEvent{}, false
+		}
+		lr.start += i + 1
+		lr.discarding = false
+		return lineEvent{}, false
+	}
+	if i >= 0 {
+		lr.start += i + 1
+		if len(lr.line)+i+1 > lr.limit {
+			lr.line = lr.line[:0]
+			return lineEvent{kind: lineOversize}, true
+		}
+		var data []byte
+		if len(lr.line) == 0 {
+			data = bytes.Clone(chunk[:i])
+		} else {
+			data = append(lr.line, chunk[:i]...)
+			lr.line = nil // handed over with the line
+		}
+		return lineEvent{kind: lineData, data: data}, true
+	}
+	// No newline yet: the line may still fit while it holds at most limit
+	// bytes (a newline or EOF decides). Byte limit+1 refuses it.
+	if len(lr.line)+len(chunk) > lr.limit {
+		lr.start = lr.end
+		lr.line = lr.line[:0]
+		lr.discarding = true
+		return lineEvent{kind: lineOversize}, true
+	}
+	lr.line = lr.grow(lr.line, len(chunk))
+	lr.line = append(lr.line, chunk...)
+	lr.start = lr.end
+	return lineEvent{}, false
+}
+
+// grow makes room for n more bytes without ever exceeding the limit in
+// capacity, so a peer cannot make the reader hold more than the limit.
+func (lr *lineReader) grow(b []byte, n int) []byte {
+	need := len(b) + n
+	if need <= cap(b) {
+		return b
+	}
+	c := max(2*cap(b), need, 4096)
+	c = min(c, lr.limit)
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
+}
+
+// finish reports the end of input once buffered bytes are consumed: a final
+// unterminated line first (it is within the limit, or it was refused).
+func (lr *lineReader) finish() lineEvent {
+	if len(lr.line) > 0 && !lr.discarding && errors.Is(lr.err, io.EOF) {
+		data := lr.line
+		lr.line = nil
+		return lineEvent{kind: lineData, data: data}
+	}
+	lr.line = nil
+	if errors.Is(lr.err, io.EOF) {
+		return lineEvent{kind: lineEOF}
+	}
+	return lineEvent{kind: lineError, err: lr.err}
+}

@@ -1,0 +1,414 @@
+package stdio
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+)
+
+// Serve runs the connection until input has ended and every admitted request
+// has finished (it returns nil), until ctx is cancelled and the shutdown of
+// transport.md §12.4 has completed (nil), or until the write path fails (an
+// *OutputError, at once, without waiting for input to end). Invalid limits
+// are refused before any byte is read.
+func (t *Transport) Serve(ctx context.Context) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	exec := t.Executor
+	if exec == nil {
+		var err error
+		if exec, err = server.NewExecutor(server.ExecutorLimits{}); err != nil {
+			return err
+		}
+		defer exec.Close()
+	}
+	log := t.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	limit := orDefault(t.MaxLineBytes, DefaultMaxLineBytes)
+	c := &conn{
+		log:      log,
+		disp:     t.Dispatcher,
+		exec:     exec.Conn(),
+		w:        newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
+		in:       t.In,
+		limitErr: protocol.LineLimitError(limit),
+		maxSubs:  orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions),
+		grace:    orDefault(t.ShutdownGrace, DefaultShutdownGrace),
+		lines:    make(chan lineEvent),
+		stopRead: make(chan struct{}),
+		readDone: make(chan struct{}),
+		inbox:    make(chan message, 16),
+		done:     make(chan struct{}),
+		inflight: make(map[protocol.ID]*work),
+	}
+	go c.readLoop(newLineReader(t.In, limit))
+	defer c.teardown()
+	return c.run(ctx)
+}
+
+// conn is the coordinator: the one goroutine that owns a connection's state.
+// Lines arrive from the reader; outcomes, progress reports and stream events
+// arrive on inbox. It never waits on a handler, and it writes every frame
+// itself, one at a time (transport.md §11.2).
+type conn struct {
+	log      *slog.Logger
+	disp     server.Dispatcher
+	exec     *server.ExecConn
+	w        *frameWriter
+	in       any
+	limitErr *protocol.Error
+	maxSubs  int
+	grace    time.Duration
+
+	lines    chan lineEvent
+	stopRead chan struct{}
+	readDone chan struct{}
+	inbox    chan message
+	done     chan struct{} // closed when the coordinator has returned
+	pumps    sync.WaitGroup
+
+	inflight map[protocol.ID]*work // admitted requests and open listen streams
+	streams  int                   // open listen streams, for MaxSubscriptions
+	version  string                // negotiated legacy version, "" before initialize
+	header   http.Header           // Mcp-Protocol-Version: version; shared, read-only
+	eof      bool
+	closing  bool  // shutdown has begun
+	failed   error // the terminal output failure
+	buf      []byte
+}
+
+// work is one admitted request, and later possibly its listen stream.
+type work struct {
+	id       protocol.ID
+	progress *progressSink // nil without a progressToken
+
+	stream server.Stream // set while a listen stream is open
+	cancel context.CancelFunc
+	next   chan struct{} // the previous event was written; ask for the next
+}
+
+type messageKind uint8
+
+const (
+	msgOutcome messageKind = iota
+	msgProgress
+	msgEvent
+)
+
+// message is everything that reaches the coordinator besides lines.
+type message struct {
+	kind     messageKind
+	w        *work
+	outcome  server.Outcome
+	sink     *progressSink
+	progress server.Progress
+	reply    chan error
+	event    server.Event
+	err      error
+}
+
+// send hands m to the coordinator, or drops it once the coordinator has
+// returned (its request is gone with the connection).
+func (c *conn) send(m message) {
+	select {
+	case c.inbox <- m:
+	case <-c.done:
+	}
+}
+
+func (c *conn) run(ctx context.Context) error {
+	ctxDone := ctx.Done()
+	var grace <-chan time.Time
+	for c.failed == nil {
+		if (c.eof || c.closing) && len(c.inflight) == 0 {
+			return nil
+		}
+		var lines <-chan lineEvent
+		if !c.eof {
+			lines = c.lines
+		}
+		select {
+		case ev := <-lines:
+			c.handleLine(ev)
+		case m := <-c.inbox:
+			c.handleMessage(m)
+		case <-ctxDone:
+			ctxDone = nil
+			t := time.NewTimer(c.grace)
+			defer t.Stop()
+			grace = t.C
+			c.shutdown()
+		case <-grace:
+			c.expire()
+			return c.failed
+		}
+	}
+	return c.failed
+}
+
+func (c *conn) handleLine(ev lineEvent) {
+	switch ev.kind {
+	case lineData:
+		c.handleData(ev.data)
+	case lineOversize:
+		c.writeError(protocol.ID{}, c.limitErr)
+	case lineEOF:
+		c.endInput()
+	case lineError:
+		c.log.Warn("stdio read failed; treating as end of input", "err", ev.err)
+		c.writeError(protocol.ID{}, protocol.ErrReadFailed)
+		c.endInput()
+	case linePanic:
+		c.writeError(protocol.ID{}, protocol.ErrReaderPanicked)
+		c.endInput()
+	}
+}
+
+func (c *conn) handleData(line []byte) {
+	msg := protocol.Decode(line)
+	switch msg.Kind {
+	case protocol.KindInvalid:
+		c.writeError(msg.ID, msg.Err)
+	case protocol.KindNotification:
+		c.notification(&msg)
+	case protocol.KindRequest:
+		c.request(&msg)
+	}
+	// Blank lines and client responses are dropped silently (§3.3, §7.1).
+}
+
+func (c *conn) request(msg *protocol.Message) {
+	if _, ok := c.inflight[msg.ID]; ok {
+		c.writeError(msg.ID, protocol.ErrDuplicateID)
+		return
+	}
+	if c.closing {
+		c.writeError(msg.ID, protocol.ErrSessionClosed)
+		return
+	}
+	if msg.Method == "initialize" && !msg.Modern {
+		c.initialize(msg)
+		return
+	}
+	w := &work{id: msg.ID}
+	req := &server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params}
+	if !msg.Modern {
+		req.Header = c.header
+	}
+	ctx := context.Background()
+	if msg.ProgressToken != nil && msg.Method != "subscriptions/listen" {
+		if token, ok := protocol.ParseID(msg.ProgressToken); ok {
+			w.progress = &progressSink{c: c, w: w, token: token}
+			ctx = server.WithProgress(ctx, w.progress)
+		}
+	}
+	run := func(ctx context.Context) server.Outcome { return c.disp.Dispatch(ctx, req) }
+	done := func(o server.Outcome) { c.send(message{kind: msgOutcome, w: w, outcome: o}) }
+	if err := c.exec.Submit(ctx, msg.ID, run, done); err != nil {
+		c.writeError(msg.ID, err)
+		return
+	}
+	c.inflight[msg.ID] = w
+}
+
+// initialize answers a legacy initialize inline, so a client may pipeline the
+// requests that follow it (transport.md §14).
+func (c *conn) initialize(msg *protocol.Message) {
+	result, version, perr := c.disp.Initialize(msg.Params)
+	if perr != nil {
+		c.writeError(msg.ID, perr)
+		return
+	}
+	if !c.writeResult(msg.ID, result) {
+		return
+	}
+	if version != c.version {
+		c.version = version
+		c.header = http.Header{server.HeaderProtocolVersion: {version}}
+	}
+}
+
+func (c *conn) notification(msg *protocol.Message) {
+	if msg.Method == "notifications/cancelled" {
+		c.cancel(msg.Params)
+	}
+	// Everything else is ignored at this layer and never answered (§8).
+}
+
+// cancel applies a notifications/cancelled that is valid by §9; anything else
+// has no effect.
+func (c *conn) cancel(params json.RawMessage) {
+	var p map[string]json.RawMessage
+	if params == nil || json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, ok := protocol.ParseID(p["requestId"])
+	if !ok {
+		return
+	}
+	var reason string
+	if raw, ok := p["reason"]; ok && (firstByte(raw) != '"' || json.Unmarshal(raw, &reason) != nil) {
+		return
+	}
+	if raw, ok := p["_meta"]; ok && !isObjectJSON(raw) {
+		return
+	}
+	w, ok := c.inflight[id]
+	if !ok {
+		return
+	}
+	if w.stream != nil {
+		c.closeStream(w, server.Cancelled, reason)
+		return
+	}
+	delete(c.inflight, id)
+	c.exec.Cancel(id)
+}
+
+func (c *conn) handleMessage(m message) {
+	switch m.kind {
+	case msgOutcome:
+		c.complete(m.w, m.outcome)
+	case msgProgress:
+		m.reply <- c.progress(m.sink, m.progress)
+	case msgEvent:
+		c.streamEvent(m.w, m.event, m.err)
+	}
+}
+
+// complete writes a request's outcome, unless the request is no longer in
+// flight (cancelled, timed out, ended by shutdown): then nothing is written.
+func (c *conn) complete(w *work, o server.Outcome) {
+	if c.inflight[w.id] != w {
+		return
+	}
+	delete(c.inflight, w.id)
+	switch {
+	case o.Err != nil:
+		c.writeError(w.id, o.Err)
+	case o.Stream != nil:
+		c.openStream(w, o.Stream)
+	default:
+		c.writeResult(w.id, o.Result)
+	}
+}
+
+// endInput handles EOF (§12.1): reading stops, listen streams close silently,
+// admitted requests continue.
+func (c *conn) endInput() {
+	c.eof = true
+	for _, w := range c.inflight {
+		if w.stream != nil {
+			c.closeStream(w, server.Disconnected, "")
+		}
+	}
+}
+
+// shutdown begins the daemon shutdown of §12.4: listen streams are ended
+// with notifications/cancelled, new requests are refused, admitted ones may
+// finish within the grace period.
+func (c *conn) shutdown() {
+	c.closing = true
+	for _, w := range c.inflight {
+		if w.stream == nil || c.failed != nil {
+			continue
+		}
+		c.writeNotification("notifications/cancelled", cancelledParams{RequestID: w.id, Reason: "Subscription closed by server"})
+		c.closeStream(w, server.ClosedByServer, "")
+	}
+}
+
+// expire ends the grace period: what is still admitted is cancelled and
+// answered "Session closed by server".
+func (c *conn) expire() {
+	for id, w := range c.inflight {
+		delete(c.inflight, id)
+		if w.stream != nil {
+			c.closeStream(w, server.ClosedByServer, "")
+			continue
+		}
+		c.exec.Cancel(id)
+		c.writeError(id, protocol.ErrSessionClosed)
+	}
+}
+
+type cancelledParams struct {
+	RequestID protocol.ID `json:"requestId"`
+	Reason    string      `json:"reason"`
+}
+
+// teardown runs when the coordinator returns, on every path.
+func (c *conn) teardown() {
+	close(c.done)
+	c.exec.CancelAll()
+	for _, w := range c.inflight {
+		if w.stream != nil {
+			c.closeStream(w, server.Disconnected, "")
+		}
+	}
+	clear(c.inflight)
+	c.stopReader()
+	c.w.close()
+	c.pumps.Wait()
+}
+
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// stopReader ends the reader goroutine. A device with read deadlines is
+// interrupted and left with no deadline; otherwise the reader exits when its
+// blocked Read returns.
+func (c *conn) stopReader() {
+	close(c.stopRead)
+	d, ok := c.in.(readDeadliner)
+	if !ok || d.SetReadDeadline(time.Now()) != nil {
+		return
+	}
+	<-c.readDone
+	_ = d.SetReadDeadline(time.Time{})
+}
+
+func (c *conn) readLoop(lr *lineReader) {
+	defer close(c.readDone)
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("stdio reader panicked", "panic", r)
+			select {
+			case c.lines <- lineEvent{kind: linePanic}:
+			case <-c.stopRead:
+			}
+		}
+	}()
+	for {
+		ev := lr.next()
+		select {
+		case c.lines <- ev:
+		case <-c.stopRead:
+			return
+		}
+		if ev.kind == lineEOF || ev.kind == lineError {
+			return
+		}
+	}
+}
+
+func isObjectJSON(raw json.RawMessage) bool { return firstByte(raw) == '{' }
+
+func firstByte(raw []byte) byte {
+	for _, b := range raw {
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return b
+	}
+	return 0
+}

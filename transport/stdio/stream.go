@@ -1,0 +1,99 @@
+package stdio
+
+import (
+	"context"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+)
+
+// openStream starts a listen stream whose dispatch completed (protocol.md
+// §9.2): the acknowledgement first, then events one at a time.
+func (c *conn) openStream(w *work, s server.Stream) {
+	switch {
+	case c.eof:
+		// Input ended before the stream opened: nothing is written (§12.1).
+		s.Close(server.Disconnected, "")
+		return
+	case c.closing:
+		s.Close(server.ClosedByServer, "")
+		c.writeError(w.id, protocol.ErrSessionClosed)
+		return
+	case c.streams >= c.maxSubs:
+		s.Close(server.Refused, "")
+		c.writeError(w.id, protocol.ErrSubscriptionCap)
+		return
+	}
+	if !c.writeNotification("notifications/subscriptions/acknowledged", s.Ack()) {
+		reason := server.OutputFailed
+		if c.failed == nil {
+			reason = server.Completed // the acknowledgement could not be encoded
+			c.writeError(w.id, protocol.ErrSubscriptionFailed)
+		}
+		s.Close(reason, "")
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stream, w.cancel, w.next = s, cancel, make(chan struct{}, 1)
+	c.inflight[w.id] = w
+	c.streams++
+	c.pumps.Add(1)
+	go c.pump(ctx, w)
+}
+
+// pump asks the source for events and hands them to the coordinator, asking
+// for the next only after the previous was written (§9.4).
+func (c *conn) pump(ctx context.Context, w *work) {
+	defer c.pumps.Done()
+	for {
+		ev, err := w.stream.Next(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case c.inbox <- message{kind: msgEvent, w: w, event: ev, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil || ev.Done {
+			return
+		}
+		select {
+		case <-w.next:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *conn) streamEvent(w *work, ev server.Event, err error) {
+	if c.inflight[w.id] != w {
+		return // closed meanwhile
+	}
+	switch {
+	case err != nil:
+		c.log.Warn("subscription source failed", "id", w.id, "err", err)
+		c.closeStream(w, server.Completed, err.Error())
+		c.writeError(w.id, protocol.ErrSubscriptionFailed)
+	case ev.Done:
+		c.closeStream(w, server.Completed, "")
+		c.writeResult(w.id, ev.Final)
+	default:
+		if c.writeNotification(ev.Method, ev.Params) {
+			w.next <- struct{}{}
+		} else if c.failed == nil {
+			// An event that cannot be shaped fails the stream (§9.6).
+			c.closeStream(w, server.Completed, "event cannot be encoded")
+			c.writeError(w.id, protocol.ErrSubscriptionFailed)
+		}
+	}
+}
+
+// closeStream ends a listen stream: its id leaves the in-flight set and the
+// source learns why. Nothing is written here.
+func (c *conn) closeStream(w *work, reason server.CloseReason, detail string) {
+	delete(c.inflight, w.id)
+	c.streams--
+	w.cancel()
+	w.stream.Close(reason, detail)
+}

@@ -1,0 +1,121 @@
+package stdio
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+)
+
+// ErrWriteTimeout is the cause of an output failure when a frame was not
+// accepted by the device within WriteTimeout.
+var ErrWriteTimeout = errors.New("timeout")
+
+// OutputError is the terminal failure of the write path (transport.md §11.4).
+// Serve returns it; errors.Is matches its cause (ErrWriteTimeout, or the
+// device's error such as syscall.EPIPE or syscall.ENOSPC).
+type OutputError struct{ Err error }
+
+func (e *OutputError) Error() string { return "output failed: " + e.Err.Error() }
+func (e *OutputError) Unwrap() error { return e.Err }
+
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+
+// frameWriter writes one frame at a time to the device, each within the
+// write timeout. It is used by the coordinator only; it never retries and
+// never closes the device.
+type frameWriter struct {
+	out     io.Writer
+	timeout time.Duration
+
+	// deadlines is set when the device takes write deadlines; otherwise
+	// frames go through a helper goroutine that the coordinator waits for
+	// boundedly, and a blocked write is abandoned.
+	deadlines bool
+	frames    chan []byte
+	results   chan error
+	timer     *time.Timer
+
+	bytesOut int64
+}
+
+func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
+	w := &frameWriter{out: out, timeout: timeout}
+	if d, ok := out.(writeDeadliner); ok && d.SetWriteDeadline(time.Time{}) == nil {
+		w.deadlines = true
+	}
+	return w
+}
+
+// write writes frame whole or returns an *OutputError. After an error the
+// writer must not be used again.
+func (w *frameWriter) write(frame []byte) error {
+	var err error
+	if w.deadlines {
+		err = w.writeWithDeadline(frame)
+	} else {
+		err = w.writeWithWait(frame)
+	}
+	if err != nil {
+		return &OutputError{Err: err}
+	}
+	w.bytesOut += int64(len(frame))
+	return nil
+}
+
+func (w *frameWriter) writeWithDeadline(frame []byte) error {
+	d := w.out.(writeDeadliner)
+	if err := d.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+		return err
+	}
+	_, err := w.out.Write(frame)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return ErrWriteTimeout
+	}
+	return err
+}
+
+func (w *frameWriter) writeWithWait(frame []byte) error {
+	if w.frames == nil {
+		w.frames = make(chan []byte)
+		w.results = make(chan error, 1)
+		go w.loop(w.frames, w.results)
+	}
+	w.frames <- frame
+	if w.timer == nil {
+		w.timer = time.NewTimer(w.timeout)
+	} else {
+		w.timer.Reset(w.timeout)
+	}
+	select {
+	case err := <-w.results:
+		w.timer.Stop()
+		return err
+	case <-w.timer.C:
+		// The write is abandoned: the helper stays blocked until the device
+		// gives up, then exits; its result is ignored.
+		close(w.frames)
+		w.frames = nil
+		return ErrWriteTimeout
+	}
+}
+
+// loop performs writes for a device without deadlines.
+func (w *frameWriter) loop(frames <-chan []byte, results chan<- error) {
+	for f := range frames {
+		_, err := w.out.Write(f)
+		results <- err
+	}
+}
+
+// close stops the helper goroutine, if any, and clears the deadline so the
+// device is left as it was found.
+func (w *frameWriter) close() {
+	if w.frames != nil {
+		close(w.frames)
+		w.frames = nil
+	}
+	if w.deadlines {
+		_ = w.out.(writeDeadliner).SetWriteDeadline(time.Time{})
+	}
+}
