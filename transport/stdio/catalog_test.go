@@ -189,6 +189,18 @@ func (tc *testCatalog) call(ctx context.Context, req *server.Request, p callPara
 			tc.seen <- server.ReportProgress(ctx, p)
 		}
 		return server.Outcome{Result: text("reported")}
+	case "concurrent_reports":
+		// The first report waits for a stalled device; a second one from
+		// another goroutine meanwhile is busy.
+		first := make(chan error, 1)
+		go func() { first <- server.ReportProgress(ctx, server.Progress{Progress: 1}) }()
+		time.Sleep(100 * time.Millisecond)
+		tc.seen <- server.ReportProgress(ctx, server.Progress{Progress: 2})
+		tc.seen <- <-first
+		return server.Outcome{Result: text("reported")}
+	case "legacy_progress":
+		tc.seen <- server.ReportProgress(ctx, server.Progress{Progress: 1, Total: 2, HasTotal: true, Message: "halfway"})
+		return server.Outcome{Result: text("legacy")}
 	case "sequence":
 		for _, v := range a.Values {
 			tc.seen <- server.ReportProgress(ctx, server.Progress{Progress: v})

@@ -3,10 +3,12 @@ package stdio_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/transport/stdio"
 )
 
 // Case 41: progress lines in order, then the final line, for every way the
@@ -150,4 +152,40 @@ func TestProgressInvalidReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.finish()
+}
+
+// Case 44: progress works the same under a negotiated legacy version.
+func TestProgressLegacy(t *testing.T) {
+	h := start(t, pipes)
+	h.send(initReq("2025-06-18"))
+	h.line()
+	h.send(lreq(1, "tools/call", map[string]any{"name": "legacy_progress", "arguments": map[string]any{}, "_meta": map[string]any{"progressToken": "p1"}}))
+	h.expect(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p1","progress":1,"total":2,"message":"halfway"}}`)
+	if got := resultText(t, h.line()); got != "legacy" {
+		t.Fatalf("got %s", got)
+	}
+	h.finish()
+}
+
+// One report outstanding at a time: a second report while the first waits
+// for the device is refused as busy and writes nothing.
+func TestProgressBusy(t *testing.T) {
+	s := startStalled(t, pipes, stdio.Transport{}, server.ExecutorLimits{})
+	io.WriteString(s.ep.w, callWithToken(1, "concurrent_reports", `{}`, `"b"`)+"\n")
+	if err := <-s.cat.seen; !errors.Is(err, server.ErrProgressBusy) {
+		t.Fatalf("second report: %v", err)
+	}
+	br := skipFiller(t, s.ep.r, s.filler)
+	if err := <-s.cat.seen; err != nil {
+		t.Fatalf("first report: %v", err)
+	}
+	for _, want := range []string{`"progress":1}`, `"result"`} {
+		if l, _ := br.ReadString('\n'); !strings.Contains(l, want) {
+			t.Fatalf("got %q, want %s", l, want)
+		}
+	}
+	s.ep.closeInput()
+	if err := s.wait(); err != nil {
+		t.Fatal(err)
+	}
 }
