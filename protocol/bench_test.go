@@ -1,0 +1,65 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+)
+
+// typicalCall is a tools/call line as a 2026 client sends it (about 300 bytes).
+var typicalCall = []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search_files","arguments":{"pattern":"func main","path":"/home/user/project","maxResults":50},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"progress-42"}}}` + "\n")
+
+func BenchmarkDecode(b *testing.B) {
+	big := []byte(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"text":"` +
+		strings.Repeat("lorem ipsum dolor sit amet, ", 1<<20/28) + `"}}}` + "\n")
+	for _, bc := range []struct {
+		name string
+		line []byte
+	}{
+		{"typical", typicalCall},
+		{"1MB-string", big},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.line)))
+			for b.Loop() {
+				if m := Decode(bc.line); m.Kind != KindRequest {
+					b.Fatalf("kind %d err %v", m.Kind, m.Err)
+				}
+			}
+		})
+	}
+}
+
+type textContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type toolResult struct {
+	Content []textContent `json:"content"`
+	IsError bool          `json:"isError"`
+}
+
+func BenchmarkEncode(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		result any
+	}{
+		{"typical", toolResult{Content: []textContent{{Type: "text", Text: "main.go:12: func main() {\ncmd/run.go:8: func main() {"}}}},
+		{"1MB-text", toolResult{Content: []textContent{{Type: "text", Text: strings.Repeat("lorem ipsum dolor sit amet, ", 1<<20/28)}}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			buf, err := AppendResult(nil, IntID(42), bc.result)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(buf)))
+			for b.Loop() {
+				if buf, err = AppendResult(buf[:0], IntID(42), bc.result); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

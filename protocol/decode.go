@@ -1,0 +1,175 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+)
+
+// Decode decodes and classifies one line (transport.md §4 and §5, rows 1 to
+// 8). line may still end in its LF. Decode never retains line: Params and
+// ProgressToken are copies.
+//
+// A line that is not exactly one strictly valid JSON value is KindInvalid with
+// ErrParse and a null id: invalid JSON or UTF-8, trailing data, a duplicate
+// member name at any depth, an integer literal over 64 digits, a number that
+// is not a finite float64, or arrays nested in arrays (or objects in objects)
+// more than 1,000 deep. Modern and ProgressToken are set only for KindRequest
+// and KindNotification.
+func Decode(line []byte) Message {
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+	if isBlank(line) {
+		return Message{Kind: KindBlank}
+	}
+	s := scannerPool.Get().(*scanner)
+	defer s.release()
+	s.reset(line)
+	s.skipSpace()
+	v, ok := s.value(roleTop)
+	if ok {
+		s.skipSpace()
+		ok = s.pos == len(line)
+	}
+	if !ok {
+		return Message{Kind: KindInvalid, Err: ErrParse}
+	}
+	if v.kind != kindObject {
+		return Message{Kind: KindInvalid, Err: ErrInvalidRequest}
+	}
+	return s.classify()
+}
+
+// classify applies transport.md §5 rows 1 to 8 to a decoded top-level object.
+func (s *scanner) classify() Message {
+	t := &s.top
+	jsonrpc, id, method, params := t[fieldJSONRPC], t[fieldID], t[fieldMethod], t[fieldParams]
+	switch {
+	case method.kind == kindNone && (t[fieldResult].kind != kindNone || t[fieldError].kind != kindNone):
+		return Message{Kind: KindResponse}
+	case method.kind == kindString && id.kind == kindNone:
+		return s.withParams(Message{Kind: KindNotification, Method: s.method(method)})
+	}
+	if jsonrpc.kind != kindString || string(s.unescaped(jsonrpc)) != "2.0" {
+		echo, _ := s.boundedID(id)
+		return Message{Kind: KindInvalid, ID: echo, Err: ErrNotJSONRPC2}
+	}
+	var echo ID
+	if id.kind != kindNone {
+		if id.kind != kindString && id.kind != kindInt {
+			return Message{Kind: KindInvalid, Err: ErrIDType}
+		}
+		var ok bool
+		if echo, ok = s.boundedID(id); !ok {
+			return Message{Kind: KindInvalid, Err: ErrIDBounds}
+		}
+	}
+	if method.kind != kindString {
+		return Message{Kind: KindInvalid, ID: echo, Err: ErrMethodType}
+	}
+	if params.kind != kindNone && params.kind != kindObject {
+		return Message{Kind: KindInvalid, ID: echo, Err: ErrParamsType}
+	}
+	return s.withParams(Message{Kind: KindRequest, ID: echo, Method: s.method(method)})
+}
+
+// withParams copies params (when an object) and what its _meta says into m.
+func (s *scanner) withParams(m Message) Message {
+	p := s.top[fieldParams]
+	if p.kind != kindObject {
+		return m
+	}
+	m.Params = bytes.Clone(s.data[p.start:p.end])
+	m.Modern = s.top[fieldVersion].kind != kindNone
+	if tok := s.top[fieldProgressToken]; tok.kind != kindNone {
+		m.ProgressToken = bytes.Clone(s.data[tok.start:tok.end])
+	}
+	return m
+}
+
+// parseID reads a bounded id from JSON text, whitespace around it allowed.
+func parseID(raw json.RawMessage) (ID, bool) {
+	s := scanner{data: raw}
+	s.skipSpace()
+	v, ok := s.value(roleOther)
+	if s.skipSpace(); !ok || s.pos != len(raw) {
+		return ID{}, false
+	}
+	return s.boundedID(v)
+}
+
+func isBlank(line []byte) bool {
+	for _, c := range line {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}
+
+// method returns the scanned method string, sharing the text of the methods
+// clients send all the time.
+func (s *scanner) method(v span) string {
+	b := s.unescaped(v)
+	if m, ok := knownMethods[string(b)]; ok {
+		return m
+	}
+	return string(b)
+}
+
+var knownMethods = func() map[string]string {
+	m := make(map[string]string)
+	for _, name := range []string{
+		"initialize", "ping", "server/discover", "tools/list", "tools/call",
+		"resources/list", "resources/read", "resources/templates/list",
+		"resources/subscribe", "resources/unsubscribe", "prompts/list",
+		"prompts/get", "completion/complete", "logging/setLevel",
+		"subscriptions/listen", "notifications/initialized",
+		"notifications/cancelled", "notifications/progress",
+		"notifications/roots/list_changed",
+	} {
+		m[name] = name
+	}
+	return m
+}()
+
+// boundedID returns the id for the scanned value v when it is a bounded id.
+func (s *scanner) boundedID(v span) (ID, bool) {
+	switch v.kind {
+	case kindString:
+		// Unescaping shrinks text at most sixfold (\u0041 is "A"), so longer
+		// raw text cannot fit: refuse it without unescaping.
+		if v.end-v.start-2 > 6*MaxIDBytes {
+			return ID{}, false
+		}
+		if b := s.unescaped(v); len(b) <= MaxIDBytes {
+			return StringID(string(b)), true
+		}
+	case kindInt:
+		if n, ok := parseInt64(s.data[v.start:v.end]); ok {
+			return IntID(n), true
+		}
+	}
+	return ID{}, false
+}
+
+// parseInt64 converts a scanned integer literal, reporting false outside int64.
+func parseInt64(b []byte) (int64, bool) {
+	negative := b[0] == '-'
+	if negative {
+		b = b[1:]
+	}
+	if len(b) > 19 { // no leading zeros: 20 digits is at least 10^19
+		return 0, false
+	}
+	var u uint64
+	for _, c := range b {
+		u = u*10 + uint64(c-'0')
+	}
+	if negative {
+		return int64(-u), u <= 1<<63
+	}
+	return int64(u), u <= math.MaxInt64
+}

@@ -1,0 +1,18 @@
+// Package protocol holds the wire format of snodod's MCP sessions: JSON-RPC
+// 2.0 envelopes, bounded request ids, the strict line decoder and classifier
+// (transport.md §4 and §5), the frame encoder (§11.1), and the error codes
+// and fixed error objects the transport writes (§6). The MCP dialects
+// (version table, per-method rules, _meta validation, result shaping) join it
+// later.
+//
+// Everything here is a pure function of its arguments. The package never
+// does I/O, never starts a goroutine, never keeps per-connection state, and
+// never retains a caller's buffer: Decode copies what it returns and the
+// Append functions only append to the slice they are given. It imports the
+// standard library only.
+//
+// Decode is the one place a line's bytes are judged. It is stricter than
+// encoding/json (duplicate member names, integer length, finiteness, nesting
+// and UTF-8 are all checked in one pass), so that Message.Params may then be
+// decoded with encoding/json by handlers without surprises.
+package protocol

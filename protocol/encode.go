@@ -1,0 +1,210 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// The encoder writes frames as transport.md §11.1 fixes them: one compact
+// JSON object and "\n"; non-ASCII as raw UTF-8; <, >, & and / unescaped;
+// U+2028 and U+2029 as \u2028 and \u2029; control characters escaped;
+// invalid UTF-8 replaced by U+FFFD; envelope members in a fixed order.
+
+// AppendResult appends the frame {"jsonrpc":"2.0","id":<id>,"result":<result>}
+// and "\n" to dst. When result cannot be encoded (a NaN or infinite number,
+// an unsupported type, a failing or panicking json.Marshaler, an invalid
+// json.RawMessage) it returns dst unchanged and the error; the caller then
+// answers ErrInvalidResult instead.
+func AppendResult(dst []byte, id ID, result any) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = id.AppendJSON(dst)
+	dst = append(dst, `,"result":`...)
+	dst, err := appendValue(dst, result)
+	if err != nil {
+		return dst[:start], err
+	}
+	return append(dst, "}\n"...), nil
+}
+
+// AppendError appends the frame
+// {"jsonrpc":"2.0","id":<id>,"error":{"code":<code>,"message":<message>}}
+// and "\n" to dst, with "data" after "message" when e.Data is not nil. Data
+// that cannot be encoded is left out.
+func AppendError(dst []byte, id ID, e *Error) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = id.AppendJSON(dst)
+	dst = append(dst, `,"error":{"code":`...)
+	dst = strconv.AppendInt(dst, e.Code, 10)
+	dst = append(dst, `,"message":`...)
+	dst = appendString(dst, e.Message)
+	if e.Data != nil {
+		withData, err := appendValue(append(dst, `,"data":`...), e.Data)
+		if err == nil {
+			dst = withData
+		}
+	}
+	return append(dst, "}}\n"...)
+}
+
+// AppendNotification appends the frame
+// {"jsonrpc":"2.0","method":<method>,"params":<params>} and "\n" to dst;
+// "params" is left out when params is nil. When params cannot be encoded it
+// returns dst unchanged and the error.
+func AppendNotification(dst []byte, method string, params any) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"jsonrpc":"2.0","method":`...)
+	dst = appendString(dst, method)
+	if params != nil {
+		var err error
+		if dst, err = appendValue(append(dst, `,"params":`...), params); err != nil {
+			return dst[:start], err
+		}
+	}
+	return append(dst, "}\n"...), nil
+}
+
+// valueEncoder is a pooled json.Encoder writing straight onto a caller's
+// slice, so that a value is copied once from encoding/json's own buffer.
+type valueEncoder struct {
+	out []byte
+	enc *json.Encoder
+}
+
+func (v *valueEncoder) Write(p []byte) (int, error) {
+	v.out = append(v.out, p...)
+	return len(p), nil
+}
+
+var encoderPool = sync.Pool{New: func() any {
+	v := new(valueEncoder)
+	v.enc = json.NewEncoder(v)
+	v.enc.SetEscapeHTML(false)
+	return v
+}}
+
+// appendValue appends the compact JSON encoding of value to dst. On error
+// the returned slice is dst with nothing appended. A panicking
+// json.Marshaler is reported as an error.
+func appendValue(dst []byte, value any) (out []byte, err error) {
+	start := len(dst)
+	v := encoderPool.Get().(*valueEncoder)
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = dst[:start], fmt.Errorf("protocol: encoding panicked: %v", p)
+		}
+	}()
+	v.out = dst
+	err = v.enc.Encode(value) // writes nothing unless it succeeds
+	out = v.out
+	v.out = nil
+	encoderPool.Put(v)
+	if err != nil {
+		return dst[:start], err
+	}
+	out = out[:len(out)-1] // Encode ends the value with "\n"
+	return sanitize(out, start), nil
+}
+
+// sanitize enforces the string rules on b[from:], a valid JSON text, for the
+// output of json.Marshaler and json.RawMessage values, which encoding/json
+// passes through: raw U+2028 and U+2029 become escapes, and invalid UTF-8
+// becomes \ufffd. Both can only occur inside strings, since outside strings
+// valid JSON is ASCII.
+func sanitize(b []byte, from int) []byte {
+	text := b[from:]
+	if utf8.Valid(text) && !hasLineSeparator(text) {
+		return b
+	}
+	fixed := make([]byte, 0, len(text)+16)
+	last := 0
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fixed = append(append(fixed, text[last:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			fixed = append(append(fixed, text[last:i]...), `\u202`...)
+			fixed = append(fixed, hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		last = i
+	}
+	fixed = append(fixed, text[last:]...)
+	return append(b[:from], fixed...)
+}
+
+func hasLineSeparator(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, 0xE2)
+		if i < 0 || i+2 >= len(b) {
+			return false
+		}
+		if b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9) {
+			return true
+		}
+		b = b[i+1:]
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string, byte for byte as encoding/json
+// with HTML escaping off writes it: ", \ and control characters escaped
+// (\b, \f, \n, \r, \t or \u00XX), U+2028 and U+2029 escaped, invalid UTF-8
+// as \ufffd, everything else raw.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	last := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[last:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, `\b`...)
+			case '\f':
+				b = append(b, `\f`...)
+			case '\n':
+				b = append(b, `\n`...)
+			case '\r':
+				b = append(b, `\r`...)
+			case '\t':
+				b = append(b, `\t`...)
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			last = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[last:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[last:i]...), `\u202`...)
+			b = append(b, hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		last = i
+	}
+	b = append(b, s[last:]...)
+	return append(b, '"')
+}
