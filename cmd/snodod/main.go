@@ -1,0 +1,175 @@
+// Command snodod hosts MCP (Model Context Protocol) sessions.
+//
+// Usage:
+//
+//	snodod <command> [flags]
+//
+// Commands:
+//
+//	stdio     serve one MCP session on this process's standard input and output
+//	version   print the snodod version
+//	help      show the commands, or one command's flags
+//
+// The command is thin: it parses flags and calls the packages. Exit status
+// 0 means success, 1 a failure (explained in one line on standard error),
+// 2 a usage error.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/debug"
+)
+
+// version is the build version, set with
+// go build -ldflags "-X main.version=v1.2.3". When empty, the module
+// version recorded in the binary is used, else "dev".
+var version string
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// command is one subcommand. run gets the arguments after the command's
+// name and returns the exit status.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string) int
+	usage   func(w io.Writer)
+}
+
+// commands lists the subcommands in the order help shows them. It is filled
+// in init because help refers to it.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"stdio", "serve one MCP session on this process's standard input and output", runStdio, stdioUsage},
+		{"version", "print the snodod version", runVersion, versionUsage},
+		{"help", "show the commands, or one command's flags: snodod help <command>", runHelp, helpUsage},
+	}
+}
+
+func main() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		return runHelp(args[1:])
+	}
+	if c := lookup(args[0]); c != nil {
+		return c.run(args[1:])
+	}
+	fmt.Fprintf(os.Stderr, "snodod: unknown command %q\nRun 'snodod help' for the list of commands.\n", args[0])
+	return exitUsage
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// usage writes the list of commands, one line each.
+func usage(w io.Writer) {
+	fmt.Fprint(w, "snodod hosts MCP (Model Context Protocol) sessions.\n\nUsage:\n  snodod <command> [flags]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun 'snodod <command> --help' for a command's flags.\n")
+}
+
+// newFlagSet returns a command's flag set. Parse errors are reported by
+// parseFlags, not by the flag package.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("snodod "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseFlags parses args into fs. When it reports done, the caller returns
+// status: 0 after --help (usage on standard output), 2 after a usage error
+// (explained on standard error).
+func parseFlags(fs *flag.FlagSet, args []string, usage func(io.Writer)) (status int, done bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == flag.ErrHelp:
+		usage(os.Stdout)
+		return exitOK, true
+	case err != nil:
+		return usageError(fs.Name(), err.Error()), true
+	case fs.NArg() > 0:
+		return usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(0))), true
+	}
+	return 0, false
+}
+
+// usageError writes "<command>: <message>" and where to look next, and
+// returns the usage exit status.
+func usageError(name, message string) int {
+	fmt.Fprintf(os.Stderr, "%s: %s\nRun '%s --help' for usage.\n", name, message, name)
+	return exitUsage
+}
+
+func runHelp(args []string) int {
+	switch len(args) {
+	case 0:
+		usage(os.Stdout)
+		return exitOK
+	case 1:
+		if c := lookup(args[0]); c != nil {
+			c.usage(os.Stdout)
+			return exitOK
+		}
+		fmt.Fprintf(os.Stderr, "snodod help: unknown command %q\nRun 'snodod help' for the list of commands.\n", args[0])
+	default:
+		fmt.Fprintln(os.Stderr, "snodod help: takes at most one command name")
+	}
+	return exitUsage
+}
+
+func helpUsage(w io.Writer) {
+	fmt.Fprint(w, "Usage: snodod help [command]\n\nShows the commands, or one command's usage and flags.\n")
+}
+
+func runVersion(args []string) int {
+	fs := newFlagSet("version")
+	if status, done := parseFlags(fs, args, versionUsage); done {
+		return status
+	}
+	fmt.Printf("snodod %s (%s %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return exitOK
+}
+
+func versionUsage(w io.Writer) {
+	fmt.Fprint(w, "Usage: snodod version\n\nPrints the snodod version, and the Go version and platform it was built with.\n")
+}
+
+// buildVersion returns the version of this binary.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
