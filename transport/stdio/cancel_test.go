@@ -84,8 +84,15 @@ func TestCancelQueued(t *testing.T) {
 	h := start(t, pipes, withExecutor(1, 10))
 	h.send(call("a", "block", `{}`))
 	<-h.cat.started
-	h.send(call("b", "block", `{}`), cancelReq(`"b"`))
-	h.send(req("sync", "ping", `{}`)) // queued behind "a"; proves "b" was read
+	// Each step is seen by the executor before the next, so "b" is surely
+	// queued when cancelled and "a" still holds the only slot.
+	queued := func(n int) func() bool { return func() bool { return h.exec.Stats().Queued == n } }
+	h.send(call("b", "block", `{}`))
+	waitFor(t, queued(1))
+	h.send(cancelReq(`"b"`))
+	waitFor(t, queued(0))
+	h.send(req("sync", "ping", `{}`))
+	waitFor(t, queued(1))
 	h.cat.Release()
 	for _, want := range []string{`"a"`, `"sync"`} {
 		if id := string(parse(t, h.line()).ID); id != want {

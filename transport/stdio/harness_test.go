@@ -119,10 +119,6 @@ func withRequestTimeout(d time.Duration) option {
 	return func(_ *stdio.Transport, l *server.ExecutorLimits) { l.RequestTimeout = d }
 }
 
-func withWriteTimeout(d time.Duration) option {
-	return func(tr *stdio.Transport, _ *server.ExecutorLimits) { tr.WriteTimeout = d }
-}
-
 func with(f func(*stdio.Transport)) option {
 	return func(tr *stdio.Transport, _ *server.ExecutorLimits) { f(tr) }
 }
@@ -211,15 +207,6 @@ func (h *harness) line() string {
 		h.t.Fatal("no output line within 10s")
 	}
 	return ""
-}
-
-func (h *harness) lines(n int) []string {
-	h.t.Helper()
-	out := make([]string, n)
-	for i := range out {
-		out[i] = h.line()
-	}
-	return out
 }
 
 func (h *harness) expect(want string) {
