@@ -1,0 +1,196 @@
+package config
+
+import "time"
+
+// Config is snodod's effective configuration: the embedded defaults with the
+// file, the environment and the flags laid over them, converted, expanded and
+// validated. A *Config returned by Load, Check or Default is valid; every
+// field holds its effective value (never a zero meaning "default", except
+// Server.Version and HTTP.Listen, whose empty values are documented).
+//
+// The koanf tags are the key names: section.leaf. A Config is not modified
+// by this package after it is returned and may be read concurrently.
+type Config struct {
+	Session  Session  `koanf:"session"`
+	Executor Executor `koanf:"executor"`
+	Daemon   Daemon   `koanf:"daemon"`
+	Protocol Protocol `koanf:"protocol"`
+	Server   Server   `koanf:"server"`
+	HTTP     HTTP     `koanf:"http"`
+	Log      Log      `koanf:"log"`
+
+	file    string
+	sources map[string]Source
+}
+
+// Session holds the limits that apply to every connection.
+type Session struct {
+	// WriteTimeout is how long one outbound frame may take to write; a
+	// device whose write misses it is dead (transport.md §11.3). > 0.
+	WriteTimeout time.Duration `koanf:"write_timeout"`
+	// MaxLineBytes is the longest request line accepted, in bytes, without
+	// its newline (transport.md §3.1). >= 1.
+	MaxLineBytes int `koanf:"max_line_bytes"`
+	// MaxSubscriptions caps, per connection, open listen streams plus
+	// distinct URIs subscribed with resources/subscribe (protocol.md §9.5).
+	// >= 1.
+	MaxSubscriptions int `koanf:"max_subscriptions"`
+	// RequestTimeout is the deadline of one request in the shared executor
+	// (transport.md §13.4). > 0.
+	RequestTimeout time.Duration `koanf:"request_timeout"`
+	// RestartIntensity is how many times a failing session may be restarted
+	// within RestartWindow; the next failure in that window ends the session
+	// for good with one log line. It plays the role of suture's
+	// FailureThreshold, RestartWindow that of FailureDecay. >= 1.
+	RestartIntensity int `koanf:"restart_intensity"`
+	// RestartWindow is the sliding window RestartIntensity counts restarts
+	// in. > 0.
+	RestartWindow time.Duration `koanf:"restart_window"`
+}
+
+// Executor holds the limits of the shared executor that runs every
+// session's requests (transport.md §13).
+type Executor struct {
+	// MaxConcurrency is how many requests run at once. >= 1.
+	MaxConcurrency int `koanf:"max_concurrency"`
+	// MaxQueue is how many admitted requests may wait for a slot; a request
+	// beyond it is refused. >= 1.
+	MaxQueue int `koanf:"max_queue"`
+}
+
+// Daemon holds the settings of `snodod serve`.
+type Daemon struct {
+	// Socket is the session socket's absolute path: every connection to it
+	// is a session. Environment variables in it are expanded at load.
+	Socket string `koanf:"socket"`
+	// ControlSocket is the control socket's absolute path (fd hand-over
+	// from `snodod connect`, status). Load fills it with control.sock in
+	// Socket's directory when it is configured empty.
+	ControlSocket string `koanf:"control_socket"`
+	// MaxSessions is how many sessions are served at once; a client beyond
+	// it is refused with one line. >= 1.
+	MaxSessions int `koanf:"max_sessions"`
+	// AllowedUIDs lists the peer uids accepted besides the daemon's own.
+	// Empty: only the daemon's own uid.
+	AllowedUIDs []int `koanf:"allowed_uids"`
+	// ShutdownGrace is how long a drain (SIGTERM, SIGINT) lets in-flight
+	// requests finish. > 0.
+	ShutdownGrace time.Duration `koanf:"shutdown_grace"`
+}
+
+// Protocol holds the MCP versions served.
+type Protocol struct {
+	// Versions lists the enabled MCP versions, each once, in any order
+	// (protocol.md §1.1). Load turns an empty list into all three, so it is
+	// never empty.
+	Versions []string `koanf:"versions"`
+}
+
+// Server holds what the server says about itself (serverInfo,
+// instructions) and the cache fields of 2026 results (protocol.md §10.2).
+type Server struct {
+	// Name is serverInfo.name. Never empty.
+	Name string `koanf:"name"`
+	// Version is serverInfo.version. Empty: the caller uses the build
+	// version.
+	Version string `koanf:"version"`
+	// Title is serverInfo.title; empty sends none.
+	Title string `koanf:"title"`
+	// Description is serverInfo.description; empty sends none.
+	Description string `koanf:"description"`
+	// WebsiteURL is serverInfo.websiteUrl, an http or https URL; empty
+	// sends none.
+	WebsiteURL string `koanf:"website_url"`
+	// Instructions is sent by initialize and server/discover; empty sends
+	// none.
+	Instructions string `koanf:"instructions"`
+	// CacheTTL is the ttlMs of cacheable 2026 results, sent as whole
+	// milliseconds. >= 0.
+	CacheTTL time.Duration `koanf:"cache_ttl"`
+	// CacheScope is the cacheScope of cacheable 2026 results: "public" or
+	// "private".
+	CacheScope string `koanf:"cache_scope"`
+}
+
+// HTTP holds the Streamable HTTP listener's settings (protocol.md §13).
+type HTTP struct {
+	// Listen is the listener's host:port. Empty: no HTTP listener. A
+	// host-less ":port" binds 127.0.0.1.
+	Listen string `koanf:"listen"`
+	// Path is the one endpoint's path; it starts with "/".
+	Path string `koanf:"path"`
+	// MaxBodyBytes is the largest request body accepted. >= 1.
+	MaxBodyBytes int `koanf:"max_body_bytes"`
+	// AllowedOrigins lists origins (scheme://host[:port]) allowed besides
+	// the loopback ones.
+	AllowedOrigins []string `koanf:"allowed_origins"`
+	// MaxSubscriptions caps the SSE listen streams the listener holds at
+	// once. >= 1.
+	MaxSubscriptions int `koanf:"max_subscriptions"`
+	// SessionIdleTimeout ends a legacy HTTP session after this long without
+	// requests or streams. > 0.
+	SessionIdleTimeout time.Duration `koanf:"session_idle_timeout"`
+}
+
+// Log holds the daemon's log settings.
+type Log struct {
+	// Level is the lowest level logged: "debug", "info", "warn" or
+	// "error".
+	Level string `koanf:"level"`
+	// Format is "text" (log/slog's TextHandler) or "json".
+	Format string `koanf:"format"`
+}
+
+// File returns the configuration file that was read, or "" when none was.
+func (c *Config) File() string { return c.file }
+
+// Source returns where key's effective value came from. Keys not set by any
+// layer, and unknown keys, report the default.
+func (c *Config) Source(key string) Source {
+	if s, ok := c.sources[key]; ok {
+		return s
+	}
+	return Source{Kind: FromDefault}
+}
+
+// Sources returns a copy of every key's source.
+func (c *Config) Sources() map[string]Source {
+	out := make(map[string]Source, len(specs))
+	for _, s := range specs {
+		out[s.name] = c.Source(s.name)
+	}
+	return out
+}
+
+// SourceKind says which layer a value came from.
+type SourceKind int
+
+// The layers, lowest precedence first.
+const (
+	FromDefault SourceKind = iota // the embedded defaults.toml
+	FromFile                      // the configuration file
+	FromEnv                       // a SNODOD_* environment variable
+	FromFlag                      // a command-line flag (Options.Overrides)
+)
+
+// Source is where one value came from.
+type Source struct {
+	Kind SourceKind
+	// Name is the file's path, the variable's name or the flag as typed
+	// ("--write-timeout"); empty for the default.
+	Name string
+}
+
+// String returns "default", "file <path>", "env <VARIABLE>" or
+// "flag <--flag>", the form `snodod config print` shows.
+func (s Source) String() string {
+	switch s.Kind {
+	case FromFile:
+		return "file " + s.Name
+	case FromEnv:
+		return "env " + s.Name
+	case FromFlag:
+		return "flag " + s.Name
+	}
+	return "default"
+}

@@ -1,0 +1,251 @@
+package config
+
+import (
+	_ "embed"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	toml "github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+)
+
+// defaultsTOML is the single source of every key's default.
+//
+//go:embed defaults.toml
+var defaultsTOML []byte
+
+// Key describes one configuration key, for docs/config.md, `snodod config
+// print` and tools.
+type Key struct {
+	// Name is the key: section.leaf, e.g. "session.write_timeout".
+	Name string
+	// Type is "duration", "integer", "string", "list of strings" or
+	// "list of integers".
+	Type string
+	// Default is the default as a TOML value, e.g. `"5s"`, `2000000`, `[]`,
+	// before any expansion.
+	Default string
+	// Env is the environment variable that sets the key, e.g.
+	// SNODOD_SESSION__WRITE_TIMEOUT.
+	Env string
+	// Description is one line saying what the key does.
+	Description string
+	// Allowed is what the key accepts, as validation messages say it, e.g.
+	// "must be a positive duration".
+	Allowed string
+}
+
+// Keys returns every configuration key in reference order (by section, as
+// in docs/config.md). The slice is new on every call.
+func Keys() []Key {
+	defs := defaults()
+	out := make([]Key, 0, len(specs))
+	for _, s := range specs {
+		out = append(out, Key{
+			Name:        s.name,
+			Type:        s.kind.String(),
+			Default:     literal(defs.values[s.name]),
+			Env:         envName(s.name),
+			Description: s.desc,
+			Allowed:     s.allowed,
+		})
+	}
+	return out
+}
+
+// kind is the Go type of a key's value, taken from its Config field.
+type kind int
+
+const (
+	kindDuration kind = iota + 1 // time.Duration
+	kindInt                      // int
+	kindString                   // string
+	kindStrings                  // []string
+	kindInts                     // []int
+)
+
+func (k kind) String() string {
+	switch k {
+	case kindDuration:
+		return "duration"
+	case kindInt:
+		return "integer"
+	case kindString:
+		return "string"
+	case kindStrings:
+		return "list of strings"
+	case kindInts:
+		return "list of integers"
+	}
+	return "invalid"
+}
+
+// spec is one key: its name and description, its rule, and (bound at init
+// from Config's koanf tags) its kind and field.
+type spec struct {
+	name string
+	desc string
+	rule
+	kind  kind
+	field []int // reflect index path of the field in Config
+}
+
+// specs lists every key in reference order. Adding a key means a Config
+// field with a koanf tag, a line here, a default in defaults.toml and a row
+// in docs/config.md; init and the tests refuse any of them alone.
+var specs = []*spec{
+	{name: "session.write_timeout", rule: positiveDuration(), desc: "How long one outbound frame may take to write; a device that misses it is dead."},
+	{name: "session.max_line_bytes", rule: positiveInt(), desc: "Longest request line accepted, in bytes, without its newline."},
+	{name: "session.max_subscriptions", rule: positiveInt(), desc: "Per connection: open listen streams plus resource URIs subscribed with resources/subscribe."},
+	{name: "session.request_timeout", rule: positiveDuration(), desc: "Deadline of one request in the shared executor."},
+	{name: "session.restart_intensity", rule: positiveInt(), desc: "Restarts of a failing session allowed within session.restart_window; the next failure ends it."},
+	{name: "session.restart_window", rule: positiveDuration(), desc: "The sliding window session.restart_intensity counts restarts in."},
+	{name: "executor.max_concurrency", rule: positiveInt(), desc: "Requests the shared executor runs at once."},
+	{name: "executor.max_queue", rule: positiveInt(), desc: "Requests that may wait for an executor slot; a request beyond it is refused."},
+	{name: "daemon.socket", rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. Environment variables are expanded."},
+	{name: "daemon.control_socket", rule: socketPath("must be empty or an absolute path of at most 107 bytes"), desc: "Control socket (fd hand-over, status); empty: control.sock beside daemon.socket."},
+	{name: "daemon.max_sessions", rule: positiveInt(), desc: "Sessions served at once; a client beyond it is refused with one line."},
+	{name: "daemon.allowed_uids", rule: eachInt("entries must be user ids from 0 to 4294967294", validUID), desc: "Peer uids accepted besides the daemon's own."},
+	{name: "daemon.shutdown_grace", rule: positiveDuration(), desc: "How long a drain (SIGTERM, SIGINT) lets in-flight requests finish."},
+	{name: "protocol.versions", rule: versionsRule(), desc: "Enabled MCP versions, in any order; empty means all three."},
+	{name: "server.name", rule: scalar("must be a non-empty string", func(v any) bool { return v != "" }), desc: "serverInfo.name."},
+	{name: "server.version", rule: anyString(), desc: "serverInfo.version; empty: the build version."},
+	{name: "server.title", rule: anyString(), desc: "serverInfo.title; empty: none."},
+	{name: "server.description", rule: anyString(), desc: "serverInfo.description; empty: none."},
+	{name: "server.website_url", rule: scalar("must be empty or an http or https URL", validWebsite), desc: "serverInfo.websiteUrl; empty: none."},
+	{name: "server.instructions", rule: anyString(), desc: "Instructions sent by initialize and server/discover; empty: none."},
+	{name: "server.cache_ttl", rule: scalar("must be a non-negative duration", func(v any) bool { return v.(time.Duration) >= 0 }), desc: "ttlMs of cacheable 2026 results, sent as whole milliseconds."},
+	{name: "server.cache_scope", rule: oneOf("public", "private"), desc: "cacheScope of cacheable 2026 results."},
+	{name: "http.listen", rule: scalar(`must be empty or host:port, such as "127.0.0.1:8080" or ":8080"`, validListen), desc: "Streamable HTTP listener address; empty: off; a host-less :port binds 127.0.0.1."},
+	{name: "http.path", rule: scalar("must start with / and contain no ?, # or spaces", validHTTPPath), desc: "The HTTP endpoint's path."},
+	{name: "http.max_body_bytes", rule: positiveInt(), desc: "Largest HTTP request body accepted, in bytes."},
+	{name: "http.allowed_origins", rule: eachString("entries must be origins (scheme://host[:port])", validOrigin), desc: "Origins allowed besides the loopback ones."},
+	{name: "http.max_subscriptions", rule: positiveInt(), desc: "SSE listen streams the HTTP listener holds at once."},
+	{name: "http.session_idle_timeout", rule: positiveDuration(), desc: "A legacy HTTP session ends after this long without requests or streams."},
+	{name: "log.level", rule: oneOf("debug", "info", "warn", "error"), desc: "Lowest level logged."},
+	{name: "log.format", rule: oneOf("text", "json"), desc: "Log line format."},
+}
+
+// specByName indexes specs; filled by init.
+var specByName = map[string]*spec{}
+
+// sections holds the section names ("session", …); filled by init.
+var sections = map[string]bool{}
+
+// init binds every spec to its Config field by koanf tag and panics when a
+// field has no spec or a spec no field: both are programming errors that
+// every test run catches.
+func init() {
+	fields := map[string][]int{}
+	kinds := map[string]kind{}
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		sec := t.Field(i)
+		secName := sec.Tag.Get("koanf")
+		if secName == "" {
+			continue
+		}
+		sections[secName] = true
+		for j := range sec.Type.NumField() {
+			f := sec.Type.Field(j)
+			name := secName + "." + f.Tag.Get("koanf")
+			fields[name] = []int{i, j}
+			kinds[name] = kindOf(f.Type)
+		}
+	}
+	for _, s := range specs {
+		idx, ok := fields[s.name]
+		if !ok {
+			panic(fmt.Sprintf("config: key %s has no Config field", s.name))
+		}
+		s.field, s.kind = idx, kinds[s.name]
+		specByName[s.name] = s
+		delete(fields, s.name)
+	}
+	for name := range fields {
+		panic(fmt.Sprintf("config: Config field for %s has no entry in specs", name))
+	}
+}
+
+func kindOf(t reflect.Type) kind {
+	switch {
+	case t == reflect.TypeFor[time.Duration]():
+		return kindDuration
+	case t.Kind() == reflect.Int:
+		return kindInt
+	case t.Kind() == reflect.String:
+		return kindString
+	case t == reflect.TypeFor[[]string]():
+		return kindStrings
+	case t == reflect.TypeFor[[]int]():
+		return kindInts
+	}
+	panic(fmt.Sprintf("config: unsupported field type %s", t))
+}
+
+// envPrefix starts every configuration variable.
+const envPrefix = "SNODOD_"
+
+// envName is the variable that sets key: session.write_timeout →
+// SNODOD_SESSION__WRITE_TIMEOUT (a double underscore between section and
+// leaf, because leaves contain single underscores).
+func envName(key string) string {
+	section, leaf, _ := strings.Cut(key, ".")
+	return envPrefix + strings.ToUpper(section) + "__" + strings.ToUpper(leaf)
+}
+
+// defaultSet is the parsed embedded defaults.
+type defaultSet struct {
+	raw    map[string]any // as parsed, for the default layer
+	values map[string]any // converted to each key's kind, for Keys
+}
+
+// defaults parses defaults.toml once. It panics when the file does not
+// define exactly the keys of specs, each convertible: the file is part of
+// the binary, so that is a programming error.
+var defaults = sync.OnceValue(func() defaultSet {
+	k := koanf.New(".")
+	if err := k.Load(rawbytes.Provider(defaultsTOML), toml.Parser()); err != nil {
+		panic("config: defaults.toml: " + err.Error())
+	}
+	set := defaultSet{raw: map[string]any{}, values: map[string]any{}}
+	for _, key := range k.Keys() {
+		s, ok := specByName[key]
+		if !ok {
+			panic("config: defaults.toml sets unknown key " + key)
+		}
+		raw := k.Get(key)
+		v, ok := convert(s.kind, raw)
+		if !ok {
+			panic(fmt.Sprintf("config: defaults.toml: %s: %s, got %s", key, s.allowed, literal(raw)))
+		}
+		set.raw[key], set.values[key] = raw, v
+	}
+	for _, s := range specs {
+		if _, ok := set.raw[s.name]; !ok {
+			panic("config: defaults.toml lacks key " + s.name)
+		}
+	}
+	return set
+})
+
+// sortedSpecs returns specs sorted by key name.
+func sortedSpecs() []*spec {
+	out := slices.Clone(specs)
+	slices.SortFunc(out, func(a, b *spec) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// fieldValue reads s's field from c; a nil list reads as empty.
+func fieldValue(c *Config, s *spec) any {
+	v := reflect.ValueOf(c).Elem().FieldByIndex(s.field)
+	if v.Kind() == reflect.Slice && v.IsNil() {
+		return reflect.MakeSlice(v.Type(), 0, 0).Interface()
+	}
+	return v.Interface()
+}
