@@ -52,3 +52,20 @@ func ReportProgress(ctx context.Context, p Progress) error {
 	}
 	return r.Report(p)
 }
+
+// Notifier writes a request-scoped notification (a log message) before the
+// request's final line, under the rules of progress reports: it blocks until
+// written or refused, and nothing is written after the request finished or
+// was cancelled (transport.md §10.3). A transport puts one in every
+// handler's context.
+type Notifier interface {
+	Notify(method string, params any) error
+}
+
+type notifierKey struct{}
+
+// WithNotifier returns a context whose handler sends request-scoped
+// notifications through n.
+func WithNotifier(ctx context.Context, n Notifier) context.Context {
+	return context.WithValue(ctx, notifierKey{}, n)
+}

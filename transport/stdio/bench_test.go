@@ -20,7 +20,9 @@ type echoDispatcher struct{}
 
 var echoResult = map[string]any{"content": []any{map[string]any{"type": "text", "text": "hello"}}, "isError": false}
 
-func (echoDispatcher) Initialize(json.RawMessage) (any, string, *protocol.Error) {
+func (echoDispatcher) Notify(*server.Session, string, json.RawMessage) {}
+
+func (echoDispatcher) Initialize(*server.Session, json.RawMessage) (any, string, *protocol.Error) {
 	return map[string]any{}, "2025-06-18", nil
 }
 

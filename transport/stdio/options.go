@@ -44,8 +44,14 @@ type Transport struct {
 	// WriteTimeout bounds the writing of one frame. A frame that misses it
 	// ends the connection.
 	WriteTimeout time.Duration
-	// MaxSubscriptions caps this connection's open listen streams.
+	// MaxSubscriptions caps this connection's open listen streams and
+	// legacy resource subscriptions together, when Serve makes the
+	// Session.
 	MaxSubscriptions int
+	// Session is the connection's runtime state. When nil, Serve makes one
+	// and closes it on return; a Session given here outlives Serve (a
+	// restarted session continues with it) and its owner closes it.
+	Session *server.Session
 	// ShutdownGrace is how long admitted requests may still run once ctx
 	// is cancelled.
 	ShutdownGrace time.Duration

@@ -17,10 +17,12 @@ const (
 	progressAckTimeout       = 5 * time.Second
 )
 
-// progressSink is a request's server.ProgressReporter. Report runs on the
-// handler's goroutine and waits for the coordinator, which owns the
-// sequence state and writes the notification.
-type progressSink struct {
+// requestSink carries a request's progress reports (server.ProgressReporter,
+// when it has a progressToken) and its request-scoped notifications
+// (server.Notifier). Both run on the handler's goroutine and wait for the
+// coordinator, which owns the sequence state and writes the notification.
+// One report or notification may be outstanding at a time.
+type requestSink struct {
 	c     *conn
 	w     *work
 	token protocol.ID
@@ -32,19 +34,31 @@ type progressSink struct {
 }
 
 // Report implements server.ProgressReporter.
-func (s *progressSink) Report(p server.Progress) error {
+func (s *requestSink) Report(p server.Progress) error {
 	if !finite(p.Progress) || p.HasTotal && !finite(p.Total) ||
 		len(p.Message) > maxProgressMessageBytes || !utf8.ValidString(p.Message) {
 		return server.ErrProgressInvalid
 	}
+	return s.send(message{kind: msgProgress, progress: p})
+}
+
+// Notify implements server.Notifier.
+func (s *requestSink) Notify(method string, params any) error {
+	return s.send(message{kind: msgNotify, method: method, params: params})
+}
+
+// send hands m to the coordinator and waits for it to be written or
+// refused, at most progressAckTimeout.
+func (s *requestSink) send(m message) error {
 	if !s.busy.CompareAndSwap(false, true) {
 		return server.ErrProgressBusy
 	}
 	timer := time.NewTimer(progressAckTimeout)
 	defer timer.Stop()
 	reply := make(chan error, 1)
+	m.sink, m.reply = s, reply
 	select {
-	case s.c.inbox <- message{kind: msgProgress, sink: s, progress: p, reply: reply}:
+	case s.c.inbox <- m:
 	case <-s.c.done:
 		s.busy.Store(false)
 		return server.ErrProgressClosed
@@ -77,7 +91,7 @@ type progressParams struct {
 
 // progress writes one report if its request is still in flight and the
 // report keeps the sequence strictly increasing and within the cap.
-func (c *conn) progress(s *progressSink, p server.Progress) error {
+func (c *conn) progress(s *requestSink, p server.Progress) error {
 	if c.inflight[s.w.id] != s.w {
 		return server.ErrProgressClosed
 	}
@@ -96,6 +110,15 @@ func (c *conn) progress(s *progressSink, p server.Progress) error {
 	}
 	s.count++
 	s.last = p.Progress
+	return nil
+}
+
+// notify writes a request-scoped notification if its request is still in
+// flight.
+func (c *conn) notify(s *requestSink, method string, params any) error {
+	if c.inflight[s.w.id] != s.w || !c.writeNotification(method, params) {
+		return server.ErrProgressClosed
+	}
 	return nil
 }
 

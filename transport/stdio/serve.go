@@ -41,7 +41,7 @@ func (t *Transport) Serve(ctx context.Context) error {
 		w:        newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
 		in:       t.In,
 		limitErr: protocol.LineLimitError(limit),
-		maxSubs:  orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions),
+		sess:     t.Session,
 		grace:    orDefault(t.ShutdownGrace, DefaultShutdownGrace),
 		lines:    make(chan lineEvent),
 		stopRead: make(chan struct{}),
@@ -50,7 +50,12 @@ func (t *Transport) Serve(ctx context.Context) error {
 		done:     make(chan struct{}),
 		inflight: make(map[protocol.ID]*work),
 	}
+	if c.sess == nil {
+		c.sess = server.NewSession(orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions))
+		defer c.sess.Close()
+	}
 	go c.readLoop(newLineReader(t.In, limit))
+	c.startSessionFeed()
 	defer c.teardown()
 	return c.run(ctx)
 }
@@ -66,7 +71,7 @@ type conn struct {
 	w        *frameWriter
 	in       any
 	limitErr *protocol.Error
-	maxSubs  int
+	sess     *server.Session
 	grace    time.Duration
 
 	lines    chan lineEvent
@@ -77,7 +82,7 @@ type conn struct {
 	pumps    sync.WaitGroup
 
 	inflight map[protocol.ID]*work // admitted requests and open listen streams
-	streams  int                   // open listen streams, for MaxSubscriptions
+	feed     *sessionFeed          // the legacy session's notifications until EOF
 	version  string                // negotiated legacy version, "" before initialize
 	header   http.Header           // Mcp-Protocol-Version: version; shared, read-only
 	eof      bool
@@ -88,8 +93,8 @@ type conn struct {
 
 // work is one admitted request, and later possibly its listen stream.
 type work struct {
-	id       protocol.ID
-	progress *progressSink // nil without a progressToken
+	id   protocol.ID
+	sink *requestSink
 
 	stream server.Stream // set while a listen stream is open
 	cancel context.CancelFunc
@@ -101,7 +106,9 @@ type messageKind uint8
 const (
 	msgOutcome messageKind = iota
 	msgProgress
+	msgNotify
 	msgEvent
+	msgSessionEvent
 )
 
 // message is everything that reaches the coordinator besides lines.
@@ -109,8 +116,10 @@ type message struct {
 	kind     messageKind
 	w        *work
 	outcome  server.Outcome
-	sink     *progressSink
+	sink     *requestSink
 	progress server.Progress
+	method   string
+	params   any
 	reply    chan error
 	event    server.Event
 	err      error
@@ -200,15 +209,16 @@ func (c *conn) request(msg *protocol.Message) {
 		return
 	}
 	w := &work{id: msg.ID}
-	req := &server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params}
+	req := &server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Session: c.sess}
 	if !msg.Modern {
 		req.Header = c.header
 	}
-	ctx := context.Background()
+	w.sink = &requestSink{c: c, w: w}
+	ctx := server.WithNotifier(context.Background(), w.sink)
 	if msg.ProgressToken != nil && msg.Method != "subscriptions/listen" {
 		if token, ok := protocol.ParseID(msg.ProgressToken); ok {
-			w.progress = &progressSink{c: c, w: w, token: token}
-			ctx = server.WithProgress(ctx, w.progress)
+			w.sink.token = token
+			ctx = server.WithProgress(ctx, w.sink)
 		}
 	}
 	run := func(ctx context.Context) server.Outcome { return c.disp.Dispatch(ctx, req) }
@@ -223,7 +233,7 @@ func (c *conn) request(msg *protocol.Message) {
 // initialize answers a legacy initialize inline, so a client may pipeline the
 // requests that follow it (transport.md §14).
 func (c *conn) initialize(msg *protocol.Message) {
-	result, version, perr := c.disp.Initialize(msg.Params)
+	result, version, perr := c.disp.Initialize(c.sess, msg.Params)
 	if perr != nil {
 		c.writeError(msg.ID, perr)
 		return
@@ -240,8 +250,11 @@ func (c *conn) initialize(msg *protocol.Message) {
 func (c *conn) notification(msg *protocol.Message) {
 	if msg.Method == "notifications/cancelled" {
 		c.cancel(msg.Params)
+		return
 	}
-	// Everything else is ignored at this layer and never answered (§8).
+	// Nothing else is ever answered (§8); the runtime may note it
+	// (notifications/initialized).
+	c.disp.Notify(c.sess, msg.Method, msg.Params)
 }
 
 // cancel applies a notifications/cancelled that is valid by §9; anything else
@@ -280,6 +293,10 @@ func (c *conn) handleMessage(m message) {
 		c.complete(m.w, m.outcome)
 	case msgProgress:
 		m.reply <- c.progress(m.sink, m.progress)
+	case msgNotify:
+		m.reply <- c.notify(m.sink, m.method, m.params)
+	case msgSessionEvent:
+		c.sessionEvent(m.event)
 	case msgEvent:
 		c.streamEvent(m.w, m.event, m.err)
 	}
@@ -306,6 +323,7 @@ func (c *conn) complete(w *work, o server.Outcome) {
 // admitted requests continue.
 func (c *conn) endInput() {
 	c.eof = true
+	c.stopSessionFeed()
 	for _, w := range c.inflight {
 		if w.stream != nil {
 			c.closeStream(w, server.Disconnected, "")
@@ -356,6 +374,7 @@ func (c *conn) teardown() {
 		}
 	}
 	clear(c.inflight)
+	c.stopSessionFeed()
 	c.stopReader()
 	c.w.close()
 	c.pumps.Wait()

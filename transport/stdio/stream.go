@@ -19,12 +19,13 @@ func (c *conn) openStream(w *work, s server.Stream) {
 		s.Close(server.ClosedByServer, "")
 		c.writeError(w.id, protocol.ErrSessionClosed)
 		return
-	case c.streams >= c.maxSubs:
+	case !c.sess.AcquireSubscription():
 		s.Close(server.Refused, "")
 		c.writeError(w.id, protocol.ErrSubscriptionCap)
 		return
 	}
 	if !c.writeNotification("notifications/subscriptions/acknowledged", s.Ack()) {
+		c.sess.ReleaseSubscription()
 		reason := server.OutputFailed
 		if c.failed == nil {
 			reason = server.Completed // the acknowledgement could not be encoded
@@ -36,7 +37,6 @@ func (c *conn) openStream(w *work, s server.Stream) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stream, w.cancel, w.next = s, cancel, make(chan struct{}, 1)
 	c.inflight[w.id] = w
-	c.streams++
 	c.pumps.Add(1)
 	go c.pump(ctx, w)
 }
@@ -93,7 +93,57 @@ func (c *conn) streamEvent(w *work, ev server.Event, err error) {
 // source learns why. Nothing is written here.
 func (c *conn) closeStream(w *work, reason server.CloseReason, detail string) {
 	delete(c.inflight, w.id)
-	c.streams--
+	c.sess.ReleaseSubscription()
 	w.cancel()
 	w.stream.Close(reason, detail)
+}
+
+// sessionFeed pumps a legacy session's notifications (list changes,
+// resource updates) to the coordinator, one at a time (protocol.md §9.4).
+type sessionFeed struct {
+	cancel context.CancelFunc
+	next   chan struct{}
+}
+
+func (c *conn) startSessionFeed() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.feed = &sessionFeed{cancel: cancel, next: make(chan struct{}, 1)}
+	c.pumps.Add(1)
+	go func(f *sessionFeed) {
+		defer c.pumps.Done()
+		for {
+			ev, err := c.sess.Next(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case c.inbox <- message{kind: msgSessionEvent, event: ev}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case <-f.next:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}(c.feed)
+}
+
+// stopSessionFeed ends session-level notifications: at EOF they end with
+// no output (transport.md §12.1).
+func (c *conn) stopSessionFeed() {
+	if c.feed != nil {
+		c.feed.cancel()
+		c.feed = nil
+	}
+}
+
+func (c *conn) sessionEvent(ev server.Event) {
+	if c.feed == nil {
+		return
+	}
+	if c.writeNotification(ev.Method, ev.Params) {
+		c.feed.next <- struct{}{}
+	}
 }

@@ -1,0 +1,369 @@
+package protocol
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// RequestMeta is the request metadata of a 2026-era request (protocol.md
+// §5.1), as DecodeModernMeta found it. Only the presence and shape checks of
+// §5.2 steps 2 to 5 have been applied; Check applies steps 7 and 8.
+type RequestMeta struct {
+	// ProtocolVersion is the string sent as
+	// io.modelcontextprotocol/protocolVersion, whatever it is.
+	ProtocolVersion string
+	// ClientCapabilities is the io.modelcontextprotocol/clientCapabilities
+	// object as sent.
+	ClientCapabilities json.RawMessage
+	// ClientInfo is io.modelcontextprotocol/clientInfo as sent, or nil when
+	// absent. Check validates it.
+	ClientInfo json.RawMessage
+	// LogLevel is io.modelcontextprotocol/logLevel when it is a string, ""
+	// when absent. Check validates it.
+	LogLevel string
+	// ProgressToken is progressToken as sent, or nil when absent. Check
+	// validates it.
+	ProgressToken json.RawMessage
+	// Raw holds every _meta member, reserved or not, for handlers and echo.
+	Raw map[string]json.RawMessage
+}
+
+// Messages of the _meta checks (protocol.md §4.2, §5.2), each -32602.
+const (
+	msgMetaMissing         = "Required request _meta is missing"
+	msgMetaObject          = "_meta must be an object"
+	msgMetaKey             = "_meta contains an invalid key or non-JSON value"
+	msgVersionString       = MetaProtocolVersion + " must be a string"
+	msgVersionMissing      = "Missing required " + MetaProtocolVersion + " metadata"
+	msgCapabilitiesMissing = "Missing required client capabilities metadata"
+	msgCapabilitiesObject  = "Client capabilities must be an object"
+	msgLogLevel            = "Invalid MCP request log level"
+	msgClientInfo          = "Invalid client info metadata"
+	msgClientCapabilities  = "Invalid client capabilities metadata"
+	msgTasksUnsupported    = "Tasks and multi-round-trip inputs are not supported"
+	msgUnsupportedVersion  = "Unsupported protocol version"
+)
+
+// metaProgressTokenMember is the _meta member carrying a progress token
+// (transport.md §10.1).
+const metaProgressTokenMember = "progressToken"
+
+// unsupportedVersionData is the data of -32022; its field order is the wire
+// order of protocol.md §5.2 step 7.
+type unsupportedVersionData struct {
+	Requested string   `json:"requested"`
+	Supported []string `json:"supported"`
+}
+
+// DecodeModernMeta runs protocol.md §5.2 steps 2 to 5 on a 2026-era request's
+// params (the whole params object, nil when absent) and returns its metadata.
+// In order, each -32602:
+//
+//   - params nil (or null) or without _meta: "Required request _meta is
+//     missing" (reachable over HTTP only; on stdio the era rule of §1.2
+//     guarantees _meta);
+//   - _meta not an object (null included): "_meta must be an object";
+//   - a member name outside the §5.1 key grammar: "_meta contains an invalid
+//     key or non-JSON value";
+//   - io.modelcontextprotocol/protocolVersion absent: "Missing required
+//     io.modelcontextprotocol/protocolVersion metadata", not a string:
+//     "io.modelcontextprotocol/protocolVersion must be a string";
+//   - io.modelcontextprotocol/clientCapabilities absent: "Missing required
+//     client capabilities metadata", not an object: "Client capabilities must
+//     be an object".
+//
+// params is expected to have passed Decode (an object with unique member
+// names); params that is not an object gives ErrParamsType.
+func DecodeModernMeta(params json.RawMessage) (*RequestMeta, *Error) {
+	top, err := paramsObject(params)
+	if err != nil {
+		return nil, err
+	}
+	rawMeta, ok := top["_meta"]
+	if !ok {
+		return nil, invalidParams(msgMetaMissing)
+	}
+	meta, ok := objectMembers(rawMeta)
+	if !ok {
+		return nil, invalidParams(msgMetaObject)
+	}
+	for key := range meta {
+		if !validMetaKey(key) {
+			return nil, invalidParams(msgMetaKey)
+		}
+	}
+	rawVersion, ok := meta[MetaProtocolVersion]
+	if !ok {
+		return nil, invalidParams(msgVersionMissing)
+	}
+	version, ok := jsonString(rawVersion)
+	if !ok {
+		return nil, invalidParams(msgVersionString)
+	}
+	caps, ok := meta[MetaClientCapabilities]
+	if !ok {
+		return nil, invalidParams(msgCapabilitiesMissing)
+	}
+	if jsonKind(caps) != '{' {
+		return nil, invalidParams(msgCapabilitiesObject)
+	}
+	m := &RequestMeta{
+		ProtocolVersion:    version,
+		ClientCapabilities: caps,
+		ClientInfo:         meta[MetaClientInfo],
+		ProgressToken:      meta[metaProgressTokenMember],
+		Raw:                meta,
+	}
+	m.LogLevel, _ = jsonString(meta[MetaLogLevel])
+	return m, nil
+}
+
+// Check runs protocol.md §5.2 steps 7 and 8 on metadata from
+// DecodeModernMeta, against the enabled versions. In order:
+//
+//   - the version is not 2026-07-28, or 2026-07-28 is disabled: -32022
+//     "Unsupported protocol version" with data
+//     {"requested":"<as sent>","supported":[<enabled 2026-era versions>]};
+//   - a progressToken that is not a bounded id (transport.md §10.1):
+//     ErrProgressToken;
+//   - a logLevel that is not one of the eight level strings: -32602 "Invalid
+//     MCP request log level";
+//   - clientInfo that is not an object with string name and version, or has
+//     a non-string title or description, a websiteUrl that is not an
+//     absolute URI string, or icons that are not a list of objects with a
+//     string src: -32602 "Invalid client info metadata";
+//   - clientCapabilities where roots, sampling, elicitation, experimental,
+//     extensions, sampling.context, sampling.tools, elicitation.form or
+//     elicitation.url is present and not an object (null included), or an
+//     extensions member name is not a prefixed _meta key ("<prefix>/<name>"
+//     in the §5.1 grammar): -32602 "Invalid client capabilities metadata".
+//     Unknown members are tolerated.
+//
+// Check returns nil when the request may proceed to method availability.
+func (m *RequestMeta) Check(enabled Versions) *Error {
+	if m.ProtocolVersion != Version2026 || !enabled.Enabled(Version2026) {
+		return &Error{
+			Code:    CodeUnsupportedVersion,
+			Message: msgUnsupportedVersion,
+			Data:    unsupportedVersionData{Requested: m.ProtocolVersion, Supported: enabled.Modern()},
+		}
+	}
+	if m.ProgressToken != nil {
+		if _, ok := ParseID(m.ProgressToken); !ok {
+			return ErrProgressToken
+		}
+	}
+	if raw, ok := m.Raw[MetaLogLevel]; ok {
+		level, ok := jsonString(raw)
+		if _, known := LogLevelRank(level); !ok || !known {
+			return invalidParams(msgLogLevel)
+		}
+	}
+	if m.ClientInfo != nil && !validClientInfo(m.ClientInfo) {
+		return invalidParams(msgClientInfo)
+	}
+	if !validClientCapabilities(m.ClientCapabilities) {
+		return invalidParams(msgClientCapabilities)
+	}
+	return nil
+}
+
+// validClientInfo applies the clientInfo rules of protocol.md §5.2 step 8.
+func validClientInfo(raw json.RawMessage) bool {
+	info, ok := objectMembers(raw)
+	if !ok {
+		return false
+	}
+	for _, required := range [...]string{"name", "version"} {
+		if _, ok := jsonString(info[required]); !ok {
+			return false
+		}
+	}
+	for _, optional := range [...]string{"title", "description"} {
+		if v, present := info[optional]; present {
+			if _, ok := jsonString(v); !ok {
+				return false
+			}
+		}
+	}
+	if v, present := info["websiteUrl"]; present {
+		if s, ok := jsonString(v); !ok || !IsAbsoluteURI(s) {
+			return false
+		}
+	}
+	if v, present := info["icons"]; present {
+		var icons []json.RawMessage
+		if jsonKind(v) != '[' || json.Unmarshal(v, &icons) != nil {
+			return false
+		}
+		for _, icon := range icons {
+			fields, ok := objectMembers(icon)
+			if !ok {
+				return false
+			}
+			if _, ok := jsonString(fields["src"]); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// validClientCapabilities applies the clientCapabilities rules of
+// protocol.md §5.2 step 8.
+func validClientCapabilities(raw json.RawMessage) bool {
+	caps, ok := objectMembers(raw)
+	if !ok {
+		return false
+	}
+	for _, name := range [...]string{"roots", "experimental"} {
+		if !optionalObject(caps, name) {
+			return false
+		}
+	}
+	for _, group := range [...][3]string{
+		{"sampling", "context", "tools"},
+		{"elicitation", "form", "url"},
+	} {
+		v, present := caps[group[0]]
+		if !present {
+			continue
+		}
+		inner, ok := objectMembers(v)
+		if !ok || !optionalObject(inner, group[1]) || !optionalObject(inner, group[2]) {
+			return false
+		}
+	}
+	if v, present := caps["extensions"]; present {
+		extensions, ok := objectMembers(v)
+		if !ok {
+			return false
+		}
+		for name := range extensions {
+			if !strings.Contains(name, "/") || !validMetaKey(name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// optionalObject reports whether members[name] is absent or an object.
+func optionalObject(members map[string]json.RawMessage, name string) bool {
+	v, present := members[name]
+	return !present || jsonKind(v) == '{'
+}
+
+// CheckLegacyMeta runs protocol.md §4.2 steps 5 and 6 on a legacy-era
+// request's params (nil when absent). In order:
+//
+//   - _meta present and not an object (null included): -32602 "_meta must be
+//     an object";
+//   - _meta.progressToken present and not a bounded id: ErrProgressToken;
+//   - inputResponses or requestState present (whatever their value): -32602
+//     "Tasks and multi-round-trip inputs are not supported".
+//
+// No other _meta check applies in the legacy eras; names outside the key
+// grammar and the 2026 members are ignored.
+func CheckLegacyMeta(params json.RawMessage) *Error {
+	top, err := paramsObject(params)
+	if err != nil {
+		return err
+	}
+	if rawMeta, present := top["_meta"]; present {
+		meta, ok := objectMembers(rawMeta)
+		if !ok {
+			return invalidParams(msgMetaObject)
+		}
+		if tok, present := meta[metaProgressTokenMember]; present {
+			if _, ok := ParseID(tok); !ok {
+				return ErrProgressToken
+			}
+		}
+	}
+	_, inputs := top["inputResponses"]
+	_, state := top["requestState"]
+	if inputs || state {
+		return invalidParams(msgTasksUnsupported)
+	}
+	return nil
+}
+
+// logLevels are the eight levels of protocol.md §5.1 and §11, least severe
+// first.
+var logLevels = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// LogLevelRank returns the severity of a log level, 0 for debug up to 7 for
+// emergency, in the order debug, info, notice, warning, error, critical,
+// alert, emergency (protocol.md §5.1, §11). A message is written when its
+// rank is at least the threshold's. ok is false for any other string; level
+// names are case-sensitive.
+func LogLevelRank(level string) (rank int, ok bool) {
+	for i, name := range logLevels {
+		if level == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// validMetaKey reports whether key follows the _meta key grammar of
+// protocol.md §5.1: an optional prefix of dot-separated labels, each starting
+// with a letter, ending with a letter or digit and holding letters, digits
+// and hyphens inside, followed by "/"; then a name that starts and ends with
+// a letter or digit and holds letters, digits, "-", "_" and "." inside.
+// Letters and digits are ASCII. The name is never empty, so "" and "a/" are
+// refused, as are "/x" (an empty prefix) and "a/b/c".
+func validMetaKey(key string) bool {
+	if prefix, name, found := strings.Cut(key, "/"); found {
+		return validMetaPrefix(prefix) && validMetaName(name)
+	}
+	return validMetaName(key)
+}
+
+func validMetaPrefix(prefix string) bool {
+	for {
+		label, rest, more := strings.Cut(prefix, ".")
+		if !validLabel(label) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		prefix = rest
+	}
+}
+
+// validLabel: a letter, then letters, digits and hyphens, ending with a
+// letter or digit.
+func validLabel(label string) bool {
+	n := len(label)
+	if n == 0 || !isLetter(label[0]) || !isAlnum(label[n-1]) {
+		return false
+	}
+	for i := 1; i < n-1; i++ {
+		if c := label[i]; !isAlnum(c) && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validMetaName: a letter or digit, then letters, digits, "-", "_" and ".",
+// ending with a letter or digit.
+func validMetaName(name string) bool {
+	n := len(name)
+	if n == 0 || !isAlnum(name[0]) || !isAlnum(name[n-1]) {
+		return false
+	}
+	for i := 1; i < n-1; i++ {
+		if c := name[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+func isAlnum(c byte) bool { return isLetter(c) || '0' <= c && c <= '9' }

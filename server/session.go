@@ -1,0 +1,194 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// DefaultMaxSubscriptions caps a connection's subscriptions (transport.md
+// §15).
+const DefaultMaxSubscriptions = 32
+
+// Session is one connection's state as the runtime keeps it: the legacy
+// session (client capabilities, log threshold, resource subscriptions,
+// whether notifications/initialized arrived) and the subscription count that
+// listen streams and legacy resource subscriptions share (protocol.md §9.5).
+//
+// A transport makes one per connection with NewSession and passes it with
+// every call. It outlives a transport instance: a restarted session keeps
+// it, and with it the log level and resource subscriptions. Its methods may
+// be called from any goroutine.
+type Session struct {
+	max int
+
+	mu          sync.Mutex
+	legacy      bool // a legacy initialize succeeded
+	caps        json.RawMessage
+	initialized bool
+	logRank     int
+	uris        map[string]struct{}
+	listens     int
+	feed        *feed         // session-level notifications, once initialized
+	feedChanged chan struct{} // closed when feed is replaced
+	closed      bool
+}
+
+// NewSession returns the state of a new connection whose subscriptions are
+// capped at maxSubscriptions (0 means DefaultMaxSubscriptions).
+func NewSession(maxSubscriptions int) *Session {
+	if maxSubscriptions <= 0 {
+		maxSubscriptions = DefaultMaxSubscriptions
+	}
+	info, _ := protocol.LogLevelRank("info")
+	return &Session{max: maxSubscriptions, logRank: info, feedChanged: make(chan struct{})}
+}
+
+// AcquireSubscription takes one subscription slot for a listen stream,
+// reporting false at the cap. ReleaseSubscription gives it back.
+func (ss *Session) AcquireSubscription() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.listens+len(ss.uris) >= ss.max {
+		return false
+	}
+	ss.listens++
+	return true
+}
+
+// ReleaseSubscription gives back a slot taken by AcquireSubscription.
+func (ss *Session) ReleaseSubscription() {
+	ss.mu.Lock()
+	ss.listens--
+	ss.mu.Unlock()
+}
+
+var errSessionClosed = errors.New("session closed")
+
+// Next blocks until the next session-level notification of a legacy
+// session (protocol.md §4.1, §9.7, §9.8): a list change or an update of a
+// subscribed resource, delivered only once notifications/initialized has
+// arrived. It returns ctx's error when ctx ends, or an error once the
+// session is closed. One goroutine at a time may call it.
+func (ss *Session) Next(ctx context.Context) (Event, error) {
+	for {
+		ss.mu.Lock()
+		f, changed, closed := ss.feed, ss.feedChanged, ss.closed
+		ss.mu.Unlock()
+		if closed {
+			return Event{}, errSessionClosed
+		}
+		if f == nil {
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return Event{}, ctx.Err()
+			}
+		}
+		c, err := f.next(ctx)
+		if errors.Is(err, errFeedClosed) {
+			continue // replaced by a new legacy session, or closed
+		}
+		if err != nil {
+			return Event{}, err
+		}
+		if c.kind == changeResourceUpdated && !ss.subscribed(c.uri) {
+			continue
+		}
+		method, params := legacyEvent(c)
+		return Event{Method: method, Params: params}, nil
+	}
+}
+
+// Close ends the session: resource subscriptions are dropped and Next
+// returns. Idempotent.
+func (ss *Session) Close() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.closed = true
+	ss.replaceFeedLocked(nil)
+	ss.uris = nil
+}
+
+func (ss *Session) subscribed(uri string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	_, ok := ss.uris[uri]
+	return ok
+}
+
+func (ss *Session) replaceFeedLocked(f *feed) {
+	if ss.feed != nil {
+		ss.feed.close()
+	}
+	ss.feed = f
+	close(ss.feedChanged)
+	ss.feedChanged = make(chan struct{})
+}
+
+// startLegacy begins a fresh legacy session after a successful initialize
+// (protocol.md §2 step 4).
+func (ss *Session) startLegacy(caps json.RawMessage) {
+	info, _ := protocol.LogLevelRank("info")
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.legacy, ss.caps, ss.initialized, ss.logRank, ss.uris = true, caps, false, info, nil
+	ss.replaceFeedLocked(nil)
+}
+
+// markInitialized starts delivering session-level notifications.
+func (ss *Session) markInitialized(h *hub, accept func(change) bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.legacy || ss.initialized || ss.closed {
+		return
+	}
+	ss.initialized = true
+	ss.replaceFeedLocked(h.subscribe(accept))
+}
+
+func (ss *Session) clientCaps() json.RawMessage {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.caps
+}
+
+func (ss *Session) setLogRank(r int) {
+	ss.mu.Lock()
+	ss.logRank = r
+	ss.mu.Unlock()
+}
+
+func (ss *Session) logThreshold() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.logRank
+}
+
+// subscribe adds uri to the legacy resource subscriptions; false at the cap
+// (a URI already subscribed is a no-op).
+func (ss *Session) subscribe(uri string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if _, ok := ss.uris[uri]; ok {
+		return true
+	}
+	if ss.listens+len(ss.uris) >= ss.max {
+		return false
+	}
+	if ss.uris == nil {
+		ss.uris = map[string]struct{}{}
+	}
+	ss.uris[uri] = struct{}{}
+	return true
+}
+
+func (ss *Session) unsubscribe(uri string) {
+	ss.mu.Lock()
+	delete(ss.uris, uri)
+	ss.mu.Unlock()
+}
