@@ -1,0 +1,173 @@
+package server
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"hash"
+	"math"
+	"time"
+)
+
+// This file holds the signer of the tokens snodod hands to clients and
+// must recognise later without keeping state: pagination cursors
+// (protocol.md §10.1) and MRTR request states (§12.3). Both are base64url
+// (no padding) of a small payload followed by a truncated HMAC-SHA256 over
+// a label, the payload and what the token is bound to. The key is random
+// per process, so a token from another process (or before a restart) is
+// refused.
+
+// signer signs and checks cursors and request states. It is immutable and
+// safe for concurrent use.
+type signer struct {
+	key [32]byte
+}
+
+// newSigner returns a signer with a fresh random key.
+func newSigner() *signer {
+	s := new(signer)
+	rand.Read(s.key[:]) // never fails (crypto/rand, Go 1.24+)
+	return s
+}
+
+const (
+	stateLifetime  = 10 * time.Minute // protocol.md §12.3
+	stateMACBytes  = 28               // 8 + 28 = 36 bytes: 48 characters, no partial group
+	cursorMACBytes = 16               // 8 + 16 = 24 bytes: 32 characters
+)
+
+var tokenEncoding = base64.RawURLEncoding
+
+// mac starts an HMAC for a token with label, so a token of one kind is
+// never valid as another.
+func (s *signer) mac(label string) hash.Hash {
+	m := hmac.New(sha256.New, s.key[:])
+	writeField(m, []byte(label))
+	return m
+}
+
+// writeField writes b length-prefixed, so adjacent fields cannot be
+// confused ("ab"+"c" differs from "a"+"bc").
+func writeField(h hash.Hash, b []byte) {
+	h.Write(binary.AppendUvarint(nil, uint64(len(b))))
+	h.Write(b)
+}
+
+func writeUint(h hash.Hash, v uint64) { h.Write(binary.BigEndian.AppendUint64(nil, v)) }
+
+// decodeToken decodes token into a payload of 8 bytes and a MAC of macBytes.
+// Only the exact encoding snodod produces is accepted: no padding, no
+// line breaks, no stray trailing bits.
+func decodeToken(token string, macBytes int) (payload uint64, sum []byte, ok bool) {
+	b, err := tokenEncoding.DecodeString(token)
+	if err != nil || len(b) != 8+macBytes || tokenEncoding.EncodeToString(b) != token {
+		return 0, nil, false
+	}
+	return binary.BigEndian.Uint64(b), b[8:], true
+}
+
+func encodeToken(payload uint64, sum []byte) string {
+	return tokenEncoding.EncodeToString(append(binary.BigEndian.AppendUint64(nil, payload), sum...))
+}
+
+// state returns a requestState for an input_required answer to a request
+// of method with params, valid until now plus 10 minutes.
+func (s *signer) state(method string, params json.RawMessage, now time.Time) string {
+	expiry := uint64(now.Add(stateLifetime).UnixMilli())
+	return encodeToken(expiry, s.stateMAC(expiry, method, paramsDigest(params)))
+}
+
+// checkState reports whether state was issued by this signer for method
+// and params (compared without inputResponses, requestState and _meta, and
+// whatever their member order) and has not expired at now.
+func (s *signer) checkState(state, method string, params json.RawMessage, now time.Time) bool {
+	expiry, sum, ok := decodeToken(state, stateMACBytes)
+	if !ok || int64(expiry) < now.UnixMilli() {
+		return false
+	}
+	return hmac.Equal(sum, s.stateMAC(expiry, method, paramsDigest(params)))
+}
+
+func (s *signer) stateMAC(expiry uint64, method string, digest [sha256.Size]byte) []byte {
+	m := s.mac("snodod requestState v1")
+	writeUint(m, expiry)
+	writeField(m, []byte(method))
+	writeField(m, digest[:])
+	return m.Sum(nil)[:stateMACBytes]
+}
+
+// paramsDigest is the SHA-256 of params without the members inputResponses,
+// requestState and _meta, in a canonical form: objects with sorted members
+// (at every depth), numbers as written, strings re-escaped alike. Absent
+// params digest as {}; params that are not an object digest as their text.
+func paramsDigest(params json.RawMessage) [sha256.Size]byte {
+	params = bytes.TrimSpace(params)
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	if params[0] != '{' {
+		return sha256.Sum256(params)
+	}
+	d := json.NewDecoder(bytes.NewReader(params))
+	d.UseNumber()
+	var m map[string]any
+	if d.Decode(&m) != nil {
+		return sha256.Sum256(params)
+	}
+	delete(m, "inputResponses")
+	delete(m, "requestState")
+	delete(m, "_meta")
+	canonical, err := json.Marshal(m) // map keys are written sorted
+	if err != nil {
+		return sha256.Sum256(params)
+	}
+	return sha256.Sum256(canonical)
+}
+
+// cursor returns the nextCursor of a page of the list method: the offset of
+// the next page, bound to the protocol version, the catalog revision and
+// the page size. It is never empty.
+func (s *signer) cursor(method, version string, revision uint64, pageSize, offset int) string {
+	return encodeToken(uint64(offset), s.cursorMAC(method, version, revision, pageSize, uint64(offset)))
+}
+
+// parseCursor reads a cursor as the client sent it (any JSON value). It
+// reports false for anything but a string issued by cursor with the same
+// method, version, revision and page size: a non-string (null included:
+// the caller treats only an absent cursor as the first page), "", a
+// forged or modified string, or one that predates a catalog change. The
+// answer is then -32602 "Invalid pagination cursor".
+func (s *signer) parseCursor(cursor json.RawMessage, method, version string, revision uint64, pageSize int) (offset int, ok bool) {
+	var token string
+	if c := bytes.TrimSpace(cursor); len(c) == 0 || c[0] != '"' || json.Unmarshal(c, &token) != nil {
+		return 0, false
+	}
+	off, sum, ok := decodeToken(token, cursorMACBytes)
+	if !ok || off > math.MaxInt || !hmac.Equal(sum, s.cursorMAC(method, version, revision, pageSize, off)) {
+		return 0, false
+	}
+	return int(off), true
+}
+
+func (s *signer) cursorMAC(method, version string, revision uint64, pageSize int, offset uint64) []byte {
+	m := s.mac("snodod cursor v1")
+	writeField(m, []byte(method))
+	writeField(m, []byte(version))
+	writeUint(m, revision)
+	writeUint(m, uint64(pageSize))
+	writeUint(m, offset)
+	return m.Sum(nil)[:cursorMACBytes]
+}
+
+// page returns the page of items starting at offset with at most size
+// items, the offset of the next page, and whether one follows. An offset
+// past the end gives an empty last page.
+func page[T any](items []T, offset, size int) (out []T, next int, more bool) {
+	offset = min(max(offset, 0), len(items))
+	end := offset + min(max(size, 0), len(items)-offset)
+	return items[offset:end:end], end, end < len(items)
+}

@@ -1,0 +1,293 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// now is the clock of requestState expiry; tests may replace it.
+var now = time.Now
+
+var errToolOutput = &protocol.Error{Code: protocol.CodeInternalError, Message: "Tool produced invalid structured content"}
+
+type callToolWire struct {
+	ResultType        string          `json:"resultType,omitempty"`
+	Content           []Content       `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError"`
+	Meta              map[string]any  `json:"_meta,omitempty"`
+}
+
+// toolResult shapes a tool's result for the request's era (§6.4).
+func (c *call) toolResult(res *CallToolResult, structured json.RawMessage) Outcome {
+	w := callToolWire{Content: res.Content, StructuredContent: structured, IsError: res.IsError, Meta: res.Meta}
+	if !c.modern && structured != nil && structured[0] != '{' {
+		w.StructuredContent = nil // legacy eras keep only an object
+	}
+	if len(w.Content) == 0 {
+		if structured != nil {
+			w.Content = []Content{TextContent(string(structured))}
+		} else {
+			w.Content = []Content{}
+		}
+	}
+	if c.modern {
+		w.ResultType, w.Meta = "complete", c.resultMeta(res.Meta)
+	}
+	return Outcome{Result: w}
+}
+
+func (c *call) toolFailure(text string) Outcome {
+	return c.toolResult(&CallToolResult{Content: []Content{TextContent(text)}, IsError: true}, nil)
+}
+
+func (c *call) callTool(ctx context.Context) Outcome {
+	name, ok := stringParam(c.params, "name")
+	if !ok {
+		return invalidParams("tools/call requires a string name")
+	}
+	args := c.params["arguments"]
+	if args == nil {
+		args = json.RawMessage("{}")
+	} else if bytes.TrimSpace(args)[0] != '{' {
+		return invalidParams("tools/call arguments must be an object")
+	}
+	c.s.mu.RLock()
+	e := c.s.tools[name]
+	c.s.mu.RUnlock()
+	if e == nil || !c.visible(e) {
+		return invalidParams("Unknown tool: " + name)
+	}
+	ctx, in, fail := c.mrtr(ctx)
+	if fail != nil {
+		return *fail
+	}
+	if failure := e.input.validateArguments(args); failure != "" {
+		if c.version == protocol.Version20250618 {
+			return errOutcome(&protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid tool arguments",
+				Data: map[string]string{"detail": failure}})
+		}
+		return c.toolFailure(failure)
+	}
+	req := &CallToolRequest{Name: name, Arguments: args, Version: c.version, ClientCapabilities: c.clientCaps()}
+	res, err, panicked := c.runTool(ctx, e, req)
+	if panicked {
+		return errOutcome(protocol.ErrToolPanicked)
+	}
+	if o, handled := c.handlerError(in, err); handled {
+		return o
+	}
+	if err != nil {
+		return c.toolFailure(err.Error())
+	}
+	if res == nil {
+		return errOutcome(protocol.ErrInvalidResult)
+	}
+	var structured json.RawMessage
+	if res.StructuredContent != nil {
+		if structured, err = json.Marshal(res.StructuredContent); err != nil {
+			c.s.log.Error("tool produced unencodable structured content", "tool", name, "err", err)
+			return errOutcome(errToolOutput)
+		}
+	}
+	if e.output != nil && !res.IsError {
+		var v any
+		if structured == nil || json.Unmarshal(structured, &v) != nil || e.output.validateValue(v) != nil {
+			return errOutcome(errToolOutput)
+		}
+	}
+	return c.toolResult(res, structured)
+}
+
+// runTool runs a tool handler, recovering a panic (§6.4: answered without
+// detail; the stack goes to the log).
+func (c *call) runTool(ctx context.Context, e *toolEntry, req *CallToolRequest) (res *CallToolResult, err error, panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.s.recovered("tool "+req.Name, v)
+			panicked = true
+		}
+	}()
+	res, err = e.handler(ctx, req)
+	return res, err, false
+}
+
+func (c *call) notFound(uri string) Outcome {
+	code := int64(protocol.CodeResourceNotFound)
+	if c.modern {
+		code = protocol.CodeInvalidParams
+	}
+	return errOutcome(&protocol.Error{Code: code, Message: "Resource not found", Data: map[string]string{"uri": uri}})
+}
+
+func (c *call) readResource(ctx context.Context) Outcome {
+	uri, ok := stringParam(c.params, "uri")
+	if !ok {
+		return invalidParams("resources/read requires a string uri")
+	}
+	handler, vars := c.s.findResource(uri)
+	if handler == nil {
+		return c.notFound(uri)
+	}
+	ctx, in, fail := c.mrtr(ctx)
+	if fail != nil {
+		return *fail
+	}
+	res, err := handler(ctx, &ReadResourceRequest{URI: uri, Params: vars, Version: c.version})
+	if o, handled := c.handlerError(in, err); handled {
+		return o
+	}
+	if errors.Is(err, ErrResourceNotFound) || err == nil && (res == nil || len(res.Contents) == 0) {
+		return c.notFound(uri)
+	}
+	if err != nil {
+		c.s.log.Error("resource read failed", "uri", uri, "err", err)
+		return errOutcome(errInternal)
+	}
+	return c.result(struct {
+		Contents []ResourceContents `json:"contents"`
+	}{res.Contents}, true, res)
+}
+
+// findResource matches uri against the resources, then the templates in
+// the order of their URI templates.
+func (s *Server) findResource(uri string) (ResourceHandler, map[string]string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if e, ok := s.resources[uri]; ok {
+		return e.handler, nil
+	}
+	keys := make([]string, 0, len(s.templates))
+	for k := range s.templates {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if vars, ok := s.templates[k].match.match(uri); ok {
+			return s.templates[k].handler, vars
+		}
+	}
+	return nil, nil
+}
+
+func (c *call) getPrompt(ctx context.Context) Outcome {
+	name, ok := stringParam(c.params, "name")
+	if !ok {
+		return invalidParams("prompts/get requires a string name")
+	}
+	args, ok := stringMap(c.params["arguments"])
+	if !ok {
+		return invalidParams("prompts/get arguments must be an object of strings")
+	}
+	c.s.mu.RLock()
+	e := c.s.prompts[name]
+	c.s.mu.RUnlock()
+	if e == nil {
+		return invalidParams("Unknown prompt: " + name)
+	}
+	var missing []string
+	for _, a := range e.prompt.Arguments {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			missing = append(missing, a.Name)
+		}
+	}
+	if missing != nil {
+		return invalidParams("Missing required prompt arguments: " + strings.Join(missing, ", "))
+	}
+	ctx, in, fail := c.mrtr(ctx)
+	if fail != nil {
+		return *fail
+	}
+	res, err := e.handler(ctx, &GetPromptRequest{Name: name, Arguments: args, Version: c.version})
+	if o, handled := c.handlerError(in, err); handled {
+		return o
+	}
+	if err != nil || res == nil {
+		c.s.log.Error("prompt failed", "prompt", name, "err", err)
+		return errOutcome(errInternal)
+	}
+	if res.Messages == nil {
+		res.Messages = []PromptMessage{}
+	}
+	return c.result(res, false, nil)
+}
+
+var errCompletionRequest = &protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid completion request"}
+
+const maxCompletionValues = 100
+
+func (c *call) complete(ctx context.Context) Outcome {
+	var p struct {
+		Ref *struct {
+			Type string  `json:"type"`
+			Name *string `json:"name"`
+			URI  *string `json:"uri"`
+		} `json:"ref"`
+		Argument *struct {
+			Name  *string `json:"name"`
+			Value *string `json:"value"`
+		} `json:"argument"`
+		Context *struct {
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"context"`
+	}
+	if json.Unmarshal(c.req.Params, &p) != nil || p.Ref == nil || p.Argument == nil || p.Argument.Name == nil || p.Argument.Value == nil {
+		return errOutcome(errCompletionRequest)
+	}
+	ctxArgs := map[string]string{}
+	if p.Context != nil {
+		var ok bool
+		if ctxArgs, ok = stringMap(p.Context.Arguments); !ok {
+			return errOutcome(errCompletionRequest)
+		}
+	}
+	var handler CompletionHandler
+	c.s.mu.RLock()
+	switch {
+	case p.Ref.Type == "ref/prompt" && p.Ref.Name != nil:
+		e := c.s.prompts[*p.Ref.Name]
+		if e == nil {
+			c.s.mu.RUnlock()
+			return invalidParams("Unknown completion reference")
+		}
+		handler = e.completions[*p.Argument.Name]
+	case p.Ref.Type == "ref/resource" && p.Ref.URI != nil:
+		if e := c.s.templates[*p.Ref.URI]; e != nil {
+			handler = e.completions[*p.Argument.Name]
+		} else if c.s.resources[*p.Ref.URI] == nil {
+			c.s.mu.RUnlock()
+			return invalidParams("Unknown completion reference")
+		}
+	default:
+		c.s.mu.RUnlock()
+		return errOutcome(errCompletionRequest)
+	}
+	c.s.mu.RUnlock()
+	values := []string{}
+	if handler != nil {
+		v, err := handler(ctx, *p.Argument.Value, ctxArgs)
+		if err != nil {
+			c.s.log.Error("completion failed", "err", err)
+			return errOutcome(errInternal)
+		}
+		if v != nil {
+			values = v
+		}
+	}
+	total := len(values)
+	type completion struct {
+		Values  []string `json:"values"`
+		Total   int      `json:"total"`
+		HasMore bool     `json:"hasMore"`
+	}
+	return c.result(struct {
+		Completion completion `json:"completion"`
+	}{completion{values[:min(total, maxCompletionValues)], total, total > maxCompletionValues}}, false, nil)
+}

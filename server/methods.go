@@ -1,0 +1,265 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// pageSize is the number of items per list page (protocol.md §10.1).
+const pageSize = 100
+
+// paginate serves one page of a sorted list, checking the cursor against
+// the catalog revision the list was taken at.
+func paginate[T any](c *call, items []T, revision uint64) ([]T, string, Outcome, bool) {
+	offset := 0
+	if raw, ok := c.params["cursor"]; ok {
+		var valid bool
+		offset, valid = c.s.signer.parseCursor(raw, c.req.Method, c.version, revision, pageSize)
+		if !valid {
+			return nil, "", invalidParams("Invalid pagination cursor"), false
+		}
+	}
+	out, next, more := page(items, offset, pageSize)
+	cursor := ""
+	if more {
+		cursor = c.s.signer.cursor(c.req.Method, c.version, revision, pageSize, next)
+	}
+	return out, cursor, Outcome{}, true
+}
+
+// visible reports whether a tool is served in this era: legacy eras hide a
+// tool whose input or output schema is not an object schema (§6.1).
+func (c *call) visible(e *toolEntry) bool {
+	return c.modern || e.input.isObject() && (e.output == nil || e.output.isObject())
+}
+
+func (c *call) listTools() Outcome {
+	c.s.mu.RLock()
+	rev := c.s.revision
+	tools := make([]Tool, 0, len(c.s.tools))
+	for _, e := range c.s.tools {
+		if !c.visible(e) {
+			continue
+		}
+		t := e.tool
+		t.InputSchema = e.input.json()
+		if e.output != nil {
+			t.OutputSchema = e.output.json()
+		}
+		if c.version == protocol.Version20250618 {
+			t.Icons = nil
+		}
+		tools = append(tools, t)
+	}
+	c.s.mu.RUnlock()
+	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	out, cursor, fail, ok := paginate(c, tools, rev)
+	if !ok {
+		return fail
+	}
+	return c.result(struct {
+		Tools      []Tool `json:"tools"`
+		NextCursor string `json:"nextCursor,omitempty"`
+	}{out, cursor}, true, nil)
+}
+
+func (c *call) listResources() Outcome {
+	c.s.mu.RLock()
+	rev := c.s.revision
+	items := make([]Resource, 0, len(c.s.resources))
+	for _, e := range c.s.resources {
+		r := e.resource
+		if c.version == protocol.Version20250618 {
+			r.Icons = nil
+		}
+		items = append(items, r)
+	}
+	c.s.mu.RUnlock()
+	slices.SortFunc(items, func(a, b Resource) int { return strings.Compare(a.URI, b.URI) })
+	out, cursor, fail, ok := paginate(c, items, rev)
+	if !ok {
+		return fail
+	}
+	return c.result(struct {
+		Resources  []Resource `json:"resources"`
+		NextCursor string     `json:"nextCursor,omitempty"`
+	}{out, cursor}, true, nil)
+}
+
+func (c *call) listTemplates() Outcome {
+	c.s.mu.RLock()
+	rev := c.s.revision
+	items := make([]ResourceTemplate, 0, len(c.s.templates))
+	for _, e := range c.s.templates {
+		t := e.template
+		if c.version == protocol.Version20250618 {
+			t.Icons = nil
+		}
+		items = append(items, t)
+	}
+	c.s.mu.RUnlock()
+	slices.SortFunc(items, func(a, b ResourceTemplate) int { return strings.Compare(a.URITemplate, b.URITemplate) })
+	out, cursor, fail, ok := paginate(c, items, rev)
+	if !ok {
+		return fail
+	}
+	return c.result(struct {
+		ResourceTemplates []ResourceTemplate `json:"resourceTemplates"`
+		NextCursor        string             `json:"nextCursor,omitempty"`
+	}{out, cursor}, true, nil)
+}
+
+func (c *call) listPrompts() Outcome {
+	c.s.mu.RLock()
+	rev := c.s.revision
+	items := make([]Prompt, 0, len(c.s.prompts))
+	for _, e := range c.s.prompts {
+		p := e.prompt
+		if c.version == protocol.Version20250618 {
+			p.Icons = nil
+		}
+		items = append(items, p)
+	}
+	c.s.mu.RUnlock()
+	slices.SortFunc(items, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
+	out, cursor, fail, ok := paginate(c, items, rev)
+	if !ok {
+		return fail
+	}
+	return c.result(struct {
+		Prompts    []Prompt `json:"prompts"`
+		NextCursor string   `json:"nextCursor,omitempty"`
+	}{out, cursor}, true, nil)
+}
+
+func stringParam(params map[string]json.RawMessage, name string) (string, bool) {
+	var s string
+	raw, ok := params[name]
+	if !ok || len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// stringMap decodes an optional object of strings; ok is false for anything
+// else.
+func stringMap(raw json.RawMessage) (map[string]string, bool) {
+	if raw == nil {
+		return map[string]string{}, true
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		s, ok := v.(string)
+		if !ok {
+			return nil, false
+		}
+		out[k] = s
+	}
+	return out, true
+}
+
+// mrtr prepares a handler's context for client input: in 2026 the retry's
+// answers and a valid requestState; in legacy eras input is refused.
+func (c *call) mrtr(ctx context.Context) (context.Context, *inputs, *Outcome) {
+	if !c.modern {
+		ctx, in := withInputs(ctx, nil, false)
+		return ctx, in, nil
+	}
+	responses, state, perr := decodeRetry(c.req.Params)
+	if perr != nil {
+		o := errOutcome(perr)
+		return ctx, nil, &o
+	}
+	if state != nil && !c.s.signer.checkState(*state, c.req.Method, c.req.Params, now()) {
+		o := invalidParams("Invalid requestState")
+		return ctx, nil, &o
+	}
+	ctx, in := withInputs(ctx, responses, true)
+	return ctx, in, nil
+}
+
+var (
+	errInputNotSupported = &protocol.Error{Code: protocol.CodeInternalError, Message: "Input requests are not supported in this protocol version"}
+	errInternal          = &protocol.Error{Code: protocol.CodeInternalError, Message: "Internal error"}
+)
+
+// handlerError maps what a handler returned when it asked for input.
+// handled is false for an ordinary error, which the method reports its own
+// way.
+func (c *call) handlerError(in *inputs, err error) (Outcome, bool) {
+	if key := in.invalid(); key != "" {
+		return invalidParams("Invalid input response: " + key), true
+	}
+	switch {
+	case errors.Is(err, errInputUnsupported):
+		return errOutcome(errInputNotSupported), true
+	case errors.Is(err, ErrInputRequired):
+		return c.inputRequired(in), true
+	}
+	return Outcome{}, false
+}
+
+// inputRequired answers a round that needs client input (protocol.md
+// §12.1, §12.2).
+func (c *call) inputRequired(in *inputs) Outcome {
+	requests := in.requested()
+	if missing := missingCapabilities(requests, c.clientCaps()); missing != nil {
+		return errOutcome(&protocol.Error{Code: protocol.CodeMissingCapability, Message: "Missing required client capability",
+			Data: map[string]any{"requiredCapabilities": missing}})
+	}
+	type inputRequiredResult struct {
+		ResultType    string                  `json:"resultType"`
+		InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
+		RequestState  string                  `json:"requestState"`
+		Meta          map[string]any          `json:"_meta"`
+	}
+	return Outcome{Result: inputRequiredResult{
+		ResultType:    "input_required",
+		InputRequests: requests,
+		RequestState:  c.s.signer.state(c.req.Method, c.req.Params, now()),
+		Meta:          c.resultMeta(nil),
+	}}
+}
+
+func (c *call) setLevel() Outcome {
+	level, _ := stringParam(c.params, "level")
+	rank, ok := protocol.LogLevelRank(level)
+	if !ok {
+		return invalidParams("Invalid log level")
+	}
+	c.sess.setLogRank(rank)
+	return Outcome{Result: struct{}{}}
+}
+
+func (c *call) subscribe() Outcome {
+	uri, ok := stringParam(c.params, "uri")
+	if !ok || !protocol.IsAbsoluteURI(uri) {
+		return invalidParams(c.req.Method + " requires an absolute URI")
+	}
+	if c.req.Method == "resources/unsubscribe" {
+		c.sess.unsubscribe(uri)
+	} else if !c.sess.subscribe(uri) {
+		return errOutcome(protocol.ErrSubscriptionCap)
+	}
+	return Outcome{Result: struct{}{}}
+}
+
+func (c *call) listen() Outcome {
+	filter, perr := protocol.DecodeListen(c.req.Params)
+	if perr != nil {
+		return errOutcome(perr)
+	}
+	f := filter.Accept(c.caps)
+	return Outcome{Stream: newListenStream(c.s.hub, c.req.ID, listenFilter{
+		tools: f.ToolsListChanged, prompts: f.PromptsListChanged, resources: f.ResourcesListChanged, uris: f.ResourceSubscriptions,
+	}, c.s.serverInfo(c.version))}
+}

@@ -1,0 +1,508 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// This file holds multi-round-trip requests (protocol.md §12) as handlers
+// see them: Elicit, Sample and ListRoots either return the client's answer
+// carried by this round of the request, or ErrInputRequired, which the
+// handler returns so the runtime can answer input_required. The runtime
+// keeps no state between rounds: answers arrive in the retry's
+// inputResponses, and the request they answer is bound by the signed
+// requestState (signer.state, in cursor.go).
+
+// InputRequest is one request for client input: Method is
+// "elicitation/create", "sampling/createMessage" or "roots/list"; Params
+// its params.
+type InputRequest struct {
+	Method string `json:"method"`
+	Params any    `json:"params,omitempty"`
+}
+
+// ErrInputRequired is returned (wrapped) by Elicit, Sample and ListRoots
+// when the request carries no answer for the key yet. A handler returns it,
+// or any error wrapping it, and the runtime answers input_required asking
+// for every input requested so far in this round. It is not a failure the
+// client sees.
+var ErrInputRequired = errors.New("input required")
+
+// errInputUnsupported is wrapped by Elicit, Sample and ListRoots outside a
+// 2026 tools/call, prompts/get or resources/read; the runtime answers -32603
+// "Input requests are not supported in this protocol version" (legacy eras)
+// or "Internal error" (other methods, protocol.md §12.1).
+var errInputUnsupported = errors.New("input requests are not supported here")
+
+// errInvalidInput is wrapped by Elicit, Sample and ListRoots for an answer
+// that does not fit its request; the runtime answers invalidInputReply.
+var errInvalidInput = errors.New("input response does not fit its request")
+
+// Errors the runtime answers for multi-round-trip requests (protocol.md
+// §12). They are shared values: never modify them.
+var (
+	errStateNotString = &protocol.Error{Code: protocol.CodeInvalidParams,
+		Message: "requestState must be a string"}
+	errResponsesNotObjects = &protocol.Error{Code: protocol.CodeInvalidParams,
+		Message: "inputResponses must be an object of objects"}
+)
+
+// invalidInputReply is the error answered for an answer under key that does
+// not fit its request (protocol.md §12.3).
+func invalidInputReply(key string) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid input response: " + key}
+}
+
+// missingCapabilityReply is the -32021 error of protocol.md §12.2 for the
+// merged requiredCapabilities returned by missingCapabilities.
+func missingCapabilityReply(required map[string]any) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeMissingCapability, Message: "Missing required client capability",
+		Data: map[string]any{"requiredCapabilities": required}}
+}
+
+// ElicitParams are the params of elicitation/create. Mode is "" or "form"
+// (RequestedSchema describes the form) or "url" (URL and ElicitationID).
+type ElicitParams struct {
+	Mode            string `json:"mode,omitempty"`
+	Message         string `json:"message"`
+	RequestedSchema any    `json:"requestedSchema,omitempty"`
+	URL             string `json:"url,omitempty"`
+	ElicitationID   string `json:"elicitationId,omitempty"`
+}
+
+// ElicitResult is the client's answer to elicitation/create. Action is
+// "accept", "decline" or "cancel"; Content holds the form's values (strings,
+// float64 numbers, booleans and []any of strings) with "accept".
+type ElicitResult struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// Elicit asks the client for input under key: the answer carried by this
+// round of the request, or an error wrapping ErrInputRequired. decline and
+// cancel are ordinary answers. key names the answer in inputRequests and
+// inputResponses; a handler uses one key per distinct question.
+func Elicit(ctx context.Context, key string, p ElicitParams) (*ElicitResult, error) {
+	var out ElicitResult
+	err := askInput(ctx, key, InputRequest{Method: "elicitation/create", Params: p}, func(raw json.RawMessage) bool {
+		return decodeElicitResult(raw, p.Mode == "url", &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SamplingMessage is one message of a sampling request.
+type SamplingMessage struct {
+	Role    string  `json:"role"` // "user" or "assistant"
+	Content Content `json:"content"`
+}
+
+// CreateMessageParams are the params of sampling/createMessage. Tools (and
+// ToolChoice) need the client's sampling.tools capability.
+type CreateMessageParams struct {
+	Messages         []SamplingMessage `json:"messages"`
+	ModelPreferences any               `json:"modelPreferences,omitempty"`
+	SystemPrompt     string            `json:"systemPrompt,omitempty"`
+	IncludeContext   string            `json:"includeContext,omitempty"`
+	Temperature      *float64          `json:"temperature,omitempty"`
+	MaxTokens        int               `json:"maxTokens"`
+	StopSequences    []string          `json:"stopSequences,omitempty"`
+	Metadata         map[string]any    `json:"metadata,omitempty"`
+	Tools            []any             `json:"tools,omitempty"`
+	ToolChoice       any               `json:"toolChoice,omitempty"`
+}
+
+// CreateMessageResult is the client's answer to sampling/createMessage.
+// Content is the raw content block (or list of blocks) the model produced.
+type CreateMessageResult struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Model      string          `json:"model"`
+	StopReason string          `json:"stopReason,omitempty"`
+}
+
+// Sample asks the client to sample a model under key, as Elicit does.
+func Sample(ctx context.Context, key string, p CreateMessageParams) (*CreateMessageResult, error) {
+	var out CreateMessageResult
+	err := askInput(ctx, key, InputRequest{Method: "sampling/createMessage", Params: p}, func(raw json.RawMessage) bool {
+		return decodeSamplingResult(raw, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Root is one of the client's roots.
+type Root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
+
+// ListRootsResult is the client's answer to roots/list.
+type ListRootsResult struct {
+	Roots []Root `json:"roots"`
+}
+
+// ListRoots asks the client for its roots under key, as Elicit does.
+func ListRoots(ctx context.Context, key string) (*ListRootsResult, error) {
+	var out ListRootsResult
+	err := askInput(ctx, key, InputRequest{Method: "roots/list", Params: struct{}{}}, func(raw json.RawMessage) bool {
+		return decodeRootsResult(raw, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// inputs is the per-request MRTR state the runtime puts in a handler's
+// context. Handlers may ask for input from several goroutines.
+type inputs struct {
+	allowed   bool
+	responses map[string]json.RawMessage
+
+	mu    sync.Mutex
+	asked map[string]InputRequest // asked and not answered in this round
+	bad   string                  // first key whose answer did not fit
+}
+
+type inputsKey struct{}
+
+// withInputs returns a context whose handler's Elicit, Sample and
+// ListRoots read their answers from responses (the retry's inputResponses,
+// nil on a first round). With allowed false (legacy eras, and methods that
+// may not ask, protocol.md §12.1) they fail with errInputUnsupported.
+func withInputs(ctx context.Context, responses map[string]json.RawMessage, allowed bool) (context.Context, *inputs) {
+	in := &inputs{allowed: allowed, responses: responses}
+	return context.WithValue(ctx, inputsKey{}, in), in
+}
+
+// requested returns the inputs asked for and not answered in this round,
+// or nil when there are none. The runtime answers input_required when it
+// is non-nil and the handler failed with ErrInputRequired.
+func (in *inputs) requested() map[string]InputRequest {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.asked) == 0 {
+		return nil
+	}
+	return maps.Clone(in.asked)
+}
+
+// invalid returns the key of the first answer that did not fit its
+// request, or "" when none did not. The runtime checks it before anything
+// else the handler returned: it answers invalidInputReply(key).
+func (in *inputs) invalid() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.bad
+}
+
+// askInput looks up the answer to r under key and decodes it with fit.
+func askInput(ctx context.Context, key string, r InputRequest, fit func(json.RawMessage) bool) error {
+	in, _ := ctx.Value(inputsKey{}).(*inputs)
+	if in == nil || !in.allowed {
+		return fmt.Errorf("%s %q: %w", r.Method, key, errInputUnsupported)
+	}
+	raw, answered := in.responses[key]
+	if answered && fit(raw) {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if answered {
+		if in.bad == "" {
+			in.bad = key
+		}
+		return fmt.Errorf("%s %q: %w", r.Method, key, errInvalidInput)
+	}
+	if in.asked == nil {
+		in.asked = make(map[string]InputRequest)
+	}
+	in.asked[key] = r
+	return fmt.Errorf("%s %q: %w", r.Method, key, ErrInputRequired)
+}
+
+// decodeElicitResult fits an elicitation answer (protocol.md §12.3): action
+// accept, decline or cancel; content, when present, an object of strings,
+// numbers, booleans and string lists. A form accept needs content; a url
+// accept carries none.
+func decodeElicitResult(raw json.RawMessage, urlMode bool, out *ElicitResult) bool {
+	var m struct {
+		Action  *string                    `json:"action"`
+		Content map[string]json.RawMessage `json:"content"`
+	}
+	if !isJSONObject(raw) || json.Unmarshal(raw, &m) != nil || m.Action == nil {
+		return false
+	}
+	switch *m.Action {
+	case "accept", "decline", "cancel":
+	default:
+		return false
+	}
+	hasContent := hasJSONMember(raw, "content")
+	if hasContent && m.Content == nil { // content: null
+		return false
+	}
+	if *m.Action == "accept" && !urlMode && !hasContent {
+		return false
+	}
+	for _, v := range m.Content {
+		if !isFormValue(v) {
+			return false
+		}
+	}
+	out.Action = *m.Action
+	if len(m.Content) > 0 {
+		out.Content = make(map[string]any, len(m.Content))
+		for k, v := range m.Content {
+			var x any
+			if json.Unmarshal(v, &x) != nil {
+				return false
+			}
+			out.Content[k] = x
+		}
+	}
+	return true
+}
+
+// isFormValue reports whether v is a string, a number, a boolean or a list
+// of strings.
+func isFormValue(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return false
+	}
+	switch c := v[0]; {
+	case c == '"', c == 't', c == 'f', c == '-', c >= '0' && c <= '9':
+		return true
+	case c == '[':
+		var list []json.RawMessage
+		if json.Unmarshal(v, &list) != nil {
+			return false
+		}
+		for _, s := range list {
+			if s = bytes.TrimSpace(s); len(s) == 0 || s[0] != '"' {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// decodeSamplingResult fits a sampling answer: a role string, a content
+// object or list, and a model string.
+func decodeSamplingResult(raw json.RawMessage, out *CreateMessageResult) bool {
+	var m struct {
+		Role       *string         `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		Model      *string         `json:"model"`
+		StopReason *string         `json:"stopReason"`
+	}
+	if !isJSONObject(raw) || json.Unmarshal(raw, &m) != nil || m.Role == nil || m.Model == nil {
+		return false
+	}
+	if c := bytes.TrimSpace(m.Content); len(c) == 0 || (c[0] != '{' && c[0] != '[') {
+		return false
+	}
+	*out = CreateMessageResult{Role: *m.Role, Content: m.Content, Model: *m.Model}
+	if m.StopReason != nil {
+		out.StopReason = *m.StopReason
+	}
+	return true
+}
+
+// decodeRootsResult fits a roots answer: roots, a list of objects with a
+// string uri (and, when present, a string name).
+func decodeRootsResult(raw json.RawMessage, out *ListRootsResult) bool {
+	var m struct {
+		Roots []json.RawMessage `json:"roots"`
+	}
+	if !isJSONObject(raw) || json.Unmarshal(raw, &m) != nil || m.Roots == nil {
+		return false
+	}
+	roots := make([]Root, 0, len(m.Roots))
+	for _, r := range m.Roots {
+		var x struct {
+			URI  *string `json:"uri"`
+			Name *string `json:"name"`
+		}
+		if !isJSONObject(r) || json.Unmarshal(r, &x) != nil || x.URI == nil {
+			return false
+		}
+		root := Root{URI: *x.URI}
+		if x.Name != nil {
+			root.Name = *x.Name
+		}
+		roots = append(roots, root)
+	}
+	out.Roots = roots
+	return true
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// hasJSONMember reports whether the object raw has the member name.
+func hasJSONMember(raw json.RawMessage, name string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, ok := m[name]
+	return ok
+}
+
+// missingCapabilities checks requests against the request's
+// clientCapabilities (protocol.md §12.2). It returns nil when every needed
+// capability is declared, else the merged requiredCapabilities object.
+// Form elicitation is reported as {"elicitation":{}}, unlike the reference
+// library's {"elicitation":{"form":{}}}.
+func missingCapabilities(requests map[string]InputRequest, clientCaps json.RawMessage) map[string]any {
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(clientCaps, &caps) // not an object: nothing is declared
+	declared := func(path ...string) bool {
+		m := caps
+		for i, name := range path {
+			v, ok := m[name]
+			if !ok || !isJSONObject(v) {
+				return false
+			}
+			if i < len(path)-1 {
+				m = nil
+				if json.Unmarshal(v, &m) != nil {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	var missing map[string]any
+	need := func(path ...string) {
+		if missing == nil {
+			missing = map[string]any{}
+		}
+		m := missing
+		for _, name := range path {
+			sub, _ := m[name].(map[string]any)
+			if sub == nil {
+				sub = map[string]any{}
+				m[name] = sub
+			}
+			m = sub
+		}
+	}
+	for _, r := range requests {
+		switch r.Method {
+		case "elicitation/create":
+			if elicitMode(r.Params) == "url" {
+				if !declared("elicitation", "url") {
+					need("elicitation", "url")
+				}
+			} else if !declared("elicitation", "form") &&
+				(!declared("elicitation") || declared("elicitation", "url")) {
+				// {} counts as form; {"url":{}} alone does not.
+				need("elicitation")
+			}
+		case "sampling/createMessage":
+			if samplingWithTools(r.Params) {
+				if !declared("sampling", "tools") {
+					need("sampling", "tools")
+				}
+			} else if !declared("sampling") {
+				need("sampling")
+			}
+		case "roots/list":
+			if !declared("roots") {
+				need("roots")
+			}
+		}
+	}
+	return missing
+}
+
+func elicitMode(params any) string {
+	switch p := params.(type) {
+	case ElicitParams:
+		return p.Mode
+	case *ElicitParams:
+		return p.Mode
+	}
+	var m struct {
+		Mode string `json:"mode"`
+	}
+	decodeAsJSON(params, &m)
+	return m.Mode
+}
+
+func samplingWithTools(params any) bool {
+	switch p := params.(type) {
+	case CreateMessageParams:
+		return len(p.Tools) > 0
+	case *CreateMessageParams:
+		return len(p.Tools) > 0
+	}
+	var m struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	decodeAsJSON(params, &m)
+	return len(m.Tools) > 0
+}
+
+// decodeAsJSON decodes the JSON form of v into out, leaving out as it is on
+// failure.
+func decodeAsJSON(v any, out any) {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return
+		}
+	}
+	_ = json.Unmarshal(raw, out)
+}
+
+// decodeRetry reads the retry members of params (protocol.md §12.3):
+// inputResponses (nil when absent) and requestState (nil when absent). The
+// state is not verified here; see signer.checkState.
+func decodeRetry(params json.RawMessage) (responses map[string]json.RawMessage, state *string, err *protocol.Error) {
+	var m struct {
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   json.RawMessage `json:"requestState"`
+	}
+	if len(params) > 0 && json.Unmarshal(params, &m) != nil {
+		return nil, nil, protocol.ErrParamsType
+	}
+	// A member whose value is null leaves the field as the literal null.
+	if m.RequestState != nil {
+		var s string
+		if v := bytes.TrimSpace(m.RequestState); len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			return nil, nil, errStateNotString
+		}
+		state = &s
+	}
+	if m.InputResponses != nil {
+		if !isJSONObject(m.InputResponses) || json.Unmarshal(m.InputResponses, &responses) != nil {
+			return nil, nil, errResponsesNotObjects
+		}
+		for _, v := range responses {
+			if !isJSONObject(v) {
+				return nil, nil, errResponsesNotObjects
+			}
+		}
+	}
+	return responses, state, nil
+}

@@ -1,0 +1,386 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// BuildVersion is the version reported in serverInfo when Options.Info
+// does not set one. The linker may set it.
+var BuildVersion = "dev"
+
+// New returns a Server with an empty catalog. It refuses invalid options
+// with every problem listed.
+func New(opts Options) (*Server, error) {
+	versions, err := protocol.ParseVersions(opts.Versions)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	switch opts.CacheScope {
+	case "":
+		opts.CacheScope = "private"
+	case "public", "private":
+	default:
+		errs = append(errs, errors.New("cache_scope must be public or private"))
+	}
+	if opts.CacheTTL < 0 {
+		errs = append(errs, errors.New("cache_ttl must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if opts.Info.Name == "" {
+		opts.Info.Name = "snodod"
+	}
+	if opts.Info.Version == "" {
+		opts.Info.Version = BuildVersion
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{
+		opts:      opts,
+		log:       log,
+		versions:  versions,
+		hub:       newHub(),
+		signer:    newSigner(),
+		tools:     map[string]*toolEntry{},
+		resources: map[string]*resourceEntry{},
+		templates: map[string]*templateEntry{},
+		prompts:   map[string]*promptEntry{},
+	}, nil
+}
+
+// capabilities returns what the catalog advertises now (protocol.md §3.4).
+func (s *Server) capabilities() protocol.ServerCapabilities {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c := protocol.ServerCapabilities{
+		Tools:              len(s.tools) > 0,
+		Prompts:            len(s.prompts) > 0,
+		Resources:          len(s.resources) > 0 || len(s.templates) > 0,
+		ResourcesSubscribe: s.opts.SubscribableResources && (len(s.resources) > 0 || len(s.templates) > 0),
+	}
+	for _, p := range s.prompts {
+		if p.completions != nil {
+			c.Completions = true
+		}
+	}
+	for _, t := range s.templates {
+		if t.completions != nil {
+			c.Completions = true
+		}
+	}
+	c.ToolsListChanged, c.PromptsListChanged, c.ResourcesListChanged = c.Tools, c.Prompts, c.Resources
+	return c
+}
+
+// capabilitiesJSON is the capabilities object for a version's era.
+func capabilitiesJSON(c protocol.ServerCapabilities, legacy bool) map[string]any {
+	m := map[string]any{}
+	listChanged := map[string]any{"listChanged": true}
+	if c.Tools {
+		m["tools"] = listChanged
+	}
+	if c.Prompts {
+		m["prompts"] = listChanged
+	}
+	if c.Resources {
+		r := map[string]any{"listChanged": true}
+		if c.ResourcesSubscribe {
+			r["subscribe"] = true
+		}
+		m["resources"] = r
+	}
+	if c.Completions {
+		m["completions"] = map[string]any{}
+	}
+	if legacy {
+		m["logging"] = map[string]any{}
+	}
+	return m
+}
+
+// serverInfo projects the server's Implementation for a version (§3.5).
+func (s *Server) serverInfo(version string) Implementation {
+	info := s.opts.Info
+	if version == protocol.Version20250618 {
+		info.Description, info.Icons, info.WebsiteURL = "", nil, ""
+	}
+	return info
+}
+
+type initializeResult struct {
+	ProtocolVersion string         `json:"protocolVersion"`
+	Capabilities    map[string]any `json:"capabilities"`
+	ServerInfo      Implementation `json:"serverInfo"`
+	Instructions    string         `json:"instructions,omitempty"`
+}
+
+// Initialize answers a legacy initialize (protocol.md §2). On success the
+// session starts afresh under the negotiated version.
+func (s *Server) Initialize(sess *Session, params json.RawMessage) (any, string, *protocol.Error) {
+	if len(s.versions.Legacy()) == 0 {
+		return nil, "", &protocol.Error{Code: protocol.CodeInvalidRequest, Message: msgNoDialect,
+			Data: map[string]any{"supported": s.versions.Modern()}}
+	}
+	p, perr := protocol.DecodeInitialize(params)
+	if perr != nil {
+		return nil, "", perr
+	}
+	version, _ := s.versions.Negotiate(p.ProtocolVersion)
+	sess.startLegacy(p.Capabilities)
+	return initializeResult{
+		ProtocolVersion: version,
+		Capabilities:    capabilitiesJSON(s.capabilities(), true),
+		ServerInfo:      s.serverInfo(version),
+		Instructions:    s.opts.Instructions,
+	}, version, nil
+}
+
+// Notify handles a notification inline (transport.md §8). Only
+// notifications/initialized has an effect here; cancellation belongs to the
+// transport. It never blocks.
+func (s *Server) Notify(sess *Session, method string, _ json.RawMessage) {
+	if method == "notifications/initialized" {
+		sess.markInitialized(s.hub, func(change) bool { return true })
+	}
+}
+
+const msgNoDialect = "No configured protocol dialect recognized the request"
+
+var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: msgNoDialect}
+
+// call is one request being served: what every method handler needs.
+type call struct {
+	s       *Server
+	req     *Request
+	sess    *Session
+	params  map[string]json.RawMessage
+	version string
+	modern  bool
+	meta    *protocol.RequestMeta // 2026 only
+	caps    protocol.ServerCapabilities
+}
+
+// Dispatch serves one request in either era (protocol.md §4.2, §5.2).
+func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
+	params, ok := members(req.Params)
+	if !ok {
+		return errOutcome(protocol.ErrParamsType)
+	}
+	c := &call{s: s, req: req, sess: req.Session, params: params}
+	if c.sess == nil {
+		c.sess = NewSession(0)
+	}
+	if meta, isObj := members(params["_meta"]); isObj && meta != nil && meta[protocol.MetaProtocolVersion] != nil {
+		return c.serveModern(ctx)
+	}
+	return c.serveLegacy(ctx)
+}
+
+func (c *call) serveLegacy(ctx context.Context) Outcome {
+	c.version = c.req.Header.Get(HeaderProtocolVersion)
+	if c.version == "" || !c.s.versions.Enabled(c.version) || c.version == protocol.Version2026 {
+		if c.req.Method == "ping" && c.version == "" {
+			return Outcome{Result: struct{}{}}
+		}
+		return errOutcome(errNoDialect)
+	}
+	if err := protocol.Availability(protocol.Legacy, c.req.Method); err != nil {
+		return errOutcome(err)
+	}
+	c.caps = c.s.capabilities()
+	if err := protocol.Gate(c.req.Method, c.caps); err != nil {
+		return errOutcome(err)
+	}
+	if err := protocol.CheckLegacyMeta(c.req.Params); err != nil {
+		return errOutcome(err)
+	}
+	ctx = withLegacyLog(ctx, c.sess)
+	return c.serveMethod(ctx)
+}
+
+func (c *call) serveModern(ctx context.Context) Outcome {
+	c.modern = true
+	meta, err := protocol.DecodeModernMeta(c.req.Params)
+	if err != nil {
+		return errOutcome(err)
+	}
+	if err := meta.Check(c.s.versions); err != nil {
+		return errOutcome(err)
+	}
+	c.meta, c.version = meta, meta.ProtocolVersion
+	if err := protocol.Availability(protocol.Modern, c.req.Method); err != nil {
+		return errOutcome(err)
+	}
+	c.caps = c.s.capabilities()
+	if err := protocol.Gate(c.req.Method, c.caps); err != nil {
+		return errOutcome(err)
+	}
+	return c.serveMethod(ctx)
+}
+
+func (c *call) serveMethod(ctx context.Context) Outcome {
+	switch c.req.Method {
+	case "ping":
+		return Outcome{Result: struct{}{}}
+	case "server/discover":
+		return c.discover()
+	case "tools/list":
+		return c.listTools()
+	case "tools/call":
+		return c.callTool(ctx)
+	case "resources/list":
+		return c.listResources()
+	case "resources/templates/list":
+		return c.listTemplates()
+	case "resources/read":
+		return c.readResource(ctx)
+	case "resources/subscribe", "resources/unsubscribe":
+		return c.subscribe()
+	case "prompts/list":
+		return c.listPrompts()
+	case "prompts/get":
+		return c.getPrompt(ctx)
+	case "completion/complete":
+		return c.complete(ctx)
+	case "logging/setLevel":
+		return c.setLevel()
+	case "subscriptions/listen":
+		return c.listen()
+	}
+	return errOutcome(&protocol.Error{Code: protocol.CodeMethodNotFound, Message: "Method not found: " + c.req.Method})
+}
+
+func (c *call) discover() Outcome {
+	type discoverResult struct {
+		SupportedVersions []string       `json:"supportedVersions"`
+		Capabilities      map[string]any `json:"capabilities"`
+		Instructions      string         `json:"instructions,omitempty"`
+	}
+	return c.result(discoverResult{
+		SupportedVersions: c.s.versions.All(),
+		Capabilities:      capabilitiesJSON(c.caps, false),
+		Instructions:      c.s.opts.Instructions,
+	}, true, nil)
+}
+
+// result shapes a complete result for the request's era: legacy results are
+// as given; 2026 results gain resultType and the serverInfo _meta, and, when
+// cached, ttlMs and cacheScope (protocol.md §5.3, §10.2).
+func (c *call) result(v any, cached bool, override *ReadResourceResult) Outcome {
+	if !c.modern {
+		return Outcome{Result: v}
+	}
+	members := []member{{"resultType", "complete"}}
+	if cached {
+		ttl, scope := c.s.opts.CacheTTL.Milliseconds(), c.s.opts.CacheScope
+		if override != nil && override.CacheTTL != nil {
+			ttl = *override.CacheTTL
+		}
+		if override != nil && override.CacheScope != "" {
+			scope = override.CacheScope
+		}
+		members = append(members, member{"ttlMs", ttl}, member{"cacheScope", scope})
+	}
+	members = append(members, member{"_meta", c.resultMeta(nil)})
+	return Outcome{Result: withMembers{v: v, members: members}}
+}
+
+// resultMeta merges a handler's _meta with the serverInfo member, which the
+// handler cannot replace.
+func (c *call) resultMeta(own map[string]any) map[string]any {
+	m := make(map[string]any, len(own)+1)
+	for k, v := range own {
+		m[k] = v
+	}
+	m[protocol.MetaServerInfo] = c.s.serverInfo(c.version)
+	return m
+}
+
+// clientCaps is the request's client capabilities: its own in 2026, the
+// session's from initialize otherwise.
+func (c *call) clientCaps() json.RawMessage {
+	if c.modern {
+		return c.meta.ClientCapabilities
+	}
+	return c.sess.clientCaps()
+}
+
+func errOutcome(e *protocol.Error) Outcome { return Outcome{Err: e} }
+
+func invalidParams(msg string) Outcome {
+	return errOutcome(&protocol.Error{Code: protocol.CodeInvalidParams, Message: msg})
+}
+
+// members decodes a JSON object into its members. ok is false when raw is
+// present and not an object; an absent raw gives nil, true.
+func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	if len(raw) == 0 {
+		return nil, true
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// member is one extra top-level member added to a result.
+type member struct {
+	name  string
+	value any
+}
+
+// withMembers encodes v (a JSON object) with members appended, so shaping a
+// result needs no intermediate map.
+type withMembers struct {
+	v       any
+	members []member
+}
+
+func (w withMembers) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(w.v)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("result is not a JSON object")
+	}
+	out := b[:len(b)-1]
+	empty := len(b) == 2
+	for _, m := range w.members {
+		if !empty {
+			out = append(out, ',')
+		}
+		empty = false
+		out = append(out, '"')
+		out = append(out, m.name...)
+		out = append(out, '"', ':')
+		vb, err := json.Marshal(m.value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vb...)
+	}
+	return append(out, '}'), nil
+}
+
+// recoverHandler turns a handler panic into err, logging it.
+func (s *Server) recovered(what string, v any) {
+	s.log.Error(what+" panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+}
+
+var _ = time.Second
+var _ http.Header
