@@ -1,9 +1,25 @@
-// Package server is the transport-neutral runtime of snodod: the dispatch
-// surface that serves admitted requests (Dispatcher, Request, Outcome,
-// Stream), progress reporting, and the shared Executor that admits, queues,
-// runs, times out and cancels request handlers for every connection.
+// Package server is the transport-neutral MCP runtime of snodod.
+//
+// A Server holds one catalog (tools, resources, resource templates, prompts
+// and completions) shared by every session of a process, and serves it as
+// a Dispatcher in the three protocol versions snodod speaks: 2025-06-18 and
+// 2025-11-25 after a legacy initialize, and the stateless 2026-07-28, chosen
+// per request (protocol.md §1.2). Register capabilities with the typed
+// AddTool (schemas inferred from Go types), Server.AddTool, AddResource,
+// AddResourceTemplate, AddPrompt and the completion methods; they may be
+// called at any time, from any goroutine, and subscribed sessions are told
+// of the change.
+//
+// Handlers get a context that ends when their request is cancelled, times
+// out or its connection goes; through it they report progress
+// (ReportProgress), log to legacy clients (Log) and ask 2026 clients for
+// input (Elicit, Sample, ListRoots). A Session holds the little a
+// connection keeps: its legacy state and its subscriptions.
+//
+// The Executor admits, queues, runs, times out and cancels handlers for
+// every connection of the process, taking turns between connections.
 //
 // The package never does I/O on devices: it knows nothing of bytes, framing
-// or JSON-RPC lines. Transports decode requests, hand them to this package
-// and write what comes back.
+// or JSON-RPC lines. Transports decode requests, hand them to Dispatch and
+// write what comes back.
 package server

@@ -26,7 +26,8 @@ type Session struct {
 	max int
 
 	mu          sync.Mutex
-	legacy      bool // a legacy initialize succeeded
+	legacy      bool   // a legacy initialize succeeded
+	negotiated  string // the version the transport recorded
 	caps        json.RawMessage
 	initialized bool
 	logRank     int
@@ -45,6 +46,22 @@ func NewSession(maxSubscriptions int) *Session {
 	}
 	info, _ := protocol.LogLevelRank("info")
 	return &Session{max: maxSubscriptions, logRank: info, feedChanged: make(chan struct{})}
+}
+
+// Negotiated is the legacy version the connection negotiated, "" before
+// initialize. A transport records it with SetNegotiated once the initialize
+// result is written, so a restarted session keeps it.
+func (ss *Session) Negotiated() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.negotiated
+}
+
+// SetNegotiated records the negotiated legacy version.
+func (ss *Session) SetNegotiated(version string) {
+	ss.mu.Lock()
+	ss.negotiated = version
+	ss.mu.Unlock()
 }
 
 // AcquireSubscription takes one subscription slot for a listen stream,

@@ -56,6 +56,15 @@ type Transport struct {
 	// is cancelled.
 	ShutdownGrace time.Duration
 
+	// Reader is the device's input side when it must outlive this
+	// Transport (a session that is restarted on the same device). When
+	// nil, Serve reads In itself with MaxLineBytes and stops on return.
+	Reader *Reader
+	// Fault, when it delivers, makes the coordinator fail as a bug would:
+	// Serve answers what is in flight and returns ErrSessionFailed. It
+	// exists so restarts can be tested from outside; nil in production.
+	Fault <-chan struct{}
+
 	// Logger receives the connection's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -76,7 +85,7 @@ func (t *Transport) Validate() error {
 	if t.ShutdownGrace < 0 {
 		errs = append(errs, errors.New("shutdown_grace must be a positive duration"))
 	}
-	if t.In == nil || t.Out == nil {
+	if t.In == nil && t.Reader == nil || t.Out == nil {
 		errs = append(errs, errors.New("stdio transport needs both In and Out"))
 	}
 	if t.Dispatcher == nil {

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // readChunk is the size of one read from the device. Lines longer than a
@@ -139,4 +143,101 @@ func (lr *lineReader) finish() lineEvent {
 		return lineEvent{kind: lineEOF}
 	}
 	return lineEvent{kind: lineError, err: lr.err}
+}
+
+// Reader is the input side of a device: it reads lines of at most its
+// limit in its own goroutine and holds at most one undelivered line
+// (transport.md §11.2). It outlives a Transport: a session restarted on the
+// same device continues with the bytes already read. It never closes the
+// device.
+type Reader struct {
+	in    io.Reader
+	limit int
+	lines chan lineEvent
+	ended chan struct{} // closed once end of input (or a read error) was delivered
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+
+	bytesIn atomic.Int64
+}
+
+// NewReader starts reading in. maxLineBytes 0 means DefaultMaxLineBytes.
+// The caller must Close it.
+func NewReader(in io.Reader, maxLineBytes int) *Reader {
+	r := &Reader{
+		in:    in,
+		limit: orDefault(maxLineBytes, DefaultMaxLineBytes),
+		lines: make(chan lineEvent),
+		ended: make(chan struct{}),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	go r.loop(newLineReader(countingReader{in, &r.bytesIn}, r.limit))
+	return r
+}
+
+// BytesIn is the number of bytes read from the device so far. It may be
+// called from any goroutine.
+func (r *Reader) BytesIn() int64 { return r.bytesIn.Load() }
+
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// Close stops reading. A device with read deadlines is interrupted and left
+// with no deadline; otherwise the goroutine exits when its blocked Read
+// returns, dropping what it read. Close is idempotent.
+func (r *Reader) Close() {
+	r.once.Do(func() {
+		close(r.stop)
+		d, ok := r.in.(readDeadliner)
+		if !ok || d.SetReadDeadline(time.Now()) != nil {
+			return
+		}
+		<-r.done
+		_ = d.SetReadDeadline(time.Time{})
+	})
+}
+
+func (r *Reader) loop(lr *lineReader) {
+	defer close(r.done)
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Error("stdio reader panicked", "panic", v)
+			r.deliver(lineEvent{kind: linePanic})
+		}
+	}()
+	for {
+		ev := lr.next()
+		if !r.deliver(ev) {
+			return
+		}
+		if ev.kind == lineEOF || ev.kind == lineError {
+			return
+		}
+	}
+}
+
+// deliver hands ev to whichever transport instance is serving; the end of
+// input is remembered for later instances.
+func (r *Reader) deliver(ev lineEvent) bool {
+	select {
+	case r.lines <- ev:
+	case <-r.stop:
+		return false
+	}
+	if ev.kind >= lineEOF {
+		close(r.ended)
+	}
+	return true
+}
+
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -3,8 +3,11 @@ package stdio
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -33,19 +36,22 @@ func (t *Transport) Serve(ctx context.Context) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	limit := orDefault(t.MaxLineBytes, DefaultMaxLineBytes)
+	reader := t.Reader
+	if reader == nil {
+		reader = NewReader(t.In, t.MaxLineBytes)
+		defer reader.Close()
+	}
 	c := &conn{
 		log:      log,
 		disp:     t.Dispatcher,
 		exec:     exec.Conn(),
 		w:        newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
 		in:       t.In,
-		limitErr: protocol.LineLimitError(limit),
+		reader:   reader,
+		limitErr: protocol.LineLimitError(reader.limit),
+		fault:    t.Fault,
 		sess:     t.Session,
 		grace:    orDefault(t.ShutdownGrace, DefaultShutdownGrace),
-		lines:    make(chan lineEvent),
-		stopRead: make(chan struct{}),
-		readDone: make(chan struct{}),
 		inbox:    make(chan message, 16),
 		done:     make(chan struct{}),
 		inflight: make(map[protocol.ID]*work),
@@ -54,7 +60,9 @@ func (t *Transport) Serve(ctx context.Context) error {
 		c.sess = server.NewSession(orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions))
 		defer c.sess.Close()
 	}
-	go c.readLoop(newLineReader(t.In, limit))
+	if v := c.sess.Negotiated(); v != "" {
+		c.setVersion(v)
+	}
 	c.startSessionFeed()
 	defer c.teardown()
 	return c.run(ctx)
@@ -74,12 +82,11 @@ type conn struct {
 	sess     *server.Session
 	grace    time.Duration
 
-	lines    chan lineEvent
-	stopRead chan struct{}
-	readDone chan struct{}
-	inbox    chan message
-	done     chan struct{} // closed when the coordinator has returned
-	pumps    sync.WaitGroup
+	reader *Reader
+	fault  <-chan struct{}
+	inbox  chan message
+	done   chan struct{} // closed when the coordinator has returned
+	pumps  sync.WaitGroup
 
 	inflight map[protocol.ID]*work // admitted requests and open listen streams
 	feed     *sessionFeed          // the legacy session's notifications until EOF
@@ -134,7 +141,13 @@ func (c *conn) send(m message) {
 	}
 }
 
-func (c *conn) run(ctx context.Context) error {
+func (c *conn) run(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("session coordinator failed; handing the device on", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = c.abandon(v)
+		}
+	}()
 	ctxDone := ctx.Done()
 	var grace <-chan time.Time
 	for c.failed == nil {
@@ -142,12 +155,18 @@ func (c *conn) run(ctx context.Context) error {
 			return nil
 		}
 		var lines <-chan lineEvent
+		var ended <-chan struct{}
 		if !c.eof {
-			lines = c.lines
+			lines, ended = c.reader.lines, c.reader.ended
 		}
 		select {
 		case ev := <-lines:
 			c.handleLine(ev)
+		case <-ended:
+			// An earlier instance of this session took the end of input.
+			c.endInput()
+		case <-c.fault:
+			panic("injected fault")
 		case m := <-c.inbox:
 			c.handleMessage(m)
 		case <-ctxDone:
@@ -241,10 +260,45 @@ func (c *conn) initialize(msg *protocol.Message) {
 	if !c.writeResult(msg.ID, result) {
 		return
 	}
+	c.sess.SetNegotiated(version)
+	c.setVersion(version)
+}
+
+// setVersion records the negotiated version whose header later legacy
+// requests carry (transport.md §14).
+func (c *conn) setVersion(version string) {
 	if version != c.version {
 		c.version = version
 		c.header = http.Header{server.HeaderProtocolVersion: {version}}
 	}
+}
+
+// ErrSessionFailed is returned by Serve when the coordinator itself failed
+// (a panic, or an injected fault): the device is still good, and a new
+// Transport with the same Reader and Session continues on it.
+var ErrSessionFailed = errors.New("session coordinator failed")
+
+// abandon ends a failed instance before the device is handed on
+// (transport.md §12.4): listen streams get notifications/cancelled, admitted
+// requests get "Session closed by server".
+func (c *conn) abandon(cause any) error {
+	for id, w := range c.inflight {
+		if c.failed != nil {
+			break
+		}
+		delete(c.inflight, id)
+		if w.stream != nil {
+			c.writeNotification("notifications/cancelled", cancelledParams{RequestID: id, Reason: "Subscription closed by server"})
+			c.closeStream(w, server.ClosedByServer, "")
+			continue
+		}
+		c.exec.Cancel(id)
+		c.writeError(id, protocol.ErrSessionClosed)
+	}
+	if c.failed != nil {
+		return c.failed
+	}
+	return fmt.Errorf("%w: %v", ErrSessionFailed, cause)
 }
 
 func (c *conn) notification(msg *protocol.Message) {
@@ -375,51 +429,9 @@ func (c *conn) teardown() {
 	}
 	clear(c.inflight)
 	c.stopSessionFeed()
-	c.stopReader()
 	c.w.close()
 	c.pumps.Wait()
 }
-
-type readDeadliner interface{ SetReadDeadline(time.Time) error }
-
-// stopReader ends the reader goroutine. A device with read deadlines is
-// interrupted and left with no deadline; otherwise the reader exits when its
-// blocked Read returns.
-func (c *conn) stopReader() {
-	close(c.stopRead)
-	d, ok := c.in.(readDeadliner)
-	if !ok || d.SetReadDeadline(time.Now()) != nil {
-		return
-	}
-	<-c.readDone
-	_ = d.SetReadDeadline(time.Time{})
-}
-
-func (c *conn) readLoop(lr *lineReader) {
-	defer close(c.readDone)
-	defer func() {
-		if r := recover(); r != nil {
-			c.log.Error("stdio reader panicked", "panic", r)
-			select {
-			case c.lines <- lineEvent{kind: linePanic}:
-			case <-c.stopRead:
-			}
-		}
-	}()
-	for {
-		ev := lr.next()
-		select {
-		case c.lines <- ev:
-		case <-c.stopRead:
-			return
-		}
-		if ev.kind == lineEOF || ev.kind == lineError {
-			return
-		}
-	}
-}
-
-func isObjectJSON(raw json.RawMessage) bool { return firstByte(raw) == '{' }
 
 func firstByte(raw []byte) byte {
 	for _, b := range raw {
@@ -431,3 +443,5 @@ func firstByte(raw []byte) byte {
 	}
 	return 0
 }
+
+func isObjectJSON(raw json.RawMessage) bool { return firstByte(raw) == '{' }
