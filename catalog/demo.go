@@ -3,9 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -38,54 +36,50 @@ const (
 //   - panic {} panics in its handler (answered -32603 "Tool raised an
 //     exception").
 func Demo(s *server.Server) {
-	s.AddTool(server.Tool{
+	server.AddTool(s, &server.Tool{
 		Name:        "echo",
 		Description: "Returns its text argument unchanged, as one text content block.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"The text to return."}},"required":["text"]}`),
-		Handler:     echo,
-	})
-	s.AddTool(server.Tool{
+	}, echo)
+	server.AddTool(s, &server.Tool{
 		Name:        "sleep",
 		Description: "Sleeps for ms milliseconds, then returns \"done\". Honours cancellation and reports progress about every 100 ms when the request carries a progressToken.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":` + strconv.Itoa(MaxSleepMs) + `,"description":"How long to sleep, in milliseconds."}},"required":["ms"]}`),
-		Handler:     sleep,
-	})
-	s.AddTool(server.Tool{
+		InputSchema: boundedInteger("ms", "How long to sleep, in milliseconds.", MaxSleepMs),
+	}, sleep)
+	server.AddTool(s, &server.Tool{
 		Name:        "big",
 		Description: "Returns one text content block of exactly the requested number of bytes (at most 64 MiB), to exercise large frames.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0,"maximum":` + strconv.Itoa(MaxBigBytes) + `,"description":"The length of the text, in bytes."}},"required":["bytes"]}`),
-		Handler:     big,
-	})
-	s.AddTool(server.Tool{
+		InputSchema: boundedInteger("bytes", "The length of the text, in bytes.", MaxBigBytes),
+	}, big)
+	server.AddTool(s, &server.Tool{
 		Name:        "fail",
 		Description: "Always fails: returns a result with isError set.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
-		Handler: func(context.Context, json.RawMessage) (*server.ToolResult, error) {
-			return server.ErrorResult("fail: this demo tool always fails, on purpose"), nil
-		},
+	}, func(context.Context, *server.CallToolRequest, struct{}) (*server.CallToolResult, any, error) {
+		return errorResult("fail: this demo tool always fails, on purpose"), nil, nil
 	})
-	s.AddTool(server.Tool{
+	server.AddTool(s, &server.Tool{
 		Name:        "panic",
 		Description: "Panics in its handler, to show that a crashing tool is answered with an error and the server goes on.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
-		Handler: func(context.Context, json.RawMessage) (*server.ToolResult, error) {
-			panic("the demo tool panic panics on purpose")
-		},
+	}, func(context.Context, *server.CallToolRequest, struct{}) (*server.CallToolResult, any, error) {
+		panic("the demo tool panic panics on purpose")
 	})
 }
 
-func echo(_ context.Context, raw json.RawMessage) (*server.ToolResult, error) {
-	text, err := stringArg(raw, "text")
-	if err != nil {
-		return nil, fmt.Errorf("echo: %w", err)
-	}
-	return server.TextResult(text), nil
+type echoArgs struct {
+	Text string `json:"text" jsonschema:"The text to return."`
 }
 
-func sleep(ctx context.Context, raw json.RawMessage) (*server.ToolResult, error) {
-	ms, err := intArg(raw, "ms", 0, MaxSleepMs)
+func echo(_ context.Context, _ *server.CallToolRequest, in echoArgs) (*server.CallToolResult, any, error) {
+	return textResult(in.Text), nil, nil
+}
+
+type sleepArgs struct {
+	Ms int64 `json:"ms"`
+}
+
+func sleep(ctx context.Context, _ *server.CallToolRequest, in sleepArgs) (*server.CallToolResult, any, error) {
+	ms, err := within("ms", in.Ms, 0, MaxSleepMs)
 	if err != nil {
-		return nil, fmt.Errorf("sleep: %w", err)
+		return nil, nil, fmt.Errorf("sleep: %w", err)
 	}
 	total := time.Duration(ms) * time.Millisecond
 	start := time.Now()
@@ -96,9 +90,9 @@ func sleep(ctx context.Context, raw json.RawMessage) (*server.ToolResult, error)
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-done.C:
-			return server.TextResult("done"), nil
+			return textResult("done"), nil, nil
 		case <-tick.C:
 			elapsed := time.Since(start)
 			if elapsed >= total {
@@ -116,74 +110,43 @@ func sleep(ctx context.Context, raw json.RawMessage) (*server.ToolResult, error)
 	}
 }
 
-func big(_ context.Context, raw json.RawMessage) (*server.ToolResult, error) {
-	n, err := intArg(raw, "bytes", 0, MaxBigBytes)
-	if err != nil {
-		return nil, fmt.Errorf("big: %w", err)
-	}
-	return server.TextResult(strings.Repeat("x", int(n))), nil
+type bigArgs struct {
+	Bytes int64 `json:"bytes"`
 }
 
-// stringArg reads the required string argument name.
-func stringArg(raw json.RawMessage, name string) (string, error) {
-	v, err := arg(raw, name)
+func big(_ context.Context, _ *server.CallToolRequest, in bigArgs) (*server.CallToolResult, any, error) {
+	n, err := within("bytes", in.Bytes, 0, MaxBigBytes)
 	if err != nil {
-		return "", err
+		return nil, nil, fmt.Errorf("big: %w", err)
 	}
-	var s string
-	if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
-		return "", fmt.Errorf("argument %s must be a string", name)
-	}
-	return s, nil
+	return textResult(strings.Repeat("x", int(n))), nil, nil
 }
 
-// intArg reads the required integer argument name, which must lie in
-// [lo, hi]. As in JSON Schema, integral numbers written with a fraction or
-// an exponent (5.0, 1e3) are integers.
-func intArg(raw json.RawMessage, name string, lo, hi int64) (int64, error) {
-	v, err := arg(raw, name)
-	if err != nil {
-		return 0, err
-	}
-	// ParseInt saturates out-of-range literals, which then fail the bounds.
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		f, err := strconv.ParseFloat(string(v), 64) // ±Inf when out of range
-		if err != nil && !errors.Is(err, strconv.ErrRange) || f != math.Trunc(f) {
-			return 0, fmt.Errorf("argument %s must be an integer", name)
-		}
-		n = saturate(f)
-	}
-	if n < lo {
+// boundedInteger is the input schema of a tool whose one required argument
+// name is an integer in [0, max].
+func boundedInteger(name, description string, max int) json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"` + name + `":{"type":"integer","minimum":0,"maximum":` +
+		strconv.Itoa(max) + `,"description":` + strconv.Quote(description) + `}},"required":["` + name + `"]}`)
+}
+
+// within returns n when it lies in [lo, hi]. The input schema already says
+// so; the check keeps the handler safe whatever validated its arguments.
+func within(name string, n, lo, hi int64) (int64, error) {
+	switch {
+	case n < lo:
 		return 0, fmt.Errorf("argument %s must be at least %d", name, lo)
-	}
-	if n > hi {
+	case n > hi:
 		return 0, fmt.Errorf("argument %s must be at most %d", name, hi)
 	}
 	return n, nil
 }
 
-// saturate converts an integral f to int64, clamping it to the int64 range.
-func saturate(f float64) int64 {
-	switch {
-	case f >= 1<<63:
-		return math.MaxInt64
-	case f < -(1 << 63):
-		return math.MinInt64
-	}
-	return int64(f)
+// textResult is a successful result holding one text block.
+func textResult(text string) *server.CallToolResult {
+	return &server.CallToolResult{Content: []server.Content{server.TextContent(text)}}
 }
 
-// arg returns the raw value of the argument name. The server has already
-// checked that raw is an object holding every required argument.
-func arg(raw json.RawMessage, name string) (json.RawMessage, error) {
-	var args map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, errors.New("arguments must be a JSON object")
-	}
-	v, ok := args[name]
-	if !ok {
-		return nil, fmt.Errorf("missing required argument %s", name)
-	}
-	return v, nil
+// errorResult is an isError result holding one text block.
+func errorResult(text string) *server.CallToolResult {
+	return &server.CallToolResult{Content: []server.Content{server.TextContent(text)}, IsError: true}
 }

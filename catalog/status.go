@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -13,13 +12,11 @@ import (
 // version and how long it has been up since started, as one text block,
 // for example "snodod 1.0.0, up 1h2m3s".
 func Status(s *server.Server, version string, started time.Time) {
-	s.AddTool(server.Tool{
+	server.AddTool(s, &server.Tool{
 		Name:        "status",
 		Description: "Returns the snodod version and its uptime.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
-		Handler: func(context.Context, json.RawMessage) (*server.ToolResult, error) {
-			up := time.Since(started).Round(time.Second)
-			return server.TextResult(fmt.Sprintf("snodod %s, up %s", version, up)), nil
-		},
+	}, func(context.Context, *server.CallToolRequest, struct{}) (*server.CallToolResult, any, error) {
+		up := time.Since(started).Round(time.Second)
+		return textResult(fmt.Sprintf("snodod %s, up %s", version, up)), nil, nil
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"hash"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -77,33 +78,63 @@ func encodeToken(payload uint64, sum []byte) string {
 // state returns a requestState for an input_required answer to a request
 // of method with params, valid until now plus 10 minutes.
 func (s *signer) state(method string, params json.RawMessage, now time.Time) string {
+	return s.stateWith(method, params, nil, now)
+}
+
+// stateWith signs a requestState that also carries the answers given so far
+// (a JSON object), so a later round need not repeat them: snodod keeps no
+// state between rounds, the client carries it (protocol.md §12.1). The
+// answers travel in base64url before the signed token, and the MAC covers
+// them.
+func (s *signer) stateWith(method string, params json.RawMessage, answers map[string]json.RawMessage, now time.Time) string {
 	expiry := uint64(now.Add(stateLifetime).UnixMilli())
-	return encodeToken(expiry, s.stateMAC(expiry, method, paramsDigest(params)))
-}
-
-// checkState reports whether state was issued by this signer for method
-// and params (compared without inputResponses, requestState and _meta, and
-// whatever their member order) and has not expired at now.
-func (s *signer) checkState(state, method string, params json.RawMessage, now time.Time) bool {
-	expiry, sum, ok := decodeToken(state, stateMACBytes)
-	if !ok || int64(expiry) < now.UnixMilli() {
-		return false
+	var carried []byte
+	if len(answers) > 0 {
+		carried, _ = json.Marshal(answers) // map keys sorted: deterministic
 	}
-	return hmac.Equal(sum, s.stateMAC(expiry, method, paramsDigest(params)))
+	tok := encodeToken(expiry, s.stateMAC(expiry, method, paramsDigest(params), carried))
+	if carried == nil {
+		return tok
+	}
+	return base64.RawURLEncoding.EncodeToString(carried) + "." + tok
 }
 
-func (s *signer) stateMAC(expiry uint64, method string, digest [sha256.Size]byte) []byte {
+func (s *signer) checkState(state, method string, params json.RawMessage, now time.Time) bool {
+	_, ok := s.openState(state, method, params, now)
+	return ok
+}
+
+// openState verifies a requestState and returns the answers it carries.
+func (s *signer) openState(state, method string, params json.RawMessage, now time.Time) (map[string]json.RawMessage, bool) {
+	var carried []byte
+	if dot := strings.LastIndexByte(state, '.'); dot >= 0 {
+		var err error
+		if carried, err = base64.RawURLEncoding.DecodeString(state[:dot]); err != nil || len(carried) == 0 ||
+			base64.RawURLEncoding.EncodeToString(carried) != state[:dot] {
+			return nil, false
+		}
+		state = state[dot+1:]
+	}
+	expiry, sum, ok := decodeToken(state, stateMACBytes)
+	if !ok || int64(expiry) < now.UnixMilli() || !hmac.Equal(sum, s.stateMAC(expiry, method, paramsDigest(params), carried)) {
+		return nil, false
+	}
+	var answers map[string]json.RawMessage
+	if carried != nil && json.Unmarshal(carried, &answers) != nil {
+		return nil, false
+	}
+	return answers, true
+}
+
+func (s *signer) stateMAC(expiry uint64, method string, digest [sha256.Size]byte, carried []byte) []byte {
 	m := s.mac("snodod requestState v1")
 	writeUint(m, expiry)
 	writeField(m, []byte(method))
 	writeField(m, digest[:])
+	writeField(m, carried)
 	return m.Sum(nil)[:stateMACBytes]
 }
 
-// paramsDigest is the SHA-256 of params without the members inputResponses,
-// requestState and _meta, in a canonical form: objects with sorted members
-// (at every depth), numbers as written, strings re-escaped alike. Absent
-// params digest as {}; params that are not an object digest as their text.
 func paramsDigest(params json.RawMessage) [sha256.Size]byte {
 	params = bytes.TrimSpace(params)
 	if len(params) == 0 {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -76,7 +78,7 @@ func (c *call) callTool(ctx context.Context) Outcome {
 		}
 		return c.toolFailure(failure)
 	}
-	req := &CallToolRequest{Name: name, Arguments: args, Version: c.version, ClientCapabilities: c.clientCaps()}
+	req := &CallToolRequest{Name: name, Arguments: args, Version: c.version, ClientCapabilities: c.clientCaps(), ProgressToken: c.progressToken()}
 	res, err, panicked := c.runTool(ctx, e, req)
 	if panicked {
 		return errOutcome(protocol.ErrToolPanicked)
@@ -111,12 +113,28 @@ func (c *call) callTool(ctx context.Context) Outcome {
 func (c *call) runTool(ctx context.Context, e *toolEntry, req *CallToolRequest) (res *CallToolResult, err error, panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			c.s.recovered("tool "+req.Name, v)
+			c.s.log.Error("tool handler panicked", "tool", req.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			panicked = true
 		}
 	}()
 	res, err = e.handler(ctx, req)
 	return res, err, false
+}
+
+// progressToken decodes params._meta.progressToken, if any.
+func (c *call) progressToken() any {
+	meta, _ := members(c.params["_meta"])
+	raw := meta["progressToken"]
+	if raw == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	return v
 }
 
 func (c *call) notFound(uri string) Outcome {

@@ -179,10 +179,24 @@ func (c *call) mrtr(ctx context.Context) (context.Context, *inputs, *Outcome) {
 		o := errOutcome(perr)
 		return ctx, nil, &o
 	}
-	if state != nil && !c.s.signer.checkState(*state, c.req.Method, c.req.Params, now()) {
-		o := invalidParams("Invalid requestState")
-		return ctx, nil, &o
+	if state != nil {
+		earlier, ok := c.s.signer.openState(*state, c.req.Method, c.req.Params, now())
+		if !ok {
+			o := invalidParams("Invalid requestState")
+			return ctx, nil, &o
+		}
+		// Answers of earlier rounds travel in the state; this round's
+		// answers win.
+		for k, v := range earlier {
+			if _, ok := responses[k]; !ok {
+				if responses == nil {
+					responses = map[string]json.RawMessage{}
+				}
+				responses[k] = v
+			}
+		}
 	}
+	c.answers = responses
 	ctx, in := withInputs(ctx, responses, true)
 	return ctx, in, nil
 }
@@ -225,7 +239,7 @@ func (c *call) inputRequired(in *inputs) Outcome {
 	return Outcome{Result: inputRequiredResult{
 		ResultType:    "input_required",
 		InputRequests: requests,
-		RequestState:  c.s.signer.state(c.req.Method, c.req.Params, now()),
+		RequestState:  c.s.signer.stateWith(c.req.Method, c.req.Params, c.answers, now()),
 		Meta:          c.resultMeta(nil),
 	}}
 }

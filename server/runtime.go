@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"runtime/debug"
-	"time"
 
 	"github.com/snodod/snodod/protocol"
 )
@@ -171,6 +168,7 @@ type call struct {
 	modern  bool
 	meta    *protocol.RequestMeta // 2026 only
 	caps    protocol.ServerCapabilities
+	answers map[string]json.RawMessage // MRTR answers of this and earlier rounds
 }
 
 // Dispatch serves one request in either era (protocol.md §4.2, §5.2).
@@ -376,11 +374,3 @@ func (w withMembers) MarshalJSON() ([]byte, error) {
 	}
 	return append(out, '}'), nil
 }
-
-// recoverHandler turns a handler panic into err, logging it.
-func (s *Server) recovered(what string, v any) {
-	s.log.Error(what+" panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-}
-
-var _ = time.Second
-var _ http.Header

@@ -79,6 +79,10 @@ type CallToolRequest struct {
 	// ClientCapabilities is the client's capabilities object: from the
 	// request's _meta in 2026, from initialize in legacy eras.
 	ClientCapabilities json.RawMessage
+	// ProgressToken is the request's progressToken (a string or a
+	// json.Number), or nil. Progress is reported with ReportProgress; the
+	// token is here for tools that echo or log it.
+	ProgressToken any
 }
 
 // CallToolResult is the result of tools/call (protocol.md §6.4).
