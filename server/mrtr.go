@@ -92,7 +92,7 @@ type ElicitResult struct {
 func Elicit(ctx context.Context, key string, p ElicitParams) (*ElicitResult, error) {
 	var out ElicitResult
 	err := askInput(ctx, key, InputRequest{Method: "elicitation/create", Params: p}, func(raw json.RawMessage) bool {
-		return decodeElicitResult(raw, p.Mode == "url", &out)
+		return decodeElicitResult(raw, p.Mode == "url", &out) && fitsRequestedSchema(p.RequestedSchema, &out)
 	})
 	if err != nil {
 		return nil, err
@@ -231,6 +231,29 @@ func askInput(ctx context.Context, key string, r InputRequest, fit func(json.Raw
 	}
 	in.asked[key] = r
 	return fmt.Errorf("%s %q: %w", r.Method, key, ErrInputRequired)
+}
+
+// fitsRequestedSchema checks accepted content against the schema the
+// handler asked with (protocol.md §14.4 case 33: a label that is not a
+// string does not fit). An answer that fits is the handler's to use; one
+// that does not is answered "Invalid input response".
+func fitsRequestedSchema(requested any, out *ElicitResult) bool {
+	if requested == nil || out.Action != "accept" {
+		return true
+	}
+	raw, err := json.Marshal(requested)
+	if err != nil {
+		return false
+	}
+	sch, err := compileSchema(raw)
+	if err != nil {
+		return false
+	}
+	content := out.Content
+	if content == nil {
+		content = map[string]any{}
+	}
+	return sch.validateValue(content) == nil
 }
 
 // decodeElicitResult fits an elicitation answer (protocol.md §12.3): action

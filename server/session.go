@@ -64,6 +64,14 @@ func (ss *Session) SetNegotiated(version string) {
 	ss.mu.Unlock()
 }
 
+// Subscriptions is the number of open listen streams plus subscribed
+// legacy resource URIs: what counts against the cap.
+func (ss *Session) Subscriptions() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.listens + len(ss.uris)
+}
+
 // AcquireSubscription takes one subscription slot for a listen stream,
 // reporting false at the cap. ReleaseSubscription gives it back.
 func (ss *Session) AcquireSubscription() bool {

@@ -162,12 +162,16 @@ type Reader struct {
 	bytesIn atomic.Int64
 }
 
-// NewReader starts reading in. maxLineBytes 0 means DefaultMaxLineBytes.
-// The caller must Close it.
+// NewReader starts reading in. maxLineBytes of 0 or less means
+// DefaultMaxLineBytes (Transport.Validate refuses a negative limit before
+// this is reached). The caller must Close it.
 func NewReader(in io.Reader, maxLineBytes int) *Reader {
+	if maxLineBytes <= 0 {
+		maxLineBytes = DefaultMaxLineBytes
+	}
 	r := &Reader{
 		in:    in,
-		limit: orDefault(maxLineBytes, DefaultMaxLineBytes),
+		limit: maxLineBytes,
 		lines: make(chan lineEvent),
 		ended: make(chan struct{}),
 		stop:  make(chan struct{}),

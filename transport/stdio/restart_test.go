@@ -41,7 +41,7 @@ func TestRestartOnSameDevice(t *testing.T) {
 	fault <- struct{}{}
 	want := map[string]bool{
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s","reason":"Subscription closed by server"}}`: true,
-		errLine(`"b"`, -32603, "Session closed by server"): true,
+		errLine(`"b"`, -32603, "Session closed by server"):                                                                         true,
 	}
 	for range 2 {
 		if l := r.next(t); !want[l] {

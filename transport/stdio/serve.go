@@ -55,6 +55,7 @@ func (t *Transport) Serve(ctx context.Context) error {
 		inbox:    make(chan message, 16),
 		done:     make(chan struct{}),
 		inflight: make(map[protocol.ID]*work),
+		stats:    counting{to: t.Counters},
 	}
 	if c.sess == nil {
 		c.sess = server.NewSession(orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions))
@@ -96,6 +97,7 @@ type conn struct {
 	closing  bool  // shutdown has begun
 	failed   error // the terminal output failure
 	buf      []byte
+	stats    counting // what Counters show
 }
 
 // work is one admitted request, and later possibly its listen stream.
@@ -151,6 +153,7 @@ func (c *conn) run(ctx context.Context) (err error) {
 	ctxDone := ctx.Done()
 	var grace <-chan time.Time
 	for c.failed == nil {
+		c.publish()
 		if (c.eof || c.closing) && len(c.inflight) == 0 {
 			return nil
 		}
@@ -431,6 +434,7 @@ func (c *conn) teardown() {
 	c.stopSessionFeed()
 	c.w.close()
 	c.pumps.Wait()
+	c.publishEnd()
 }
 
 func firstByte(raw []byte) byte {

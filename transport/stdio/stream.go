@@ -37,6 +37,7 @@ func (c *conn) openStream(w *work, s server.Stream) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stream, w.cancel, w.next = s, cancel, make(chan struct{}, 1)
 	c.inflight[w.id] = w
+	c.stats.streams++
 	c.pumps.Add(1)
 	go c.pump(ctx, w)
 }
@@ -93,6 +94,7 @@ func (c *conn) streamEvent(w *work, ev server.Event, err error) {
 // source learns why. Nothing is written here.
 func (c *conn) closeStream(w *work, reason server.CloseReason, detail string) {
 	delete(c.inflight, w.id)
+	c.stats.streams--
 	c.sess.ReleaseSubscription()
 	w.cancel()
 	w.stream.Close(reason, detail)

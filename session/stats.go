@@ -1,0 +1,52 @@
+package session
+
+import (
+	"fmt"
+	"time"
+)
+
+// Stats is a snapshot of one session, for `snodod status`.
+type Stats struct {
+	ID      uint64
+	Kind    Kind
+	Peer    Peer
+	Started time.Time
+	// Version is the negotiated legacy version, "" before a legacy
+	// initialize (a 2026 client never negotiates one).
+	Version string
+	// InFlight counts admitted requests without a final line, running or
+	// queued. Subscriptions counts open subscriptions/listen streams and
+	// subscribed legacy resource URIs, as the cap does.
+	InFlight, Subscriptions int
+	// Restarts counts the times the session was restarted after a failure.
+	Restarts int
+	// BytesIn and BytesOut count what crossed the device, over every
+	// instance of the session.
+	BytesIn, BytesOut int64
+}
+
+// Stats returns the session's current figures. It may be called from any
+// goroutine, before, during and after Serve.
+func (s *Session) Stats() Stats {
+	return Stats{
+		ID:            s.id,
+		Kind:          s.dev.Kind(),
+		Peer:          s.dev.Peer(),
+		Started:       s.started,
+		Version:       s.rt.Negotiated(),
+		InFlight:      s.counters.InFlight(),
+		Subscriptions: s.rt.Subscriptions(),
+		Restarts:      int(s.restarts.Load()),
+		BytesIn:       s.dev.BytesIn(),
+		BytesOut:      s.dev.BytesOut(),
+	}
+}
+
+// String names the session for logs: "session 12 (pty, pid 123)", or
+// "session 12 (pipe)" when the peer is unknown.
+func (s *Session) String() string {
+	if pid := s.dev.Peer().PID; pid != 0 {
+		return fmt.Sprintf("session %d (%s, pid %d)", s.id, s.dev.Kind(), pid)
+	}
+	return fmt.Sprintf("session %d (%s)", s.id, s.dev.Kind())
+}
