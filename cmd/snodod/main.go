@@ -6,6 +6,10 @@
 //
 // Commands:
 //
+//	serve     run the daemon: many MCP sessions over its sockets
+//	connect   connect standard input and output to the daemon as one session
+//	status    show the daemon's sessions and load
+//	config    check a configuration file, or print the effective configuration
 //	stdio     serve one MCP session on this process's standard input and output
 //	version   print the snodod version
 //	help      show the commands, or one command's flags
@@ -52,6 +56,10 @@ var commands []command
 
 func init() {
 	commands = []command{
+		{"serve", "run the daemon: many MCP sessions over its sockets", runServe, serveUsage},
+		{"connect", "connect standard input and output to the daemon as one session", runConnect, connectUsage},
+		{"status", "show the daemon's sessions and load", runStatus, statusUsage},
+		{"config", "check a configuration file, or print the effective configuration", runConfig, configUsage},
 		{"stdio", "serve one MCP session on this process's standard input and output", runStdio, stdioUsage},
 		{"version", "print the snodod version", runVersion, versionUsage},
 		{"help", "show the commands, or one command's flags: snodod help <command>", runHelp, helpUsage},

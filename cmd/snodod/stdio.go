@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/catalog"
+	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
@@ -27,7 +28,12 @@ frames only; logs, and anything else the process prints, go to standard error.
 
 It exits 0 once input has ended and every admitted request has finished
 (SIGINT and SIGTERM end input early), 1 after a terminal failure such as a
-write that timed out, and 2 on a usage error. A limit of 0 means its default.
+write that timed out or an invalid configuration, and 2 on a usage error.
+
+It reads the same configuration as 'snodod serve' (the defaults, the file,
+SNODOD_* environment variables; see 'snodod config print'). The limit flags
+are shortcuts for their keys and win over it; a limit of 0 leaves the
+configured value.
 
 Flags:
 `)
@@ -39,6 +45,7 @@ Flags:
 // stdioOptions are the flags of snodod stdio.
 type stdioOptions struct {
 	demo    bool
+	config  string
 	session stdio.Transport
 	limits  server.ExecutorLimits
 }
@@ -46,7 +53,8 @@ type stdioOptions struct {
 func stdioFlags() (*flag.FlagSet, *stdioOptions) {
 	o := &stdioOptions{}
 	fs := newFlagSet("stdio")
-	fs.BoolVar(&o.demo, "demo", false, "register the demo tools: echo, sleep, big, fail and panic")
+	fs.BoolVar(&o.demo, "demo", false, "register the demo tools (echo, sleep, big, fail, panic) and the conformance fixture")
+	fs.StringVar(&o.config, "config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml, if it exists)")
 	fs.IntVar(&o.session.MaxLineBytes, "max-line-bytes", stdio.DefaultMaxLineBytes, "longest input line, in bytes, its newline included")
 	fs.DurationVar(&o.session.WriteTimeout, "write-timeout", stdio.DefaultWriteTimeout, "how long writing one frame may take before the session ends")
 	fs.DurationVar(&o.limits.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "how long one request may run")
@@ -61,12 +69,49 @@ func runStdio(args []string) int {
 		return status
 	}
 	started := time.Now()
-	srv := server.New(server.Info{Name: "snodod", Version: buildVersion()})
+	cfg, err := config.Load(config.Options{File: o.config, Overrides: stdioOverrides(fs, o), Flags: stdioFlagNames})
+	if err != nil {
+		printConfigError(os.Stderr, "snodod stdio: ", err)
+		return exitFailure
+	}
+	slog.SetDefault(newLogger(cfg, new(slog.LevelVar)))
+	// Positive flags are in cfg already; a negative one stays, for
+	// Validate to refuse as a usage error below.
+	t := &o.session
+	t.MaxLineBytes = negativeOr(t.MaxLineBytes, cfg.Session.MaxLineBytes)
+	t.WriteTimeout = negativeOr(t.WriteTimeout, cfg.Session.WriteTimeout)
+	t.MaxSubscriptions = cfg.Session.MaxSubscriptions
+	t.ShutdownGrace = cfg.Daemon.ShutdownGrace
+	o.limits.RequestTimeout = negativeOr(o.limits.RequestTimeout, cfg.Session.RequestTimeout)
+	o.limits.MaxConcurrency = negativeOr(o.limits.MaxConcurrency, cfg.Executor.MaxConcurrency)
+	o.limits.MaxQueue = negativeOr(o.limits.MaxQueue, cfg.Executor.MaxQueue)
+	serverVersion := cfg.Server.Version
+	if serverVersion == "" {
+		serverVersion = buildVersion()
+	}
+	srv, err := server.New(server.Options{
+		Info: server.Implementation{
+			Name:        cfg.Server.Name,
+			Version:     serverVersion,
+			Title:       cfg.Server.Title,
+			Description: cfg.Server.Description,
+			WebsiteURL:  cfg.Server.WebsiteURL,
+		},
+		Instructions: cfg.Server.Instructions,
+		Versions:     cfg.Protocol.Versions,
+		CacheTTL:     cfg.Server.CacheTTL,
+		CacheScope:   cfg.Server.CacheScope,
+		// The conformance fixture reports updates of its watched resource.
+		SubscribableResources: o.demo,
+	})
+	if err != nil {
+		return fail(err)
+	}
 	catalog.Status(srv, buildVersion(), started)
 	if o.demo {
 		catalog.Demo(srv)
+		catalog.Everything(srv)
 	}
-	t := &o.session
 	t.In, t.Out, t.Dispatcher = os.Stdin, os.Stdout, srv
 	if err := errors.Join(t.Validate(), o.limits.Validate()); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
@@ -110,6 +155,54 @@ func runStdio(args []string) int {
 		slog.Info("session ended: input closed", "after", time.Since(started).Round(time.Millisecond))
 	}
 	return exitOK
+}
+
+// stdioFlagNames names the flag of each key stdio's flags set.
+var stdioFlagNames = map[string]string{
+	"session.max_line_bytes":   "--max-line-bytes",
+	"session.write_timeout":    "--write-timeout",
+	"session.request_timeout":  "--request-timeout",
+	"executor.max_concurrency": "--max-concurrency",
+	"executor.max_queue":       "--max-queue",
+}
+
+// stdioOverrides returns the configuration keys set by the limit flags
+// given with a positive value: 0 means "as configured", and a negative
+// value is refused by the transport's own validation, as before the
+// configuration existed.
+func stdioOverrides(fs *flag.FlagSet, o *stdioOptions) map[string]any {
+	values := map[string]any{
+		"--max-line-bytes":  o.session.MaxLineBytes,
+		"--write-timeout":   o.session.WriteTimeout,
+		"--request-timeout": o.limits.RequestTimeout,
+		"--max-concurrency": o.limits.MaxConcurrency,
+		"--max-queue":       o.limits.MaxQueue,
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set["--"+f.Name] = true })
+	out := map[string]any{}
+	for key, name := range stdioFlagNames {
+		switch v := values[name].(type) {
+		case int:
+			if set[name] && v > 0 {
+				out[key] = v
+			}
+		case time.Duration:
+			if set[name] && v > 0 {
+				out[key] = v
+			}
+		}
+	}
+	return out
+}
+
+// negativeOr returns flag when it is negative (invalid, to be reported),
+// else the configured value.
+func negativeOr[T int | time.Duration](flag, configured T) T {
+	if flag < 0 {
+		return flag
+	}
+	return configured
 }
 
 // fail reports a terminal failure in one line on standard error.

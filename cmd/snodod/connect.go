@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon"
+)
+
+func connectUsage(w io.Writer) {
+	fmt.Fprint(w, `Usage: snodod connect [flags]
+
+Connects this process's standard input and output to the running daemon as
+one MCP session. This is the command an MCP client's configuration names:
+
+  {"command": "snodod", "args": ["connect"]}
+
+It passes its standard input and output to the daemon over the control
+socket (SCM_RIGHTS), so the daemon serves the client's own pipe or terminal
+directly, then waits until the session ends. A terminal handed over is put
+into raw mode while the session lasts (no echo, no line editing), as a
+program driving a pty expects.
+
+Typed into by a person (standard input is this process's controlling
+terminal), it relays instead: the terminal keeps its echo and line editing,
+Enter ends a request, Ctrl-D ends the session. Lines typed this way are
+limited to the terminal's 4095 bytes.
+
+With --relay it always connects to the session socket and copies bytes
+both ways, for when descriptors cannot be passed; --handover always passes
+them.
+
+Exit status: 0 when the session ended; 1, with one line on standard error,
+when the daemon cannot be reached, refuses the session, or dies first.
+
+Flags:
+`)
+	fs, _ := connectFlags()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+type clientOptions struct {
+	relay    bool
+	handover bool
+	json     bool
+	config   string
+	keys     *keyFlags
+}
+
+func connectFlags() (*flag.FlagSet, *clientOptions) {
+	o := &clientOptions{}
+	fs := newFlagSet("connect")
+	fs.BoolVar(&o.relay, "relay", false, "copy bytes through the session socket instead of passing descriptors")
+	fs.BoolVar(&o.handover, "handover", false, "pass the descriptors even when a person is typing at this terminal")
+	addClientFlags(fs, o)
+	return fs, o
+}
+
+// addClientFlags adds the flags that find the daemon's sockets.
+func addClientFlags(fs *flag.FlagSet, o *clientOptions) {
+	fs.StringVar(&o.config, "config", "", "the configuration `file` that names the sockets (default: $XDG_CONFIG_HOME/snodod/config.toml, if it exists)")
+	o.keys = addKeyFlags(fs,
+		"socket", "daemon.socket",
+		"control-socket", "daemon.control_socket",
+	)
+}
+
+// clientConfig loads the configuration a client command reads the socket
+// paths from; on failure it reports and returns nil.
+func clientConfig(name string, o *clientOptions) *config.Config {
+	cfg, err := config.Load(o.keys.options(o.config))
+	if err != nil {
+		printConfigError(os.Stderr, "snodod "+name+": ", err)
+		return nil
+	}
+	return cfg
+}
+
+func runConnect(args []string) int {
+	fs, o := connectFlags()
+	if status, done := parseFlags(fs, args, connectUsage); done {
+		return status
+	}
+	cfg := clientConfig("connect", o)
+	if cfg == nil {
+		return exitFailure
+	}
+	if o.relay && o.handover {
+		fmt.Fprintln(os.Stderr, "snodod connect: --relay and --handover exclude each other; choose one")
+		return exitUsage
+	}
+	if o.relay || !o.handover && typedByPerson() {
+		return relay(cfg.Daemon.Socket)
+	}
+	path := cfg.Daemon.ControlSocket
+	h, err := daemon.Connect(context.Background(), path, os.Stdin, os.Stdout)
+	if err != nil {
+		return connectFailure(path, err)
+	}
+	// Nothing is printed on success, not even on a terminal: standard
+	// error may be the very terminal the session now writes frames to.
+	// The daemon holds its own copies now; this process only waits.
+	if err := h.Wait(); err != nil {
+		return connectFailure(path, err)
+	}
+	return exitOK
+}
+
+// connectFailure reports err in one line and returns the failure status.
+func connectFailure(path string, err error) int {
+	var unreachable *daemon.UnreachableError
+	var refused *daemon.RefusedError
+	var ended *daemon.SessionError
+	switch {
+	case errors.As(err, &unreachable):
+		fmt.Fprintf(os.Stderr, "snodod connect: %v; is snodod serve running?\n", err)
+	case errors.As(err, &refused):
+		fmt.Fprintf(os.Stderr, "snodod connect: the daemon at %s refused the session: %s\n", path, refused.Message)
+	case errors.As(err, &ended):
+		fmt.Fprintf(os.Stderr, "snodod connect: %v\n", err)
+	case errors.Is(err, daemon.ErrDaemonGone):
+		fmt.Fprintf(os.Stderr, "snodod connect: the daemon at %s went away before the session ended (did it die?)\n", path)
+	default:
+		fmt.Fprintf(os.Stderr, "snodod connect: %v\n", err)
+	}
+	return exitFailure
+}
+
+// relay copies standard input to the session socket and the socket to
+// standard output. End of input half-closes the socket, so the daemon
+// finishes the requests it has and then ends the session; the relay exits
+// when the daemon closes the connection, or when standard output fails.
+func relay(path string) int {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err
+		}
+		var sys *os.SyscallError
+		if errors.As(err, &sys) {
+			err = sys.Err
+		}
+		fmt.Fprintf(os.Stderr, "snodod connect: cannot reach the daemon at %s: %v; is snodod serve running?\n", path, err)
+		return exitFailure
+	}
+	uc := c.(*net.UnixConn)
+	defer uc.Close()
+	var once sync.Once
+	go func() {
+		_, _ = io.Copy(uc, os.Stdin)
+		once.Do(func() { _ = uc.CloseWrite() })
+	}()
+	if _, err := io.Copy(os.Stdout, uc); err != nil && !errors.Is(err, syscall.EPIPE) {
+		fmt.Fprintf(os.Stderr, "snodod connect: relay: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// typedByPerson reports whether standard input is this process's
+// controlling terminal: a person typing, who needs echo and Enter, which a
+// terminal in the raw mode of a handed-over session would not give. A
+// program driving a pty of its own (not its controlling terminal) gets the
+// handover. TIOCGSID answers only for the caller's controlling terminal
+// (or a pty master), which is what tells the two apart.
+func typedByPerson() bool {
+	fd := int(os.Stdin.Fd())
+	if !term.IsTerminal(fd) {
+		return false
+	}
+	_, err := unix.IoctlGetInt(fd, unix.TIOCGSID)
+	return err == nil
+}

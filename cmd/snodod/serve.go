@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/snodod/snodod/catalog"
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/server"
+)
+
+func serveUsage(w io.Writer) {
+	fmt.Fprint(w, `Usage: snodod serve [flags]
+
+Runs the daemon: every connection to the session socket is an MCP session,
+and 'snodod connect' hands a client's standard input and output over the
+control socket. Under systemd the sockets may be passed in (socket
+activation: FileDescriptorName=session and control) and the daemon reports
+its state with sd_notify.
+
+Configuration: the defaults, then the file (--config, or
+$XDG_CONFIG_HOME/snodod/config.toml), then SNODOD_* environment variables,
+then these flags; see 'snodod config print' and docs/config.md.
+
+Signals: SIGHUP reloads the configuration (new sessions use it; an invalid
+one is refused with every problem logged, and the running one stays).
+SIGTERM or SIGINT drains: no new sessions, running requests finish within
+daemon.shutdown_grace, then exit 0. A second signal exits at once.
+
+Exit status: 0 after a drain; 1 when the daemon cannot start (another one
+is running, or the configuration is invalid: every problem is listed).
+
+Flags:
+`)
+	fs, _ := serveFlags()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+type serveOptions struct {
+	demo   bool
+	config string
+	keys   *keyFlags
+}
+
+func serveFlags() (*flag.FlagSet, *serveOptions) {
+	o := &serveOptions{}
+	fs := newFlagSet("serve")
+	fs.BoolVar(&o.demo, "demo", false, "register the demo tools (echo, sleep, big, fail, panic) and the conformance fixture, as 'snodod stdio --demo' does")
+	fs.StringVar(&o.config, "config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml, if it exists)")
+	o.keys = addKeyFlags(fs,
+		"socket", "daemon.socket",
+		"control-socket", "daemon.control_socket",
+		"max-sessions", "daemon.max_sessions",
+		"shutdown-grace", "daemon.shutdown_grace",
+		"log-level", "log.level",
+		"max-line-bytes", "session.max_line_bytes",
+		"write-timeout", "session.write_timeout",
+		"max-subscriptions", "session.max_subscriptions",
+		"request-timeout", "session.request_timeout",
+		"max-concurrency", "executor.max_concurrency",
+		"max-queue", "executor.max_queue",
+	)
+	return fs, o
+}
+
+func runServe(args []string) int {
+	fs, o := serveFlags()
+	if status, done := parseFlags(fs, args, serveUsage); done {
+		return status
+	}
+	opts := o.keys.options(o.config)
+	cfg, err := config.Load(opts)
+	if err != nil {
+		printConfigError(os.Stderr, "snodod serve: ", err)
+		return exitFailure
+	}
+	level := new(slog.LevelVar)
+	log := newLogger(cfg, level)
+	slog.SetDefault(log)
+
+	var register func(*server.Server)
+	if o.demo {
+		register = func(s *server.Server) {
+			catalog.Demo(s)
+			catalog.Everything(s)
+		}
+	}
+	d, err := daemon.New(cfg, daemon.Options{
+		// A reload reads the same file and environment, and the flags
+		// given at start still win.
+		Reload:                func() (*config.Config, error) { return config.Load(opts) },
+		OnReload:              func(c *config.Config) { level.Set(parseLevel(c.Log.Level)) },
+		Catalog:               register,
+		SubscribableResources: o.demo,
+		Version:               buildVersion(),
+		Logger:                log,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "snodod serve: %v\n", err)
+		return exitFailure
+	}
+	// Writing to a client that went away fails with EPIPE instead of
+	// killing the daemon.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop) // a second signal kills at once
+	log.Info("snodod starting", "version", buildVersion(), "pid", os.Getpid(), "config", orDefault(cfg.File()), "demo", o.demo)
+	if err := d.Run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "snodod serve: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func orDefault(file string) string {
+	if file == "" {
+		return "(defaults)"
+	}
+	return file
+}

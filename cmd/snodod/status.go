@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/snodod/snodod/daemon"
+)
+
+func statusUsage(w io.Writer) {
+	fmt.Fprint(w, `Usage: snodod status [flags]
+
+Shows the running daemon's sessions, one row each (id, device kind, peer
+pid and uid, age, negotiated MCP version, requests in flight, subscriptions,
+restarts, bytes in and out), and the shared executor's load. --json prints
+the same as one JSON object, for scripts.
+
+Exit status: 0, or 1 with one line on standard error when the daemon
+cannot be reached.
+
+Flags:
+`)
+	fs, _ := statusFlags()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func statusFlags() (*flag.FlagSet, *clientOptions) {
+	o := &clientOptions{}
+	fs := newFlagSet("status")
+	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table")
+	addClientFlags(fs, o)
+	return fs, o
+}
+
+func runStatus(args []string) int {
+	fs, o := statusFlags()
+	if status, done := parseFlags(fs, args, statusUsage); done {
+		return status
+	}
+	cfg := clientConfig("status", o)
+	if cfg == nil {
+		return exitFailure
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := daemon.QueryStatus(ctx, cfg.Daemon.ControlSocket)
+	if err != nil {
+		if _, ok := err.(*daemon.UnreachableError); ok {
+			fmt.Fprintf(os.Stderr, "snodod status: %v; is snodod serve running?\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "snodod status: %v\n", err)
+		}
+		return exitFailure
+	}
+	if o.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return exitFailure
+		}
+		return exitOK
+	}
+	writeStatus(os.Stdout, st, time.Now())
+	return exitOK
+}
+
+// writeStatus writes st as a person reads it: a summary line, one aligned
+// row per session, and the executor's load.
+func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
+	plural := "s"
+	if len(st.Sessions) == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(w, "snodod %s, pid %d, up %s: %d session%s (max %d)\n",
+		st.Version, st.PID, age(now, st.Started), len(st.Sessions), plural, st.MaxSessions)
+	if len(st.Sessions) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tKIND\tPID\tUID\tAGE\tVERSION\tIN-FLIGHT\tSUBS\tRESTARTS\tBYTES IN\tBYTES OUT")
+		for _, s := range st.Sessions {
+			version := s.Version
+			if version == "" {
+				version = "-"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n",
+				s.ID, s.Kind, s.PeerPID, s.PeerUID, age(now, s.Started), version,
+				s.InFlight, s.Subscriptions, s.Restarts, s.BytesIn, s.BytesOut)
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	e := st.Executor
+	fmt.Fprintf(w, "executor: %d running (max %d), %d queued (max %d), request timeout %s\n",
+		e.Running, e.MaxConcurrency, e.Queued, e.MaxQueue, e.RequestTimeout)
+}
+
+// age is how long ago t was, to the second.
+func age(now, t time.Time) string {
+	d := now.Sub(t).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return d.String()
+}

@@ -1,0 +1,146 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/thejerf/suture/v4"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/session"
+)
+
+// beginHandshake counts an accepted connection in handshakes, unless the
+// drain has begun. Adding under mu, and never once closing is set, keeps
+// every Add before the drain's Wait, as sync.WaitGroup requires.
+func (d *Daemon) beginHandshake() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return false
+	}
+	d.handshakes.Add(1)
+	return true
+}
+
+// acceptor is the suture service that accepts connections on one listener.
+type acceptor struct {
+	d *Daemon
+	l *listener
+}
+
+func (a *acceptor) String() string { return a.l.name + " listener " + a.l.path }
+
+// Serve accepts until ctx ends. Running out of descriptors or memory is
+// transient: it backs off and goes on, as net/http.Server does, instead of
+// spinning. Any other error ends the service, and the supervisor restarts
+// it on the same listener.
+func (a *acceptor) Serve(ctx context.Context) error {
+	// A deadline in the past interrupts a blocked Accept without closing
+	// the listener, which a restarted acceptor would still need.
+	stop := context.AfterFunc(ctx, func() { _ = a.l.ln.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var delay time.Duration
+	for {
+		c, err := a.l.ln.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("%s closed: %w", a, suture.ErrDoNotRestart)
+			}
+			if transientAcceptError(err) {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				a.d.log.Warn("accept failed; retrying", "socket", a.l.name, "error", err, "in", delay)
+				select {
+				case <-time.After(delay):
+					continue
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			return fmt.Errorf("accept on %s: %w", a.l.path, err)
+		}
+		delay = 0
+		if !a.d.beginHandshake() {
+			c.Close() // accepted as the drain began
+			continue
+		}
+		if a.l.name == "control" {
+			go a.d.serveControl(c)
+		} else {
+			go a.d.serveConn(c)
+		}
+	}
+}
+
+func transientAcceptError(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// serveConn makes a session of a connection to the session socket, or
+// refuses it with one line.
+func (d *Daemon) serveConn(c *net.UnixConn) {
+	defer d.handshakes.Done()
+	peer, err := peerCred(c)
+	if err != nil {
+		d.log.Warn("connection refused", "error", err)
+		c.Close()
+		return
+	}
+	id, g, refusal := d.admit(peer)
+	if refusal != nil {
+		d.log.Warn("connection refused", "peer_pid", peer.PID, "peer_uid", peer.UID, "reason", refusal.Message)
+		refuse(c, refusal)
+		return
+	}
+	// The session needs an *os.File: File duplicates the descriptor, and
+	// the connection's own copy is closed.
+	f, err := c.File()
+	c.Close()
+	if err != nil {
+		d.unreserve(id)
+		d.log.Error("connection dropped", "error", err)
+		return
+	}
+	dev, err := session.NewDevice(f, f, peer)
+	if err != nil {
+		d.unreserve(id)
+		f.Close()
+		d.log.Error("connection dropped", "error", err)
+		return
+	}
+	d.start(id, g, dev)
+	d.log.Info("session started", "session", id, "via", "socket", "peer_pid", peer.PID, "peer_uid", peer.UID)
+}
+
+// refuse writes the refusal line to c and closes it. It shuts down its
+// writing side and reads what the client sent first: closing a Unix socket
+// with unread input makes the client's next read fail with ECONNRESET
+// instead of returning the line and then end of file.
+func refuse(c *net.UnixConn, e *protocol.Error) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write(refusalLine(e)); err != nil {
+		return
+	}
+	_ = c.CloseWrite()
+	buf := make([]byte, 4096)
+	for n := 0; n < 1<<20; {
+		m, err := c.Read(buf)
+		n += m
+		if err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/snodod/snodod/session"
+)
+
+// The control protocol: one JSON request line per connection, answered by
+// JSON lines.
+//
+//	{"op":"connect","relay":false}  + SCM_RIGHTS [stdin, stdout]
+//	    → {"ok":true,"session":7}, and when the session ends
+//	      {"ended":true,"error":""}  (error: why it ended, "" when cleanly)
+//	{"op":"status"}                 → {"ok":true, ...Status}
+//	{"op":"fault","session":7}      → {"ok":true}   (SNODOD_TEST_FAULTS=1 only)
+//
+// A refused or malformed request gets {"ok":false,"error":"…"} and the
+// connection is closed. The descriptors of "connect" are sent in the same
+// sendmsg(2) as the request line (see fdpass.go). "relay": true is refused:
+// a client that cannot pass descriptors connects to the session socket and
+// copies bytes itself. Peers are checked as on the session socket (the
+// daemon's uid or daemon.allowed_uids).
+
+// Request is one control request.
+type Request struct {
+	// Op is "connect", "status" or "fault".
+	Op string `json:"op"`
+	// Relay, for connect, asks for a byte relay instead of descriptor
+	// hand-over; the daemon refuses it (use the session socket).
+	Relay bool `json:"relay,omitempty"`
+	// Session is the session a "fault" is meant for.
+	Session uint64 `json:"session,omitempty"`
+}
+
+// Reply is the first answer to a request (a status reply carries the
+// Status fields as well).
+type Reply struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	// Session is the id of the session a connect started.
+	Session uint64 `json:"session,omitempty"`
+}
+
+// Ended is the last line of a connect: the session is over.
+type Ended struct {
+	Ended bool `json:"ended"`
+	// Error says why the session ended, "" when it ended cleanly (end of
+	// input, or the daemon's drain).
+	Error string `json:"error"`
+}
+
+// statusReply is a status request's answer: {"ok":true, <Status fields>}.
+type statusReply struct {
+	OK bool `json:"ok"`
+	*Status
+}
+
+const (
+	// requestTimeout bounds the wait for a request line.
+	requestTimeout = 10 * time.Second
+	// replyTimeout bounds the writing of one reply line.
+	replyTimeout = 5 * time.Second
+)
+
+// serveControl answers one control connection.
+func (d *Daemon) serveControl(c *net.UnixConn) {
+	handshaking := true
+	defer func() {
+		if handshaking {
+			d.handshakes.Done()
+		}
+	}()
+	defer c.Close()
+	// A drain does not wait for a client that has not sent its request.
+	stop := context.AfterFunc(d.draining, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
+	line, files, err := readRequest(c, time.Now().Add(requestTimeout))
+	if !stop() {
+		closeFiles(files)
+		reply(c, Reply{Error: "the daemon is shutting down"})
+		return
+	}
+	if err != nil {
+		d.log.Warn("control request dropped", "error", err)
+		reply(c, Reply{Error: err.Error()})
+		return
+	}
+	peer, err := peerCred(c)
+	if err != nil {
+		closeFiles(files)
+		reply(c, Reply{Error: err.Error()})
+		return
+	}
+	if !uidAllowed(peer.UID, d.uid, d.Config().Daemon.AllowedUIDs) {
+		closeFiles(files)
+		d.log.Warn("control connection refused", "peer_pid", peer.PID, "peer_uid", peer.UID)
+		reply(c, Reply{Error: uidError(peer.UID).Message})
+		return
+	}
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		closeFiles(files)
+		reply(c, Reply{Error: "request is not a JSON object: " + err.Error()})
+		return
+	}
+	if req.Op != "connect" {
+		closeFiles(files)
+	}
+	switch req.Op {
+	case "connect":
+		s, ok := d.connect(c, req, files, peer)
+		if !ok {
+			return
+		}
+		// From here the connection waits for the session's end, which may
+		// be after the drain has started: it counts as a waiter, not as a
+		// handshake.
+		d.waiters.Add(1)
+		defer d.waiters.Done()
+		d.handshakes.Done()
+		handshaking = false
+		d.awaitEnd(c, s)
+	case "status":
+		reply(c, statusReply{OK: true, Status: d.Status()})
+	case "fault":
+		reply(c, d.fault(req.Session))
+	default:
+		reply(c, Reply{Error: fmt.Sprintf("unknown op %q; the ops are connect, status and fault", req.Op)})
+	}
+}
+
+// connect starts a session on the descriptors a client passed, and answers
+// with its id; on refusal it answers why and closes them.
+func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer session.Peer) (*session.Session, bool) {
+	if req.Relay {
+		closeFiles(files)
+		reply(c, Reply{Error: "relay is not served on the control socket; connect to the session socket (daemon.socket) instead"})
+		return nil, false
+	}
+	if len(files) != 2 {
+		closeFiles(files)
+		reply(c, Reply{Error: fmt.Sprintf("connect needs 2 descriptors (standard input and output) sent with the request, got %d", len(files))})
+		return nil, false
+	}
+	in, out := files[0], files[1]
+	id, g, refusal := d.admit(peer)
+	if refusal != nil {
+		// The MCP client reads the passed standard output: it gets the
+		// same line a socket client would.
+		writeLineNow(out, refusalLine(refusal))
+		closeFiles(files)
+		d.log.Warn("connect refused", "peer_pid", peer.PID, "peer_uid", peer.UID, "reason", refusal.Message)
+		reply(c, Reply{Error: refusal.Message})
+		return nil, false
+	}
+	if sameFile(in, out) {
+		out.Close()
+		out = in
+	}
+	dev, err := session.NewDevice(in, out, peer)
+	if err != nil {
+		d.unreserve(id)
+		in.Close()
+		if out != in {
+			out.Close()
+		}
+		reply(c, Reply{Error: "cannot serve the passed descriptors: " + err.Error()})
+		return nil, false
+	}
+	s := d.start(id, g, dev)
+	d.log.Info("session started", "session", id, "via", "connect", "peer_pid", peer.PID, "peer_uid", peer.UID)
+	if !reply(c, Reply{OK: true, Session: id}) {
+		d.log.Info("connect client left before its reply; the session goes on", "session", id)
+		return nil, false
+	}
+	return s, true
+}
+
+// awaitEnd tells the client when its session ends. A client that leaves
+// first (its control connection ends) does not end the session: the
+// descriptors it passed are the MCP client's, which may still be talking.
+func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	select {
+	case <-s.Done():
+		msg := ""
+		if err := s.Err(); err != nil {
+			msg = err.Error()
+		}
+		reply(c, Ended{Ended: true, Error: msg})
+	case <-gone:
+	case <-d.stopped:
+	}
+	c.Close()
+	<-gone
+}
+
+// fault triggers the test hook of session id.
+func (d *Daemon) fault(id uint64) Reply {
+	if !d.faults {
+		return Reply{Error: "fault injection is off; start the daemon with SNODOD_TEST_FAULTS=1"}
+	}
+	s := d.session(id)
+	if s == nil {
+		return Reply{Error: fmt.Sprintf("no session %d", id)}
+	}
+	s.Fault()
+	return Reply{OK: true}
+}
+
+// reply writes v as one JSON line; it reports whether the line was written.
+func reply(c *net.UnixConn, v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(replyTimeout))
+	_, err = c.Write(append(b, '\n'))
+	_ = c.SetWriteDeadline(time.Time{})
+	return err == nil
+}

@@ -1,0 +1,364 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/thejerf/suture/v4"
+
+	"github.com/snodod/snodod/catalog"
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/session"
+)
+
+// drainMargin is added to daemon.shutdown_grace to bound a whole drain:
+// sessions stop within the grace, and the margin covers their last writes
+// and the supervisors' bookkeeping.
+const drainMargin = 2 * time.Second
+
+// Options configure a Daemon beyond its configuration.
+type Options struct {
+	// Reload loads the configuration again, for SIGHUP and Reload. It
+	// returns a validated configuration, or an error listing every problem
+	// (a *config.ValidationError is logged one problem per line). Nil:
+	// reloading is refused.
+	Reload func() (*config.Config, error)
+	// OnReload, when set, is called with each configuration Reload
+	// applies, after new sessions start using it (the CLI updates its log
+	// level there).
+	OnReload func(*config.Config)
+	// Catalog registers tools, resources and prompts on every server the
+	// daemon builds, at start and on every reload, after the status tool.
+	Catalog func(*server.Server)
+	// SubscribableResources advertises resources.subscribe (the catalog
+	// reports resource updates).
+	SubscribableResources bool
+	// Version is the build version: serverInfo.version when server.version
+	// is empty, and what the status tool and `snodod status` report.
+	Version string
+	// Logger receives the daemon's log; nil means slog.Default().
+	Logger *slog.Logger
+	// TestFaults enables the control socket's "fault" operation, a test
+	// hook that makes a session's coordinator fail. The environment
+	// variable SNODOD_TEST_FAULTS=1 enables it too.
+	TestFaults bool
+}
+
+// Daemon hosts sessions on the session socket and on descriptors handed
+// over through the control socket. Its methods may be called from any
+// goroutine.
+type Daemon struct {
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+	uid     int
+	faults  bool
+	notify  *notifier
+
+	// gen is what new sessions use: the configuration, and the server and
+	// executor built from it. Reload replaces it; sessions keep the one
+	// they started with.
+	gen      atomic.Pointer[generation]
+	reloadMu sync.Mutex // one reload at a time
+
+	mu       sync.Mutex
+	sessions map[uint64]*session.Session
+	nextID   uint64
+	closing  bool // draining: no new sessions
+	running  bool // Run was called
+
+	sessionsSup *suture.Supervisor
+	changed     chan struct{} // the session count changed (STATUS=)
+	ready       chan struct{} // closed once Run serves (tests wait for it)
+	stopped     chan struct{} // closed when Run returns
+	// draining ends when the drain starts: it interrupts control
+	// connections still waiting for their request.
+	draining   context.Context
+	startDrain context.CancelFunc
+	// handshakes counts connections between accept and their session's
+	// start (or refusal); waiters counts control connections waiting for
+	// their session's end; reapers counts sessions not yet reaped.
+	handshakes, waiters, reapers sync.WaitGroup
+}
+
+// generation is one configuration and what was built from it.
+type generation struct {
+	cfg  *config.Config
+	srv  *server.Server
+	exec *server.Executor
+}
+
+// New builds the daemon's first generation (catalog, server, shared
+// executor) from cfg, which must be valid (config.Load's result). It
+// listens on nothing: Run does.
+func New(cfg *config.Config, opts Options) (*Daemon, error) {
+	if cfg == nil {
+		return nil, errors.New("daemon.New: nil configuration")
+	}
+	d := &Daemon{
+		opts:     opts,
+		log:      opts.Logger,
+		started:  time.Now(),
+		uid:      os.Geteuid(),
+		faults:   opts.TestFaults || os.Getenv("SNODOD_TEST_FAULTS") == "1",
+		sessions: map[uint64]*session.Session{},
+		changed:  make(chan struct{}, 1),
+		ready:    make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}
+	d.draining, d.startDrain = context.WithCancel(context.Background())
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	d.notify = newNotifier(d.log)
+	g, err := d.build(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	d.gen.Store(g)
+	return d, nil
+}
+
+// build makes a generation from cfg. The executor of prev is kept when its
+// limits are unchanged, so that every session keeps sharing one.
+func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
+	version := cfg.Server.Version
+	if version == "" {
+		version = d.version()
+	}
+	srv, err := server.New(server.Options{
+		Info: server.Implementation{
+			Name:        cfg.Server.Name,
+			Version:     version,
+			Title:       cfg.Server.Title,
+			Description: cfg.Server.Description,
+			WebsiteURL:  cfg.Server.WebsiteURL,
+		},
+		Instructions:          cfg.Server.Instructions,
+		Versions:              cfg.Protocol.Versions,
+		CacheTTL:              cfg.Server.CacheTTL,
+		CacheScope:            cfg.Server.CacheScope,
+		SubscribableResources: d.opts.SubscribableResources,
+		Logger:                d.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build the server: %w", err)
+	}
+	catalog.Status(srv, d.version(), d.started)
+	if d.opts.Catalog != nil {
+		d.opts.Catalog(srv)
+	}
+	limits := server.ExecutorLimits{
+		MaxConcurrency: cfg.Executor.MaxConcurrency,
+		MaxQueue:       cfg.Executor.MaxQueue,
+		RequestTimeout: cfg.Session.RequestTimeout,
+	}
+	if prev != nil && prev.exec.Limits() == limits {
+		return &generation{cfg: cfg, srv: srv, exec: prev.exec}, nil
+	}
+	exec, err := server.NewExecutor(limits)
+	if err != nil {
+		return nil, fmt.Errorf("build the executor: %w", err)
+	}
+	return &generation{cfg: cfg, srv: srv, exec: exec}, nil
+}
+
+func (d *Daemon) version() string {
+	if d.opts.Version != "" {
+		return d.opts.Version
+	}
+	return "dev"
+}
+
+// Config returns the configuration new sessions use.
+func (d *Daemon) Config() *config.Config { return d.gen.Load().cfg }
+
+// Run listens on the session and control sockets (or on the sockets systemd
+// passed), serves until ctx ends, then drains: it stops accepting, ends
+// every session (each lets its in-flight requests finish within
+// daemon.shutdown_grace) and returns nil. SIGHUP reloads the configuration
+// while it runs. It returns an error, before serving anything, when it
+// cannot listen: an *AlreadyRunningError when another daemon answers.
+// Run may be called once.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.mu.Lock()
+	if d.running {
+		d.mu.Unlock()
+		return errors.New("daemon: Run called twice")
+	}
+	d.running = true
+	d.mu.Unlock()
+	defer close(d.stopped)
+	defer d.startDrain()
+
+	cfg := d.Config()
+	listeners, err := d.listen(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, l := range listeners {
+			l.close()
+		}
+	}()
+
+	grace := cfg.Daemon.ShutdownGrace + drainMargin
+	hook := d.supervisorEvent
+	// The supervisors' own stop timeout only decides when suture gives up
+	// waiting and logs; the drain below waits for the sessions itself, with
+	// the grace of the configuration in force at that time.
+	root := suture.New("snodod", suture.Spec{EventHook: hook, Timeout: grace})
+	d.sessionsSup = suture.New("sessions", suture.Spec{EventHook: hook, Timeout: grace})
+	root.Add(d.sessionsSup)
+	var acceptors []suture.ServiceToken
+	for _, l := range listeners {
+		acceptors = append(acceptors, root.Add(&acceptor{d: d, l: l}))
+	}
+	// The root's context is not ctx: the drain stops the parts in order
+	// (listeners, then sessions) instead of all at once.
+	rootCtx, cancelRoot := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRoot()
+	rootDone := root.ServeBackground(rootCtx)
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	for _, l := range listeners {
+		d.log.Info("listening", "socket", l.name, "path", l.path, "activated", !l.created)
+	}
+	d.notify.send("READY=1", d.statusLine())
+	close(d.ready)
+	var watchdog <-chan time.Time
+	if every := watchdogInterval(d.log); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		watchdog = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			d.drain(root, acceptors, listeners, cancelRoot, rootDone)
+			return nil
+		case <-hup:
+			_ = d.Reload()
+		case <-watchdog:
+			d.notify.send("WATCHDOG=1")
+		case <-d.changed:
+			d.notify.send(d.statusLine())
+		case err := <-rootDone:
+			// The root supervisor ends only with its context; anything
+			// else is a bug, and serving on without it would hide it.
+			d.drainSessions()
+			return fmt.Errorf("root supervisor ended: %v", err)
+		}
+	}
+}
+
+// listen opens the listeners: the ones systemd passed, else new sockets at
+// the configured paths. A control socket systemd did not pass is created.
+func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
+	sessionLn, controlLn, err := activated()
+	if err != nil {
+		return nil, err
+	}
+	var ls []*listener
+	if sessionLn != nil {
+		ls = append(ls, &listener{name: "session", path: sessionLn.Addr().String(), ln: sessionLn})
+	} else {
+		l, err := listenUnix("session", cfg.Daemon.Socket, "daemon.socket", true)
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	if controlLn != nil {
+		ls = append(ls, &listener{name: "control", path: controlLn.Addr().String(), ln: controlLn})
+	} else {
+		path := cfg.Daemon.ControlSocket
+		if path == "" { // Load fills it in; a hand-built Config may not
+			path = filepath.Join(filepath.Dir(cfg.Daemon.Socket), "control.sock")
+		}
+		l, err := listenUnix("control", path, "daemon.control_socket", false)
+		if err != nil {
+			for _, l := range ls {
+				l.close()
+			}
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+// drain ends the daemon: STOPPING=1, stop accepting, let connections in
+// their handshake finish, then cancel every session and wait for them,
+// bounded by daemon.shutdown_grace plus a margin.
+func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken, listeners []*listener, cancelRoot context.CancelFunc, rootDone <-chan error) {
+	d.notify.send("STOPPING=1")
+	d.startDrain()
+	d.log.Info("draining: no new sessions; running ones finish their requests", "sessions", d.count(), "grace", d.Config().Daemon.ShutdownGrace)
+	for _, tok := range acceptors {
+		_ = root.RemoveAndWait(tok, time.Second)
+	}
+	for _, l := range listeners {
+		l.close()
+	}
+	d.mu.Lock()
+	d.closing = true // from now on beginHandshake refuses
+	d.mu.Unlock()
+	d.handshakes.Wait()
+	cancelRoot()
+	d.drainSessions()
+	select {
+	case <-rootDone:
+	case <-time.After(time.Second):
+	}
+	d.log.Info("drained; exiting")
+}
+
+// drainSessions waits for every session to end, bounded by the grace.
+func (d *Daemon) drainSessions() {
+	bound := d.Config().Daemon.ShutdownGrace + drainMargin
+	done := make(chan struct{})
+	go func() {
+		d.reapers.Wait()
+		d.waiters.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(bound):
+		d.log.Error("sessions still running after the drain's bound; exiting anyway", "sessions", d.count(), "bound", bound)
+	}
+}
+
+func (d *Daemon) supervisorEvent(e suture.Event) {
+	switch e.Type() {
+	case suture.EventTypeStopTimeout, suture.EventTypeServicePanic, suture.EventTypeServiceTerminate, suture.EventTypeBackoff:
+		d.log.Warn("supervisor: "+e.String(), "event", e.Type())
+	default:
+		d.log.Info("supervisor: "+e.String(), "event", e.Type())
+	}
+}
+
+// count returns the number of sessions.
+func (d *Daemon) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.sessions)
+}
+
+func (d *Daemon) statusLine() string {
+	return fmt.Sprintf("STATUS=%d sessions (max %d)", d.count(), d.Config().Daemon.MaxSessions)
+}

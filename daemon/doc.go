@@ -1,0 +1,21 @@
+// Package daemon is the snodod process: it hosts many MCP sessions, each
+// supervised on its own, behind two Unix sockets.
+//
+// The session socket takes one session per connection. The control socket
+// speaks a small JSON-lines protocol (see control.go): "connect" hands the
+// caller's standard input and output to the daemon over SCM_RIGHTS, so the
+// daemon serves the client's own pipe or pty directly; "status" reports the
+// sessions and the executor's load. Under systemd the sockets may be passed
+// in (socket activation), and the daemon reports its state with sd_notify.
+//
+// A Daemon owns the listeners, the root supervisor (suture) and every
+// descriptor it accepted or received; sessions (package session) own the
+// protocol. The daemon never loads configuration itself: the caller passes
+// a validated *config.Config, and a function to load it again on SIGHUP.
+//
+// Lifecycle: New builds the catalog and the shared executor; Run listens,
+// reports READY=1, serves until its context ends, then drains (stop
+// accepting, end every session within daemon.shutdown_grace) and returns
+// nil. Reload applies a new configuration to the sessions that start after
+// it; the running ones keep theirs.
+package daemon

@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/snodod/snodod/config"
+)
+
+// Reload loads the configuration again (Options.Reload) and applies it to
+// the sessions that start after it: their limits, and a catalog and server
+// built anew. Running sessions keep what they started with. The executor
+// is shared on: it is rebuilt only when executor.* or
+// session.request_timeout changed.
+//
+// A configuration that does not load is refused: every problem is logged,
+// one per line, and the running configuration stays. systemd is told
+// RELOADING=1 first and READY=1 after, either way. SIGHUP calls Reload.
+func (d *Daemon) Reload() error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	d.notify.send(reloading())
+	defer func() { d.notify.send("READY=1", d.statusLine()) }()
+	if d.opts.Reload == nil {
+		err := errors.New("reloading is not configured")
+		d.log.Error("reload refused; the running configuration stays", "error", err)
+		return err
+	}
+	cfg, err := d.opts.Reload()
+	if err == nil {
+		var g *generation
+		if g, err = d.build(cfg, d.gen.Load()); err == nil {
+			old := d.gen.Swap(g).cfg
+			d.warnRestartOnly(old, cfg)
+			d.log.Info("configuration reloaded; new sessions use it", "file", cfg.File())
+			if d.opts.OnReload != nil {
+				d.opts.OnReload(cfg)
+			}
+			d.poke()
+			return nil
+		}
+	}
+	for _, line := range problemLines(err) {
+		d.log.Error("reload refused; the running configuration stays", "problem", line)
+	}
+	return err
+}
+
+// problemLines splits a loading error into its lines: one per problem of a
+// *config.ValidationError, else the error's own lines.
+func problemLines(err error) []string {
+	var ve *config.ValidationError
+	if errors.As(err, &ve) {
+		lines := make([]string, len(ve.Problems))
+		for i, p := range ve.Problems {
+			lines[i] = p.String()
+		}
+		return lines
+	}
+	return strings.Split(err.Error(), "\n")
+}
+
+// warnRestartOnly logs the changed keys that a reload cannot apply: the
+// sockets are bound, and the log format is the caller's handler.
+func (d *Daemon) warnRestartOnly(old, cfg *config.Config) {
+	changed := func(key string, a, b string) {
+		if a != b {
+			d.log.Warn("this setting applies only after a restart", "key", key, "running", a, "configured", b)
+		}
+	}
+	changed("daemon.socket", old.Daemon.Socket, cfg.Daemon.Socket)
+	changed("daemon.control_socket", old.Daemon.ControlSocket, cfg.Daemon.ControlSocket)
+	changed("log.format", old.Log.Format, cfg.Log.Format)
+}

@@ -1,0 +1,123 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/session"
+)
+
+// Admission and the life of a session: who may start one, the refusal line
+// of one who may not, and the bookkeeping from start to end.
+
+// Refusal lines, written to a client the daemon does not serve.
+var errShuttingDown = &protocol.Error{Code: protocol.CodeInternalError, Message: "Server is shutting down"}
+
+func capacityError(max int) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeInternalError,
+		Message: fmt.Sprintf("Server session capacity exhausted (daemon.max_sessions = %d)", max)}
+}
+
+func uidError(uid int) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeInvalidRequest,
+		Message: fmt.Sprintf("Connection refused: uid %d is not allowed (daemon.allowed_uids)", uid)}
+}
+
+// refusalLine is the one JSON-RPC line a refused client gets.
+func refusalLine(e *protocol.Error) []byte { return protocol.AppendError(nil, protocol.ID{}, e) }
+
+// uidAllowed reports whether a peer with uid may use the daemon: the
+// daemon's own uid, or one listed in daemon.allowed_uids. Root is not
+// special: it can connect to any socket, so it too must be listed.
+func uidAllowed(uid, self int, allowed []int) bool {
+	return uid == self || slices.Contains(allowed, uid)
+}
+
+// admit decides whether a new session may start, and reserves its id: it
+// returns the generation to start it with, or the refusal.
+func (d *Daemon) admit(peer session.Peer) (uint64, *generation, *protocol.Error) {
+	g := d.gen.Load()
+	if !uidAllowed(peer.UID, d.uid, g.cfg.Daemon.AllowedUIDs) {
+		return 0, nil, uidError(peer.UID)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.closing:
+		return 0, nil, errShuttingDown
+	case len(d.sessions) >= g.cfg.Daemon.MaxSessions:
+		return 0, nil, capacityError(g.cfg.Daemon.MaxSessions)
+	}
+	d.nextID++
+	id := d.nextID
+	d.sessions[id] = nil // reserved: counts against max_sessions
+	return id, g, nil
+}
+
+// unreserve releases an id admit reserved for a session that did not start.
+func (d *Daemon) unreserve(id uint64) {
+	d.mu.Lock()
+	delete(d.sessions, id)
+	d.mu.Unlock()
+}
+
+// start starts session id on dev, under the sessions supervisor, with the
+// generation admit returned. It must be called while the connection is
+// counted in handshakes: the drain waits for those before it cancels the
+// sessions, so no session is added to a stopped supervisor.
+func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.Session {
+	cfg := g.cfg
+	s := session.New(id, dev, session.Config{
+		Dispatcher:       g.srv,
+		Executor:         g.exec,
+		MaxLineBytes:     cfg.Session.MaxLineBytes,
+		MaxSubscriptions: cfg.Session.MaxSubscriptions,
+		WriteTimeout:     cfg.Session.WriteTimeout,
+		ShutdownGrace:    cfg.Daemon.ShutdownGrace,
+		RestartIntensity: cfg.Session.RestartIntensity,
+		RestartWindow:    cfg.Session.RestartWindow,
+		Logger:           d.log, // the session adds its id
+	})
+	d.mu.Lock()
+	d.sessions[id] = s
+	d.mu.Unlock()
+	d.reapers.Add(1)
+	go d.reap(id, s, dev)
+	d.sessionsSup.Add(s)
+	d.poke()
+	return s
+}
+
+// reap forgets a session once it has ended and closes its device (the
+// daemon closes what it accepted or received; a Device may be closed more
+// than once).
+func (d *Daemon) reap(id uint64, s *session.Session, dev *session.Device) {
+	defer d.reapers.Done()
+	<-s.Done()
+	_ = dev.Close()
+	d.mu.Lock()
+	delete(d.sessions, id)
+	d.mu.Unlock()
+	if err := s.Err(); err != nil {
+		d.log.Info("session ended", "session", id, "error", err)
+	} else {
+		d.log.Debug("session ended", "session", id)
+	}
+	d.poke()
+}
+
+// poke tells Run that the session count changed.
+func (d *Daemon) poke() {
+	select {
+	case d.changed <- struct{}{}:
+	default:
+	}
+}
+
+// session returns session id, or nil.
+func (d *Daemon) session(id uint64) *session.Session {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sessions[id]
+}

@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"cmp"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/snodod/snodod/session"
+)
+
+// Status is what `snodod status` shows: the daemon, each session, and the
+// shared executor's load. It is the control socket's answer to "status".
+type Status struct {
+	Version     string    `json:"version"`
+	PID         int       `json:"pid"`
+	Started     time.Time `json:"started"`
+	MaxSessions int       `json:"max_sessions"`
+	// Sessions are ordered by id (oldest first).
+	Sessions []SessionStatus `json:"sessions"`
+	Executor ExecutorStatus  `json:"executor"`
+}
+
+// SessionStatus is one session's row.
+type SessionStatus struct {
+	ID uint64 `json:"id"`
+	// Kind is the device: "pipe", "socket" or "pty".
+	Kind    string    `json:"kind"`
+	PeerPID int       `json:"peer_pid"`
+	PeerUID int       `json:"peer_uid"`
+	Started time.Time `json:"started"`
+	// Version is the negotiated MCP version; "" before initialize.
+	Version       string `json:"version"`
+	InFlight      int    `json:"in_flight"`
+	Subscriptions int    `json:"subscriptions"`
+	Restarts      int    `json:"restarts"`
+	BytesIn       int64  `json:"bytes_in"`
+	BytesOut      int64  `json:"bytes_out"`
+}
+
+// ExecutorStatus is the load of the executor new sessions use, and its
+// limits. (After a reload that changed executor.* the sessions started
+// before it go on sharing the previous executor, which is not counted.)
+type ExecutorStatus struct {
+	Running        int    `json:"running"`
+	Queued         int    `json:"queued"`
+	MaxConcurrency int    `json:"max_concurrency"`
+	MaxQueue       int    `json:"max_queue"`
+	RequestTimeout string `json:"request_timeout"`
+}
+
+// Status returns a snapshot of the daemon.
+func (d *Daemon) Status() *Status {
+	g := d.gen.Load()
+	d.mu.Lock()
+	list := make([]*session.Session, 0, len(d.sessions))
+	for _, s := range d.sessions {
+		if s != nil { // nil: reserved by admit, not started yet
+			list = append(list, s)
+		}
+	}
+	d.mu.Unlock()
+	rows := make([]SessionStatus, 0, len(list))
+	for _, s := range list {
+		st := s.Stats()
+		rows = append(rows, SessionStatus{
+			ID: st.ID, Kind: string(st.Kind), PeerPID: st.Peer.PID, PeerUID: st.Peer.UID,
+			Started: st.Started, Version: st.Version, InFlight: st.InFlight,
+			Subscriptions: st.Subscriptions, Restarts: st.Restarts,
+			BytesIn: st.BytesIn, BytesOut: st.BytesOut,
+		})
+	}
+	slices.SortFunc(rows, func(a, b SessionStatus) int { return cmp.Compare(a.ID, b.ID) })
+	load, limits := g.exec.Stats(), g.exec.Limits()
+	return &Status{
+		Version:     d.version(),
+		PID:         os.Getpid(),
+		Started:     d.started,
+		MaxSessions: g.cfg.Daemon.MaxSessions,
+		Sessions:    rows,
+		Executor: ExecutorStatus{
+			Running: load.Running, Queued: load.Queued,
+			MaxConcurrency: limits.MaxConcurrency, MaxQueue: limits.MaxQueue,
+			RequestTimeout: limits.RequestTimeout.String(),
+		},
+	}
+}
