@@ -221,6 +221,7 @@ func TestStdioFlagErrors(t *testing.T) {
 		{[]string{"--write-timeout", "-1s"}, []string{"snodod stdio: write_timeout must be a positive duration"}},
 		{[]string{"--request-timeout=-1s"}, []string{"snodod stdio: request_timeout must be a positive duration"}},
 		{[]string{"--max-concurrency", "-1"}, []string{"snodod stdio: max_concurrency must be a positive integer"}},
+		{[]string{"--max-subscriptions", "-1"}, []string{"snodod stdio: max_subscriptions must be a positive integer"}},
 		{[]string{"--max-queue", "-1", "--max-line-bytes", "-5"}, []string{
 			"snodod stdio: max_line_bytes must be a positive integer",
 			"snodod stdio: max_queue must be a positive integer"}},

@@ -56,6 +56,7 @@ func stdioFlags() (*flag.FlagSet, *stdioOptions) {
 	fs.BoolVar(&o.demo, "demo", false, "register the demo tools (echo, sleep, big, fail, panic) and the conformance fixture")
 	fs.StringVar(&o.config, "config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml, if it exists)")
 	fs.IntVar(&o.session.MaxLineBytes, "max-line-bytes", stdio.DefaultMaxLineBytes, "longest input line, in bytes, its newline included")
+	fs.IntVar(&o.session.MaxSubscriptions, "max-subscriptions", stdio.DefaultMaxSubscriptions, "how many subscriptions (listen streams and resource subscriptions) the session may hold")
 	fs.DurationVar(&o.session.WriteTimeout, "write-timeout", stdio.DefaultWriteTimeout, "how long writing one frame may take before the session ends")
 	fs.DurationVar(&o.limits.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "how long one request may run")
 	fs.IntVar(&o.limits.MaxConcurrency, "max-concurrency", server.DefaultMaxConcurrency, "how many requests may run at once")
@@ -80,7 +81,7 @@ func runStdio(args []string) int {
 	t := &o.session
 	t.MaxLineBytes = negativeOr(t.MaxLineBytes, cfg.Session.MaxLineBytes)
 	t.WriteTimeout = negativeOr(t.WriteTimeout, cfg.Session.WriteTimeout)
-	t.MaxSubscriptions = cfg.Session.MaxSubscriptions
+	t.MaxSubscriptions = negativeOr(t.MaxSubscriptions, cfg.Session.MaxSubscriptions)
 	t.ShutdownGrace = cfg.Daemon.ShutdownGrace
 	o.limits.RequestTimeout = negativeOr(o.limits.RequestTimeout, cfg.Session.RequestTimeout)
 	o.limits.MaxConcurrency = negativeOr(o.limits.MaxConcurrency, cfg.Executor.MaxConcurrency)
@@ -159,11 +160,12 @@ func runStdio(args []string) int {
 
 // stdioFlagNames names the flag of each key stdio's flags set.
 var stdioFlagNames = map[string]string{
-	"session.max_line_bytes":   "--max-line-bytes",
-	"session.write_timeout":    "--write-timeout",
-	"session.request_timeout":  "--request-timeout",
-	"executor.max_concurrency": "--max-concurrency",
-	"executor.max_queue":       "--max-queue",
+	"session.max_line_bytes":    "--max-line-bytes",
+	"session.max_subscriptions": "--max-subscriptions",
+	"session.write_timeout":     "--write-timeout",
+	"session.request_timeout":   "--request-timeout",
+	"executor.max_concurrency":  "--max-concurrency",
+	"executor.max_queue":        "--max-queue",
 }
 
 // stdioOverrides returns the configuration keys set by the limit flags
@@ -172,11 +174,12 @@ var stdioFlagNames = map[string]string{
 // configuration existed.
 func stdioOverrides(fs *flag.FlagSet, o *stdioOptions) map[string]any {
 	values := map[string]any{
-		"--max-line-bytes":  o.session.MaxLineBytes,
-		"--write-timeout":   o.session.WriteTimeout,
-		"--request-timeout": o.limits.RequestTimeout,
-		"--max-concurrency": o.limits.MaxConcurrency,
-		"--max-queue":       o.limits.MaxQueue,
+		"--max-line-bytes":    o.session.MaxLineBytes,
+		"--max-subscriptions": o.session.MaxSubscriptions,
+		"--write-timeout":     o.session.WriteTimeout,
+		"--request-timeout":   o.limits.RequestTimeout,
+		"--max-concurrency":   o.limits.MaxConcurrency,
+		"--max-queue":         o.limits.MaxQueue,
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set["--"+f.Name] = true })
