@@ -38,10 +38,27 @@ func (c *call) visible(e *toolEntry) bool {
 	return c.modern || e.input.isObject() && (e.output == nil || e.output.isObject())
 }
 
+// servePage sorts a listing taken at catalog revision rev by key, serves
+// the requested page of it as member name, and shapes the result.
+func servePage[T any](c *call, name string, items []T, rev uint64, key func(T) string) Outcome {
+	slices.SortFunc(items, func(a, b T) int { return strings.Compare(key(a), key(b)) })
+	out, cursor, fail, ok := paginate(c, items, rev)
+	if !ok {
+		return fail
+	}
+	page := map[string]any{name: out}
+	if cursor != "" {
+		page["nextCursor"] = cursor
+	}
+	return c.result(page, true, nil)
+}
+
+// dropIcons reports whether this version's listings leave icons out (§3.5).
+func (c *call) dropIcons() bool { return c.version == protocol.Version20250618 }
+
 func (c *call) listTools() Outcome {
 	c.s.mu.RLock()
-	rev := c.s.revision
-	tools := make([]Tool, 0, len(c.s.tools))
+	rev, items := c.s.revision, make([]Tool, 0, len(c.s.tools))
 	for _, e := range c.s.tools {
 		if !c.visible(e) {
 			continue
@@ -51,90 +68,55 @@ func (c *call) listTools() Outcome {
 		if e.output != nil {
 			t.OutputSchema = e.output.json()
 		}
-		if c.version == protocol.Version20250618 {
-			t.Icons = nil
-		}
-		tools = append(tools, t)
-	}
-	c.s.mu.RUnlock()
-	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	out, cursor, fail, ok := paginate(c, tools, rev)
-	if !ok {
-		return fail
-	}
-	return c.result(struct {
-		Tools      []Tool `json:"tools"`
-		NextCursor string `json:"nextCursor,omitempty"`
-	}{out, cursor}, true, nil)
-}
-
-func (c *call) listResources() Outcome {
-	c.s.mu.RLock()
-	rev := c.s.revision
-	items := make([]Resource, 0, len(c.s.resources))
-	for _, e := range c.s.resources {
-		r := e.resource
-		if c.version == protocol.Version20250618 {
-			r.Icons = nil
-		}
-		items = append(items, r)
-	}
-	c.s.mu.RUnlock()
-	slices.SortFunc(items, func(a, b Resource) int { return strings.Compare(a.URI, b.URI) })
-	out, cursor, fail, ok := paginate(c, items, rev)
-	if !ok {
-		return fail
-	}
-	return c.result(struct {
-		Resources  []Resource `json:"resources"`
-		NextCursor string     `json:"nextCursor,omitempty"`
-	}{out, cursor}, true, nil)
-}
-
-func (c *call) listTemplates() Outcome {
-	c.s.mu.RLock()
-	rev := c.s.revision
-	items := make([]ResourceTemplate, 0, len(c.s.templates))
-	for _, e := range c.s.templates {
-		t := e.template
-		if c.version == protocol.Version20250618 {
+		if c.dropIcons() {
 			t.Icons = nil
 		}
 		items = append(items, t)
 	}
 	c.s.mu.RUnlock()
-	slices.SortFunc(items, func(a, b ResourceTemplate) int { return strings.Compare(a.URITemplate, b.URITemplate) })
-	out, cursor, fail, ok := paginate(c, items, rev)
-	if !ok {
-		return fail
+	return servePage(c, "tools", items, rev, func(t Tool) string { return t.Name })
+}
+
+func (c *call) listResources() Outcome {
+	c.s.mu.RLock()
+	rev, items := c.s.revision, make([]Resource, 0, len(c.s.resources))
+	for _, e := range c.s.resources {
+		r := e.resource
+		if c.dropIcons() {
+			r.Icons = nil
+		}
+		items = append(items, r)
 	}
-	return c.result(struct {
-		ResourceTemplates []ResourceTemplate `json:"resourceTemplates"`
-		NextCursor        string             `json:"nextCursor,omitempty"`
-	}{out, cursor}, true, nil)
+	c.s.mu.RUnlock()
+	return servePage(c, "resources", items, rev, func(r Resource) string { return r.URI })
+}
+
+func (c *call) listTemplates() Outcome {
+	c.s.mu.RLock()
+	rev, items := c.s.revision, make([]ResourceTemplate, 0, len(c.s.templates))
+	for _, e := range c.s.templates {
+		t := e.template
+		if c.dropIcons() {
+			t.Icons = nil
+		}
+		items = append(items, t)
+	}
+	c.s.mu.RUnlock()
+	return servePage(c, "resourceTemplates", items, rev, func(t ResourceTemplate) string { return t.URITemplate })
 }
 
 func (c *call) listPrompts() Outcome {
 	c.s.mu.RLock()
-	rev := c.s.revision
-	items := make([]Prompt, 0, len(c.s.prompts))
+	rev, items := c.s.revision, make([]Prompt, 0, len(c.s.prompts))
 	for _, e := range c.s.prompts {
 		p := e.prompt
-		if c.version == protocol.Version20250618 {
+		if c.dropIcons() {
 			p.Icons = nil
 		}
 		items = append(items, p)
 	}
 	c.s.mu.RUnlock()
-	slices.SortFunc(items, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
-	out, cursor, fail, ok := paginate(c, items, rev)
-	if !ok {
-		return fail
-	}
-	return c.result(struct {
-		Prompts    []Prompt `json:"prompts"`
-		NextCursor string   `json:"nextCursor,omitempty"`
-	}{out, cursor}, true, nil)
+	return servePage(c, "prompts", items, rev, func(p Prompt) string { return p.Name })
 }
 
 func stringParam(params map[string]json.RawMessage, name string) (string, bool) {
