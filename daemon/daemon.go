@@ -132,29 +132,10 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
-	version := cfg.Server.Version
-	if version == "" {
-		version = d.version()
-	}
-	srv, err := server.New(server.Options{
-		Info: server.Implementation{
-			Name:        cfg.Server.Name,
-			Version:     version,
-			Title:       cfg.Server.Title,
-			Description: cfg.Server.Description,
-			WebsiteURL:  cfg.Server.WebsiteURL,
-		},
-		Instructions:          cfg.Server.Instructions,
-		Versions:              cfg.Protocol.Versions,
-		CacheTTL:              cfg.Server.CacheTTL,
-		CacheScope:            cfg.Server.CacheScope,
-		SubscribableResources: d.opts.SubscribableResources,
-		Logger:                d.log,
-	})
+	srv, err := catalog.NewServer(cfg, catalog.Build{Version: d.version(), Started: d.started}, d.opts.SubscribableResources, d.log)
 	if err != nil {
-		return nil, fmt.Errorf("build the server: %w", err)
+		return nil, err
 	}
-	catalog.Status(srv, d.version(), d.started)
 	if d.opts.Catalog != nil {
 		d.opts.Catalog(srv)
 	}

@@ -86,29 +86,11 @@ func runStdio(args []string) int {
 	o.limits.RequestTimeout = negativeOr(o.limits.RequestTimeout, cfg.Session.RequestTimeout)
 	o.limits.MaxConcurrency = negativeOr(o.limits.MaxConcurrency, cfg.Executor.MaxConcurrency)
 	o.limits.MaxQueue = negativeOr(o.limits.MaxQueue, cfg.Executor.MaxQueue)
-	serverVersion := cfg.Server.Version
-	if serverVersion == "" {
-		serverVersion = buildVersion()
-	}
-	srv, err := server.New(server.Options{
-		Info: server.Implementation{
-			Name:        cfg.Server.Name,
-			Version:     serverVersion,
-			Title:       cfg.Server.Title,
-			Description: cfg.Server.Description,
-			WebsiteURL:  cfg.Server.WebsiteURL,
-		},
-		Instructions: cfg.Server.Instructions,
-		Versions:     cfg.Protocol.Versions,
-		CacheTTL:     cfg.Server.CacheTTL,
-		CacheScope:   cfg.Server.CacheScope,
-		// The conformance fixture reports updates of its watched resource.
-		SubscribableResources: o.demo,
-	})
+	// The conformance fixture reports updates of its watched resource.
+	srv, err := catalog.NewServer(cfg, catalog.Build{Version: buildVersion(), Started: started}, o.demo, slog.Default())
 	if err != nil {
 		return fail(err)
 	}
-	catalog.Status(srv, buildVersion(), started)
 	if o.demo {
 		catalog.Demo(srv)
 		catalog.Everything(srv)

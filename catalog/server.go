@@ -1,0 +1,48 @@
+package catalog
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/server"
+)
+
+// Build says which build of snodod is serving, for serverInfo and status.
+type Build struct {
+	Version string
+	Started time.Time
+}
+
+// NewServer builds the runtime cfg describes (server info, instructions,
+// protocol versions, cache fields) with the daemon's own status tool
+// registered. subscribable advertises resources.subscribe, for catalogs
+// that report resource updates (the demo's watched resource). Callers add
+// their own tools to the returned server.
+func NewServer(cfg *config.Config, b Build, subscribable bool, log *slog.Logger) (*server.Server, error) {
+	version := cfg.Server.Version
+	if version == "" {
+		version = b.Version
+	}
+	srv, err := server.New(server.Options{
+		Info: server.Implementation{
+			Name:        cfg.Server.Name,
+			Version:     version,
+			Title:       cfg.Server.Title,
+			Description: cfg.Server.Description,
+			WebsiteURL:  cfg.Server.WebsiteURL,
+		},
+		Instructions:          cfg.Server.Instructions,
+		Versions:              cfg.Protocol.Versions,
+		CacheTTL:              cfg.Server.CacheTTL,
+		CacheScope:            cfg.Server.CacheScope,
+		SubscribableResources: subscribable,
+		Logger:                log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build the server: %w", err)
+	}
+	Status(srv, b.Version, b.Started)
+	return srv, nil
+}
