@@ -214,7 +214,9 @@ func TestGoSDK(t *testing.T) {
 			})
 
 			t.Run("progress", func(t *testing.T) {
-				params := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 350}}
+				// Long enough for several 100 ms ticks even on a loaded
+				// machine, where a late ticker drops ticks.
+				params := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 800}}
 				token := "progress-" + version
 				params.SetProgressToken(token)
 				res, err := c.cs.CallTool(ctx, params)
@@ -233,7 +235,7 @@ func TestGoSDK(t *testing.T) {
 					}
 				}
 				if before < 2 {
-					t.Errorf("%d progress notifications before the result, want about 3", before)
+					t.Errorf("%d progress notifications before the result, want about 7", before)
 				}
 				// The SDK hands notifications to its handler asynchronously.
 				var reports []*mcp.ProgressNotificationParams
@@ -243,7 +245,7 @@ func TestGoSDK(t *testing.T) {
 				})
 				last := 0.0
 				for _, p := range reports {
-					if p.Progress <= last || p.Total != 350 {
+					if p.Progress <= last || p.Total != 800 {
 						t.Errorf("progress %+v after %v", p, last)
 					}
 					last = p.Progress
