@@ -194,14 +194,7 @@ func jsonKind(raw json.RawMessage) byte {
 // objectMembers decodes raw when it is a JSON object. It reports false for
 // absent (nil) raw, null and every other value.
 func objectMembers(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	if jsonKind(raw) != '{' {
-		return nil, false
-	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(raw, &members) != nil {
-		return nil, false
-	}
-	return members, true
+	return Members(raw)
 }
 
 // paramsObject decodes request params: nil or null give an empty (nil) map,

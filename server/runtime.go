@@ -328,11 +328,7 @@ func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 	if len(raw) == 0 {
 		return nil, true
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil || m == nil {
-		return nil, false
-	}
-	return m, true
+	return protocol.Members(raw)
 }
 
 // member is one extra top-level member added to a result.

@@ -2,6 +2,7 @@ package stdio_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -83,6 +84,61 @@ func BenchmarkPipelined(b *testing.B) {
 		}
 		if _, err := r.ReadSlice('\n'); err != nil {
 			b.Fatal(err)
+		}
+		received++
+	}
+}
+
+// runtimeConn serves the real MCP runtime with one typed echo tool, so the
+// benchmark covers dispatch, schema validation and result shaping too.
+func runtimeConn(b *testing.B) (io.Writer, *bufio.Reader, func()) {
+	s, err := server.New(server.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	type echoIn struct {
+		Text string `json:"text"`
+	}
+	server.AddTool(s, &server.Tool{Name: "echo"}, func(_ context.Context, _ *server.CallToolRequest, in echoIn) (*server.CallToolResult, any, error) {
+		return &server.CallToolResult{Content: []server.Content{server.TextContent(in.Text)}}, nil, nil
+	})
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	tr := &stdio.Transport{In: inR, Out: outW, Dispatcher: s}
+	done := make(chan error, 1)
+	go func() { done <- tr.Serve(context.Background()) }()
+	return inW, bufio.NewReaderSize(outR, 1<<16), func() {
+		inW.Close()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range []*os.File{inR, outR, outW} {
+			f.Close()
+		}
+	}
+}
+
+// BenchmarkRuntimePipelined keeps 64 2026-07-28 tools/call requests in
+// flight through the transport and the real runtime.
+func BenchmarkRuntimePipelined(b *testing.B) {
+	const window = 64
+	w, r, stop := runtimeConn(b)
+	defer stop()
+	b.ReportAllocs()
+	sent, received := 0, 0
+	for received < b.N {
+		for sent < b.N && sent-received < window {
+			if _, err := w.Write(benchLine(sent)); err != nil {
+				b.Fatal(err)
+			}
+			sent++
+		}
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		if received == 0 && !bytes.Contains(line, []byte(`"hello"`)) {
+			b.Fatalf("unexpected answer %s", line)
 		}
 		received++
 	}

@@ -1,0 +1,89 @@
+package protocol
+
+import (
+	"encoding/json"
+	"maps"
+	"testing"
+	"unicode/utf8"
+)
+
+// Members agrees with encoding/json on every object it accepts, and refuses
+// what is not an object.
+func TestMembers(t *testing.T) {
+	cases := []struct {
+		raw string
+		ok  bool
+	}{
+		{`{}`, true},
+		{` { } `, true},
+		{`{"a":1}`, true},
+		{`{"a":1,"b":"x,}]","c":[1,{"d":"}"}],"e":{"f":null},"g":true,"h":-1.5e3}`, true},
+		{`{"\u0061":"\"}","b\\c":"\\"}`, true},
+		{"{\n\"a\" : [ ] ,\t\"b\" :{}\r}", true},
+		{`{"name":"日本","x":"a\u2028b"}`, true},
+		{``, false},
+		{`null`, false},
+		{`[]`, false},
+		{`"x"`, false},
+		{`{"a"}`, false},
+		{`{"a":}`, false},
+		{`{"a":1,}`, false},
+		{`{"a":1} x`, false},
+		{`{"a":[1,2}`, false},
+		{`{"a":"unterminated}`, false},
+		{`{a:1}`, false},
+	}
+	for _, c := range cases {
+		got, ok := Members(json.RawMessage(c.raw))
+		if ok != c.ok {
+			t.Errorf("Members(%q) ok = %v, want %v", c.raw, ok, c.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(c.raw), &want); err != nil {
+			t.Fatalf("%q: %v", c.raw, err)
+		}
+		if !maps.EqualFunc(got, want, func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
+			t.Errorf("Members(%q) = %q, want %q", c.raw, got, want)
+		}
+	}
+}
+
+func BenchmarkMembers(b *testing.B) {
+	raw := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		Members(raw)
+	}
+}
+
+// FuzzMembers checks Members against encoding/json on whatever the fuzzer
+// finds: on a valid object both agree, and Members never panics.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":"}","b":[{"c":"]"}]}`, `{"\u0061":1}`, `[1]`, `{"a":`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := Members(raw)
+		var want map[string]json.RawMessage
+		// encoding/json rewrites invalid UTF-8 in names; Members sees only
+		// lines the decoder checked, which never hold any.
+		if !utf8.Valid(raw) || json.Unmarshal(raw, &want) != nil || want == nil {
+			return
+		}
+		if !ok {
+			t.Fatalf("Members(%q) refused a valid object", raw)
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Fatalf("Members(%q)[%q] = %q, want %q", raw, k, got[k], v)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("Members(%q) has %d members, want %d", raw, len(got), len(want))
+		}
+	})
+}
