@@ -99,6 +99,7 @@ func (s *Server) AddPromptCompletion(prompt, arg string, h CompletionHandler) {
 		e.completions = map[string]CompletionHandler{}
 	}
 	e.completions[arg] = h
+	s.updateCapabilitiesLocked()
 }
 
 // AddTemplateCompletion completes variable arg of the resource template,
@@ -114,6 +115,7 @@ func (s *Server) AddTemplateCompletion(uriTemplate, arg string, h CompletionHand
 		e.completions = map[string]CompletionHandler{}
 	}
 	e.completions[arg] = h
+	s.updateCapabilitiesLocked()
 }
 
 // ResourceUpdated tells sessions subscribed to uri that it changed. It
@@ -128,6 +130,7 @@ func (s *Server) change(apply func(), c change) {
 	s.mu.Lock()
 	apply()
 	s.revision++
+	s.updateCapabilitiesLocked()
 	s.mu.Unlock()
 	s.hub.publish(c)
 }

@@ -59,27 +59,32 @@ func New(opts Options) (*Server, error) {
 }
 
 // capabilities returns what the catalog advertises now (protocol.md §3.4).
+// It is kept current by every catalog change, so a request reads it
+// without walking the catalog.
 func (s *Server) capabilities() protocol.ServerCapabilities {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.caps
+}
+
+// updateCapabilitiesLocked recomputes the advertised capabilities after a
+// change; s.mu is held for writing.
+func (s *Server) updateCapabilitiesLocked() {
+	resources := len(s.resources) > 0 || len(s.templates) > 0
 	c := protocol.ServerCapabilities{
 		Tools:              len(s.tools) > 0,
 		Prompts:            len(s.prompts) > 0,
-		Resources:          len(s.resources) > 0 || len(s.templates) > 0,
-		ResourcesSubscribe: s.opts.SubscribableResources && (len(s.resources) > 0 || len(s.templates) > 0),
+		Resources:          resources,
+		ResourcesSubscribe: s.opts.SubscribableResources && resources,
 	}
 	for _, p := range s.prompts {
-		if p.completions != nil {
-			c.Completions = true
-		}
+		c.Completions = c.Completions || p.completions != nil
 	}
 	for _, t := range s.templates {
-		if t.completions != nil {
-			c.Completions = true
-		}
+		c.Completions = c.Completions || t.completions != nil
 	}
 	c.ToolsListChanged, c.PromptsListChanged, c.ResourcesListChanged = c.Tools, c.Prompts, c.Resources
-	return c
+	s.caps = c
 }
 
 // capabilitiesJSON is the capabilities object for a version's era.

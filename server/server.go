@@ -43,6 +43,7 @@ type Server struct {
 
 	mu        sync.RWMutex
 	revision  uint64 // catalog revision, bumped by every change
+	caps      protocol.ServerCapabilities
 	tools     map[string]*toolEntry
 	resources map[string]*resourceEntry
 	templates map[string]*templateEntry
