@@ -72,14 +72,10 @@ type unsupportedVersionData struct {
 //     client capabilities metadata", not an object: "Client capabilities must
 //     be an object".
 //
-// params is expected to have passed Decode (an object with unique member
-// names); params that is not an object gives ErrParamsType.
-func DecodeModernMeta(params json.RawMessage) (*RequestMeta, *Error) {
-	top, err := paramsObject(params)
-	if err != nil {
-		return nil, err
-	}
-	rawMeta, ok := top["_meta"]
+// params are the request's params split into members (Members), nil when
+// absent, so that a runtime splits them once per request.
+func DecodeModernMeta(params map[string]json.RawMessage) (*RequestMeta, *Error) {
+	rawMeta, ok := params["_meta"]
 	if !ok {
 		return nil, invalidParams(msgMetaMissing)
 	}
@@ -255,7 +251,7 @@ func optionalObject(members map[string]json.RawMessage, name string) bool {
 }
 
 // CheckLegacyMeta runs protocol.md §4.2 steps 5 and 6 on a legacy-era
-// request's params (nil when absent). In order:
+// request's params, split into members (nil when absent). In order:
 //
 //   - _meta present and not an object (null included): -32602 "_meta must be
 //     an object";
@@ -265,11 +261,7 @@ func optionalObject(members map[string]json.RawMessage, name string) bool {
 //
 // No other _meta check applies in the legacy eras; names outside the key
 // grammar and the 2026 members are ignored.
-func CheckLegacyMeta(params json.RawMessage) *Error {
-	top, err := paramsObject(params)
-	if err != nil {
-		return err
-	}
+func CheckLegacyMeta(top map[string]json.RawMessage) *Error {
 	if rawMeta, present := top["_meta"]; present {
 		meta, ok := objectMembers(rawMeta)
 		if !ok {

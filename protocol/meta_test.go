@@ -83,21 +83,21 @@ func TestDecodeModernMetaErrors(t *testing.T) {
 			if tt.params != "" {
 				params = json.RawMessage(tt.params)
 			}
-			m, err := DecodeModernMeta(params)
+			m, err := decodeMeta(params)
 			if m != nil {
 				t.Errorf("metadata = %+v, want nil", m)
 			}
-			checkError(t, "DecodeModernMeta("+tt.params+")", err, CodeInvalidParams, tt.message)
+			checkError(t, "decodeMeta("+tt.params+")", err, CodeInvalidParams, tt.message)
 		})
 	}
-	if _, err := DecodeModernMeta(json.RawMessage(`[]`)); err != ErrParamsType {
-		t.Errorf("DecodeModernMeta([]) = %s, want ErrParamsType", errorText(err))
+	if _, err := decodeMeta(json.RawMessage(`[]`)); err != ErrParamsType {
+		t.Errorf("decodeMeta([]) = %s, want ErrParamsType", errorText(err))
 	}
 }
 
 func TestDecodeModernMeta(t *testing.T) {
 	params := metaFull(`"progressToken":7,"io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/skills":{"x":1},"com.example/trace":"abc"`)
-	m, err := DecodeModernMeta(params)
+	m, err := decodeMeta(params)
 	if err != nil {
 		t.Fatalf("DecodeModernMeta: %s", errorText(err))
 	}
@@ -114,7 +114,7 @@ func TestDecodeModernMeta(t *testing.T) {
 	}
 
 	// No clientInfo (case 25), logLevel or progressToken: all absent.
-	m, err = DecodeModernMeta(metaFull(""))
+	m, err = decodeMeta(metaFull(""))
 	if err != nil {
 		t.Fatalf("DecodeModernMeta: %s", errorText(err))
 	}
@@ -126,7 +126,7 @@ func TestDecodeModernMeta(t *testing.T) {
 	}
 
 	// An unsupported version still decodes: its refusal is Check's (step 7).
-	m, err = DecodeModernMeta(withMeta(`"io.modelcontextprotocol/protocolVersion":"1900-01-01",` + capsEmpty))
+	m, err = decodeMeta(withMeta(`"io.modelcontextprotocol/protocolVersion":"1900-01-01",` + capsEmpty))
 	if err != nil || m.ProtocolVersion != "1900-01-01" {
 		t.Errorf("DecodeModernMeta = %+v, %s", m, errorText(err))
 	}
@@ -177,7 +177,7 @@ func TestValidMetaKey(t *testing.T) {
 		if tt.key == MetaProtocolVersion {
 			continue // a member name Decode would refuse as a duplicate
 		}
-		_, err := DecodeModernMeta(metaFull(`"` + tt.key + `":1`))
+		_, err := decodeMeta(metaFull(`"` + tt.key + `":1`))
 		if got := err == nil; got != tt.want {
 			t.Errorf("DecodeModernMeta with key %q: %s, want accepted %v", tt.key, errorText(err), tt.want)
 		}
@@ -204,7 +204,7 @@ func TestCheckUnsupportedVersion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v, _ := json.Marshal(tt.version)
 			// A bad progressToken too: step 7 comes before step 8.
-			m, err := DecodeModernMeta(withMeta(`"io.modelcontextprotocol/protocolVersion":` + string(v) + "," + capsEmpty + `,"progressToken":1.5`))
+			m, err := decodeMeta(withMeta(`"io.modelcontextprotocol/protocolVersion":` + string(v) + "," + capsEmpty + `,"progressToken":1.5`))
 			if err != nil {
 				t.Fatalf("DecodeModernMeta: %s", errorText(err))
 			}
@@ -297,9 +297,9 @@ func TestCheckMetadata(t *testing.T) {
 		if !strings.Contains(tt.members, "clientCapabilities") {
 			members += "," + capsEmpty
 		}
-		m, err := DecodeModernMeta(withMeta(members))
+		m, err := decodeMeta(withMeta(members))
 		if err != nil {
-			t.Errorf("DecodeModernMeta(%s) = %s", members, errorText(err))
+			t.Errorf("decodeMeta(%s) = %s", members, errorText(err))
 			continue
 		}
 		checkError(t, "Check("+tt.members+")", m.Check(enabled), CodeInvalidParams, tt.message)
@@ -339,9 +339,9 @@ func TestCheckLegacyMeta(t *testing.T) {
 		if tt.params != "" {
 			params = json.RawMessage(tt.params)
 		}
-		checkError(t, "CheckLegacyMeta("+tt.params+")", CheckLegacyMeta(params), CodeInvalidParams, tt.message)
+		checkError(t, "CheckLegacyMeta("+tt.params+")", checkLegacy(params), CodeInvalidParams, tt.message)
 	}
-	if err := CheckLegacyMeta(json.RawMessage(`"x"`)); err != ErrParamsType {
+	if err := checkLegacy(json.RawMessage(`"x"`)); err != ErrParamsType {
 		t.Errorf("CheckLegacyMeta(\"x\") = %s, want ErrParamsType", errorText(err))
 	}
 }
@@ -357,4 +357,22 @@ func TestLogLevelRank(t *testing.T) {
 			t.Errorf("LogLevelRank(%q) ok", level)
 		}
 	}
+}
+
+// decodeMeta splits raw params as a runtime does, then decodes their _meta.
+func decodeMeta(params json.RawMessage) (*RequestMeta, *Error) {
+	top, err := paramsObject(params)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeModernMeta(top)
+}
+
+// checkLegacy splits raw params as a runtime does, then checks them.
+func checkLegacy(params json.RawMessage) *Error {
+	top, err := paramsObject(params)
+	if err != nil {
+		return err
+	}
+	return CheckLegacyMeta(top)
 }

@@ -123,7 +123,10 @@ func (c *call) runTool(ctx context.Context, e *toolEntry, req *CallToolRequest) 
 
 // progressToken decodes params._meta.progressToken, if any.
 func (c *call) progressToken() any {
-	meta, _ := members(c.params["_meta"])
+	meta := c.metaMembers
+	if meta == nil {
+		meta, _ = members(c.params["_meta"])
+	}
 	raw := meta["progressToken"]
 	if raw == nil {
 		return nil

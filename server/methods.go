@@ -156,7 +156,7 @@ func (c *call) mrtr(ctx context.Context) (context.Context, *inputs, *Outcome) {
 		ctx, in := withInputs(ctx, nil, false)
 		return ctx, in, nil
 	}
-	responses, state, perr := decodeRetry(c.req.Params)
+	responses, state, perr := decodeRetry(c.params)
 	if perr != nil {
 		o := errOutcome(perr)
 		return ctx, nil, &o

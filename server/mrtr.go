@@ -501,24 +501,17 @@ func decodeAsJSON(v any, out any) {
 // decodeRetry reads the retry members of params (protocol.md §12.3):
 // inputResponses (nil when absent) and requestState (nil when absent). The
 // state is not verified here; see signer.checkState.
-func decodeRetry(params json.RawMessage) (responses map[string]json.RawMessage, state *string, err *protocol.Error) {
-	var m struct {
-		InputResponses json.RawMessage `json:"inputResponses"`
-		RequestState   json.RawMessage `json:"requestState"`
-	}
-	if len(params) > 0 && json.Unmarshal(params, &m) != nil {
-		return nil, nil, protocol.ErrParamsType
-	}
-	// A member whose value is null leaves the field as the literal null.
-	if m.RequestState != nil {
+func decodeRetry(params map[string]json.RawMessage) (responses map[string]json.RawMessage, state *string, err *protocol.Error) {
+	// A member whose value is null is present, and of the wrong type.
+	if raw, ok := params["requestState"]; ok {
 		var s string
-		if v := bytes.TrimSpace(m.RequestState); len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		if v := bytes.TrimSpace(raw); len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
 			return nil, nil, errStateNotString
 		}
 		state = &s
 	}
-	if m.InputResponses != nil {
-		if !isJSONObject(m.InputResponses) || json.Unmarshal(m.InputResponses, &responses) != nil {
+	if raw, ok := params["inputResponses"]; ok {
+		if responses, ok = protocol.Members(raw); !ok {
 			return nil, nil, errResponsesNotObjects
 		}
 		for _, v := range responses {

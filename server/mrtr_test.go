@@ -324,7 +324,11 @@ func TestInputDecodeRetry(t *testing.T) {
 			if tt.params != "" {
 				params = json.RawMessage(tt.params)
 			}
-			responses, state, err := decodeRetry(params)
+			top, ok := protocol.Members(params)
+			if !ok && len(params) > 0 {
+				t.Fatalf("params %s are not an object", params)
+			}
+			responses, state, err := decodeRetry(top)
 			if err != tt.err {
 				t.Fatalf("err %v, want %v", err, tt.err)
 			}

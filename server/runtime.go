@@ -174,6 +174,8 @@ type call struct {
 	meta    *protocol.RequestMeta // 2026 only
 	caps    protocol.ServerCapabilities
 	answers map[string]json.RawMessage // MRTR answers of this and earlier rounds
+	// metaMembers are params._meta split, when _meta is an object.
+	metaMembers map[string]json.RawMessage
 }
 
 // Dispatch serves one request in either era (protocol.md §4.2, §5.2).
@@ -187,6 +189,7 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 		c.sess = NewSession(0)
 	}
 	if meta, isObj := members(params["_meta"]); isObj && meta != nil && meta[protocol.MetaProtocolVersion] != nil {
+		c.metaMembers = meta
 		return c.serveModern(ctx)
 	}
 	return c.serveLegacy(ctx)
@@ -207,7 +210,7 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 	if err := protocol.Gate(c.req.Method, c.caps); err != nil {
 		return errOutcome(err)
 	}
-	if err := protocol.CheckLegacyMeta(c.req.Params); err != nil {
+	if err := protocol.CheckLegacyMeta(c.params); err != nil {
 		return errOutcome(err)
 	}
 	ctx = withLegacyLog(ctx, c.sess)
@@ -216,7 +219,7 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 
 func (c *call) serveModern(ctx context.Context) Outcome {
 	c.modern = true
-	meta, err := protocol.DecodeModernMeta(c.req.Params)
+	meta, err := protocol.DecodeModernMeta(c.params)
 	if err != nil {
 		return errOutcome(err)
 	}
