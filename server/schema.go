@@ -37,6 +37,9 @@ type schema struct {
 	// trivial is set when the schema says nothing but "type":"object"
 	// (plus annotations): any arguments object is valid without decoding.
 	trivial bool
+	// flat, when set, checks arguments of the common flat shape without
+	// decoding them (schema_flat.go).
+	flat *flatSchema
 }
 
 // compileSchema parses and resolves a JSON Schema once. Nil or empty raw
@@ -77,6 +80,9 @@ func compileSchema(raw json.RawMessage) (*schema, error) {
 		object:   js.Type == "object",
 	}
 	s.trivial = s.object && onlyAnnotations(m)
+	if s.object && !s.trivial {
+		s.flat = compileFlat(m)
+	}
 	return s, nil
 }
 
@@ -102,25 +108,37 @@ func (s *schema) validateArguments(args json.RawMessage) string {
 	if s.trivial && args[0] == '{' {
 		return ""
 	}
+	if msg, sure := s.validFlat(args); sure {
+		return msg
+	}
 	v, err := decodeJSON(args)
 	if err != nil {
 		return "Invalid arguments: arguments are not valid JSON"
 	}
-	if obj, ok := v.(map[string]any); ok && len(s.required) > 0 {
-		var missing []string
-		for _, name := range s.required {
-			if _, ok := obj[name]; !ok {
-				missing = append(missing, name)
-			}
-		}
-		if len(missing) > 0 {
-			return "Missing required arguments: " + strings.Join(missing, ", ")
+	if obj, ok := v.(map[string]any); ok {
+		if msg := missingRequired(s.required, func(name string) bool { _, ok := obj[name]; return ok }); msg != "" {
+			return msg
 		}
 	}
 	if err := s.resolved.Validate(v); err != nil {
 		return "Invalid arguments: " + s.describe(err)
 	}
 	return ""
+}
+
+// missingRequired is the failure text naming the required members has
+// reports absent, in the schema's order; "" when none is missing.
+func missingRequired(required []string, has func(string) bool) string {
+	var missing []string
+	for _, name := range required {
+		if !has(name) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "Missing required arguments: " + strings.Join(missing, ", ")
 }
 
 // validateValue validates any JSON value: generic JSON as produced by
