@@ -221,6 +221,10 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	if jsonKind(raw) != '"' {
 		return "", false
 	}
+	raw = bytes.TrimSpace(raw)
+	if end, escaped := stringEnd(raw, 0); end == len(raw) && !escaped {
+		return string(raw[1 : end-1]), true
+	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
 		return "", false
