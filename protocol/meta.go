@@ -92,7 +92,7 @@ func DecodeModernMeta(params map[string]json.RawMessage) (*RequestMeta, *Error) 
 	if !ok {
 		return nil, invalidParams(msgVersionMissing)
 	}
-	version, ok := jsonString(rawVersion)
+	version, ok := String(rawVersion)
 	if !ok {
 		return nil, invalidParams(msgVersionString)
 	}
@@ -110,7 +110,7 @@ func DecodeModernMeta(params map[string]json.RawMessage) (*RequestMeta, *Error) 
 		ProgressToken:      meta[metaProgressTokenMember],
 		Raw:                meta,
 	}
-	m.LogLevel, _ = jsonString(meta[MetaLogLevel])
+	m.LogLevel, _ = String(meta[MetaLogLevel])
 	return m, nil
 }
 
@@ -150,7 +150,7 @@ func (m *RequestMeta) Check(enabled Versions) *Error {
 		}
 	}
 	if raw, ok := m.Raw[MetaLogLevel]; ok {
-		level, ok := jsonString(raw)
+		level, ok := String(raw)
 		if _, known := LogLevelRank(level); !ok || !known {
 			return invalidParams(msgLogLevel)
 		}
@@ -171,19 +171,19 @@ func validClientInfo(raw json.RawMessage) bool {
 		return false
 	}
 	for _, required := range [...]string{"name", "version"} {
-		if _, ok := jsonString(info[required]); !ok {
+		if _, ok := String(info[required]); !ok {
 			return false
 		}
 	}
 	for _, optional := range [...]string{"title", "description"} {
 		if v, present := info[optional]; present {
-			if _, ok := jsonString(v); !ok {
+			if _, ok := String(v); !ok {
 				return false
 			}
 		}
 	}
 	if v, present := info["websiteUrl"]; present {
-		if s, ok := jsonString(v); !ok || !IsAbsoluteURI(s) {
+		if s, ok := String(v); !ok || !IsAbsoluteURI(s) {
 			return false
 		}
 	}
@@ -197,7 +197,7 @@ func validClientInfo(raw json.RawMessage) bool {
 			if !ok {
 				return false
 			}
-			if _, ok := jsonString(fields["src"]); !ok {
+			if _, ok := String(fields["src"]); !ok {
 				return false
 			}
 		}

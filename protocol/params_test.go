@@ -233,12 +233,12 @@ func TestJSONHelpers(t *testing.T) {
 	if k := jsonKind(nil); k != 0 {
 		t.Errorf("jsonKind(nil) = %q", k)
 	}
-	if s, ok := jsonString(json.RawMessage(` "a\u0041" `)); !ok || s != "aA" {
+	if s, ok := String(json.RawMessage(` "a\u0041" `)); !ok || s != "aA" {
 		t.Errorf("jsonString = %q, %v", s, ok)
 	}
 	for _, raw := range []string{"", "null", "1", "{}", `"unterminated`} {
-		if _, ok := jsonString(rawOrNil(raw)); ok {
-			t.Errorf("jsonString(%s) ok", raw)
+		if _, ok := String(rawOrNil(raw)); ok {
+			t.Errorf("String(%s) ok", raw)
 		}
 	}
 	for _, raw := range []string{"", "null", "1", `"true"`, "tru"} {

@@ -99,7 +99,15 @@ type Executor struct {
 	queued  int
 	// ready lists the connections with queued work, in turn order.
 	readyHead, readyTail *ExecConn
+	// idle holds the hand-off channels of workers waiting for work.
+	idle []chan *job
 }
+
+// workerIdle is how long a worker with nothing to do waits for new work
+// before it exits. Reusing a worker keeps its grown stack: a fresh goroutine
+// per request spent a fifth of a busy executor's CPU growing stacks. It is
+// short, so an idle process has no executor goroutines.
+const workerIdle = 100 * time.Millisecond
 
 // NewExecutor validates l, applies its defaults and returns an idle executor.
 // The error is l.Validate()'s.
@@ -124,7 +132,12 @@ func (e *Executor) Limits() ExecutorLimits { return e.limits }
 func (e *Executor) Close() {
 	e.mu.Lock()
 	e.closed = true
+	idle := e.idle
+	e.idle = nil
 	e.mu.Unlock()
+	for _, worker := range idle {
+		worker <- nil // exit now rather than after workerIdle
+	}
 }
 
 // ExecutorStats is a snapshot of an executor's or a connection's load, for
@@ -271,6 +284,13 @@ func (c *ExecConn) Submit(ctx context.Context, id protocol.ID, run func(context.
 	j.state = jobRunning
 	e.running++
 	c.running++
+	if n := len(e.idle); n > 0 {
+		worker := e.idle[n-1]
+		e.idle = e.idle[:n-1]
+		e.mu.Unlock()
+		worker <- j // buffered: never blocks
+		return nil
+	}
 	e.mu.Unlock()
 	go e.work(j)
 	return nil
@@ -421,9 +441,48 @@ func (e *Executor) nextLocked() *job {
 // work runs j and then, on the same goroutine, whatever queued work its slot
 // is handed, until the queue is empty.
 func (e *Executor) work(j *job) {
+	var handoff chan *job
+	var timer *time.Timer
 	for j != nil {
-		j = e.finish(j, e.call(j))
+		for j != nil {
+			j = e.finish(j, e.call(j))
+		}
+		if handoff == nil {
+			handoff, timer = make(chan *job, 1), time.NewTimer(workerIdle)
+		} else {
+			timer.Reset(workerIdle)
+		}
+		j = e.park(handoff, timer)
 	}
+}
+
+// park waits up to workerIdle for Submit to hand this worker a job, and
+// returns nil when none came.
+func (e *Executor) park(handoff chan *job, timer *time.Timer) *job {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.idle = append(e.idle, handoff)
+	e.mu.Unlock()
+	select {
+	case j := <-handoff:
+		timer.Stop()
+		return j
+	case <-timer.C:
+	}
+	e.mu.Lock()
+	for i, w := range e.idle {
+		if w == handoff {
+			e.idle = append(e.idle[:i], e.idle[i+1:]...)
+			e.mu.Unlock()
+			return nil
+		}
+	}
+	// Submit took this worker just as it timed out: the job is on its way.
+	e.mu.Unlock()
+	return <-handoff
 }
 
 // call runs j's handler under its deadline and recovers a panic into

@@ -120,12 +120,7 @@ func (c *call) listPrompts() Outcome {
 }
 
 func stringParam(params map[string]json.RawMessage, name string) (string, bool) {
-	var s string
-	raw, ok := params[name]
-	if !ok || len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return protocol.String(params[name])
 }
 
 // stringMap decodes an optional object of strings; ok is false for anything
