@@ -10,9 +10,14 @@ import (
 	"time"
 )
 
-// readChunk is the size of one read from the device. Lines longer than a
-// chunk are joined in a separate buffer that never grows past the limit.
-const readChunk = 32 << 10
+// A connection reads into a small buffer first and switches to a larger
+// one once a read fills it: an idle session (most of a daemon's) then holds
+// 4 KiB, a busy one reads 32 KiB at a time. Lines longer than a read are
+// joined in a separate buffer that never grows past the limit.
+const (
+	firstReadChunk = 4 << 10
+	readChunk      = 32 << 10
+)
 
 // lineKind says what the reader delivers to the coordinator.
 type lineKind uint8
@@ -63,7 +68,10 @@ func (lr *lineReader) next() lineEvent {
 		if lr.err != nil {
 			return lr.finish()
 		}
-		if lr.buf == nil {
+		switch {
+		case lr.buf == nil:
+			lr.buf = make([]byte, min(firstReadChunk, lr.limit+1))
+		case lr.end == len(lr.buf) && len(lr.buf) < min(readChunk, lr.limit+1):
 			lr.buf = make([]byte, min(readChunk, lr.limit+1))
 		}
 		n, err := lr.r.Read(lr.buf)
