@@ -151,11 +151,26 @@ func (c *conn) run(ctx context.Context) (err error) {
 		}
 	}()
 	ctxDone := ctx.Done()
-	var grace <-chan time.Time
+	var grace, linger <-chan time.Time
+	var lingerTimer *time.Timer
+	defer func() {
+		if lingerTimer != nil {
+			lingerTimer.Stop()
+		}
+	}()
 	for c.failed == nil {
 		c.publish()
 		if (c.eof || c.closing) && len(c.inflight) == 0 {
-			return nil
+			if c.eof {
+				return nil
+			}
+			// Shutting down with nothing admitted: answer the lines the
+			// client already sent ("Session closed by server") before
+			// handing the device back, rather than leaving them unread.
+			if lingerTimer == nil {
+				lingerTimer = time.NewTimer(shutdownLinger)
+				linger = lingerTimer.C
+			}
 		}
 		var lines <-chan lineEvent
 		var ended <-chan struct{}
@@ -163,7 +178,13 @@ func (c *conn) run(ctx context.Context) (err error) {
 			lines, ended = c.reader.lines, c.reader.ended
 		}
 		select {
+		case <-linger:
+			return nil
 		case ev := <-lines:
+			if lingerTimer != nil {
+				lingerTimer.Stop()
+				lingerTimer, linger = nil, nil
+			}
 			c.handleLine(ev)
 		case <-ended:
 			// An earlier instance of this session took the end of input.
@@ -275,6 +296,13 @@ func (c *conn) setVersion(version string) {
 		c.header = http.Header{server.HeaderProtocolVersion: {version}}
 	}
 }
+
+// shutdownLinger is how long a shutting-down connection with nothing in
+// flight keeps reading, so requests already on their way are answered
+// "Session closed by server" (transport.md §12.4 step 2) instead of
+// finding the connection gone. Each line read restarts it; the grace
+// period still bounds the whole shutdown.
+const shutdownLinger = 25 * time.Millisecond
 
 // ErrSessionFailed is returned by Serve when the coordinator itself failed
 // (a panic, or an injected fault): the device is still good, and a new

@@ -160,3 +160,36 @@ func TestValidate(t *testing.T) {
 		t.Fatal()
 	}
 }
+
+// Requests already sent when shutdown begins are answered, not left
+// unread: admitted ones finish, later ones get "Session closed by server".
+func TestShutdownAnswersLinesInFlight(t *testing.T) {
+	for range 20 {
+		ep := pipes(t)
+		cat := newTestCatalog()
+		tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, ShutdownGrace: 5 * time.Second}
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- tr.Serve(ctx) }()
+		r := newLineSource(ep.r)
+		var batch strings.Builder
+		for i := range 10 {
+			batch.WriteString(call(i, "echo", `{"text":"x","delayMs":20}`) + "\n")
+		}
+		ep.w.Write([]byte(batch.String()))
+		cancel()
+		seen := map[string]bool{}
+		for range 10 {
+			f := parse(t, r.next(t))
+			if seen[string(f.ID)] || f.Result == nil && (f.Error == nil || f.Error.Message != "Session closed by server") {
+				t.Fatalf("unexpected answer %+v", f)
+			}
+			seen[string(f.ID)] = true
+		}
+		if err := <-served; err != nil {
+			t.Fatal(err)
+		}
+		ep.closeAll()
+	}
+	goleakCheck(t)
+}
