@@ -15,11 +15,30 @@ FUZZPKGS := ./protocol
 build:
 	$(GO) build -o bin/snodod ./cmd/snodod
 
+# The main module, then the bench harness's own tests (its statistics and
+# table; bench/ is a separate module so peer SDKs stay out of snodod's).
 test:
 	$(GO) test -race -count=1 ./...
+	cd bench && $(GO) test -count=1 ./...
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+# bench runs the Go micro-benchmarks, then the harness in bench/ (its own
+# module): snodod against the Go and TypeScript SDKs, mcp-go and a raw
+# floor, and snodod serve with many sessions. It prints one table and
+# rewrites docs/bench.md and docs/bench.png. BENCH_QUICK=1: one repeat with
+# smaller counts, for development.
+BENCH_GOFLAGS := $(if $(filter 1,$(BENCH_QUICK)),-benchtime 200ms,)
+
+bench: build bench/node/node_modules/.package-lock.json
+	$(GO) test -run '^$$' -bench . -benchmem $(BENCH_GOFLAGS) ./...
+	cd bench && $(GO) build -o bin/ ./peers/gosdk ./peers/mcpgo ./peers/raw ./cmd/mcpbench
+	cd bench && BENCH_QUICK=$(BENCH_QUICK) bin/mcpbench -snodod ../bin/snodod -docs ../docs
+
+# The TypeScript peer's packages, exactly as bench/node/package-lock.json
+# pins them; reinstalled when the lock file changes. Without npm the
+# harness leaves the TypeScript column out.
+bench/node/node_modules/.package-lock.json: bench/node/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix bench/node --no-audit --no-fund; \
+	else echo "npm not found: the TypeScript peer is left out of make bench"; fi
 
 # go test runs one fuzz target at a time, so each is run in turn.
 fuzz:
@@ -35,3 +54,4 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt -l found unformatted files (run gofmt -w on them):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd bench && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...

@@ -1,0 +1,232 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Server is one server under test: a name for the table and the command
+// that serves MCP on its standard input and output.
+type Server struct {
+	Name    string
+	Command []string
+	Dir     string   // working directory; "" for the harness's own
+	Env     []string // added to the harness's environment
+}
+
+// Proc is a running server process and its connection.
+type Proc struct {
+	*Conn
+	cmd     *exec.Cmd
+	stdin   *os.File // our end of the server's standard input
+	stdout  *os.File // our end of the server's standard output
+	started time.Time
+	stderr  *tail
+
+	waited chan struct{}
+	state  *os.ProcessState
+	err    error
+}
+
+// Spawn starts s with pipes on its standard input and output. Its standard
+// error is kept (the last 4 KiB) for reports.
+func Spawn(s Server) (*Proc, error) {
+	cmd := exec.Command(s.Command[0], s.Command[1:]...)
+	cmd.Dir = s.Dir
+	cmd.Env = append(os.Environ(), s.Env...)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	p := &Proc{cmd: cmd, stdin: inW, stdout: outR, stderr: &tail{max: 4 << 10}, waited: make(chan struct{})}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
+	p.started = time.Now()
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	p.Conn = NewConn(outR, inW, 4096)
+	go func() {
+		p.err = cmd.Wait()
+		p.state = cmd.ProcessState
+		close(p.waited)
+	}()
+	return p, nil
+}
+
+// Started is when the process was started.
+func (p *Proc) Started() time.Time { return p.started }
+
+// PID is the server's process id.
+func (p *Proc) PID() int { return p.cmd.Process.Pid }
+
+// Stderr is the end of what the server wrote on standard error.
+func (p *Proc) Stderr() string { return p.stderr.String() }
+
+// Exited reports whether the process has ended, and how.
+func (p *Proc) Exited() (bool, string) {
+	select {
+	case <-p.waited:
+		return true, p.state.String()
+	default:
+		return false, ""
+	}
+}
+
+// Close ends the server's input and waits up to grace for it to exit, then
+// kills it. It returns the process state (with its rusage) and whether it
+// had to be killed.
+func (p *Proc) Close(grace time.Duration) (state *os.ProcessState, killed bool) {
+	p.stdin.Close()
+	select {
+	case <-p.waited:
+	case <-time.After(grace):
+		killed = true
+		_ = p.cmd.Process.Kill()
+		<-p.waited
+	}
+	p.release()
+	return p.state, killed
+}
+
+// release closes our end of the server's output once the reader has read
+// what the server left in it (or after a second, should some other process
+// hold the pipe open).
+func (p *Proc) release() {
+	p.Discard()
+	select {
+	case <-p.Conn.done:
+	case <-time.After(time.Second):
+	}
+	p.stdout.Close()
+}
+
+// Kill ends the process at once.
+func (p *Proc) Kill() {
+	p.stdin.Close()
+	_ = p.cmd.Process.Kill()
+	<-p.waited
+	p.release()
+}
+
+// CPUTime is the user and system CPU time of a process that has ended, from
+// its rusage (wait4).
+func CPUTime(state *os.ProcessState) time.Duration {
+	ru, ok := state.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clockTick is USER_HZ, the unit of the CPU times in /proc/PID/stat: 100
+// on every Linux the kernel ABI allows.
+const clockTick = 10 * time.Millisecond
+
+// ProcCPUTime is the user and system CPU time a live process has used so
+// far, from /proc/PID/stat (to the 10 ms tick).
+func ProcCPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields count from after
+	// its closing parenthesis. utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(ut+st) * clockTick, nil
+}
+
+// ProcStatus returns a field of /proc/PID/status in bytes (VmRSS, VmHWM:
+// the kernel reports them in kB).
+func ProcStatus(pid int, field string) (int64, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok || name != field {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", field, err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// NoFileLimit returns the "Max open files" line of /proc/PID/limits, as
+// "soft/hard".
+func NoFileLimit(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+	if err != nil {
+		return "?"
+	}
+	for l := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(l, "Max open files"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 2 {
+				return f[0] + "/" + f[1]
+			}
+		}
+	}
+	return "?"
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

@@ -1,0 +1,132 @@
+package report
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/snodod/snodod/bench/internal/load"
+	"github.com/snodod/snodod/bench/internal/wire"
+)
+
+func TestNumberAndRatio(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 5.714: "5.71", 57.14: "57.1", 571.4: "571", 18168.27: "18,168", 1234567: "1,234,567", -2500: "-2,500", math.NaN(): "n/a"} {
+		if got := Number(v); got != want {
+			t.Errorf("Number(%v) = %q, want %q", v, got, want)
+		}
+	}
+	for r, want := range map[float64]string{0.814: "0.81×", 1.5: "1.50×", 12.4: "12×", math.NaN(): "n/a"} {
+		if got := Ratio(r); got != want {
+			t.Errorf("Ratio(%v) = %q, want %q", r, got, want)
+		}
+	}
+}
+
+func TestRowCells(t *testing.T) {
+	r := Row{Label: "calls/s", Values: []float64{30000, 20000, math.NaN(), 120000}}
+	want := []string{"30,000", "20,000 (1.50×)", "n/a", "120,000 (0.25×)"}
+	for j, w := range want {
+		if got := r.Cell(j); got != w {
+			t.Errorf("cell %d = %q, want %q", j, got, w)
+		}
+	}
+	unknown := Row{Values: []float64{math.NaN(), 10}}
+	if got := unknown.Cell(1); got != "10.0" {
+		t.Errorf("with no subject figure the cell is %q, want the bare figure", got)
+	}
+}
+
+func TestTableMarkdown(t *testing.T) {
+	tab := &Table{Columns: []string{"snodod", "peer"}, Rows: []Row{
+		Section("v"),
+		{Label: "x", Values: []float64{2, 4}, Goal: "≤ 1× peer: met"},
+		{Label: "y", Text: []string{"a|b", "c"}},
+	}}
+	got := tab.Markdown()
+	want := "|  | snodod | peer | goal |\n| --- | ---: | ---: | --- |\n| **v** |  |  |  |\n| x | 2.00 | 4.00 (0.50×) | ≤ 1× peer: met |\n| y | a\\|b | c |  |\n"
+	if got != want {
+		t.Errorf("Markdown =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// result is a stdio result with the figures the goals read.
+func result(server, version string, calls, cpu, seq float64) load.StdioResult {
+	return load.StdioResult{Server: server, Version: version, CallsPerSec: calls, CPUPerCall: cpu, SeqP50: seq,
+		StartupMs: 10, SeqP99: seq * 2, PipeP50: 1, PipeP99: 2, BigResultMs: 10, BigResultRSS: 2e6, BigRequestMs: 20, BigRequestRSS: 3e6}
+}
+
+func TestGoalsAndMedians(t *testing.T) {
+	r := &Report{
+		Servers:  []string{Subject, "go-sdk", "ts-sdk", Floor},
+		Versions: []string{wire.V20250618, wire.V20260728},
+		Config:   Config{Repeats: 3, Stdio: load.StdioConfig{BigResult: 1_000_000}},
+	}
+	// Three repeats; the medians are the middle ones.
+	for _, k := range []float64{0.9, 1, 1.1} {
+		r.Stdio = append(r.Stdio,
+			result(Subject, wire.V20250618, 40000*k, 10*k, 100),
+			result("go-sdk", wire.V20250618, 20000*k, 50*k, 150),
+			result("ts-sdk", wire.V20250618, 10000*k, 80*k, 200),
+			result(Floor, wire.V20250618, 45000*k, 6*k, 80),
+			result(Subject, wire.V20260728, 30000*k, 13*k, 100),
+			result("go-sdk", wire.V20260728, 25000*k, 40*k, 150),
+			load.StdioResult{Server: "ts-sdk", Version: wire.V20260728, Unsupported: "answers in the 2025 shape"},
+			result(Floor, wire.V20260728, 45000*k, 6*k, 80),
+		)
+	}
+	r.Idle = []load.Idle{{Sessions: 10, PerSession: 20 << 10}, {Sessions: 10, PerSession: 10 << 10}, {Sessions: 10, PerSession: 12 << 10}}
+	r.Stalled = []load.Stalled{{BaseP99: 1000, StalledP99: 1200, Ratio: 0.5}} // the ratio shown is of the medians
+	r.Config.Healthy = 5
+
+	goals := strings.Join(r.Goals(), "\n")
+	for _, want := range []string{
+		// 40,000 vs the best peer's 20,000 and the floor's 45,000.
+		"pipelined, 64 in flight (calls/s), 2025-06-18 — ≥ 1.5× best peer (go-sdk): met (2.000×); ≥ 0.8× raw: met (0.889×)",
+		// 30,000 vs 25,000: the TypeScript peer does not serve 2026.
+		"pipelined, 64 in flight (calls/s), 2026-07-28 — ≥ 1.5× best peer (go-sdk): **not met** (1.200×)",
+		"server CPU per call (µs), 2025-06-18 — ≤ 2× raw: met (1.667×)",
+		"server CPU per call (µs), 2026-07-28 — ≤ 2× raw: **not met** (2.167×); ≤ 1.2× 2025-06-18's: **not met** (1.300×)",
+		"sequential p50 (µs), 2025-06-18 — ≤ 1.5× raw: met (1.250×)",
+		"1,000,000-byte result: peak RSS growth (MiB), 2025-06-18 — ≤ 3× the payload: met (2.000×)",
+		"daemon RSS per idle session (KiB)",
+		"≤ 16 KiB: met (12.0 KiB)",
+		"≤ 1.5×: met (1.200×)",
+	} {
+		if !strings.Contains(goals, want) {
+			t.Errorf("goals lack %q:\n%s", want, goals)
+		}
+	}
+	table := r.Table().Markdown()
+	for _, want := range []string{
+		"| serves 2026-07-28 | yes | yes | n/a | yes |",
+		"| pipelined, 64 in flight (calls/s) | 40,000 | 20,000 (2.00×) | 10,000 (4.00×) | 45,000 (0.89×) |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+func TestShort(t *testing.T) {
+	for in, want := range map[string]string{
+		`error -32600 "Message exceeds the 2000000-byte line limit" (id null) in 27ms; then goes on`: "error -32600, goes on",
+		"accepted: echoed all 3000000 bytes in 398ms; then goes on":                                  "accepted, goes on",
+		`wrote error -32603 "context canceled" 3ms after`:                                            "writes error -32603",
+		`wrote result "context canceled" 2ms after`:                                                  "writes a result",
+		"nothing written after the cancel":                                                           "nothing written",
+		"no answer in 5s (hang)":                                                                     "hang",
+		"":                                                                                           "–",
+	} {
+		if got := Short(in); got != want {
+			t.Errorf("Short(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCompact(t *testing.T) {
+	for v, want := range map[float64]string{20766: "21k", 2865: "2.9k", 322: "322", 4.74: "4.74", math.NaN(): "n/a"} {
+		if got := compact(v); got != want {
+			t.Errorf("compact(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
