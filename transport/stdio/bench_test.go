@@ -32,9 +32,15 @@ func (echoDispatcher) Dispatch(context.Context, *server.Request) server.Outcome 
 }
 
 func benchConn(b *testing.B) (w io.Writer, r *bufio.Reader, stop func()) {
+	return serveOnPipes(b, echoDispatcher{})
+}
+
+// serveOnPipes serves d on a pair of pipes for a benchmark; stop ends the
+// input and waits for Serve.
+func serveOnPipes(b *testing.B, d server.Dispatcher) (w io.Writer, r *bufio.Reader, stop func()) {
 	inR, inW, _ := os.Pipe()
 	outR, outW, _ := os.Pipe()
-	tr := &stdio.Transport{In: inR, Out: outW, Dispatcher: echoDispatcher{}}
+	tr := &stdio.Transport{In: inR, Out: outW, Dispatcher: d}
 	done := make(chan error, 1)
 	go func() { done <- tr.Serve(context.Background()) }()
 	return inW, bufio.NewReaderSize(outR, 1<<16), func() {
@@ -102,20 +108,7 @@ func runtimeConn(b *testing.B) (io.Writer, *bufio.Reader, func()) {
 	server.AddTool(s, &server.Tool{Name: "echo"}, func(_ context.Context, _ *server.CallToolRequest, in echoIn) (*server.CallToolResult, any, error) {
 		return &server.CallToolResult{Content: []server.Content{server.TextContent(in.Text)}}, nil, nil
 	})
-	inR, inW, _ := os.Pipe()
-	outR, outW, _ := os.Pipe()
-	tr := &stdio.Transport{In: inR, Out: outW, Dispatcher: s}
-	done := make(chan error, 1)
-	go func() { done <- tr.Serve(context.Background()) }()
-	return inW, bufio.NewReaderSize(outR, 1<<16), func() {
-		inW.Close()
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
-		for _, f := range []*os.File{inR, outR, outW} {
-			f.Close()
-		}
-	}
+	return serveOnPipes(b, s)
 }
 
 // BenchmarkRuntimePipelined keeps 64 2026-07-28 tools/call requests in
