@@ -24,7 +24,7 @@ func AppendResult(dst []byte, id ID, result any) ([]byte, error) {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = id.AppendJSON(dst)
 	dst = append(dst, `,"result":`...)
-	dst, err := appendValue(dst, result)
+	dst, err := AppendValue(dst, result)
 	if err != nil {
 		return dst[:start], err
 	}
@@ -41,9 +41,9 @@ func AppendError(dst []byte, id ID, e *Error) []byte {
 	dst = append(dst, `,"error":{"code":`...)
 	dst = strconv.AppendInt(dst, e.Code, 10)
 	dst = append(dst, `,"message":`...)
-	dst = appendString(dst, e.Message)
+	dst = AppendString(dst, e.Message)
 	if e.Data != nil {
-		withData, err := appendValue(append(dst, `,"data":`...), e.Data)
+		withData, err := AppendValue(append(dst, `,"data":`...), e.Data)
 		if err == nil {
 			dst = withData
 		}
@@ -58,10 +58,10 @@ func AppendError(dst []byte, id ID, e *Error) []byte {
 func AppendNotification(dst []byte, method string, params any) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, `{"jsonrpc":"2.0","method":`...)
-	dst = appendString(dst, method)
+	dst = AppendString(dst, method)
 	if params != nil {
 		var err error
-		if dst, err = appendValue(append(dst, `,"params":`...), params); err != nil {
+		if dst, err = AppendValue(append(dst, `,"params":`...), params); err != nil {
 			return dst[:start], err
 		}
 	}
@@ -87,17 +87,34 @@ var encoderPool = sync.Pool{New: func() any {
 	return v
 }}
 
-// appendValue appends the compact JSON encoding of value to dst. On error
+// Appender is a value that appends its own JSON encoding, to spare a hot
+// path the reflection of encoding/json. AppendJSON must append exactly one
+// JSON value under the encoder's rules (compact; raw UTF-8; U+2028, U+2029
+// and control characters escaped; <, >, & unescaped; invalid UTF-8
+// replaced), building strings with AppendString and other values with
+// AppendValue, or return an error.
+type Appender interface {
+	AppendJSON(dst []byte) ([]byte, error)
+}
+
+// AppendValue appends the compact JSON encoding of value to dst, by its
+// AppendJSON when it is an Appender. On error
 // the returned slice is dst with nothing appended. A panicking
 // json.Marshaler is reported as an error.
-func appendValue(dst []byte, value any) (out []byte, err error) {
+func AppendValue(dst []byte, value any) (out []byte, err error) {
 	start := len(dst)
-	v := encoderPool.Get().(*valueEncoder)
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = dst[:start], fmt.Errorf("protocol: encoding panicked: %v", p)
 		}
 	}()
+	if a, ok := value.(Appender); ok {
+		if out, err = a.AppendJSON(dst); err != nil {
+			return dst[:start], err
+		}
+		return out, nil
+	}
+	v := encoderPool.Get().(*valueEncoder)
 	v.out = dst
 	err = v.enc.Encode(value) // writes nothing unless it succeeds
 	out = v.out
@@ -156,11 +173,11 @@ func hasLineSeparator(b []byte) bool {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string, byte for byte as encoding/json
+// AppendString appends s as a JSON string, byte for byte as encoding/json
 // with HTML escaping off writes it: ", \ and control characters escaped
 // (\b, \f, \n, \r, \t or \u00XX), U+2028 and U+2029 escaped, invalid UTF-8
 // as \ufffd, everything else raw.
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	last := 0
 	for i := 0; i < len(s); {

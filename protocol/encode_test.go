@@ -169,8 +169,8 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = bytes.TrimSuffix(bytes.TrimPrefix(want, []byte(`{"jsonrpc":"2.0","id":null,"result":`)), []byte("}\n"))
-		if got := appendString(nil, s); !bytes.Equal(got, want) {
-			t.Errorf("appendString(%q) = %s, encoding/json gives %s", s, got, want)
+		if got := AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q) = %s, encoding/json gives %s", s, got, want)
 		}
 	}
 }

@@ -40,7 +40,7 @@ func (id ID) IsNull() bool { return id.kind == idNull }
 func (id ID) AppendJSON(b []byte) []byte {
 	switch id.kind {
 	case idString:
-		return appendString(b, id.str)
+		return AppendString(b, id.str)
 	case idInt:
 		return strconv.AppendInt(b, id.num, 10)
 	default:

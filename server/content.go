@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/snodod/snodod/protocol"
 )
 
 // contentWire is the JSON form of every content block kind; which members
@@ -25,7 +27,8 @@ type contentWire struct {
 }
 
 // MarshalJSON writes the block in its MCP shape. A text block always has
-// "text", even when empty.
+// "text", even when empty. Like every frame, it leaves <, > and & as they
+// are (transport.md §11.1), which json.Marshal would not.
 func (c Content) MarshalJSON() ([]byte, error) {
 	w := contentWire{Type: c.Type, Annotations: c.Annotations, Meta: c.Meta}
 	switch c.Type {
@@ -53,7 +56,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown content type %q", c.Type)
 	}
-	return json.Marshal(w)
+	return protocol.AppendValue(nil, w)
 }
 
 // UnmarshalJSON reads a block in its MCP shape.
@@ -89,7 +92,7 @@ func (rc ResourceContents) MarshalJSON() ([]byte, error) {
 		Meta     map[string]any `json:"_meta,omitempty"`
 	}
 	if rc.Blob != nil {
-		return json.Marshal(blob{rc.URI, rc.MIMEType, rc.Blob, rc.Meta})
+		return protocol.AppendValue(nil, blob{rc.URI, rc.MIMEType, rc.Blob, rc.Meta})
 	}
-	return json.Marshal(text{rc.URI, rc.MIMEType, rc.Text, rc.Meta})
+	return protocol.AppendValue(nil, text{rc.URI, rc.MIMEType, rc.Text, rc.Meta})
 }

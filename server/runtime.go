@@ -353,7 +353,7 @@ type withMembers struct {
 }
 
 func (w withMembers) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(w.v)
+	b, err := protocol.AppendValue(nil, w.v)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +370,7 @@ func (w withMembers) MarshalJSON() ([]byte, error) {
 		out = append(out, '"')
 		out = append(out, m.name...)
 		out = append(out, '"', ':')
-		vb, err := json.Marshal(m.value)
+		vb, err := protocol.AppendValue(nil, m.value)
 		if err != nil {
 			return nil, err
 		}

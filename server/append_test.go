@@ -1,0 +1,52 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// reflective hides callToolWire's AppendJSON, to encode it the general way.
+type reflective struct{ w callToolWire }
+
+func (r reflective) MarshalJSON() ([]byte, error) {
+	type plain callToolWire
+	return protocol.AppendValue(nil, plain(r.w))
+}
+
+// The tool-result fast path writes exactly what the reflective encoder
+// writes, for every kind of block and the strings that need escaping.
+func TestToolResultAppendMatchesEncoder(t *testing.T) {
+	prio := 0.5
+	texts := []string{"", "plain", "héllo 日本 😀", "a\u2028b\u2029c", "<a&b>/", "quote\" back\\ nl\n tab\t ctl\x01", "bad \xff utf-8", strings.Repeat("x", 70000)}
+	var results []callToolWire
+	for _, s := range texts {
+		results = append(results, callToolWire{Content: []Content{TextContent(s)}})
+	}
+	results = append(results,
+		callToolWire{ResultType: "complete", Content: []Content{}, IsError: true, Meta: map[string]any{"io.modelcontextprotocol/serverInfo": Implementation{Name: "n", Version: "1"}}},
+		callToolWire{Content: []Content{ImageContent([]byte{1, 2, 3}, "image/png"), AudioContent(nil, "audio/wav"),
+			ResourceLinkContent(&Resource{URI: "test://x", Name: "x"}), EmbeddedResource(&ResourceContents{URI: "test://y", Text: "<y>"}),
+			{Type: "text", Text: "annotated", Annotations: &Annotations{Priority: &prio}}, {Type: "text", Text: "m", Meta: map[string]any{"k": "\u2028"}}},
+			StructuredContent: json.RawMessage(`{"a":[1,"\u2028<b>"]}`)},
+	)
+	for _, w := range results {
+		fast, err := protocol.AppendValue(nil, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, err := protocol.AppendValue(nil, reflective{w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(fast) != string(slow) {
+			t.Errorf("fast path differs:\nfast %.300s\nslow %.300s", fast, slow)
+		}
+		// transport.md §11.1 and case 51: <, > and & are written as they are.
+		if strings.Contains(string(fast), `\u003c`) || strings.Contains(string(fast), `\u0026`) {
+			t.Errorf("HTML escaped: %.300s", fast)
+		}
+	}
+}
