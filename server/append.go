@@ -1,6 +1,10 @@
 package server
 
-import "github.com/snodod/snodod/protocol"
+import (
+	"encoding/json"
+
+	"github.com/snodod/snodod/protocol"
+)
 
 // Tool results are the hot path of most sessions, and a large text result
 // went through four copies under reflection (the block's MarshalJSON, the
@@ -38,9 +42,17 @@ func (w callToolWire) AppendJSON(b []byte) ([]byte, error) {
 	} else {
 		b = append(b, `,"isError":false`...)
 	}
-	if len(w.Meta) > 0 {
+	switch meta := w.Meta.(type) {
+	case nil:
+	case json.RawMessage: // encoded by the protocol encoder already
 		b = append(b, `,"_meta":`...)
-		if b, err = protocol.AppendValue(b, w.Meta); err != nil {
+		b = append(b, meta...)
+	default:
+		if m, ok := meta.(map[string]any); ok && len(m) == 0 {
+			break
+		}
+		b = append(b, `,"_meta":`...)
+		if b, err = protocol.AppendValue(b, meta); err != nil {
 			return nil, err
 		}
 	}

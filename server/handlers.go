@@ -24,12 +24,15 @@ type callToolWire struct {
 	Content           []Content       `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError"`
-	Meta              map[string]any  `json:"_meta,omitempty"`
+	Meta              any             `json:"_meta,omitempty"` // map[string]any, or json.RawMessage already encoded
 }
 
 // toolResult shapes a tool's result for the request's era (§6.4).
 func (c *call) toolResult(res *CallToolResult, structured json.RawMessage) Outcome {
-	w := callToolWire{Content: res.Content, StructuredContent: structured, IsError: res.IsError, Meta: res.Meta}
+	w := callToolWire{Content: res.Content, StructuredContent: structured, IsError: res.IsError}
+	if len(res.Meta) > 0 {
+		w.Meta = res.Meta // a nil map in an interface would be written as null
+	}
 	if !c.modern && structured != nil && structured[0] != '{' {
 		w.StructuredContent = nil // legacy eras keep only an object
 	}

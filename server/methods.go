@@ -211,7 +211,7 @@ func (c *call) inputRequired(in *inputs) Outcome {
 		ResultType    string                  `json:"resultType"`
 		InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
 		RequestState  string                  `json:"requestState"`
-		Meta          map[string]any          `json:"_meta"`
+		Meta          any                     `json:"_meta"`
 	}
 	return Outcome{Result: inputRequiredResult{
 		ResultType:    "input_required",

@@ -45,7 +45,7 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{
+	s := &Server{
 		opts:      opts,
 		log:       log,
 		versions:  versions,
@@ -55,7 +55,16 @@ func New(opts Options) (*Server, error) {
 		resources: map[string]*resourceEntry{},
 		templates: map[string]*templateEntry{},
 		prompts:   map[string]*promptEntry{},
-	}, nil
+		infoMeta:  map[string]json.RawMessage{},
+	}
+	for _, v := range versions.All() {
+		raw, err := protocol.AppendValue(nil, map[string]any{protocol.MetaServerInfo: s.serverInfo(v)})
+		if err != nil {
+			return nil, fmt.Errorf("server info: %w", err)
+		}
+		s.infoMeta[v] = raw
+	}
+	return s, nil
 }
 
 // capabilities returns what the catalog advertises now (protocol.md §3.4).
@@ -306,7 +315,14 @@ func (c *call) result(v any, cached bool, override *ReadResourceResult) Outcome 
 
 // resultMeta merges a handler's _meta with the serverInfo member, which the
 // handler cannot replace.
-func (c *call) resultMeta(own map[string]any) map[string]any {
+// Without a handler's own members it is the same object for every result
+// of a version, encoded once when the server was made.
+func (c *call) resultMeta(own map[string]any) any {
+	if len(own) == 0 {
+		if raw, ok := c.s.infoMeta[c.version]; ok {
+			return raw
+		}
+	}
 	m := make(map[string]any, len(own)+1)
 	for k, v := range own {
 		m[k] = v

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -40,6 +41,9 @@ type Server struct {
 	versions protocol.Versions
 	hub      *hub
 	signer   *signer
+	// infoMeta is each version's {"io.modelcontextprotocol/serverInfo":…}
+	// _meta, encoded once: every 2026 result carries it.
+	infoMeta map[string]json.RawMessage
 
 	mu        sync.RWMutex
 	revision  uint64 // catalog revision, bumped by every change
