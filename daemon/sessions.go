@@ -78,12 +78,12 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 		RestartIntensity: cfg.Session.RestartIntensity,
 		RestartWindow:    cfg.Session.RestartWindow,
 		Logger:           d.log, // the session adds its id
+		Ended:            func(s *session.Session) { d.reap(id, s, dev) },
 	})
 	d.mu.Lock()
 	d.sessions[id] = s
 	d.mu.Unlock()
 	d.reapers.Add(1)
-	go d.reap(id, s, dev)
 	d.sessionsSup.Add(s)
 	d.poke()
 	return s
@@ -91,10 +91,9 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 
 // reap forgets a session once it has ended and closes its device (the
 // daemon closes what it accepted or received; a Device may be closed more
-// than once).
+// than once). The session calls it as it ends.
 func (d *Daemon) reap(id uint64, s *session.Session, dev *session.Device) {
 	defer d.reapers.Done()
-	<-s.Done()
 	_ = dev.Close()
 	d.mu.Lock()
 	delete(d.sessions, id)

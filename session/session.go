@@ -50,6 +50,12 @@ type Config struct {
 
 	// Logger receives the session's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+
+	// Ended, when set, is called once the session has ended for good and
+	// closed its device, on the session's goroutine, after Done is closed.
+	// It lets an owner forget the session without a goroutine per session
+	// waiting on Done.
+	Ended func(*Session)
 }
 
 // Validate reports every invalid field at once: the transport's limits
@@ -144,7 +150,12 @@ func (s *Session) Serve(ctx context.Context) error {
 		<-s.done
 		return suture.ErrDoNotRestart
 	}
-	defer close(s.done)
+	defer func() {
+		close(s.done)
+		if s.cfg.Ended != nil {
+			s.cfg.Ended(s)
+		}
+	}()
 	if err := s.cfg.Validate(); err != nil {
 		s.end(err)
 		s.close()

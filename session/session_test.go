@@ -294,3 +294,33 @@ func rawMeta() map[string]any {
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 	}
 }
+
+// Ended is called once, after Done, when the session has ended for good.
+func TestEndedCallback(t *testing.T) {
+	leakCheck(t)
+	cfg := config(t, newCatalog(t))
+	calls := make(chan *Session, 2)
+	cfg.Ended = func(s *Session) {
+		select {
+		case <-s.Done():
+		default:
+			t.Error("Ended called before Done was closed")
+		}
+		calls <- s
+	}
+	dev, end := pipeDevice(t, false, Peer{})
+	s := New(15, dev, cfg)
+	run(t, s)
+	c := newClient(t, end)
+	end.closeInput()
+	waitDone(t, s)
+	c.eof()
+	if got := <-calls; got != s {
+		t.Fatalf("Ended got %v", got)
+	}
+	select {
+	case <-calls:
+		t.Fatal("Ended called twice")
+	case <-time.After(50 * time.Millisecond):
+	}
+}
