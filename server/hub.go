@@ -107,6 +107,18 @@ func (f *feed) offer(c change) {
 // the feed is closed (errFeedClosed). A closed feed wins over a waiting
 // change, and an ended ctx over a waiting change, so the result is
 // deterministic when several hold at once.
+// poll returns a waiting change without blocking; closed reports a closed
+// feed. After an empty poll, a send on f.wake says the queue may have grown.
+func (f *feed) poll() (c change, ok, closed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return change{}, false, true
+	}
+	c, ok = f.waiting.pop()
+	return c, ok, false
+}
+
 func (f *feed) next(ctx context.Context) (change, error) {
 	for {
 		f.mu.Lock()

@@ -129,6 +129,37 @@ func (ss *Session) Next(ctx context.Context) (Event, error) {
 	}
 }
 
+// Poll returns the next session-level notification when one is waiting
+// (the same as Next, without blocking). When none is, it returns the
+// channels that signal a possible one, either of which may be nil: call
+// Poll again once one fires. It lets a transport that already selects on
+// its own events take these too, without a goroutine per connection. One
+// goroutine at a time may call Poll or Next.
+func (ss *Session) Poll() (ev Event, ok bool, wake, changed <-chan struct{}) {
+	for {
+		ss.mu.Lock()
+		f, ch, closed := ss.feed, ss.feedChanged, ss.closed
+		ss.mu.Unlock()
+		if closed {
+			return Event{}, false, nil, nil
+		}
+		if f == nil {
+			return Event{}, false, nil, ch
+		}
+		c, ok, replaced := f.poll()
+		switch {
+		case replaced:
+			continue // a new legacy session began
+		case !ok:
+			return Event{}, false, f.wake, ch
+		case c.kind == changeResourceUpdated && !ss.subscribed(c.uri):
+			continue
+		}
+		method, params := legacyEvent(c)
+		return Event{Method: method, Params: params}, true, nil, nil
+	}
+}
+
 // Close ends the session: resource subscriptions are dropped and Next
 // returns. Idempotent.
 func (ss *Session) Close() {

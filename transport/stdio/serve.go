@@ -64,7 +64,7 @@ func (t *Transport) Serve(ctx context.Context) error {
 	if v := c.sess.Negotiated(); v != "" {
 		c.setVersion(v)
 	}
-	c.startSessionFeed()
+	c.pollSession()
 	defer c.teardown()
 	return c.run(ctx)
 }
@@ -90,14 +90,16 @@ type conn struct {
 	pumps  sync.WaitGroup
 
 	inflight map[protocol.ID]*work // admitted requests and open listen streams
-	feed     *sessionFeed          // the legacy session's notifications until EOF
-	version  string                // negotiated legacy version, "" before initialize
-	header   http.Header           // Mcp-Protocol-Version: version; shared, read-only
-	eof      bool
-	closing  bool  // shutdown has begun
-	failed   error // the terminal output failure
-	buf      []byte
-	stats    counting // what Counters show
+	// feedWake and feedChanged say when the legacy session may have a
+	// notification to write (see pollSession); nil after EOF.
+	feedWake, feedChanged <-chan struct{}
+	version               string      // negotiated legacy version, "" before initialize
+	header                http.Header // Mcp-Protocol-Version: version; shared, read-only
+	eof                   bool
+	closing               bool  // shutdown has begun
+	failed                error // the terminal output failure
+	buf                   []byte
+	stats                 counting // what Counters show
 }
 
 // work is one admitted request, and later possibly its listen stream.
@@ -117,7 +119,6 @@ const (
 	msgProgress
 	msgNotify
 	msgEvent
-	msgSessionEvent
 )
 
 // message is everything that reaches the coordinator besides lines.
@@ -189,6 +190,10 @@ func (c *conn) run(ctx context.Context) (err error) {
 		case <-ended:
 			// An earlier instance of this session took the end of input.
 			c.endInput()
+		case <-c.feedWake:
+			c.pollSession()
+		case <-c.feedChanged:
+			c.pollSession()
 		case <-c.fault:
 			panic("injected fault")
 		case m := <-c.inbox:
@@ -380,8 +385,6 @@ func (c *conn) handleMessage(m message) {
 		m.reply <- c.progress(m.sink, m.progress)
 	case msgNotify:
 		m.reply <- c.notify(m.sink, m.method, m.params)
-	case msgSessionEvent:
-		c.sessionEvent(m.event)
 	case msgEvent:
 		c.streamEvent(m.w, m.event, m.err)
 	}
@@ -408,7 +411,7 @@ func (c *conn) complete(w *work, o server.Outcome) {
 // admitted requests continue.
 func (c *conn) endInput() {
 	c.eof = true
-	c.stopSessionFeed()
+	c.feedWake, c.feedChanged = nil, nil
 	for _, w := range c.inflight {
 		if w.stream != nil {
 			c.closeStream(w, server.Disconnected, "")
@@ -459,7 +462,6 @@ func (c *conn) teardown() {
 		}
 	}
 	clear(c.inflight)
-	c.stopSessionFeed()
 	c.w.close()
 	c.pumps.Wait()
 	c.publishEnd()

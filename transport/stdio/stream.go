@@ -100,52 +100,25 @@ func (c *conn) closeStream(w *work, reason server.CloseReason, detail string) {
 	w.stream.Close(reason, detail)
 }
 
-// sessionFeed pumps a legacy session's notifications (list changes,
-// resource updates) to the coordinator, one at a time (protocol.md §9.4).
-type sessionFeed struct {
-	cancel context.CancelFunc
-	next   chan struct{}
-}
+// ready is a closed channel: selecting on it proceeds at once.
+var ready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (c *conn) startSessionFeed() {
-	ctx, cancel := context.WithCancel(context.Background())
-	c.feed = &sessionFeed{cancel: cancel, next: make(chan struct{}, 1)}
-	c.pumps.Add(1)
-	go func(f *sessionFeed) {
-		defer c.pumps.Done()
-		for {
-			ev, err := c.sess.Next(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case c.inbox <- message{kind: msgSessionEvent, event: ev}:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case <-f.next:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}(c.feed)
-}
-
-// stopSessionFeed ends session-level notifications: at EOF they end with
-// no output (transport.md §12.1).
-func (c *conn) stopSessionFeed() {
-	if c.feed != nil {
-		c.feed.cancel()
-		c.feed = nil
+// pollSession writes the legacy session's next waiting notification (a
+// list change, a resource update), one per turn of the coordinator, each
+// asked for only after the previous one was written (protocol.md §9.4).
+// With nothing waiting it keeps the channels that will say when to look
+// again. Session-level notifications end at EOF (transport.md §12.1).
+func (c *conn) pollSession() {
+	c.feedWake, c.feedChanged = nil, nil
+	if c.eof || c.failed != nil {
+		return
 	}
-}
-
-func (c *conn) sessionEvent(ev server.Event) {
-	if c.feed == nil {
+	ev, ok, wake, changed := c.sess.Poll()
+	if !ok {
+		c.feedWake, c.feedChanged = wake, changed
 		return
 	}
 	if c.writeNotification(ev.Method, ev.Params) {
-		c.feed.next <- struct{}{}
+		c.feedWake = ready // more may be waiting: look again next turn
 	}
 }
