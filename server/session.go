@@ -100,32 +100,19 @@ var errSessionClosed = errors.New("session closed")
 // session is closed. One goroutine at a time may call it.
 func (ss *Session) Next(ctx context.Context) (Event, error) {
 	for {
-		ss.mu.Lock()
-		f, changed, closed := ss.feed, ss.feedChanged, ss.closed
-		ss.mu.Unlock()
-		if closed {
+		ev, ok, wake, changed := ss.Poll()
+		if ok {
+			return ev, nil
+		}
+		if wake == nil && changed == nil {
 			return Event{}, errSessionClosed
 		}
-		if f == nil {
-			select {
-			case <-changed:
-				continue
-			case <-ctx.Done():
-				return Event{}, ctx.Err()
-			}
+		select {
+		case <-wake:
+		case <-changed:
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
 		}
-		c, err := f.next(ctx)
-		if errors.Is(err, errFeedClosed) {
-			continue // replaced by a new legacy session, or closed
-		}
-		if err != nil {
-			return Event{}, err
-		}
-		if c.kind == changeResourceUpdated && !ss.subscribed(c.uri) {
-			continue
-		}
-		method, params := legacyEvent(c)
-		return Event{Method: method, Params: params}, nil
 	}
 }
 
