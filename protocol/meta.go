@@ -79,10 +79,31 @@ func DecodeModernMeta(params map[string]json.RawMessage) (*RequestMeta, *Error) 
 	if !ok {
 		return nil, invalidParams(msgMetaMissing)
 	}
-	meta, ok := objectMembers(rawMeta)
+	meta, ok := Members(rawMeta)
 	if !ok {
 		return nil, invalidParams(msgMetaObject)
 	}
+	return DecodeMetaMembers(meta)
+}
+
+// ModernMeta applies the era rule of protocol.md §1.2 to a request's split
+// params: when params._meta is an object holding the member
+// io.modelcontextprotocol/protocolVersion (whatever its value), the request
+// is a 2026-era request and ModernMeta returns _meta split into members,
+// for DecodeMetaMembers. Otherwise ok is false: a legacy-era request.
+func ModernMeta(params map[string]json.RawMessage) (meta map[string]json.RawMessage, ok bool) {
+	meta, isObject := Members(params["_meta"])
+	if !isObject {
+		return nil, false
+	}
+	_, ok = meta[MetaProtocolVersion]
+	return meta, ok
+}
+
+// DecodeMetaMembers runs the checks of DecodeModernMeta that follow the
+// _meta object's presence (§5.2 steps 3 to 5) on _meta already split, as
+// ModernMeta gives it.
+func DecodeMetaMembers(meta map[string]json.RawMessage) (*RequestMeta, *Error) {
 	for key := range meta {
 		if !validMetaKey(key) {
 			return nil, invalidParams(msgMetaKey)
@@ -166,7 +187,7 @@ func (m *RequestMeta) Check(enabled Versions) *Error {
 
 // validClientInfo applies the clientInfo rules of protocol.md §5.2 step 8.
 func validClientInfo(raw json.RawMessage) bool {
-	info, ok := objectMembers(raw)
+	info, ok := Members(raw)
 	if !ok {
 		return false
 	}
@@ -193,7 +214,7 @@ func validClientInfo(raw json.RawMessage) bool {
 			return false
 		}
 		for _, icon := range icons {
-			fields, ok := objectMembers(icon)
+			fields, ok := Members(icon)
 			if !ok {
 				return false
 			}
@@ -208,7 +229,7 @@ func validClientInfo(raw json.RawMessage) bool {
 // validClientCapabilities applies the clientCapabilities rules of
 // protocol.md §5.2 step 8.
 func validClientCapabilities(raw json.RawMessage) bool {
-	caps, ok := objectMembers(raw)
+	caps, ok := Members(raw)
 	if !ok {
 		return false
 	}
@@ -225,13 +246,13 @@ func validClientCapabilities(raw json.RawMessage) bool {
 		if !present {
 			continue
 		}
-		inner, ok := objectMembers(v)
+		inner, ok := Members(v)
 		if !ok || !optionalObject(inner, group[1]) || !optionalObject(inner, group[2]) {
 			return false
 		}
 	}
 	if v, present := caps["extensions"]; present {
-		extensions, ok := objectMembers(v)
+		extensions, ok := Members(v)
 		if !ok {
 			return false
 		}
@@ -263,7 +284,7 @@ func optionalObject(members map[string]json.RawMessage, name string) bool {
 // grammar and the 2026 members are ignored.
 func CheckLegacyMeta(top map[string]json.RawMessage) *Error {
 	if rawMeta, present := top["_meta"]; present {
-		meta, ok := objectMembers(rawMeta)
+		meta, ok := Members(rawMeta)
 		if !ok {
 			return invalidParams(msgMetaObject)
 		}

@@ -376,3 +376,28 @@ func checkLegacy(params json.RawMessage) *Error {
 	}
 	return CheckLegacyMeta(top)
 }
+
+// ModernMeta is the era rule of §1.2: the version key in an object _meta,
+// whatever its value.
+func TestModernMeta(t *testing.T) {
+	for _, tt := range []struct {
+		params string
+		modern bool
+	}{
+		{`{}`, false},
+		{`{"_meta":5}`, false},
+		{`{"_meta":null}`, false},
+		{`{"_meta":{"progressToken":1}}`, false},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":null}}`, true},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","x":1}}`, true},
+	} {
+		top, err := paramsObject(json.RawMessage(tt.params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta, modern := ModernMeta(top)
+		if modern != tt.modern || modern && meta == nil {
+			t.Errorf("ModernMeta(%s) = %v, %v; want modern %v", tt.params, meta, modern, tt.modern)
+		}
+	}
+}

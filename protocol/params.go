@@ -41,7 +41,7 @@ type InitializeParams struct {
 // params included, is -32602 "initialize requires protocolVersion,
 // capabilities and clientInfo name/version". Other members are ignored.
 func DecodeInitialize(params json.RawMessage) (*InitializeParams, *Error) {
-	top, ok := objectMembers(params)
+	top, ok := Members(params)
 	if !ok {
 		return nil, invalidParams(msgInitialize)
 	}
@@ -49,7 +49,7 @@ func DecodeInitialize(params json.RawMessage) (*InitializeParams, *Error) {
 	if !ok || version == "" || jsonKind(top["capabilities"]) != '{' {
 		return nil, invalidParams(msgInitialize)
 	}
-	info, ok := objectMembers(top["clientInfo"])
+	info, ok := Members(top["clientInfo"])
 	if !ok {
 		return nil, invalidParams(msgInitialize)
 	}
@@ -102,11 +102,11 @@ var listenFlags = [...]string{"toolsListChanged", "promptsListChanged", "resourc
 // Unknown members are ignored. Duplicates count toward the 1,000 limit and
 // are then dropped.
 func DecodeListen(params json.RawMessage) (*ListenFilter, *Error) {
-	top, ok := objectMembers(params)
+	top, ok := Members(params)
 	if !ok {
 		return nil, invalidParams(msgListenNotifications)
 	}
-	notifications, ok := objectMembers(top["notifications"])
+	notifications, ok := Members(top["notifications"])
 	if !ok {
 		return nil, invalidParams(msgListenNotifications)
 	}
@@ -191,12 +191,6 @@ func jsonKind(raw json.RawMessage) byte {
 	return 0
 }
 
-// objectMembers decodes raw when it is a JSON object. It reports false for
-// absent (nil) raw, null and every other value.
-func objectMembers(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	return Members(raw)
-}
-
 // paramsObject decodes request params: nil or null give an empty (nil) map,
 // an object its members, and any other value ErrParamsType.
 func paramsObject(params json.RawMessage) (map[string]json.RawMessage, *Error) {
@@ -208,7 +202,7 @@ func paramsObject(params json.RawMessage) (map[string]json.RawMessage, *Error) {
 			return nil, nil
 		}
 	case '{':
-		if members, ok := objectMembers(params); ok {
+		if members, ok := Members(params); ok {
 			return members, nil
 		}
 	}

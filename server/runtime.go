@@ -183,7 +183,7 @@ type call struct {
 	meta    *protocol.RequestMeta // 2026 only
 	caps    protocol.ServerCapabilities
 	answers map[string]json.RawMessage // MRTR answers of this and earlier rounds
-	// metaMembers are params._meta split, when _meta is an object.
+	// metaMembers are params._meta split (2026 only).
 	metaMembers map[string]json.RawMessage
 }
 
@@ -197,7 +197,7 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 	if c.sess == nil {
 		c.sess = NewSession(0)
 	}
-	if meta, isObj := members(params["_meta"]); isObj && meta != nil && meta[protocol.MetaProtocolVersion] != nil {
+	if meta, modern := protocol.ModernMeta(params); modern {
 		c.metaMembers = meta
 		return c.serveModern(ctx)
 	}
@@ -228,7 +228,7 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 
 func (c *call) serveModern(ctx context.Context) Outcome {
 	c.modern = true
-	meta, err := protocol.DecodeModernMeta(c.params)
+	meta, err := protocol.DecodeMetaMembers(c.metaMembers)
 	if err != nil {
 		return errOutcome(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/snodod/snodod/protocol"
 )
 
 // Case 26: a duplicate in-flight id is refused at once; the original is not
@@ -163,5 +161,3 @@ func TestExecutorClosed(t *testing.T) {
 	h.expect(errLine("1", -32603, "Request executor unavailable"))
 	h.finish()
 }
-
-var _ = protocol.ID{}
