@@ -38,9 +38,19 @@ func (c *call) visible(e *toolEntry) bool {
 	return c.modern || e.input.isObject() && (e.output == nil || e.output.isObject())
 }
 
-// servePage sorts a listing taken at catalog revision rev by key, serves
-// the requested page of it as member name, and shapes the result.
-func servePage[T any](c *call, name string, items []T, rev uint64, key func(T) string) Outcome {
+// list serves one page of a list method: each entry's view (false leaves
+// it out) taken under the read lock with the catalog revision, sorted by
+// key, paginated and shaped as member name. The entry maps are made once
+// by New and only ever changed under the lock.
+func list[E, T any](c *call, name string, entries map[string]E, view func(E) (T, bool), key func(T) string) Outcome {
+	c.s.mu.RLock()
+	rev, items := c.s.revision, make([]T, 0, len(entries))
+	for _, e := range entries {
+		if v, ok := view(e); ok {
+			items = append(items, v)
+		}
+	}
+	c.s.mu.RUnlock()
 	slices.SortFunc(items, func(a, b T) int { return strings.Compare(key(a), key(b)) })
 	out, cursor, fail, ok := paginate(c, items, rev)
 	if !ok {
@@ -57,12 +67,7 @@ func servePage[T any](c *call, name string, items []T, rev uint64, key func(T) s
 func (c *call) dropIcons() bool { return c.version == protocol.Version20250618 }
 
 func (c *call) listTools() Outcome {
-	c.s.mu.RLock()
-	rev, items := c.s.revision, make([]Tool, 0, len(c.s.tools))
-	for _, e := range c.s.tools {
-		if !c.visible(e) {
-			continue
-		}
+	return list(c, "tools", c.s.tools, func(e *toolEntry) (Tool, bool) {
 		t := e.tool
 		t.InputSchema = e.input.json()
 		if e.output != nil {
@@ -71,52 +76,38 @@ func (c *call) listTools() Outcome {
 		if c.dropIcons() {
 			t.Icons = nil
 		}
-		items = append(items, t)
-	}
-	c.s.mu.RUnlock()
-	return servePage(c, "tools", items, rev, func(t Tool) string { return t.Name })
+		return t, c.visible(e)
+	}, func(t Tool) string { return t.Name })
 }
 
 func (c *call) listResources() Outcome {
-	c.s.mu.RLock()
-	rev, items := c.s.revision, make([]Resource, 0, len(c.s.resources))
-	for _, e := range c.s.resources {
+	return list(c, "resources", c.s.resources, func(e *resourceEntry) (Resource, bool) {
 		r := e.resource
 		if c.dropIcons() {
 			r.Icons = nil
 		}
-		items = append(items, r)
-	}
-	c.s.mu.RUnlock()
-	return servePage(c, "resources", items, rev, func(r Resource) string { return r.URI })
+		return r, true
+	}, func(r Resource) string { return r.URI })
 }
 
 func (c *call) listTemplates() Outcome {
-	c.s.mu.RLock()
-	rev, items := c.s.revision, make([]ResourceTemplate, 0, len(c.s.templates))
-	for _, e := range c.s.templates {
+	return list(c, "resourceTemplates", c.s.templates, func(e *templateEntry) (ResourceTemplate, bool) {
 		t := e.template
 		if c.dropIcons() {
 			t.Icons = nil
 		}
-		items = append(items, t)
-	}
-	c.s.mu.RUnlock()
-	return servePage(c, "resourceTemplates", items, rev, func(t ResourceTemplate) string { return t.URITemplate })
+		return t, true
+	}, func(t ResourceTemplate) string { return t.URITemplate })
 }
 
 func (c *call) listPrompts() Outcome {
-	c.s.mu.RLock()
-	rev, items := c.s.revision, make([]Prompt, 0, len(c.s.prompts))
-	for _, e := range c.s.prompts {
+	return list(c, "prompts", c.s.prompts, func(e *promptEntry) (Prompt, bool) {
 		p := e.prompt
 		if c.dropIcons() {
 			p.Icons = nil
 		}
-		items = append(items, p)
-	}
-	c.s.mu.RUnlock()
-	return servePage(c, "prompts", items, rev, func(p Prompt) string { return p.Name })
+		return p, true
+	}, func(p Prompt) string { return p.Name })
 }
 
 func stringParam(params map[string]json.RawMessage, name string) (string, bool) {
