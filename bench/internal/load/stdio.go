@@ -237,16 +237,12 @@ func pipeline(c *Conn, d wire.Dialect, base int64, n, inFlight int, timeout time
 // returns the median time to its whole answer (ms) and the growth of the
 // server's peak RSS (bytes).
 func large(s Server, d wire.Dialect, cfg StdioConfig, r *StdioResult, what string, request func([]byte, int64) []byte, size int) (ms, rss float64) {
-	p, err := Spawn(s)
+	p, err := spawnReady(s, d)
 	if err != nil {
 		r.problem("%s: %v", what, err)
 		return nan(), nan()
 	}
 	defer p.Kill()
-	if err := p.Handshake(d, 30*time.Second); err != nil {
-		r.problem("%s: %v%s", what, err, stderrNote(p))
-		return nan(), nan()
-	}
 	id := int64(1)
 	for range 20 {
 		if _, err := p.Call(d.Echo(nil, id), id, cfg.Timeout); err != nil {
@@ -289,14 +285,11 @@ func large(s Server, d wire.Dialect, cfg StdioConfig, r *StdioResult, what strin
 // tells what came of it: an error line, the whole answer, an exit, or
 // nothing; then whether the server still answers.
 func hugeLine(s Server, d wire.Dialect, cfg StdioConfig) string {
-	p, err := Spawn(s)
+	p, err := spawnReady(s, d)
 	if err != nil {
 		return "not run: " + err.Error()
 	}
 	defer p.Kill()
-	if err := p.Handshake(d, 30*time.Second); err != nil {
-		return "not run: " + err.Error()
-	}
 	const id = 7
 	line := d.EchoOf(nil, id, cfg.HugeLine)
 	sent := make(chan error, 1)
@@ -348,14 +341,11 @@ func hugeLine(s Server, d wire.Dialect, cfg StdioConfig) string {
 // cancel starts sleep 1000, cancels it 100 ms later, and tells whether
 // anything was written for it after the cancel.
 func cancel(s Server, d wire.Dialect) string {
-	p, err := Spawn(s)
+	p, err := spawnReady(s, d)
 	if err != nil {
 		return "not run: " + err.Error()
 	}
 	defer p.Kill()
-	if err := p.Handshake(d, 30*time.Second); err != nil {
-		return "not run: " + err.Error()
-	}
 	const id = 5
 	if err := p.Send(d.Call(nil, id, "sleep", `{"ms":1000}`)); err != nil {
 		return "not run: " + err.Error()
@@ -418,6 +408,21 @@ func exitNote(p *Proc) string {
 }
 
 // stderrNote is the last line the server wrote on standard error, if any.
+// spawnReady starts a server and makes it ready for calls at d's version
+// (a legacy initialize, or nothing in 2026). A handshake failure kills it
+// and carries the last line it wrote on stderr.
+func spawnReady(s Server, d wire.Dialect) (*Proc, error) {
+	p, err := Spawn(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Handshake(d, 30*time.Second); err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("%w%s", err, stderrNote(p))
+	}
+	return p, nil
+}
+
 func stderrNote(p *Proc) string {
 	lines := strings.Split(strings.TrimSpace(p.Stderr()), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
