@@ -46,7 +46,6 @@ func (t *Transport) Serve(ctx context.Context) error {
 		disp:     t.Dispatcher,
 		exec:     exec.Conn(),
 		w:        newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
-		in:       t.In,
 		reader:   reader,
 		limitErr: protocol.LineLimitError(reader.limit),
 		fault:    t.Fault,
@@ -78,7 +77,6 @@ type conn struct {
 	disp     server.Dispatcher
 	exec     *server.ExecConn
 	w        *frameWriter
-	in       any
 	limitErr *protocol.Error
 	sess     *server.Session
 	grace    time.Duration
@@ -93,13 +91,14 @@ type conn struct {
 	// feedWake and feedChanged say when the legacy session may have a
 	// notification to write (see pollSession); nil after EOF.
 	feedWake, feedChanged <-chan struct{}
-	version               string      // negotiated legacy version, "" before initialize
-	header                http.Header // Mcp-Protocol-Version: version; shared, read-only
-	eof                   bool
-	closing               bool  // shutdown has begun
-	failed                error // the terminal output failure
-	buf                   []byte
-	stats                 counting // what Counters show
+	// header is Mcp-Protocol-Version: the negotiated legacy version, nil
+	// before initialize; shared by requests, read-only.
+	header  http.Header
+	eof     bool
+	closing bool  // shutdown has begun
+	failed  error // the terminal output failure
+	buf     []byte
+	stats   counting // what Counters show
 }
 
 // work is one admitted request, and later possibly its listen stream.
@@ -296,8 +295,7 @@ func (c *conn) initialize(msg *protocol.Message) {
 // setVersion records the negotiated version whose header later legacy
 // requests carry (transport.md §14).
 func (c *conn) setVersion(version string) {
-	if version != c.version {
-		c.version = version
+	if c.header.Get(server.HeaderProtocolVersion) != version {
 		c.header = http.Header{server.HeaderProtocolVersion: {version}}
 	}
 }
