@@ -142,13 +142,9 @@ func (s *Server) change(apply func(), c change) {
 // emergency; logger may be empty. It never fails the handler: a message
 // that cannot be delivered is dropped.
 func Log(ctx context.Context, level, logger string, data any) {
-	if l, _ := ctx.Value(logKey{}).(requestLogger); l != nil {
+	if l, ok := ctx.Value(logKey{}).(sessionLog); ok {
 		l.log(level, logger, data)
 	}
 }
 
 type logKey struct{}
-
-type requestLogger interface {
-	log(level, logger string, data any)
-}
