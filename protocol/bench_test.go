@@ -47,7 +47,9 @@ func BenchmarkEncode(b *testing.B) {
 	}{
 		{"typical", toolResult{Content: []textContent{{Type: "text", Text: "main.go:12: func main() {\ncmd/run.go:8: func main() {"}}}},
 		{"1MB-text", toolResult{Content: []textContent{{Type: "text", Text: strings.Repeat("lorem ipsum dolor sit amet, ", 1<<20/28)}}}},
+		{"1MB-text-fresh", toolResult{Content: []textContent{{Type: "text", Text: strings.Repeat("lorem ipsum dolor sit amet, ", 1<<20/28)}}}},
 	} {
+		fresh := strings.HasSuffix(bc.name, "-fresh")
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			buf, err := AppendResult(nil, IntID(42), bc.result)
@@ -55,6 +57,16 @@ func BenchmarkEncode(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(buf)))
+			if fresh {
+				// Into a small buffer, as a connection does for a large
+				// result: B/op shows what the growth costs.
+				for b.Loop() {
+					if _, err = AppendResult(make([]byte, 0, 4096), IntID(42), bc.result); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return
+			}
 			for b.Loop() {
 				if buf, err = AppendResult(buf[:0], IntID(42), bc.result); err != nil {
 					b.Fatal(err)

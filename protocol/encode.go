@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -178,6 +179,13 @@ const hexDigits = "0123456789abcdef"
 // (\b, \f, \n, \r, \t or \u00XX), U+2028 and U+2029 escaped, invalid UTF-8
 // as \ufffd, everything else raw.
 func AppendString(b []byte, s string) []byte {
+	if len(s) > cap(b)-len(b) {
+		// One allocation for a long string, with room for a few escapes
+		// and the rest of its frame: appending it in pieces would grow the
+		// buffer again and again, and a large result would then cost
+		// several times its size (issue 5's RSS goal).
+		b = slices.Grow(b, len(s)+len(s)/64+512)
+	}
 	b = append(b, '"')
 	last := 0
 	for i := 0; i < len(s); {
