@@ -117,6 +117,13 @@ func runStdio(args []string) int {
 	defer out.Close()
 	defer restore()
 	t.Out = out
+	in, restoreIn, err := takeStdin()
+	if err != nil {
+		return fail(err)
+	}
+	defer in.Close()
+	defer restoreIn()
+	t.In = in
 
 	// A client that stops reading standard error must not kill the
 	// session: with SIGPIPE ignored, writes to a closed pipe fail with

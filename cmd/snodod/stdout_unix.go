@@ -32,13 +32,37 @@ func takeStdout() (out *os.File, restore func(), err error) {
 		unix.Close(fd)
 		return nil, nil, fmt.Errorf("point standard output at standard error: %w", err)
 	}
-	restore = func() {}
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFIFO || st.Mode&unix.S_IFMT == unix.S_IFSOCK) {
-		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-		if err == nil && flags&unix.O_NONBLOCK == 0 && unix.SetNonblock(fd, true) == nil {
-			restore = func() { _ = unix.SetNonblock(fd, false) }
-		}
-	}
+	restore = pollable(fd) // first: os.NewFile looks at the mode
 	return os.NewFile(uintptr(fd), "standard output"), restore, nil
+}
+
+// pollable puts fd into O_NONBLOCK when it is a pipe or a socket and
+// returns what restores its mode.
+func pollable(fd int) (restore func()) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return func() {}
+	}
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil || flags&unix.O_NONBLOCK != 0 || unix.SetNonblock(fd, true) != nil {
+		return func() {}
+	}
+	return func() { _ = unix.SetNonblock(fd, false) }
+}
+
+// takeStdin returns a new descriptor for standard input, for the
+// transport's reader. On a pipe or a socket it is made O_NONBLOCK as in
+// takeStdout, so a read waits in the runtime's poller instead of blocking
+// a thread in read(2): the runtime then hands nothing between threads when
+// a line arrives, which costs CPU on every request. Nothing else may read
+// os.Stdin afterwards (it shares the mode); the caller calls restore and
+// then closes in.
+func takeStdin() (in *os.File, restore func(), err error) {
+	fd, err := unix.Dup(0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("duplicate standard input: %w", err)
+	}
+	unix.CloseOnExec(fd)
+	restore = pollable(fd) // first: os.NewFile looks at the mode
+	return os.NewFile(uintptr(fd), "standard input"), restore, nil
 }
