@@ -39,12 +39,12 @@ func (s *requestSink) Report(p server.Progress) error {
 		len(p.Message) > maxProgressMessageBytes || !utf8.ValidString(p.Message) {
 		return server.ErrProgressInvalid
 	}
-	return s.send(message{kind: msgProgress, progress: p})
+	return s.send(message{kind: msgProgress, note: &note{progress: p}})
 }
 
 // Notify implements server.Notifier.
 func (s *requestSink) Notify(method string, params any) error {
-	return s.send(message{kind: msgNotify, method: method, params: params})
+	return s.send(message{kind: msgNotify, note: &note{method: method, params: params}})
 }
 
 // send hands m to the coordinator and waits for it to be written or
@@ -56,7 +56,7 @@ func (s *requestSink) send(m message) error {
 	timer := time.NewTimer(progressAckTimeout)
 	defer timer.Stop()
 	reply := make(chan error, 1)
-	m.sink, m.reply = s, reply
+	m.note.sink, m.note.reply = s, reply
 	select {
 	case s.c.inbox <- m:
 	case <-s.c.done:

@@ -12,10 +12,10 @@ import (
 
 // A connection reads into a small buffer first and switches to a larger
 // one once a read fills it: an idle session (most of a daemon's) then holds
-// 4 KiB, a busy one reads 32 KiB at a time. Lines longer than a read are
+// 512 bytes, a busy one reads 32 KiB at a time. Lines longer than a read are
 // joined in a separate buffer that never grows past the limit.
 const (
-	firstReadChunk = 4 << 10
+	firstReadChunk = 512
 	readChunk      = 32 << 10
 )
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -47,7 +48,6 @@ func (t *Transport) Serve(ctx context.Context) error {
 		exec:     exec.Conn(),
 		w:        newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
 		reader:   reader,
-		limitErr: protocol.LineLimitError(reader.limit),
 		fault:    t.Fault,
 		sess:     t.Session,
 		grace:    orDefault(t.ShutdownGrace, DefaultShutdownGrace),
@@ -73,13 +73,12 @@ func (t *Transport) Serve(ctx context.Context) error {
 // arrive on inbox. It never waits on a handler, and it writes every frame
 // itself, one at a time (transport.md §11.2).
 type conn struct {
-	log      *slog.Logger
-	disp     server.Dispatcher
-	exec     *server.ExecConn
-	w        *frameWriter
-	limitErr *protocol.Error
-	sess     *server.Session
-	grace    time.Duration
+	log   *slog.Logger
+	disp  server.Dispatcher
+	exec  *server.ExecConn
+	w     *frameWriter
+	sess  *server.Session
+	grace time.Duration
 
 	reader *Reader
 	fault  <-chan struct{}
@@ -95,10 +94,12 @@ type conn struct {
 	// before initialize; shared by requests, read-only.
 	header  http.Header
 	eof     bool
-	closing bool  // shutdown has begun
-	failed  error // the terminal output failure
-	buf     []byte
-	stats   counting // what Counters show
+	closing bool        // shutdown has begun
+	linger  *time.Timer // set while a shutdown lingers (see shutdownLinger)
+	failed  error       // the terminal output failure
+	out     []byte      // committed frames not yet written (see commit)
+	lazy    bool        // frames committed now may wait in out
+	stats   counting    // what Counters show
 }
 
 // work is one admitted request, and later possibly its listen stream.
@@ -120,11 +121,19 @@ const (
 	msgEvent
 )
 
-// message is everything that reaches the coordinator besides lines.
+// message is everything that reaches the coordinator besides lines. It is
+// small, because every connection's inbox buffers several: what only the
+// rarer kinds carry is behind note.
 type message struct {
-	kind     messageKind
-	w        *work
-	outcome  server.Outcome
+	kind    messageKind
+	w       *work
+	outcome server.Outcome
+	note    *note
+}
+
+// note is a progress report, a request-scoped notification or a stream
+// event.
+type note struct {
 	sink     *requestSink
 	progress server.Progress
 	method   string
@@ -148,14 +157,18 @@ func (c *conn) run(ctx context.Context) (err error) {
 		if v := recover(); v != nil {
 			c.log.Error("session coordinator failed; handing the device on", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			err = c.abandon(v)
+			return
+		}
+		if err == nil && !c.flush() {
+			err = c.failed
 		}
 	}()
 	ctxDone := ctx.Done()
-	var grace, linger <-chan time.Time
-	var lingerTimer *time.Timer
+	var grace <-chan time.Time
+	yielded := false
 	defer func() {
-		if lingerTimer != nil {
-			lingerTimer.Stop()
+		if c.linger != nil {
+			c.linger.Stop()
 		}
 	}()
 	for c.failed == nil {
@@ -167,25 +180,47 @@ func (c *conn) run(ctx context.Context) (err error) {
 			// Shutting down with nothing admitted: answer the lines the
 			// client already sent ("Session closed by server") before
 			// handing the device back, rather than leaving them unread.
-			if lingerTimer == nil {
-				lingerTimer = time.NewTimer(shutdownLinger)
-				linger = lingerTimer.C
+			if c.linger == nil {
+				c.linger = time.NewTimer(shutdownLinger)
 			}
 		}
 		var lines <-chan lineEvent
 		var ended <-chan struct{}
+		var linger <-chan time.Time
+		if c.linger != nil {
+			linger = c.linger.C
+		}
 		if !c.eof {
 			lines, ended = c.reader.lines, c.reader.ended
+		}
+		if len(c.out) > 0 {
+			// Frames are waiting: take what is already at hand first, so
+			// frames that are ready together go out in one write. The
+			// reader or a worker this goroutine just woke may not have run
+			// yet, so it yields once before writing.
+			select {
+			case ev := <-lines:
+				c.line(ev)
+				continue
+			case m := <-c.inbox:
+				c.handleMessage(m)
+				continue
+			default:
+			}
+			if !yielded {
+				yielded = true
+				runtime.Gosched()
+				continue
+			}
+			yielded = false
+			c.flush()
+			continue
 		}
 		select {
 		case <-linger:
 			return nil
 		case ev := <-lines:
-			if lingerTimer != nil {
-				lingerTimer.Stop()
-				lingerTimer, linger = nil, nil
-			}
-			c.handleLine(ev)
+			c.line(ev)
 		case <-ended:
 			// An earlier instance of this session took the end of input.
 			c.endInput()
@@ -211,12 +246,24 @@ func (c *conn) run(ctx context.Context) (err error) {
 	return c.failed
 }
 
+// line handles a line from the reader; a lingering shutdown (see
+// shutdownLinger) starts its wait afresh.
+func (c *conn) line(ev lineEvent) {
+	if c.linger != nil {
+		c.linger.Stop()
+		c.linger = nil
+	}
+	c.lazy = true
+	c.handleLine(ev)
+	c.lazy = false
+}
+
 func (c *conn) handleLine(ev lineEvent) {
 	switch ev.kind {
 	case lineData:
 		c.handleData(ev.data)
 	case lineOversize:
-		c.writeError(protocol.ID{}, c.limitErr)
+		c.writeError(protocol.ID{}, protocol.LineLimitError(c.reader.limit))
 	case lineEOF:
 		c.endInput()
 	case lineError:
@@ -295,9 +342,21 @@ func (c *conn) initialize(msg *protocol.Message) {
 // setVersion records the negotiated version whose header later legacy
 // requests carry (transport.md §14).
 func (c *conn) setVersion(version string) {
-	if c.header.Get(server.HeaderProtocolVersion) != version {
-		c.header = http.Header{server.HeaderProtocolVersion: {version}}
+	if c.header.Get(server.HeaderProtocolVersion) == version {
+		return
 	}
+	if h, ok := versionHeaders[version]; ok {
+		c.header = h
+		return
+	}
+	c.header = http.Header{server.HeaderProtocolVersion: {version}}
+}
+
+// versionHeaders are the headers of the legacy versions, shared by every
+// connection (they are read-only) so an idle connection holds none.
+var versionHeaders = map[string]http.Header{
+	protocol.Version20251125: {server.HeaderProtocolVersion: {protocol.Version20251125}},
+	protocol.Version20250618: {server.HeaderProtocolVersion: {protocol.Version20250618}},
 }
 
 // shutdownLinger is how long a shutting-down connection with nothing in
@@ -316,6 +375,8 @@ var ErrSessionFailed = errors.New("session coordinator failed")
 // (transport.md §12.4): listen streams get notifications/cancelled, admitted
 // requests get "Session closed by server".
 func (c *conn) abandon(cause any) error {
+	c.lazy = false
+	c.flush()
 	for id, w := range c.inflight {
 		if c.failed != nil {
 			break
@@ -378,13 +439,15 @@ func (c *conn) cancel(params json.RawMessage) {
 func (c *conn) handleMessage(m message) {
 	switch m.kind {
 	case msgOutcome:
+		c.lazy = true
 		c.complete(m.w, m.outcome)
+		c.lazy = false
 	case msgProgress:
-		m.reply <- c.progress(m.sink, m.progress)
+		m.note.reply <- c.progress(m.note.sink, m.note.progress)
 	case msgNotify:
-		m.reply <- c.notify(m.sink, m.method, m.params)
+		m.note.reply <- c.notify(m.note.sink, m.note.method, m.note.params)
 	case msgEvent:
-		c.streamEvent(m.w, m.event, m.err)
+		c.streamEvent(m.w, m.note.event, m.note.err)
 	}
 }
 

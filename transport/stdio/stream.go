@@ -24,7 +24,9 @@ func (c *conn) openStream(w *work, s server.Stream) {
 		c.writeError(w.id, protocol.ErrSubscriptionCap)
 		return
 	}
-	if !c.writeNotification("notifications/subscriptions/acknowledged", s.Ack()) {
+	// The acknowledgement is written, not only committed, before the first
+	// event is asked for (§9.4).
+	if !c.writeNotification("notifications/subscriptions/acknowledged", s.Ack()) || !c.flush() {
 		c.sess.ReleaseSubscription()
 		reason := server.OutputFailed
 		if c.failed == nil {
@@ -52,7 +54,7 @@ func (c *conn) pump(ctx context.Context, w *work) {
 			return
 		}
 		select {
-		case c.inbox <- message{kind: msgEvent, w: w, event: ev, err: err}:
+		case c.inbox <- message{kind: msgEvent, w: w, note: &note{event: ev, err: err}}:
 		case <-ctx.Done():
 			return
 		}

@@ -232,3 +232,43 @@ func TestWriteTimeoutWithoutDeadlines(t *testing.T) {
 	ep.closeAll()
 	goleakCheck(t)
 }
+
+// Frames that are ready together go out in one write: five results that
+// arrive while a write is blocked follow it in a single write, whole and
+// each on its own line.
+func TestReadyFramesShareAWrite(t *testing.T) {
+	s := startStalled(t, pipes, stdio.Transport{}, server.ExecutorLimits{})
+	for i := range 5 {
+		io.WriteString(s.ep.w, call(i, "block", `{}`)+"\n")
+		<-s.cat.started
+	}
+	io.WriteString(s.ep.w, "{invalid}\n")
+	waitFor(t, func() bool { return s.out.writes.Load() == 1 }) // blocked on the full device
+	s.cat.Release()
+	// The handlers return at once; their outcomes wait in the coordinator's
+	// inbox while it is blocked. There is no signal for "delivered", so
+	// give them ample time.
+	time.Sleep(200 * time.Millisecond)
+	br := skipFiller(t, s.ep.r, s.filler)
+	if l, _ := br.ReadString('\n'); !strings.Contains(l, `"Parse error"`) {
+		t.Fatalf("first line %q", l)
+	}
+	seen := map[string]bool{}
+	for range 5 {
+		l, err := br.ReadString('\n')
+		if err != nil || !strings.Contains(l, `"text":"released"`) {
+			t.Fatalf("got %q (%v), want a result", l, err)
+		}
+		seen[l] = true
+	}
+	if len(seen) != 5 {
+		t.Fatalf("%d distinct results, want 5", len(seen))
+	}
+	if n := s.out.writes.Load(); n != 2 {
+		t.Fatalf("%d writes, want 2: the blocked one and one for the five results", n)
+	}
+	s.ep.closeInput()
+	if err := s.wait(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -21,7 +21,7 @@ func (e *OutputError) Unwrap() error { return e.Err }
 
 type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
 
-// frameWriter writes one frame at a time to the device, each within the
+// frameWriter writes committed frames to the device, each write within the
 // write timeout. It is used by the coordinator only; it never retries and
 // never closes the device.
 type frameWriter struct {
@@ -35,8 +35,6 @@ type frameWriter struct {
 	frames    chan []byte
 	results   chan error
 	timer     *time.Timer
-
-	bytesOut int64
 }
 
 func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
@@ -47,19 +45,18 @@ func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
 	return w
 }
 
-// write writes frame whole or returns an *OutputError. After an error the
+// write writes frames whole or returns an *OutputError. After an error the
 // writer must not be used again.
-func (w *frameWriter) write(frame []byte) error {
+func (w *frameWriter) write(frames []byte) error {
 	var err error
 	if w.deadlines {
-		err = w.writeWithDeadline(frame)
+		err = w.writeWithDeadline(frames)
 	} else {
-		err = w.writeWithWait(frame)
+		err = w.writeWithWait(frames)
 	}
 	if err != nil {
 		return &OutputError{Err: err}
 	}
-	w.bytesOut += int64(len(frame))
 	return nil
 }
 
