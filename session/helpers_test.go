@@ -40,7 +40,7 @@ type catalog struct {
 	once    sync.Once
 }
 
-func newCatalog(t *testing.T) *catalog {
+func newCatalog(t testing.TB) *catalog {
 	s, err := server.New(server.Options{})
 	if err != nil {
 		t.Fatal(err)

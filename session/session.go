@@ -113,6 +113,7 @@ type Session struct {
 	ended     bool        // final is closed
 	failures  []time.Time // within the restart window, oldest first
 	ownReader *stdio.Reader
+	stopSup   context.CancelFunc // ends the session's supervisor
 }
 
 // New returns the session that will serve dev with id. The Session closes
@@ -177,18 +178,15 @@ func (s *Session) Serve(ctx context.Context) error {
 		Timeout: s.stopTimeout(),
 	})
 	sup.Add(&instance{s})
+	// The supervisor runs on this goroutine (a session is one goroutine
+	// fewer than with ServeBackground); end stops it once an instance has
+	// ended the session, and ctx once the daemon shuts down.
 	supCtx, stop := context.WithCancel(ctx)
-	supDone := sup.ServeBackground(supCtx)
-	supEnded := false
-	select {
-	case <-s.final:
-	case <-supDone: // ctx ended; an instance, if one ran, was stopped
-		supEnded = true
-	}
+	s.mu.Lock()
+	s.stopSup = stop
+	s.mu.Unlock()
+	_ = sup.Serve(supCtx) // ctx's error, or nil: nothing to report
 	stop()
-	if !supEnded {
-		<-supDone // ctx's error, or nil: nothing to report
-	}
 	// suture gives up on an instance after its Timeout; the device must
 	// not be closed under one that still runs, so wait for it here.
 	s.slot <- struct{}{}
@@ -233,6 +231,9 @@ func (s *Session) end(err error) {
 	if !s.ended {
 		s.ended, s.err = true, err
 		close(s.final)
+		if s.stopSup != nil {
+			s.stopSup()
+		}
 	}
 }
 
