@@ -62,9 +62,14 @@ func (h *hub) publish(c change) {
 // subscribe returns a new feed receiving the changes accept reports true
 // for (all of them when accept is nil). accept is called by publishing
 // goroutines, possibly concurrently: it must be fast and must not block or
-// call back into the hub. The caller closes the feed.
-func (h *hub) subscribe(accept func(change) bool) *feed {
-	f := &feed{hub: h, accept: accept, wake: make(chan struct{}, 1), done: make(chan struct{})}
+// call back into the hub. wake, 1-buffered, is the feed's "the queue may
+// have grown" (a Session shares its own with its feeds); nil makes one.
+// The caller closes the feed.
+func (h *hub) subscribe(accept func(change) bool, wake chan struct{}) *feed {
+	if wake == nil {
+		wake = make(chan struct{}, 1)
+	}
+	f := &feed{hub: h, accept: accept, wake: wake, done: make(chan struct{})}
 	h.mu.Lock()
 	h.feeds[f] = struct{}{}
 	h.mu.Unlock()

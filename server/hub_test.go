@@ -57,7 +57,7 @@ func assertEmpty(t *testing.T, f *feed) {
 
 func TestHubDeliversInOrderAndMerges(t *testing.T) {
 	h := newHub()
-	f := h.subscribe(nil)
+	f := h.subscribe(nil, nil)
 	defer f.close()
 	for _, c := range []change{{kind: changeTools}, updated("a"), {kind: changeTools}, updated("b"),
 		updated("a"), {kind: changePrompts}, {kind: changeResources}, {kind: changePrompts}} {
@@ -101,7 +101,7 @@ func TestFeedOverflow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHub()
-			f := h.subscribe(nil)
+			f := h.subscribe(nil, nil)
 			defer f.close()
 			for _, c := range tt.publish {
 				h.publish(c)
@@ -121,9 +121,9 @@ func TestFeedOverflow(t *testing.T) {
 
 func TestFeedFilter(t *testing.T) {
 	h := newHub()
-	onlyA := h.subscribe(func(c change) bool { return c == updated("a") })
+	onlyA := h.subscribe(func(c change) bool { return c == updated("a") }, nil)
 	defer onlyA.close()
-	all := h.subscribe(nil)
+	all := h.subscribe(nil, nil)
 	defer all.close()
 	h.publish(change{kind: changeTools})
 	h.publish(updated("b"))
@@ -139,7 +139,7 @@ func TestFeedFilter(t *testing.T) {
 func TestFeedNextUnblocksOnClose(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	h := newHub()
-	f := h.subscribe(nil)
+	f := h.subscribe(nil, nil)
 	h.publish(change{kind: changeTools}) // dropped by close
 	mustNext(t, f)
 	errc := make(chan error, 1)
@@ -172,7 +172,7 @@ func TestFeedNextUnblocksOnClose(t *testing.T) {
 
 func TestFeedCloseWinsOverWaiting(t *testing.T) {
 	h := newHub()
-	f := h.subscribe(nil)
+	f := h.subscribe(nil, nil)
 	h.publish(change{kind: changeTools})
 	f.close()
 	if _, err := f.next(context.Background()); !errors.Is(err, errFeedClosed) {
@@ -183,7 +183,7 @@ func TestFeedCloseWinsOverWaiting(t *testing.T) {
 func TestFeedNextUnblocksOnContext(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	h := newHub()
-	f := h.subscribe(nil)
+	f := h.subscribe(nil, nil)
 	defer f.close()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -221,7 +221,7 @@ func TestFeedNextUnblocksOnContext(t *testing.T) {
 func TestFeedNextWakesOnPublish(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	h := newHub()
-	f := h.subscribe(nil)
+	f := h.subscribe(nil, nil)
 	defer f.close()
 	ctx, cancel := context.WithTimeout(context.Background(), hubWait)
 	defer cancel()
@@ -251,7 +251,7 @@ func TestHubConcurrentPublish(t *testing.T) {
 	h := newHub()
 	fs := make([]*feed, feeds)
 	for i := range fs {
-		fs[i] = h.subscribe(nil)
+		fs[i] = h.subscribe(nil, nil)
 	}
 	var wg sync.WaitGroup
 	for p := range publishers {
@@ -265,7 +265,7 @@ func TestHubConcurrentPublish(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 200 {
-				h.subscribe(nil).close()
+				h.subscribe(nil, nil).close()
 			}
 		})
 	}
@@ -298,7 +298,7 @@ func TestHubConcurrentConsumers(t *testing.T) {
 	var consumersDone, publishersDone sync.WaitGroup
 	errs := make(chan error, consumers)
 	for range consumers {
-		f := h.subscribe(func(c change) bool { return c.kind == changeResourceUpdated })
+		f := h.subscribe(func(c change) bool { return c.kind == changeResourceUpdated }, nil)
 		consumersDone.Go(func() {
 			defer f.close()
 			last := make([]int, publishers)
@@ -349,7 +349,7 @@ func TestHubConcurrentConsumers(t *testing.T) {
 func BenchmarkHubPublish(b *testing.B) {
 	h := newHub()
 	for range 5000 {
-		f := h.subscribe(func(c change) bool { return c.kind == changeTools })
+		f := h.subscribe(func(c change) bool { return c.kind == changeTools }, nil)
 		defer f.close()
 	}
 	for b.Loop() {

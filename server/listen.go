@@ -104,7 +104,7 @@ func newListenStream(h *hub, id protocol.ID, filter listenFilter, serverInfo any
 	}
 	meta := subscriptionMeta{SubscriptionID: id}
 	return &listenStream{
-		feed: h.subscribe(filter.accepter()),
+		feed: h.subscribe(filter.accepter(), nil),
 		meta: meta,
 		ack: acknowledgedParams{Meta: meta, Notifications: acknowledgedNotes{
 			ToolsListChanged:      filter.tools,
@@ -161,7 +161,7 @@ func (s *listenStream) complete() {
 // newSessionFeed subscribes a legacy connection's notification feed (list
 // changes of advertised kinds, updates of subscribed URIs). accept is the
 // connection's filter; see hub.subscribe for its rules.
-func newSessionFeed(h *hub, accept func(change) bool) *feed { return h.subscribe(accept) }
+func newSessionFeed(h *hub, accept func(change) bool) *feed { return h.subscribe(accept, nil) }
 
 // legacyEvent returns the legacy notification line for c: a list change
 // without params (§9.8), or notifications/resources/updated with the URI

@@ -34,7 +34,7 @@ type Session struct {
 	uris        map[string]struct{}
 	listens     int
 	feed        *feed         // session-level notifications, once initialized
-	feedChanged chan struct{} // closed when feed is replaced
+	wake        chan struct{} // 1-buffered: feed may have grown, or was replaced
 	closed      bool
 }
 
@@ -45,7 +45,7 @@ func NewSession(maxSubscriptions int) *Session {
 		maxSubscriptions = DefaultMaxSubscriptions
 	}
 	info, _ := protocol.LogLevelRank("info")
-	return &Session{max: maxSubscriptions, logRank: info, feedChanged: make(chan struct{})}
+	return &Session{max: maxSubscriptions, logRank: info, wake: make(chan struct{}, 1)}
 }
 
 // Negotiated is the legacy version the connection negotiated, "" before
@@ -100,16 +100,15 @@ var errSessionClosed = errors.New("session closed")
 // session is closed. One goroutine at a time may call it.
 func (ss *Session) Next(ctx context.Context) (Event, error) {
 	for {
-		ev, ok, wake, changed := ss.Poll()
+		ev, ok, wake := ss.Poll()
 		if ok {
 			return ev, nil
 		}
-		if wake == nil && changed == nil {
+		if wake == nil {
 			return Event{}, errSessionClosed
 		}
 		select {
 		case <-wake:
-		case <-changed:
 		case <-ctx.Done():
 			return Event{}, ctx.Err()
 		}
@@ -118,32 +117,33 @@ func (ss *Session) Next(ctx context.Context) (Event, error) {
 
 // Poll returns the next session-level notification when one is waiting
 // (the same as Next, without blocking). When none is, it returns the
-// channels that signal a possible one, either of which may be nil: call
-// Poll again once one fires. It lets a transport that already selects on
-// its own events take these too, without a goroutine per connection. One
-// goroutine at a time may call Poll or Next.
-func (ss *Session) Poll() (ev Event, ok bool, wake, changed <-chan struct{}) {
+// channel that signals a possible one (nil once the session is closed):
+// call Poll again once it fires. It lets a transport that already selects
+// on its own events take these too, without a goroutine per connection,
+// and with one channel to watch. One goroutine at a time may call Poll or
+// Next.
+func (ss *Session) Poll() (ev Event, ok bool, wake <-chan struct{}) {
 	for {
 		ss.mu.Lock()
-		f, ch, closed := ss.feed, ss.feedChanged, ss.closed
+		f, closed := ss.feed, ss.closed
 		ss.mu.Unlock()
 		if closed {
-			return Event{}, false, nil, nil
+			return Event{}, false, nil
 		}
 		if f == nil {
-			return Event{}, false, nil, ch
+			return Event{}, false, ss.wake
 		}
 		c, ok, replaced := f.poll()
 		switch {
 		case replaced:
 			continue // a new legacy session began
 		case !ok:
-			return Event{}, false, f.wake, ch
+			return Event{}, false, ss.wake
 		case c.kind == changeResourceUpdated && !ss.subscribed(c.uri):
 			continue
 		}
 		method, params := legacyEvent(c)
-		return Event{Method: method, Params: params}, true, nil, nil
+		return Event{Method: method, Params: params}, true, nil
 	}
 }
 
@@ -169,8 +169,15 @@ func (ss *Session) replaceFeedLocked(f *feed) {
 		ss.feed.close()
 	}
 	ss.feed = f
-	close(ss.feedChanged)
-	ss.feedChanged = make(chan struct{})
+	ss.nudge()
+}
+
+// nudge says, without blocking, that Poll may have something new.
+func (ss *Session) nudge() {
+	select {
+	case ss.wake <- struct{}{}:
+	default:
+	}
 }
 
 // startLegacy begins a fresh legacy session after a successful initialize
@@ -191,7 +198,7 @@ func (ss *Session) markInitialized(h *hub, accept func(change) bool) {
 		return
 	}
 	ss.initialized = true
-	ss.replaceFeedLocked(h.subscribe(accept))
+	ss.replaceFeedLocked(h.subscribe(accept, ss.wake))
 }
 
 func (ss *Session) clientCaps() json.RawMessage {

@@ -19,11 +19,11 @@ func TestSessionPoll(t *testing.T) {
 	if _, _, err := s.Initialize(sess, json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _, changed := sess.Poll(); ok || changed == nil {
+	if _, ok, wake := sess.Poll(); ok || wake == nil {
 		t.Fatal("an event, or no channel, before notifications/initialized")
 	}
 	s.Notify(sess, "notifications/initialized", nil)
-	_, ok, wake, _ := sess.Poll()
+	_, ok, wake := sess.Poll()
 	if ok || wake == nil {
 		t.Fatal("want nothing waiting, and a wake channel")
 	}
@@ -34,7 +34,7 @@ func TestSessionPoll(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("wake did not fire")
 	}
-	ev, ok, _, _ := sess.Poll()
+	ev, ok, _ := sess.Poll()
 	if !ok || ev.Method != "notifications/tools/list_changed" || ev.Params != nil {
 		t.Fatalf("Poll = %+v, %v", ev, ok)
 	}
@@ -42,10 +42,10 @@ func TestSessionPoll(t *testing.T) {
 		t.Fatal("subscribe refused")
 	}
 	s.ResourceUpdated("test://watched")
-	if ev, ok, _, _ = sess.Poll(); !ok || ev.Method != "notifications/resources/updated" {
+	if ev, ok, _ = sess.Poll(); !ok || ev.Method != "notifications/resources/updated" {
 		t.Fatalf("Poll = %+v, %v", ev, ok)
 	}
-	if _, ok, _, _ = sess.Poll(); ok {
+	if _, ok, _ = sess.Poll(); ok {
 		t.Fatal("more events than sent")
 	}
 }
