@@ -25,47 +25,79 @@ func (t *Transport) Serve(ctx context.Context) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
+	// The setup is in open, and the teardown in run's finish, so that
+	// neither is on the stack for the connection's life: an idle session's
+	// coordinator then fits in a small stack.
+	c, err := t.open()
+	if err != nil {
+		return err
+	}
+	return c.run(ctx)
+}
+
+// open prepares the coordinator. What it creates because the Transport did
+// not supply it (an executor, a reader, a session) is released by release.
+func (t *Transport) open() (*conn, error) {
 	exec := t.Executor
+	var ownExec *server.Executor
 	if exec == nil {
 		var err error
 		if exec, err = server.NewExecutor(server.ExecutorLimits{}); err != nil {
-			return err
+			return nil, err
 		}
-		defer exec.Close()
+		ownExec = exec
 	}
 	log := t.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	reader := t.Reader
+	var ownReader *Reader
 	if reader == nil {
 		reader = NewReader(t.In, t.MaxLineBytes)
-		defer reader.Close()
+		ownReader = reader
 	}
 	c := &conn{
-		log:      log,
-		disp:     t.Dispatcher,
-		exec:     exec.Conn(),
-		w:        newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
-		reader:   reader,
-		fault:    t.Fault,
-		sess:     t.Session,
-		grace:    orDefault(t.ShutdownGrace, DefaultShutdownGrace),
-		inbox:    make(chan message, 16),
-		done:     make(chan struct{}),
-		inflight: make(map[protocol.ID]*work),
-		stats:    counting{to: t.Counters},
+		log:    log,
+		disp:   t.Dispatcher,
+		exec:   exec.Conn(),
+		w:      newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
+		reader: reader,
+		fault:  t.Fault,
+		sess:   t.Session,
+		grace:  orDefault(t.ShutdownGrace, DefaultShutdownGrace),
+		// A few outcomes may wait while the coordinator writes; more
+		// would cost every idle connection memory and gain nothing, as
+		// the coordinator takes them all before each write (gather).
+		inbox:     make(chan message, 4),
+		done:      make(chan struct{}),
+		inflight:  make(map[protocol.ID]*work),
+		stats:     counting{to: t.Counters},
+		ownExec:   ownExec,
+		ownReader: ownReader,
 	}
 	if c.sess == nil {
 		c.sess = server.NewSession(orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions))
-		defer c.sess.Close()
+		c.ownSess = c.sess
 	}
 	if v := c.sess.Negotiated(); v != "" {
 		c.setVersion(v)
 	}
 	c.pollSession()
-	defer c.teardown()
-	return c.run(ctx)
+	return c, nil
+}
+
+// release closes what open created, after teardown.
+func (c *conn) release() {
+	if c.ownSess != nil {
+		c.ownSess.Close()
+	}
+	if c.ownReader != nil {
+		c.ownReader.Close()
+	}
+	if c.ownExec != nil {
+		c.ownExec.Close()
+	}
 }
 
 // conn is the coordinator: the one goroutine that owns a connection's state.
@@ -87,19 +119,26 @@ type conn struct {
 	pumps  sync.WaitGroup
 
 	inflight map[protocol.ID]*work // admitted requests and open listen streams
-	// feedWake and feedChanged say when the legacy session may have a
-	// notification to write (see pollSession); nil after EOF.
-	feedWake, feedChanged <-chan struct{}
+	// feedWake says when the legacy session may have a notification to
+	// write (see pollSession); nil after EOF.
+	feedWake <-chan struct{}
 	// header is Mcp-Protocol-Version: the negotiated legacy version, nil
 	// before initialize; shared by requests, read-only.
-	header  http.Header
-	eof     bool
-	closing bool        // shutdown has begun
-	linger  *time.Timer // set while a shutdown lingers (see shutdownLinger)
-	failed  error       // the terminal output failure
-	out     []byte      // committed frames not yet written (see commit)
-	lazy    bool        // frames committed now may wait in out
-	stats   counting    // what Counters show
+	header   http.Header
+	eof      bool
+	closing  bool        // shutdown has begun
+	linger   *time.Timer // set while a shutdown lingers (see shutdownLinger)
+	graceEnd *time.Timer // set once shutdown has begun
+	yielded  bool        // gather yielded once since frames began to wait
+	failed   error       // the terminal output failure
+	out      []byte      // committed frames not yet written (see commit)
+	lazy     bool        // frames committed now may wait in out
+	stats    counting    // what Counters show
+
+	// What open created for this connection alone (release closes it).
+	ownExec   *server.Executor
+	ownReader *Reader
+	ownSess   *server.Session
 }
 
 // work is one admitted request, and later possibly its listen stream.
@@ -153,72 +192,31 @@ func (c *conn) send(m message) {
 }
 
 func (c *conn) run(ctx context.Context) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.log.Error("session coordinator failed; handing the device on", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			err = c.abandon(v)
-			return
-		}
-		if err == nil && !c.flush() {
-			err = c.failed
-		}
-	}()
+	// The loop keeps its frame small and leaves the work to methods: an
+	// idle session's coordinator waits here, and a small stack is most of
+	// what an idle session costs.
+	defer c.finish(&err)
 	ctxDone := ctx.Done()
-	var grace <-chan time.Time
-	yielded := false
-	defer func() {
-		if c.linger != nil {
-			c.linger.Stop()
-		}
-	}()
 	for c.failed == nil {
-		c.publish()
-		if (c.eof || c.closing) && len(c.inflight) == 0 {
-			if c.eof {
-				return nil
-			}
-			// Shutting down with nothing admitted: answer the lines the
-			// client already sent ("Session closed by server") before
-			// handing the device back, rather than leaving them unread.
-			if c.linger == nil {
-				c.linger = time.NewTimer(shutdownLinger)
-			}
+		if c.settle() {
+			return nil
 		}
 		var lines <-chan lineEvent
 		var ended <-chan struct{}
-		var linger <-chan time.Time
-		if c.linger != nil {
-			linger = c.linger.C
-		}
 		if !c.eof {
 			lines, ended = c.reader.lines, c.reader.ended
 		}
 		if len(c.out) > 0 {
-			// Frames are waiting: take what is already at hand first, so
-			// frames that are ready together go out in one write. The
-			// reader or a worker this goroutine just woke may not have run
-			// yet, so it yields once before writing.
-			select {
-			case ev := <-lines:
-				c.line(ev)
-				continue
-			case m := <-c.inbox:
-				c.handleMessage(m)
-				continue
-			default:
+			c.gather(lines)
+			continue
+		}
+		if c.closing {
+			if c.waitClosing(lines, ended) {
+				return c.failed
 			}
-			if !yielded {
-				yielded = true
-				runtime.Gosched()
-				continue
-			}
-			yielded = false
-			c.flush()
 			continue
 		}
 		select {
-		case <-linger:
-			return nil
 		case ev := <-lines:
 			c.line(ev)
 		case <-ended:
@@ -226,24 +224,110 @@ func (c *conn) run(ctx context.Context) (err error) {
 			c.endInput()
 		case <-c.feedWake:
 			c.pollSession()
-		case <-c.feedChanged:
-			c.pollSession()
 		case <-c.fault:
 			panic("injected fault")
 		case m := <-c.inbox:
 			c.handleMessage(m)
 		case <-ctxDone:
 			ctxDone = nil
-			t := time.NewTimer(c.grace)
-			defer t.Stop()
-			grace = t.C
 			c.shutdown()
-		case <-grace:
-			c.expire()
-			return c.failed
 		}
 	}
 	return c.failed
+}
+
+// waitClosing is run's wait once shutdown has begun, with the two timers of
+// the shutdown besides: the linger ending (see shutdownLinger) and the
+// grace period's end (then what is admitted is cancelled). It reports
+// whether the connection is done. It is separate from run so that an idle
+// connection's stack does not hold it.
+func (c *conn) waitClosing(lines <-chan lineEvent, ended <-chan struct{}) (done bool) {
+	var linger <-chan time.Time
+	if c.linger != nil {
+		linger = c.linger.C
+	}
+	select {
+	case <-linger:
+		return true
+	case <-c.graceEnd.C:
+		c.expire()
+		return true
+	case ev := <-lines:
+		c.line(ev)
+	case <-ended:
+		c.endInput()
+	case <-c.feedWake:
+		c.pollSession()
+	case <-c.fault:
+		panic("injected fault")
+	case m := <-c.inbox:
+		c.handleMessage(m)
+	}
+	return false
+}
+
+// finish ends run: a panic is recovered and the instance abandoned, and
+// otherwise the frames still waiting are written. Then the connection is
+// torn down and what open created is released.
+func (c *conn) finish(err *error) {
+	defer c.release()
+	defer c.teardown()
+	if c.linger != nil {
+		c.linger.Stop()
+	}
+	if c.graceEnd != nil {
+		c.graceEnd.Stop()
+	}
+	if v := recover(); v != nil {
+		c.log.Error("session coordinator failed; handing the device on", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		*err = c.abandon(v)
+		return
+	}
+	if *err == nil && !c.flush() {
+		*err = c.failed
+	}
+}
+
+// settle publishes the load and reports whether the connection is done:
+// input ended and nothing is admitted. Shutting down with nothing admitted,
+// it lingers instead, to answer the lines the client already sent
+// ("Session closed by server") before handing the device back, rather than
+// leaving them unread.
+func (c *conn) settle() (done bool) {
+	c.publish()
+	if !(c.eof || c.closing) || len(c.inflight) > 0 {
+		return false
+	}
+	if c.eof {
+		return true
+	}
+	if c.linger == nil {
+		c.linger = time.NewTimer(shutdownLinger)
+	}
+	return false
+}
+
+// gather is a turn of the loop while frames wait in c.out: it takes what
+// is already at hand, so that frames ready together go out in one write,
+// and writes them when nothing is. The reader or a worker this goroutine
+// just woke may not have run yet, so it yields once before writing.
+func (c *conn) gather(lines <-chan lineEvent) {
+	select {
+	case ev := <-lines:
+		c.line(ev)
+		return
+	case m := <-c.inbox:
+		c.handleMessage(m)
+		return
+	default:
+	}
+	if !c.yielded {
+		c.yielded = true
+		runtime.Gosched()
+		return
+	}
+	c.yielded = false
+	c.flush()
 }
 
 // line handles a line from the reader; a lingering shutdown (see
@@ -472,7 +556,7 @@ func (c *conn) complete(w *work, o server.Outcome) {
 // admitted requests continue.
 func (c *conn) endInput() {
 	c.eof = true
-	c.feedWake, c.feedChanged = nil, nil
+	c.feedWake = nil
 	for _, w := range c.inflight {
 		if w.stream != nil {
 			c.closeStream(w, server.Disconnected, "")
@@ -485,6 +569,7 @@ func (c *conn) endInput() {
 // finish within the grace period.
 func (c *conn) shutdown() {
 	c.closing = true
+	c.graceEnd = time.NewTimer(c.grace)
 	for _, w := range c.inflight {
 		if w.stream == nil || c.failed != nil {
 			continue

@@ -108,16 +108,16 @@ var ready = func() chan struct{} { c := make(chan struct{}); close(c); return c 
 // pollSession writes the legacy session's next waiting notification (a
 // list change, a resource update), one per turn of the coordinator, each
 // asked for only after the previous one was written (protocol.md §9.4).
-// With nothing waiting it keeps the channels that will say when to look
+// With nothing waiting it keeps the channel that will say when to look
 // again. Session-level notifications end at EOF (transport.md §12.1).
 func (c *conn) pollSession() {
-	c.feedWake, c.feedChanged = nil, nil
+	c.feedWake = nil
 	if c.eof || c.failed != nil {
 		return
 	}
-	ev, ok, wake, changed := c.sess.Poll()
+	ev, ok, wake := c.sess.Poll()
 	if !ok {
-		c.feedWake, c.feedChanged = wake, changed
+		c.feedWake = wake
 		return
 	}
 	if c.writeNotification(ev.Method, ev.Params) {
