@@ -78,6 +78,7 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 		RestartIntensity: cfg.Session.RestartIntensity,
 		RestartWindow:    cfg.Session.RestartWindow,
 		Logger:           d.log, // the session adds its id
+		Faults:           d.faults,
 		Ended:            func(s *session.Session) { d.reap(id, s, dev) },
 	})
 	d.mu.Lock()

@@ -107,7 +107,7 @@ func config(t *testing.T, cat *catalog) Config {
 		t.Fatal(err)
 	}
 	t.Cleanup(exec.Close)
-	return Config{Dispatcher: cat, Executor: exec}
+	return Config{Dispatcher: cat, Executor: exec, Faults: true}
 }
 
 // run serves s in the background. stop cancels Serve's ctx (daemon

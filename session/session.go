@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +50,10 @@ type Config struct {
 	// Logger receives the session's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
 
+	// Faults arms Fault, for restart tests. Unarmed, Fault does nothing
+	// and the coordinator has one thing fewer to wait on.
+	Faults bool
+
 	// Ended, when set, is called once the session has ended for good and
 	// closed its device, on the session's goroutine, after Done is closed.
 	// It lets an owner forget the session without a goroutine per session
@@ -79,10 +82,11 @@ func (c *Config) Validate() error {
 // Session serves one Device until the session ends for good. It is a
 // suture.Service, to be added to the daemon's supervisor; it serves once.
 //
-// Its Serve runs the session's own supervisor, one per session, so one
-// session's restarts never wait on another's. That supervisor's one service
-// is the transport instance. An instance that fails (stdio.ErrSessionFailed:
-// a coordinator panic, or Fault) has answered what it had in flight, and is
+// A session is its own supervisor: Serve runs one transport instance at a
+// time on its own goroutine and restarts it there, so one session's
+// restarts never wait on another's, and a session costs no goroutine for
+// supervising. An instance that fails (stdio.ErrSessionFailed: a
+// coordinator panic, or Fault) has answered what it had in flight, and is
 // restarted at once on the same Device, stdio.Reader and server.Session: no
 // byte is lost and the client sees no close. End of input (EOF, a hang-up),
 // a terminal write failure, the end of Serve's ctx (daemon shutdown: the
@@ -104,7 +108,6 @@ type Session struct {
 
 	fault   chan struct{} // Fault hands the running instance a failure
 	serving atomic.Bool   // Serve was called
-	slot    chan struct{} // held by the running instance
 	final   chan struct{} // closed once an instance ended the session
 	done    chan struct{} // closed once Serve has closed the device
 
@@ -113,7 +116,7 @@ type Session struct {
 	ended     bool        // final is closed
 	failures  []time.Time // within the restart window, oldest first
 	ownReader *stdio.Reader
-	stopSup   context.CancelFunc // ends the session's supervisor
+	tr        stdio.Transport // set by Serve, used only by its goroutine
 }
 
 // New returns the session that will serve dev with id. The Session closes
@@ -129,15 +132,18 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 	if log == nil {
 		log = slog.Default()
 	}
+	var fault chan struct{}
+	if cfg.Faults {
+		fault = make(chan struct{})
+	}
 	return &Session{
+		fault:   fault,
 		id:      id,
 		dev:     dev,
 		cfg:     cfg,
 		log:     log.With("session", id),
 		started: time.Now(),
 		rt:      server.NewSession(cfg.MaxSubscriptions),
-		fault:   make(chan struct{}),
-		slot:    make(chan struct{}, 1),
 		final:   make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -157,55 +163,45 @@ func (s *Session) Serve(ctx context.Context) error {
 			s.cfg.Ended(s)
 		}
 	}()
-	if err := s.cfg.Validate(); err != nil {
-		s.end(err)
-		s.close()
-		return suture.ErrDoNotRestart
+	// Serve keeps its frame small (see start): an idle session's
+	// coordinator runs on this goroutine, and its stack is most of what an
+	// idle session costs.
+	if s.start() {
+		for s.serveInstance(ctx) {
+		}
 	}
-	s.mu.Lock()
-	s.ownReader = stdio.NewReader(s.dev.input(), s.cfg.MaxLineBytes)
-	s.mu.Unlock()
-	s.log.Debug("session started", "kind", s.dev.Kind(), "pid", s.dev.peer.PID, "uid", s.dev.peer.UID)
-
-	sup := suture.New(s.String(), suture.Spec{
-		EventHook: s.event,
-		// The session counts failures itself (RestartIntensity within
-		// RestartWindow). suture's decaying count must never reach its
-		// threshold: its backoff would delay a restart, or outlive the end.
-		FailureThreshold: math.Inf(1),
-		// How long the supervisor waits for the instance on shutdown
-		// before it reports it; Serve itself always waits for it.
-		Timeout: s.stopTimeout(),
-	})
-	sup.Add(&instance{s})
-	// The supervisor runs on this goroutine (a session is one goroutine
-	// fewer than with ServeBackground); end stops it once an instance has
-	// ended the session, and ctx once the daemon shuts down.
-	supCtx, stop := context.WithCancel(ctx)
-	s.mu.Lock()
-	s.stopSup = stop
-	s.mu.Unlock()
-	_ = sup.Serve(supCtx) // ctx's error, or nil: nothing to report
-	stop()
-	// suture gives up on an instance after its Timeout; the device must
-	// not be closed under one that still runs, so wait for it here.
-	s.slot <- struct{}{}
 	s.close()
 	return suture.ErrDoNotRestart
 }
 
-// stopTimeout is how long a draining instance may take: the grace period,
-// then a few frames, each bounded by the write timeout.
-func (s *Session) stopTimeout() time.Duration {
-	grace := s.cfg.ShutdownGrace
-	if grace <= 0 {
-		grace = stdio.DefaultShutdownGrace
+// start prepares what every instance shares, or ends the session when its
+// Config is invalid.
+func (s *Session) start() bool {
+	if err := s.cfg.Validate(); err != nil {
+		s.end(err)
+		return false
 	}
-	write := s.cfg.WriteTimeout
-	if write <= 0 {
-		write = stdio.DefaultWriteTimeout
+	s.mu.Lock()
+	s.ownReader = stdio.NewReader(s.dev.input(), s.cfg.MaxLineBytes)
+	s.mu.Unlock()
+	// Every instance serves with the same Transport, kept in the Session
+	// rather than on Serve's stack.
+	s.tr = stdio.Transport{
+		Reader:           s.ownReader,
+		Out:              s.dev.output(),
+		Dispatcher:       s.cfg.Dispatcher,
+		Executor:         s.cfg.Executor,
+		MaxLineBytes:     s.cfg.MaxLineBytes,
+		WriteTimeout:     s.cfg.WriteTimeout,
+		MaxSubscriptions: s.cfg.MaxSubscriptions,
+		ShutdownGrace:    s.cfg.ShutdownGrace,
+		Session:          s.rt,
+		Fault:            s.fault,
+		Counters:         &s.counters,
+		Logger:           s.log,
 	}
-	return grace + 2*write + time.Second
+	s.log.Debug("session started", "kind", s.dev.Kind(), "pid", s.dev.peer.PID, "uid", s.dev.peer.UID)
+	return true
 }
 
 // close releases what the session holds, the device last.
@@ -231,17 +227,13 @@ func (s *Session) end(err error) {
 	if !s.ended {
 		s.ended, s.err = true, err
 		close(s.final)
-		if s.stopSup != nil {
-			s.stopSup()
-		}
 	}
 }
 
-// failed counts a failure of an instance and says what the instance
-// returns to its supervisor: the error, to be restarted at once, or
-// suture.ErrDoNotRestart once there were more than RestartIntensity
-// failures within RestartWindow.
-func (s *Session) failed(err error) error {
+// failed counts a failure of an instance and says whether to restart it:
+// at once, unless there were more than RestartIntensity failures within
+// RestartWindow (then the session has ended).
+func (s *Session) failed(err error) (restart bool) {
 	now := time.Now()
 	s.mu.Lock()
 	keep := s.failures[:0]
@@ -257,31 +249,24 @@ func (s *Session) failed(err error) error {
 		s.log.Error("session failed too often; ending it",
 			"failures", n, "window", s.cfg.RestartWindow.String(), "device", s.dev.Kind(), "err", err)
 		s.end(fmt.Errorf("%w: %d failures within %v: %w", ErrTooManyFailures, n, s.cfg.RestartWindow, err))
-		return suture.ErrDoNotRestart
+		return false
 	}
 	s.restarts.Add(1)
 	s.log.Warn("session failed; restarting it on the same device", "err", err, "failures", n)
-	return err
-}
-
-// event receives the session supervisor's events. Failures and restarts
-// are logged by the session itself, once each; only a stuck instance is
-// worth a line of suture's.
-func (s *Session) event(e suture.Event) {
-	if _, ok := e.(suture.EventStopTimeout); ok {
-		s.log.Warn("session still draining after its stop timeout", "event", e.String())
-		return
-	}
-	s.log.Debug("session supervisor", "event", e.String())
+	return true
 }
 
 // Fault makes the running transport instance fail once, as a bug in its
 // coordinator would: it answers what is in flight and is restarted. It
 // exists for restart tests from outside (the daemon exposes it only when
-// started with SNODOD_TEST_FAULTS=1). Fault returns once an instance took
-// the failure, or once the session has ended; before Serve it waits for
-// the first instance.
+// started with SNODOD_TEST_FAULTS=1), and works only when Config.Faults
+// was set; otherwise it returns at once. Fault returns once an instance
+// took the failure, or once the session has ended; before Serve it waits
+// for the first instance.
 func (s *Session) Fault() {
+	if s.fault == nil {
+		return
+	}
 	select {
 	case s.fault <- struct{}{}:
 	case <-s.final:
@@ -302,41 +287,22 @@ func (s *Session) Err() error {
 	return s.err
 }
 
-// instance is the session supervisor's one service: one transport
-// instance on the session's device, reader and runtime state.
-type instance struct{ s *Session }
-
-func (in *instance) String() string { return in.s.String() + " transport" }
-
-func (in *instance) Serve(ctx context.Context) (err error) {
-	s := in.s
-	s.slot <- struct{}{}
-	defer func() { <-s.slot }()
+// serveInstance runs one transport instance on the session's device,
+// reader and runtime state, and says whether to start another.
+func (s *Session) serveInstance(ctx context.Context) (restart bool) {
 	defer func() {
 		// The transport recovers its coordinator's panics; anything else
 		// that panics here is a failure of the instance all the same.
 		if v := recover(); v != nil {
-			err = s.failed(fmt.Errorf("%w: %v", stdio.ErrSessionFailed, v))
+			restart = s.failed(fmt.Errorf("%w: %v", stdio.ErrSessionFailed, v))
 		}
 	}()
-	s.mu.Lock()
-	reader := s.ownReader
-	s.mu.Unlock()
-	tr := &stdio.Transport{
-		Reader:           reader,
-		Out:              s.dev.output(),
-		Dispatcher:       s.cfg.Dispatcher,
-		Executor:         s.cfg.Executor,
-		MaxLineBytes:     s.cfg.MaxLineBytes,
-		WriteTimeout:     s.cfg.WriteTimeout,
-		MaxSubscriptions: s.cfg.MaxSubscriptions,
-		ShutdownGrace:    s.cfg.ShutdownGrace,
-		Session:          s.rt,
-		Fault:            s.fault,
-		Counters:         &s.counters,
-		Logger:           s.log,
-	}
-	err = tr.Serve(ctx)
+	return s.after(ctx, s.tr.Serve(ctx))
+}
+
+// after takes an instance's end: a failure is restarted (or ends a session
+// that fails too often), anything else ends the session.
+func (s *Session) after(ctx context.Context, err error) (restart bool) {
 	if errors.Is(err, stdio.ErrSessionFailed) && ctx.Err() == nil {
 		return s.failed(err)
 	}
@@ -352,5 +318,5 @@ func (in *instance) Serve(ctx context.Context) (err error) {
 		s.log.Error("session cannot serve", "err", err)
 	}
 	s.end(err)
-	return suture.ErrDoNotRestart
+	return false
 }
