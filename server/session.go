@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,7 +187,9 @@ func (ss *Session) startLegacy(caps json.RawMessage) {
 	info, _ := protocol.LogLevelRank("info")
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.legacy, ss.caps, ss.initialized, ss.logRank, ss.uris = true, caps, false, info, nil
+	// A copy: caps would otherwise keep the whole initialize line alive
+	// for the connection's life.
+	ss.legacy, ss.caps, ss.initialized, ss.logRank, ss.uris = true, bytes.Clone(caps), false, info, nil
 	ss.replaceFeedLocked(nil)
 }
 

@@ -108,12 +108,11 @@ type Session struct {
 
 	fault   chan struct{} // Fault hands the running instance a failure
 	serving atomic.Bool   // Serve was called
-	final   chan struct{} // closed once an instance ended the session
 	done    chan struct{} // closed once Serve has closed the device
 
 	mu        sync.Mutex
-	err       error       // why the session ended; set once, with final
-	ended     bool        // final is closed
+	err       error // why the session ended; set once, with ended
+	ended     bool
 	failures  []time.Time // within the restart window, oldest first
 	ownReader *stdio.Reader
 	tr        stdio.Transport // set by Serve, used only by its goroutine
@@ -144,7 +143,6 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 		log:     log.With("session", id),
 		started: time.Now(),
 		rt:      server.NewSession(cfg.MaxSubscriptions),
-		final:   make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 }
@@ -226,7 +224,6 @@ func (s *Session) end(err error) {
 	defer s.mu.Unlock()
 	if !s.ended {
 		s.ended, s.err = true, err
-		close(s.final)
 	}
 }
 
@@ -261,15 +258,14 @@ func (s *Session) failed(err error) (restart bool) {
 // exists for restart tests from outside (the daemon exposes it only when
 // started with SNODOD_TEST_FAULTS=1), and works only when Config.Faults
 // was set; otherwise it returns at once. Fault returns once an instance
-// took the failure, or once the session has ended; before Serve it waits
-// for the first instance.
+// took the failure, or once the session has ended (Done); before Serve it
+// waits for the first instance.
 func (s *Session) Fault() {
 	if s.fault == nil {
 		return
 	}
 	select {
 	case s.fault <- struct{}{}:
-	case <-s.final:
 	case <-s.done:
 	}
 }

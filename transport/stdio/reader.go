@@ -156,13 +156,13 @@ func (lr *lineReader) finish() lineEvent {
 // Reader is the input side of a device: it reads lines of at most its
 // limit in its own goroutine and holds at most one undelivered line
 // (transport.md §11.2). It outlives a Transport: a session restarted on the
-// same device continues with the bytes already read. It never closes the
-// device.
+// same device continues with the bytes already read, and finds the end of
+// input if an earlier instance took it. Its goroutine ends with Close. It
+// never closes the device.
 type Reader struct {
 	in    io.Reader
 	limit int
 	lines chan lineEvent
-	ended chan struct{} // closed once end of input (or a read error) was delivered
 	stop  chan struct{}
 	done  chan struct{}
 	once  sync.Once
@@ -181,7 +181,6 @@ func NewReader(in io.Reader, maxLineBytes int) *Reader {
 		in:    in,
 		limit: maxLineBytes,
 		lines: make(chan lineEvent),
-		ended: make(chan struct{}),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
@@ -212,35 +211,43 @@ func (r *Reader) Close() {
 
 func (r *Reader) loop(lr *lineReader) {
 	defer close(r.done)
+	if r.read(lr) {
+		// The end of input stays on offer until Close, so an instance that
+		// follows a failed one on the same Reader finds it on lines too.
+		for r.deliver(lineEvent{kind: lineEOF}) {
+		}
+	}
+}
+
+// read delivers lines until the end of input, which it reports, or until
+// Close.
+func (r *Reader) read(lr *lineReader) (ended bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			slog.Error("stdio reader panicked", "panic", v)
-			r.deliver(lineEvent{kind: linePanic})
+			ended = r.deliver(lineEvent{kind: linePanic})
 		}
 	}()
 	for {
 		ev := lr.next()
 		if !r.deliver(ev) {
-			return
+			return false
 		}
 		if ev.kind == lineEOF || ev.kind == lineError {
-			return
+			return true
 		}
 	}
 }
 
-// deliver hands ev to whichever transport instance is serving; the end of
-// input is remembered for later instances.
+// deliver hands ev to whichever transport instance is serving, or reports
+// false once the Reader is closed.
 func (r *Reader) deliver(ev lineEvent) bool {
 	select {
 	case r.lines <- ev:
+		return true
 	case <-r.stop:
 		return false
 	}
-	if ev.kind >= lineEOF {
-		close(r.ended)
-	}
-	return true
 }
 
 type countingReader struct {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -68,6 +69,48 @@ func TestRestartOnSameDevice(t *testing.T) {
 	}
 	reader.Close()
 	sess.Close()
+	ep.closeAll()
+	goleakCheck(t)
+}
+
+// An instance that took the end of input and then failed: the next one on
+// the same Reader finds the input ended and returns once it is done.
+func TestRestartAfterEOF(t *testing.T) {
+	ep := pipes(t)
+	defer ep.closeAll()
+	cat := newTestCatalog()
+	exec, _ := server.NewExecutor(server.ExecutorLimits{})
+	defer exec.Close()
+	reader := stdio.NewReader(ep.in, 0)
+	defer reader.Close()
+	fault := make(chan struct{})
+	serve := func() chan error {
+		tr := &stdio.Transport{Reader: reader, Out: ep.out, Dispatcher: cat, Executor: exec, Fault: fault}
+		done := make(chan error, 1)
+		go func() { done <- tr.Serve(t.Context()) }()
+		return done
+	}
+	r := newLineSource(ep.r)
+	first := serve()
+	io.WriteString(ep.w, call("b", "block", `{}`)+"\n")
+	<-cat.started
+	ep.closeInput() // the first instance takes EOF, and waits for "b"
+	fault <- struct{}{}
+	if l := r.next(t); l != errLine(`"b"`, -32603, "Session closed by server") {
+		t.Fatalf("unexpected line %s", l)
+	}
+	if err := <-first; !errors.Is(err, stdio.ErrSessionFailed) {
+		t.Fatalf("Serve returned %v", err)
+	}
+	select {
+	case err := <-serve():
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second instance did not see the end of input")
+	}
+	reader.Close()
 	ep.closeAll()
 	goleakCheck(t)
 }

@@ -202,16 +202,15 @@ func (c *conn) run(ctx context.Context) (err error) {
 			return nil
 		}
 		var lines <-chan lineEvent
-		var ended <-chan struct{}
 		if !c.eof {
-			lines, ended = c.reader.lines, c.reader.ended
+			lines = c.reader.lines
 		}
 		if len(c.out) > 0 {
 			c.gather(lines)
 			continue
 		}
 		if c.closing {
-			if c.waitClosing(lines, ended) {
+			if c.waitClosing(lines) {
 				return c.failed
 			}
 			continue
@@ -219,9 +218,6 @@ func (c *conn) run(ctx context.Context) (err error) {
 		select {
 		case ev := <-lines:
 			c.line(ev)
-		case <-ended:
-			// An earlier instance of this session took the end of input.
-			c.endInput()
 		case <-c.feedWake:
 			c.pollSession()
 		case <-c.fault:
@@ -241,7 +237,7 @@ func (c *conn) run(ctx context.Context) (err error) {
 // grace period's end (then what is admitted is cancelled). It reports
 // whether the connection is done. It is separate from run so that an idle
 // connection's stack does not hold it.
-func (c *conn) waitClosing(lines <-chan lineEvent, ended <-chan struct{}) (done bool) {
+func (c *conn) waitClosing(lines <-chan lineEvent) (done bool) {
 	var linger <-chan time.Time
 	if c.linger != nil {
 		linger = c.linger.C
@@ -254,8 +250,6 @@ func (c *conn) waitClosing(lines <-chan lineEvent, ended <-chan struct{}) (done 
 		return true
 	case ev := <-lines:
 		c.line(ev)
-	case <-ended:
-		c.endInput()
 	case <-c.feedWake:
 		c.pollSession()
 	case <-c.fault:
