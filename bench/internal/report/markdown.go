@@ -113,8 +113,11 @@ answered with a result carrying `+"`resultType`"+`.
   /proc/PID/stat time before the batch), divided by the calls.
 - **Large payloads**: a %s-byte result (`+"`big`"+`) and a %s-byte
   request (`+"`echo`"+` of that much text, so its answer is as large), each in
-  a fresh process after 20 warm-up calls, %d time(s); the median time to the
-  whole answer, and the growth of the peak RSS (VmHWM in /proc/PID/status).
+  a fresh process after 20 warm-up calls, %d time(s) in a row; the median
+  time to the whole answer, and the growth of the peak RSS (VmHWM in
+  /proc/PID/status) over the first call (what one payload costs: the goal)
+  and over all of them (which adds the earlier calls' garbage, held until a
+  collection: in Go up to the 4 MB minimum heap, whatever the server does).
 - **%s-byte line**: an echo request of that size; what comes back within
   %s, then whether the next call is answered.
 - **Cancellation**: `+"`sleep {ms:1000}`"+`, then `+"`notifications/cancelled`"+`

@@ -134,9 +134,11 @@ var figures = []figure{
 	{"pipe99", "pipelined p99 (µs)", func(x *load.StdioResult) float64 { return x.PipeP99 }, nil},
 	{"cpu", "server CPU per call (µs)", func(x *load.StdioResult) float64 { return x.CPUPerCall }, nil},
 	{"bigms", "1,000,000-byte result (ms)", func(x *load.StdioResult) float64 { return x.BigResultMs }, nil},
-	{"bigrss", "1,000,000-byte result: peak RSS growth (MiB)", func(x *load.StdioResult) float64 { return x.BigResultRSS }, MiB},
+	{"bigrss", "1,000,000-byte result: peak RSS growth, first call (MiB)", func(x *load.StdioResult) float64 { return x.BigResultRSS }, MiB},
+	{"bigrssall", "1,000,000-byte result: peak RSS growth, all calls (MiB)", func(x *load.StdioResult) float64 { return x.BigResultRSSAll }, MiB},
 	{"reqms", "1,500,000-byte request (ms)", func(x *load.StdioResult) float64 { return x.BigRequestMs }, nil},
-	{"reqrss", "1,500,000-byte request: peak RSS growth (MiB)", func(x *load.StdioResult) float64 { return x.BigRequestRSS }, MiB},
+	{"reqrss", "1,500,000-byte request: peak RSS growth, first call (MiB)", func(x *load.StdioResult) float64 { return x.BigRequestRSS }, MiB},
+	{"reqrssall", "1,500,000-byte request: peak RSS growth, all calls (MiB)", func(x *load.StdioResult) float64 { return x.BigRequestRSSAll }, MiB},
 }
 
 func (r *Report) values(version string, get func(*load.StdioResult) float64) []float64 {

@@ -87,7 +87,7 @@ func TestGoalsAndMedians(t *testing.T) {
 		"server CPU per call (µs), 2025-06-18 — ≤ 2× raw: met (1.667×)",
 		"server CPU per call (µs), 2026-07-28 — ≤ 2× raw: **not met** (2.167×); ≤ 1.2× 2025-06-18's: **not met** (1.300×)",
 		"sequential p50 (µs), 2025-06-18 — ≤ 1.5× raw: met (1.250×)",
-		"1,000,000-byte result: peak RSS growth (MiB), 2025-06-18 — ≤ 3× the payload: met (2.000×)",
+		"1,000,000-byte result: peak RSS growth, first call (MiB), 2025-06-18 — ≤ 3× the payload: met (2.000×)",
 		"daemon RSS per idle session (KiB)",
 		"≤ 16 KiB: met (12.0 KiB)",
 		"≤ 1.5×: met (1.200×)",
