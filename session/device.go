@@ -40,7 +40,7 @@ type Device struct {
 	ttys     []ttyState // terminals made raw, in the order they were
 	blocking []*os.File // descriptors whose description was blocking when handed over
 
-	bytesIn, bytesOut atomic.Int64
+	bytesOut atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -188,9 +188,6 @@ func (d *Device) Kind() Kind { return d.kind }
 // Peer is the process at the other end, as NewDevice was told.
 func (d *Device) Peer() Peer { return d.peer }
 
-// BytesIn is the number of bytes read from the device so far.
-func (d *Device) BytesIn() int64 { return d.bytesIn.Load() }
-
 // BytesOut is the number of bytes written to the device so far.
 func (d *Device) BytesOut() int64 { return d.bytesOut.Load() }
 
@@ -248,14 +245,15 @@ func (d *Device) input() io.Reader { return deviceInput{d} }
 // output is the device as the transport writes it.
 func (d *Device) output() io.Writer { return deviceOutput{d} }
 
-// deviceInput counts what is read and turns EIO on a terminal into end of
-// input. It keeps SetReadDeadline, which stdio.Reader.Close uses to stop a
-// blocked read.
+// deviceInput turns EIO on a terminal into end of input. It keeps
+// SetReadDeadline, which stdio.Reader.Close uses to stop a blocked read,
+// and SyscallConn, with which the Reader reads the descriptor itself and
+// holds no buffer while it waits (it too reads EIO as end of input). The
+// Reader counts what it reads.
 type deviceInput struct{ d *Device }
 
 func (r deviceInput) Read(p []byte) (int, error) {
 	n, err := r.d.in.Read(p)
-	r.d.bytesIn.Add(int64(n))
 	// When the other side of a pty goes away, Linux fails reads with EIO:
 	// on the master once the session side is closed, and on the session
 	// side while the master's close hangs it up (once the hang-up is
@@ -268,6 +266,8 @@ func (r deviceInput) Read(p []byte) (int, error) {
 }
 
 func (r deviceInput) SetReadDeadline(t time.Time) error { return r.d.in.SetReadDeadline(t) }
+
+func (r deviceInput) SyscallConn() (syscall.RawConn, error) { return r.d.in.SyscallConn() }
 
 // deviceOutput counts what is written. It keeps SetWriteDeadline, which
 // bounds every frame by the write timeout.

@@ -215,7 +215,7 @@ func (s *Session) close() {
 		s.log.Warn("closing the device failed", "err", err)
 	}
 	s.log.Debug("session ended", "err", s.Err(), "restarts", s.restarts.Load(),
-		"bytes_in", s.dev.BytesIn(), "bytes_out", s.dev.BytesOut())
+		"bytes_in", s.bytesIn(), "bytes_out", s.dev.BytesOut())
 }
 
 // end records why the session ended, once.

@@ -21,7 +21,7 @@ type Stats struct {
 	// Restarts counts the times the session was restarted after a failure.
 	Restarts int
 	// BytesIn and BytesOut count what crossed the device, over every
-	// instance of the session.
+	// instance of the session (BytesIn as the session's reader read it).
 	BytesIn, BytesOut int64
 }
 
@@ -37,7 +37,7 @@ func (s *Session) Stats() Stats {
 		InFlight:      s.counters.InFlight(),
 		Subscriptions: s.rt.Subscriptions(),
 		Restarts:      int(s.restarts.Load()),
-		BytesIn:       s.dev.BytesIn(),
+		BytesIn:       s.bytesIn(),
 		BytesOut:      s.dev.BytesOut(),
 	}
 }
@@ -49,4 +49,15 @@ func (s *Session) String() string {
 		return fmt.Sprintf("session %d (%s, pid %d)", s.id, s.dev.Kind(), pid)
 	}
 	return fmt.Sprintf("session %d (%s)", s.id, s.dev.Kind())
+}
+
+// bytesIn is what the session's reader has read from the device.
+func (s *Session) bytesIn() int64 {
+	s.mu.Lock()
+	r := s.ownReader
+	s.mu.Unlock()
+	if r == nil {
+		return 0
+	}
+	return r.BytesIn()
 }

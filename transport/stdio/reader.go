@@ -10,14 +10,46 @@ import (
 	"time"
 )
 
-// A connection reads into a small buffer first and switches to a larger
-// one once a read fills it: an idle session (most of a daemon's) then holds
-// 512 bytes, a busy one reads 32 KiB at a time. Lines longer than a read are
-// joined in a separate buffer that never grows past the limit.
+// A connection whose input has a descriptor the runtime can poll (a pipe,
+// a socket, a terminal: see pooledSource) reads 32 KiB at a time into a
+// buffer it takes from a shared pool once data is there, and gives back
+// when it has split it into lines: a connection waiting for input holds no
+// read buffer, however busy it was before. Any other input is read into a
+// buffer of its own, small at first and 32 KiB once a read fills it. Lines
+// longer than a read are joined in a separate buffer that never grows past
+// the limit.
 const (
 	firstReadChunk = 512
 	readChunk      = 32 << 10
 )
+
+// source fills the lineReader's buffer.
+type source interface {
+	// read returns the next bytes, or an error (io.EOF at the end of
+	// input) after the bytes read with it. The bytes returned before are
+	// no longer used when read is called.
+	read() ([]byte, error)
+}
+
+// plainSource reads an io.Reader into a buffer of its own.
+type plainSource struct {
+	r      io.Reader
+	max    int // the largest read: the line limit plus one
+	buf    []byte
+	filled bool // the last read filled buf
+}
+
+func (s *plainSource) read() ([]byte, error) {
+	switch {
+	case s.buf == nil:
+		s.buf = make([]byte, min(firstReadChunk, s.max))
+	case s.filled && len(s.buf) < min(readChunk, s.max):
+		s.buf = make([]byte, min(readChunk, s.max))
+	}
+	n, err := s.r.Read(s.buf)
+	s.filled = n == len(s.buf)
+	return s.buf[:n], err
+}
 
 // lineKind says what the reader delivers to the coordinator.
 type lineKind uint8
@@ -41,8 +73,9 @@ type lineEvent struct {
 // newline included (transport.md §3). It holds at most limit bytes of an
 // incomplete line, whatever the peer sends. It is used by one goroutine.
 type lineReader struct {
-	r     io.Reader
+	src   source
 	limit int
+	count *atomic.Int64 // bytes read
 
 	buf        []byte // the last read; buf[start:end] is not yet consumed
 	start, end int
@@ -51,8 +84,8 @@ type lineReader struct {
 	err        error  // the read error to report once buffered bytes are used
 }
 
-func newLineReader(r io.Reader, limit int) *lineReader {
-	return &lineReader{r: r, limit: limit}
+func newLineReader(src source, limit int, count *atomic.Int64) *lineReader {
+	return &lineReader{src: src, limit: limit, count: count}
 }
 
 // next returns the next event. After lineEOF or lineError it must not be
@@ -68,14 +101,9 @@ func (lr *lineReader) next() lineEvent {
 		if lr.err != nil {
 			return lr.finish()
 		}
-		switch {
-		case lr.buf == nil:
-			lr.buf = make([]byte, min(firstReadChunk, lr.limit+1))
-		case lr.end == len(lr.buf) && len(lr.buf) < min(readChunk, lr.limit+1):
-			lr.buf = make([]byte, min(readChunk, lr.limit+1))
-		}
-		n, err := lr.r.Read(lr.buf)
-		lr.start, lr.end = 0, n
+		buf, err := lr.src.read()
+		lr.count.Add(int64(len(buf)))
+		lr.buf, lr.start, lr.end = buf, 0, len(buf)
 		if err != nil {
 			lr.err = err
 		}
@@ -184,7 +212,7 @@ func NewReader(in io.Reader, maxLineBytes int) *Reader {
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
-	go r.loop(newLineReader(countingReader{in, &r.bytesIn}, r.limit))
+	go r.loop(newLineReader(newSource(in, r.limit+1), r.limit, &r.bytesIn))
 	return r
 }
 
@@ -248,15 +276,4 @@ func (r *Reader) deliver(ev lineEvent) bool {
 	case <-r.stop:
 		return false
 	}
-}
-
-type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }
