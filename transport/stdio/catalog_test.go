@@ -58,6 +58,9 @@ func (tc *testCatalog) Initialize(_ *server.Session, params json.RawMessage) (an
 		p.ClientInfo == nil || p.ClientInfo.Name == nil || p.ClientInfo.Version == nil {
 		return nil, "", &protocol.Error{Code: protocol.CodeInvalidParams, Message: "initialize requires protocolVersion, capabilities and clientInfo name/version"}
 	}
+	if *p.ClientInfo.Name == "panic" {
+		panic("initialize failed") // on the coordinator: the instance fails
+	}
 	v := p.ProtocolVersion
 	if v != "2025-06-18" && v != "2025-11-25" {
 		v = "2025-11-25"

@@ -88,18 +88,31 @@ func newLineReader(src source, limit int, count *atomic.Int64) *lineReader {
 	return &lineReader{src: src, limit: limit, count: count}
 }
 
-// next returns the next event. After lineEOF or lineError it must not be
-// called again.
-func (lr *lineReader) next() lineEvent {
+// maxBatchLines bounds the events of one batch, so that a read of blank
+// lines cannot make a batch many times the size of the read.
+const maxBatchLines = 256
+
+// batch returns the next events: the lines the last read completed (at
+// most maxBatchLines), or one event at the end of input. After a batch
+// ending in lineEOF or lineError it must not be called again.
+func (lr *lineReader) batch() []lineEvent {
+	var evs []lineEvent
 	for {
-		if lr.start < lr.end {
+		if lr.start < lr.end && len(evs) < maxBatchLines {
 			if ev, ok := lr.scan(); ok {
-				return ev
+				if evs == nil {
+					n := 1 + bytes.Count(lr.buf[lr.start:lr.end], []byte{'\n'})
+					evs = make([]lineEvent, 0, min(n, maxBatchLines))
+				}
+				evs = append(evs, ev)
 			}
 			continue
 		}
+		if len(evs) > 0 {
+			return evs
+		}
 		if lr.err != nil {
-			return lr.finish()
+			return []lineEvent{lr.finish()}
 		}
 		buf, err := lr.src.read()
 		lr.count.Add(int64(len(buf)))
@@ -182,18 +195,25 @@ func (lr *lineReader) finish() lineEvent {
 }
 
 // Reader is the input side of a device: it reads lines of at most its
-// limit in its own goroutine and holds at most one undelivered line
-// (transport.md §11.2). It outlives a Transport: a session restarted on the
-// same device continues with the bytes already read, and finds the end of
-// input if an earlier instance took it. Its goroutine ends with Close. It
-// never closes the device.
+// limit in its own goroutine and hands them over a read at a time: the
+// lines one read completed (or one long line) go to the coordinator in one
+// batch, and the Reader holds at most one undelivered batch (see
+// transport.md §11.2, which says one line). It outlives a Transport: a
+// session restarted on the same device continues with the bytes already
+// read, the lines delivered but not yet handled included, and finds the
+// end of input if an earlier instance took it. Its goroutine ends with
+// Close. It never closes the device.
 type Reader struct {
-	in    io.Reader
-	limit int
-	lines chan lineEvent
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	in      io.Reader
+	limit   int
+	batches chan []lineEvent
+	// pending are the delivered lines the serving instance has not
+	// handled yet. Only the serving instance uses it; instances serve one
+	// after another.
+	pending []lineEvent
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 
 	bytesIn atomic.Int64
 }
@@ -206,11 +226,11 @@ func NewReader(in io.Reader, maxLineBytes int) *Reader {
 		maxLineBytes = DefaultMaxLineBytes
 	}
 	r := &Reader{
-		in:    in,
-		limit: maxLineBytes,
-		lines: make(chan lineEvent),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		in:      in,
+		limit:   maxLineBytes,
+		batches: make(chan []lineEvent),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	go r.loop(newLineReader(newSource(in, r.limit+1), r.limit, &r.bytesIn))
 	return r
@@ -241,8 +261,9 @@ func (r *Reader) loop(lr *lineReader) {
 	defer close(r.done)
 	if r.read(lr) {
 		// The end of input stays on offer until Close, so an instance that
-		// follows a failed one on the same Reader finds it on lines too.
-		for r.deliver(lineEvent{kind: lineEOF}) {
+		// follows a failed one on the same Reader finds it too. Each offer
+		// is a new batch: the one taken belongs to its taker.
+		for r.deliver([]lineEvent{{kind: lineEOF}}) {
 		}
 	}
 }
@@ -253,25 +274,26 @@ func (r *Reader) read(lr *lineReader) (ended bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			slog.Error("stdio reader panicked", "panic", v)
-			ended = r.deliver(lineEvent{kind: linePanic})
+			ended = r.deliver([]lineEvent{{kind: linePanic}})
 		}
 	}()
 	for {
-		ev := lr.next()
-		if !r.deliver(ev) {
+		evs := lr.batch()
+		last := evs[len(evs)-1].kind // evs belong to the coordinator once delivered
+		if !r.deliver(evs) {
 			return false
 		}
-		if ev.kind == lineEOF || ev.kind == lineError {
+		if last == lineEOF || last == lineError {
 			return true
 		}
 	}
 }
 
-// deliver hands ev to whichever transport instance is serving, or reports
+// deliver hands evs to whichever transport instance is serving, or reports
 // false once the Reader is closed.
-func (r *Reader) deliver(ev lineEvent) bool {
+func (r *Reader) deliver(evs []lineEvent) bool {
 	select {
-	case r.lines <- ev:
+	case r.batches <- evs:
 		return true
 	case <-r.stop:
 		return false

@@ -73,8 +73,8 @@ func TestRestartOnSameDevice(t *testing.T) {
 	goleakCheck(t)
 }
 
-// An instance that took the end of input and then failed: the next one on
-// the same Reader finds the input ended and returns once it is done.
+// An instance that took the end of input and then failed: the next ones on
+// the same Reader find the input ended and return once they are done.
 func TestRestartAfterEOF(t *testing.T) {
 	ep := pipes(t)
 	defer ep.closeAll()
@@ -102,13 +102,56 @@ func TestRestartAfterEOF(t *testing.T) {
 	if err := <-first; !errors.Is(err, stdio.ErrSessionFailed) {
 		t.Fatalf("Serve returned %v", err)
 	}
-	select {
-	case err := <-serve():
-		if err != nil {
-			t.Fatal(err)
+	for _, which := range []string{"second", "third"} {
+		select {
+		case err := <-serve():
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the %s instance did not see the end of input", which)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second instance did not see the end of input")
+	}
+	reader.Close()
+	ep.closeAll()
+	goleakCheck(t)
+}
+
+// The coordinator fails while handling a line that arrived with others:
+// the next instance handles the others.
+func TestRestartKeepsDeliveredLines(t *testing.T) {
+	ep := pipes(t)
+	defer ep.closeAll()
+	cat := newTestCatalog()
+	exec, _ := server.NewExecutor(server.ExecutorLimits{})
+	defer exec.Close()
+	reader := stdio.NewReader(ep.in, 0)
+	defer reader.Close()
+	serve := func() chan error {
+		tr := &stdio.Transport{Reader: reader, Out: ep.out, Dispatcher: cat, Executor: exec}
+		done := make(chan error, 1)
+		go func() { done <- tr.Serve(t.Context()) }()
+		return done
+	}
+	r := newLineSource(ep.r)
+	first := serve()
+	failing := `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"panic","version":"1"}}}`
+	// One write: the Reader delivers the three lines together.
+	io.WriteString(ep.w, failing+"\n"+req(2, "tools/list", `{}`)+"\n"+req(3, "tools/list", `{}`)+"\n")
+	if err := <-first; !errors.Is(err, stdio.ErrSessionFailed) {
+		t.Fatalf("Serve returned %v", err)
+	}
+	second := serve()
+	got := map[string]bool{}
+	for range 2 {
+		got[string(parse(t, r.next(t)).ID)] = true
+	}
+	if !got["2"] || !got["3"] {
+		t.Fatalf("answers for %v, want 2 and 3", got)
+	}
+	ep.closeInput()
+	if err := <-second; err != nil {
+		t.Fatal(err)
 	}
 	reader.Close()
 	ep.closeAll()

@@ -201,23 +201,26 @@ func (c *conn) run(ctx context.Context) (err error) {
 		if c.settle() {
 			return nil
 		}
-		var lines <-chan lineEvent
+		if len(c.reader.pending) > 0 {
+			c.nextLine()
+			continue
+		}
+		var batches <-chan []lineEvent
 		if !c.eof {
-			lines = c.reader.lines
+			batches = c.reader.batches
 		}
 		if len(c.out) > 0 {
-			c.gather(lines)
+			c.gather(batches)
 			continue
 		}
 		if c.closing {
-			if c.waitClosing(lines) {
+			if c.waitClosing(batches) {
 				return c.failed
 			}
 			continue
 		}
 		select {
-		case ev := <-lines:
-			c.line(ev)
+		case c.reader.pending = <-batches:
 		case <-c.feedWake:
 			c.pollSession()
 		case <-c.fault:
@@ -237,7 +240,7 @@ func (c *conn) run(ctx context.Context) (err error) {
 // grace period's end (then what is admitted is cancelled). It reports
 // whether the connection is done. It is separate from run so that an idle
 // connection's stack does not hold it.
-func (c *conn) waitClosing(lines <-chan lineEvent) (done bool) {
+func (c *conn) waitClosing(batches <-chan []lineEvent) (done bool) {
 	var linger <-chan time.Time
 	if c.linger != nil {
 		linger = c.linger.C
@@ -248,8 +251,7 @@ func (c *conn) waitClosing(lines <-chan lineEvent) (done bool) {
 	case <-c.graceEnd.C:
 		c.expire()
 		return true
-	case ev := <-lines:
-		c.line(ev)
+	case c.reader.pending = <-batches:
 	case <-c.feedWake:
 		c.pollSession()
 	case <-c.fault:
@@ -305,10 +307,9 @@ func (c *conn) settle() (done bool) {
 // is already at hand, so that frames ready together go out in one write,
 // and writes them when nothing is. The reader or a worker this goroutine
 // just woke may not have run yet, so it yields once before writing.
-func (c *conn) gather(lines <-chan lineEvent) {
+func (c *conn) gather(batches <-chan []lineEvent) {
 	select {
-	case ev := <-lines:
-		c.line(ev)
+	case c.reader.pending = <-batches:
 		return
 	case m := <-c.inbox:
 		c.handleMessage(m)
@@ -322,6 +323,15 @@ func (c *conn) gather(lines <-chan lineEvent) {
 	}
 	c.yielded = false
 	c.flush()
+}
+
+// nextLine handles the next line the reader delivered. The rest stay in
+// the Reader, for this instance or, if it fails, the next.
+func (c *conn) nextLine() {
+	ev := c.reader.pending[0]
+	c.reader.pending[0] = lineEvent{} // the batch may outlive the line
+	c.reader.pending = c.reader.pending[1:]
+	c.line(ev)
 }
 
 // line handles a line from the reader; a lingering shutdown (see
