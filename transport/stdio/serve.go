@@ -103,7 +103,7 @@ func (c *conn) release() {
 // conn is the coordinator: the one goroutine that owns a connection's state.
 // Lines arrive from the reader; outcomes, progress reports and stream events
 // arrive on inbox. It never waits on a handler, and it writes every frame
-// itself, one at a time (transport.md §11.2).
+// itself (see commit for when frames share a write).
 type conn struct {
 	log   *slog.Logger
 	disp  server.Dispatcher

@@ -1,0 +1,34 @@
+// Package stdio serves one MCP connection of newline-delimited JSON-RPC over
+// any reader and writer: a client's pipes, a Unix socket, a terminal
+// (transport.md).
+//
+// A connection has three parts. The Reader reads lines of at most the line
+// limit on its own goroutine; it outlives a Transport, so that a session
+// restarted on the same device loses no byte. The coordinator (Serve's
+// goroutine) owns the connection's state: it decodes and classifies lines,
+// admits requests to the shared server.Executor, and writes every frame
+// itself, with a write deadline, never waiting on a handler. Handlers run
+// on the executor's workers and hand their outcomes back by message.
+//
+// Two things are done in batches, where transport.md §11.2 describes them
+// one at a time, because a hand-off between goroutines and a write(2) per
+// line cost more than the work on this machine's requests:
+//
+//   - The Reader hands over the lines one read completed together (at most
+//     256). It holds at most one such batch undelivered: one read's worth,
+//     or one long line, as the line limit bounds it.
+//   - Frames committed while the coordinator handles lines and outcomes
+//     wait until nothing else is at hand, then go out in one write of at
+//     most 64 KiB plus one frame. Progress notifications, request-scoped
+//     notifications, stream events and the listen acknowledgement are
+//     written before the coordinator moves on, so a handler reporting
+//     progress still waits for its frame to be written.
+//
+// Frames never interleave or split, the write timeout bounds each write,
+// and a failed write still ends the connection with nothing written after
+// it.
+//
+// On a descriptor (syscall.Conn), the Reader reads through the runtime's
+// poller into a buffer from a shared list and gives it back before it
+// waits: a connection waiting for input holds no read buffer.
+package stdio
