@@ -110,20 +110,12 @@ func runStdio(args []string) int {
 	defer exec.Close()
 	t.Executor = exec
 
-	out, restore, err := takeStdout()
+	in, out, release, err := takeStdio()
 	if err != nil {
 		return fail(err)
 	}
-	defer out.Close()
-	defer restore()
-	t.Out = out
-	in, restoreIn, err := takeStdin()
-	if err != nil {
-		return fail(err)
-	}
-	defer in.Close()
-	defer restoreIn()
-	t.In = in
+	defer release()
+	t.In, t.Out = in, out
 
 	// A client that stops reading standard error must not kill the
 	// session: with SIGPIPE ignored, writes to a closed pipe fail with
@@ -201,4 +193,26 @@ func negativeOr[T int | time.Duration](flag, configured T) T {
 func fail(err error) int {
 	fmt.Fprintf(os.Stderr, "snodod stdio: %v\n", err)
 	return exitFailure
+}
+
+// takeStdio takes standard input and output for the protocol (see
+// takeStdin and takeStdout). release puts back the descriptors' modes and
+// closes them.
+func takeStdio() (in, out *os.File, release func(), err error) {
+	out, restoreOut, err := takeStdout()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in, restoreIn, err := takeStdin()
+	if err != nil {
+		restoreOut()
+		out.Close()
+		return nil, nil, nil, err
+	}
+	return in, out, func() {
+		restoreIn()
+		in.Close()
+		restoreOut()
+		out.Close()
+	}, nil
 }

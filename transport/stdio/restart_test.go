@@ -10,27 +10,54 @@ import (
 	"github.com/snodod/snodod/transport/stdio"
 )
 
+// restartRig serves instance after instance on one device, Reader,
+// Session and fault channel, as a session does.
+type restartRig struct {
+	ep     endpoints
+	cat    *testCatalog
+	reader *stdio.Reader
+	sess   *server.Session
+	fault  chan struct{}
+	r      *lineSource
+	t      *testing.T
+	exec   *server.Executor
+}
+
+func newRestartRig(t *testing.T) *restartRig {
+	ep := pipes(t)
+	exec, _ := server.NewExecutor(server.ExecutorLimits{})
+	g := &restartRig{
+		ep: ep, cat: newTestCatalog(), reader: stdio.NewReader(ep.in, 0), sess: server.NewSession(0),
+		fault: make(chan struct{}), r: newLineSource(ep.r), t: t, exec: exec,
+	}
+	t.Cleanup(func() {
+		g.close()
+		exec.Close()
+	})
+	return g
+}
+
+// serve starts an instance; its channel gets Serve's result.
+func (g *restartRig) serve() chan error {
+	tr := &stdio.Transport{Reader: g.reader, Out: g.ep.out, Dispatcher: g.cat, Executor: g.exec, Session: g.sess, Fault: g.fault}
+	done := make(chan error, 1)
+	go func() { done <- tr.Serve(g.t.Context()) }()
+	return done
+}
+
+// close releases the Reader, the Session and the device.
+func (g *restartRig) close() {
+	g.reader.Close()
+	g.sess.Close()
+	g.ep.closeAll()
+}
+
 // Case 63: a forced failure of the coordinator answers what is in flight,
 // and a new instance on the same device, Reader and Session continues with
 // the bytes already read and the negotiated version.
 func TestRestartOnSameDevice(t *testing.T) {
-	ep := pipes(t)
-	defer ep.closeAll()
-	cat := newTestCatalog()
-	exec, _ := server.NewExecutor(server.ExecutorLimits{})
-	defer exec.Close()
-	reader := stdio.NewReader(ep.in, 0)
-	defer reader.Close()
-	sess := server.NewSession(0)
-	defer sess.Close()
-	fault := make(chan struct{})
-	serve := func() chan error {
-		tr := &stdio.Transport{Reader: reader, Out: ep.out, Dispatcher: cat, Executor: exec, Session: sess, Fault: fault}
-		done := make(chan error, 1)
-		go func() { done <- tr.Serve(t.Context()) }()
-		return done
-	}
-	r := newLineSource(ep.r)
+	g := newRestartRig(t)
+	ep, cat, r, fault, serve := g.ep, g.cat, g.r, g.fault, g.serve
 	first := serve()
 	io.WriteString(ep.w, initReq("2025-06-18")+"\n")
 	r.next(t)
@@ -67,30 +94,15 @@ func TestRestartOnSameDevice(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
-	reader.Close()
-	sess.Close()
-	ep.closeAll()
+	g.close()
 	goleakCheck(t)
 }
 
 // An instance that took the end of input and then failed: the next ones on
 // the same Reader find the input ended and return once they are done.
 func TestRestartAfterEOF(t *testing.T) {
-	ep := pipes(t)
-	defer ep.closeAll()
-	cat := newTestCatalog()
-	exec, _ := server.NewExecutor(server.ExecutorLimits{})
-	defer exec.Close()
-	reader := stdio.NewReader(ep.in, 0)
-	defer reader.Close()
-	fault := make(chan struct{})
-	serve := func() chan error {
-		tr := &stdio.Transport{Reader: reader, Out: ep.out, Dispatcher: cat, Executor: exec, Fault: fault}
-		done := make(chan error, 1)
-		go func() { done <- tr.Serve(t.Context()) }()
-		return done
-	}
-	r := newLineSource(ep.r)
+	g := newRestartRig(t)
+	ep, cat, r, fault, serve := g.ep, g.cat, g.r, g.fault, g.serve
 	first := serve()
 	io.WriteString(ep.w, call("b", "block", `{}`)+"\n")
 	<-cat.started
@@ -112,28 +124,15 @@ func TestRestartAfterEOF(t *testing.T) {
 			t.Fatalf("the %s instance did not see the end of input", which)
 		}
 	}
-	reader.Close()
-	ep.closeAll()
+	g.close()
 	goleakCheck(t)
 }
 
 // The coordinator fails while handling a line that arrived with others:
 // the next instance handles the others.
 func TestRestartKeepsDeliveredLines(t *testing.T) {
-	ep := pipes(t)
-	defer ep.closeAll()
-	cat := newTestCatalog()
-	exec, _ := server.NewExecutor(server.ExecutorLimits{})
-	defer exec.Close()
-	reader := stdio.NewReader(ep.in, 0)
-	defer reader.Close()
-	serve := func() chan error {
-		tr := &stdio.Transport{Reader: reader, Out: ep.out, Dispatcher: cat, Executor: exec}
-		done := make(chan error, 1)
-		go func() { done <- tr.Serve(t.Context()) }()
-		return done
-	}
-	r := newLineSource(ep.r)
+	g := newRestartRig(t)
+	ep, r, serve := g.ep, g.r, g.serve
 	first := serve()
 	failing := `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"panic","version":"1"}}}`
 	// One write: the Reader delivers the three lines together.
@@ -153,7 +152,6 @@ func TestRestartKeepsDeliveredLines(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
-	reader.Close()
-	ep.closeAll()
+	g.close()
 	goleakCheck(t)
 }

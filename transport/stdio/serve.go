@@ -238,8 +238,10 @@ func (c *conn) run(ctx context.Context) (err error) {
 // waitClosing is run's wait once shutdown has begun, with the two timers of
 // the shutdown besides: the linger ending (see shutdownLinger) and the
 // grace period's end (then what is admitted is cancelled). It reports
-// whether the connection is done. It is separate from run so that an idle
-// connection's stack does not hold it.
+// whether the connection is done. It repeats run's other cases rather than
+// sharing one select with them: an idle coordinator's stack must stay
+// under a quarter of 8 KiB for the runtime to halve it, and one
+// select of every case was measured 8 bytes from that line.
 func (c *conn) waitClosing(batches <-chan []lineEvent) (done bool) {
 	var linger <-chan time.Time
 	if c.linger != nil {
