@@ -142,9 +142,11 @@ type conn struct {
 }
 
 // work is one admitted request, and later possibly its listen stream.
+// Its request and sink live in it, one allocation for the three.
 type work struct {
 	id   protocol.ID
-	sink *requestSink
+	req  server.Request
+	sink requestSink
 
 	stream server.Stream // set while a listen stream is open
 	cancel context.CancelFunc
@@ -392,17 +394,17 @@ func (c *conn) request(msg *protocol.Message) {
 		c.initialize(msg)
 		return
 	}
-	w := &work{id: msg.ID}
-	req := &server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Session: c.sess}
+	w := &work{id: msg.ID, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Session: c.sess}}
+	req := &w.req
 	if !msg.Modern {
 		req.Header = c.header
 	}
-	w.sink = &requestSink{c: c, w: w}
-	ctx := server.WithNotifier(context.Background(), w.sink)
+	w.sink.c, w.sink.w = c, w
+	ctx := server.WithNotifier(context.Background(), &w.sink)
 	if msg.ProgressToken != nil && msg.Method != "subscriptions/listen" {
 		if token, ok := protocol.ParseID(msg.ProgressToken); ok {
 			w.sink.token = token
-			ctx = server.WithProgress(ctx, w.sink)
+			ctx = server.WithProgress(ctx, &w.sink)
 		}
 	}
 	run := func(ctx context.Context) server.Outcome { return c.disp.Dispatch(ctx, req) }
