@@ -9,8 +9,3 @@ import "os"
 func takeStdout() (out *os.File, restore func(), err error) {
 	return os.Stdout, func() {}, nil
 }
-
-// takeStdin returns standard input as it is.
-func takeStdin() (in *os.File, restore func(), err error) {
-	return os.Stdin, func() {}, nil
-}

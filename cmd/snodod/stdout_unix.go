@@ -49,20 +49,3 @@ func pollable(fd int) (restore func()) {
 	}
 	return func() { _ = unix.SetNonblock(fd, false) }
 }
-
-// takeStdin returns a new descriptor for standard input, for the
-// transport's reader. On a pipe or a socket it is made O_NONBLOCK as in
-// takeStdout, so a read waits in the runtime's poller instead of blocking
-// a thread in read(2): the runtime then hands nothing between threads when
-// a line arrives, which costs CPU on every request. Nothing else may read
-// os.Stdin afterwards (it shares the mode); the caller calls restore and
-// then closes in.
-func takeStdin() (in *os.File, restore func(), err error) {
-	fd, err := unix.Dup(0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("duplicate standard input: %w", err)
-	}
-	unix.CloseOnExec(fd)
-	restore = pollable(fd) // first: os.NewFile looks at the mode
-	return os.NewFile(uintptr(fd), "standard input"), restore, nil
-}
