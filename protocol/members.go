@@ -8,7 +8,8 @@ import (
 
 // Members splits a JSON object into its members; the values, and names
 // without escapes, alias raw, which must not be modified while they are in
-// use (a request's params never are).
+// use (a request's params never are). An empty object gives a nil map,
+// which reads as an empty one.
 // It reports false for absent (nil) raw, null and every other value, and
 // for text that is not one well-formed object. It is meant for values that
 // already passed the strict decoder (a request's params), where it is a
@@ -19,7 +20,7 @@ func Members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
-	m := make(map[string]json.RawMessage, 4)
+	var m map[string]json.RawMessage // made at the first member: {} costs nothing
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		return m, skipSpace(raw, i+1) == len(raw)
@@ -49,6 +50,9 @@ func Members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 		vend := valueEnd(raw, start)
 		if vend < 0 {
 			return nil, false
+		}
+		if m == nil {
+			m = make(map[string]json.RawMessage, 4)
 		}
 		m[name] = raw[start:vend:vend]
 		i = skipSpace(raw, vend)

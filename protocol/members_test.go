@@ -87,3 +87,16 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// An empty object is split without allocating: every 2026 request carries
+// one or more (clientCapabilities is often {}).
+func TestMembersEmptyObjectAllocatesNothing(t *testing.T) {
+	raw := json.RawMessage(` { } `)
+	if n := testing.AllocsPerRun(100, func() {
+		if m, ok := Members(raw); !ok || len(m) != 0 {
+			t.Fatalf("Members(%s) = %v, %v", raw, m, ok)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations, want 0", n)
+	}
+}

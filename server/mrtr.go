@@ -514,6 +514,9 @@ func decodeRetry(params map[string]json.RawMessage) (responses map[string]json.R
 		if responses, ok = protocol.Members(raw); !ok {
 			return nil, nil, errResponsesNotObjects
 		}
+		if responses == nil {
+			responses = map[string]json.RawMessage{} // present, and empty
+		}
 		for _, v := range responses {
 			if !isJSONObject(v) {
 				return nil, nil, errResponsesNotObjects
