@@ -35,7 +35,8 @@ func Members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 		}
 		var name string
 		if escaped {
-			if json.Unmarshal(raw[i:end], &name) != nil {
+			var ok bool
+			if name, ok = unquote(raw[i:end]); !ok {
 				return nil, false
 			}
 		} else if end-i > 2 {
@@ -139,4 +140,13 @@ func valueEnd(b []byte, i int) int {
 		}
 		return j
 	}
+}
+
+// unquote decodes a JSON string with escapes. It is apart from Members
+// because the variable it decodes into escapes to the heap: inline, it
+// cost an allocation for every member name, escaped or not.
+func unquote(quoted []byte) (string, bool) {
+	var s string
+	err := json.Unmarshal(quoted, &s)
+	return s, err == nil
 }
