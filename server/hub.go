@@ -63,13 +63,14 @@ func (h *hub) publish(c change) {
 // for (all of them when accept is nil). accept is called by publishing
 // goroutines, possibly concurrently: it must be fast and must not block or
 // call back into the hub. wake, 1-buffered, is the feed's "the queue may
-// have grown" (a Session shares its own with its feeds); nil makes one.
-// The caller closes the feed.
+// have grown": a Session shares its own with the feeds it polls (poll
+// only; whoever owns wake learns of close some other way). With nil, the
+// feed gets its own, and next may wait on it. The caller closes the feed.
 func (h *hub) subscribe(accept func(change) bool, wake chan struct{}) *feed {
+	f := &feed{hub: h, accept: accept, wake: wake}
 	if wake == nil {
-		wake = make(chan struct{}, 1)
+		f.wake, f.done = make(chan struct{}, 1), make(chan struct{})
 	}
-	f := &feed{hub: h, accept: accept, wake: wake, done: make(chan struct{})}
 	h.mu.Lock()
 	h.feeds[f] = struct{}{}
 	h.mu.Unlock()
@@ -82,7 +83,7 @@ type feed struct {
 	hub    *hub
 	accept func(change) bool
 	wake   chan struct{} // 1-buffered: "the queue may have grown"
-	done   chan struct{} // closed by close
+	done   chan struct{} // closed by close; nil for a polled feed
 
 	mu      sync.Mutex
 	closed  bool
@@ -159,7 +160,9 @@ func (f *feed) close() {
 	f.closed = true
 	f.waiting = ring{}
 	f.mu.Unlock()
-	close(f.done)
+	if f.done != nil {
+		close(f.done)
+	}
 	f.hub.mu.Lock()
 	delete(f.hub.feeds, f)
 	f.hub.mu.Unlock()

@@ -140,7 +140,7 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 		id:      id,
 		dev:     dev,
 		cfg:     cfg,
-		log:     log.With("session", id),
+		log:     withSession(log, id),
 		started: time.Now(),
 		rt:      server.NewSession(cfg.MaxSubscriptions),
 		done:    make(chan struct{}),

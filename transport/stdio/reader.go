@@ -212,7 +212,7 @@ type Reader struct {
 	// after another.
 	pending []lineEvent
 	stop    chan struct{}
-	done    chan struct{}
+	done    sync.WaitGroup // the goroutine
 	once    sync.Once
 
 	bytesIn atomic.Int64
@@ -230,8 +230,8 @@ func NewReader(in io.Reader, maxLineBytes int) *Reader {
 		limit:   maxLineBytes,
 		batches: make(chan []lineEvent),
 		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
 	}
+	r.done.Add(1)
 	go r.loop(newLineReader(newSource(in, r.limit+1), r.limit, &r.bytesIn))
 	return r
 }
@@ -252,13 +252,13 @@ func (r *Reader) Close() {
 		if !ok || d.SetReadDeadline(time.Now()) != nil {
 			return
 		}
-		<-r.done
+		r.done.Wait()
 		_ = d.SetReadDeadline(time.Time{})
 	})
 }
 
 func (r *Reader) loop(lr *lineReader) {
-	defer close(r.done)
+	defer r.done.Done()
 	if r.read(lr) {
 		// The end of input stays on offer until Close, so an instance that
 		// follows a failed one on the same Reader finds it too. Each offer
