@@ -10,16 +10,19 @@ import (
 	"time"
 )
 
-// A connection whose input has a descriptor the runtime can poll (a pipe,
-// a socket, a terminal: see pooledSource) reads 32 KiB at a time into a
-// buffer it takes from a shared pool once data is there, and gives back
-// when it has split it into lines: a connection waiting for input holds no
-// read buffer, however busy it was before. Any other input is read into a
-// buffer of its own, small at first and 32 KiB once a read fills it. Lines
-// longer than a read are joined in a separate buffer that never grows past
-// the limit.
+// A connection whose input is a descriptor (syscall.Conn: a pipe, a socket
+// or a terminal, as an *os.File or a net connection; see pooledSource)
+// reads into buffers from a shared list, 4 KiB first and 32 KiB while reads
+// keep filling them, and gives the buffer back before it waits in the
+// runtime's poller: a connection waiting for input holds no read buffer,
+// however busy it was before. (On a blocking descriptor the wait is in
+// read(2), with the buffer.) Any other input is read into a buffer of its
+// own, 512 bytes at first and 32 KiB once a read fills it. Lines longer
+// than a read are joined in a separate buffer that never grows past the
+// limit.
 const (
 	firstReadChunk = 512
+	smallReadChunk = 4 << 10
 	readChunk      = 32 << 10
 )
 

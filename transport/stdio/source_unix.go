@@ -14,7 +14,7 @@ import (
 // small one for the first read after a wait, a large one while reads keep
 // filling it.
 var readBuffers = [2]bufferList{
-	{size: firstReadChunk << 3, keep: 1024}, // 4 KiB: what one request usually takes
+	{size: smallReadChunk, keep: 1024}, // what one request usually takes
 	{size: readChunk, keep: 64},
 }
 
