@@ -28,7 +28,8 @@
 // and a failed write still ends the connection with nothing written after
 // it.
 //
-// On a descriptor (syscall.Conn), the Reader reads through the runtime's
-// poller into a buffer from a shared list and gives it back before it
-// waits: a connection waiting for input holds no read buffer.
+// On a descriptor (syscall.Conn), the Reader reads into a buffer from a
+// shared list and gives it back before it waits in the runtime's poller: a
+// connection waiting for input on a non-blocking descriptor holds no read
+// buffer.
 package stdio
