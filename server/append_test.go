@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -48,6 +49,36 @@ func TestToolResultAppendMatchesEncoder(t *testing.T) {
 		// transport.md §11.1 and case 51: <, > and & are written as they are.
 		if strings.Contains(string(fast), `\u003c`) || strings.Contains(string(fast), `\u0026`) {
 			t.Errorf("HTML escaped: %.300s", fast)
+		}
+	}
+}
+
+// Structured content is written as every frame is, with <, > and & as they
+// are, in structuredContent and in the text block made from it.
+func TestStructuredContentNotHTMLEscaped(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		H string `json:"h"`
+	}
+	AddTool(s, &Tool{Name: "html"}, func(context.Context, *CallToolRequest, struct{}) (*CallToolResult, out, error) {
+		return nil, out{H: "<b>&"}, nil
+	})
+	params := `{"name":"html","arguments":{},"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`
+	o := s.Dispatch(context.Background(), &Request{ID: protocol.IntID(1), Method: "tools/call", Params: json.RawMessage(params)})
+	if o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	frame, err := protocol.AppendValue(nil, o.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"structuredContent":{"h":"<b>&"}`, `"text":"{\"h\":\"<b>&\"}"`} {
+		if !strings.Contains(string(frame), want) {
+			t.Errorf("result %s lacks %s", frame, want)
 		}
 	}
 }

@@ -97,7 +97,9 @@ func (c *call) callTool(ctx context.Context) Outcome {
 	}
 	var structured json.RawMessage
 	if res.StructuredContent != nil {
-		if structured, err = json.Marshal(res.StructuredContent); err != nil {
+		// As every frame, it leaves <, > and & as they are (transport.md
+		// §11.1), which json.Marshal would not.
+		if structured, err = protocol.AppendValue(nil, res.StructuredContent); err != nil {
 			c.s.log.Error("tool produced unencodable structured content", "tool", name, "err", err)
 			return errOutcome(errToolOutput)
 		}
