@@ -533,9 +533,7 @@ func (e *Executor) finish(j *job, out Outcome) *job {
 	e.mu.Lock()
 	deliver := j.state == jobRunning
 	if deliver {
-		delete(j.conn.jobs, j.id)
-		j.conn.running--
-		j.state = jobReleased
+		j.conn.releaseLocked(j)
 	}
 	next := e.nextLocked()
 	e.mu.Unlock()
@@ -555,9 +553,7 @@ func (e *Executor) expire(j *job) {
 		e.mu.Unlock()
 		return
 	}
-	delete(j.conn.jobs, j.id)
-	j.conn.running--
-	j.state = jobReleased
+	j.conn.releaseLocked(j)
 	e.mu.Unlock()
 	j.cancel()
 	j.done(Outcome{Err: protocol.ErrTimedOut})

@@ -179,7 +179,7 @@ var (
 // way.
 func (c *call) handlerError(in *inputs, err error) (Outcome, bool) {
 	if key := in.invalid(); key != "" {
-		return invalidParams("Invalid input response: " + key), true
+		return errOutcome(invalidInputReply(key)), true
 	}
 	switch {
 	case errors.Is(err, errInputUnsupported):
@@ -195,8 +195,7 @@ func (c *call) handlerError(in *inputs, err error) (Outcome, bool) {
 func (c *call) inputRequired(in *inputs) Outcome {
 	requests := in.requested()
 	if missing := missingCapabilities(requests, c.clientCaps()); missing != nil {
-		return errOutcome(&protocol.Error{Code: protocol.CodeMissingCapability, Message: "Missing required client capability",
-			Data: map[string]any{"requiredCapabilities": missing}})
+		return errOutcome(missingCapabilityReply(missing))
 	}
 	type inputRequiredResult struct {
 		ResultType    string                  `json:"resultType"`
