@@ -12,6 +12,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/snodod/snodod/protocol"
 )
 
 // This file holds the signer of the tokens snodod hands to clients and
@@ -75,12 +77,6 @@ func encodeToken(payload uint64, sum []byte) string {
 	return tokenEncoding.EncodeToString(append(binary.BigEndian.AppendUint64(nil, payload), sum...))
 }
 
-// state returns a requestState for an input_required answer to a request
-// of method with params, valid until now plus 10 minutes.
-func (s *signer) state(method string, params json.RawMessage, now time.Time) string {
-	return s.stateWith(method, params, nil, now)
-}
-
 // stateWith signs a requestState that also carries the answers given so far
 // (a JSON object), so a later round need not repeat them: snodod keeps no
 // state between rounds, the client carries it (protocol.md §12.1). The
@@ -97,11 +93,6 @@ func (s *signer) stateWith(method string, params json.RawMessage, answers map[st
 		return tok
 	}
 	return base64.RawURLEncoding.EncodeToString(carried) + "." + tok
-}
-
-func (s *signer) checkState(state, method string, params json.RawMessage, now time.Time) bool {
-	_, ok := s.openState(state, method, params, now)
-	return ok
 }
 
 // openState verifies a requestState and returns the answers it carries.
@@ -173,8 +164,8 @@ func (s *signer) cursor(method, version string, revision uint64, pageSize, offse
 // forged or modified string, or one that predates a catalog change. The
 // answer is then -32602 "Invalid pagination cursor".
 func (s *signer) parseCursor(cursor json.RawMessage, method, version string, revision uint64, pageSize int) (offset int, ok bool) {
-	var token string
-	if c := bytes.TrimSpace(cursor); len(c) == 0 || c[0] != '"' || json.Unmarshal(c, &token) != nil {
+	token, ok := protocol.String(cursor)
+	if !ok {
 		return 0, false
 	}
 	off, sum, ok := decodeToken(token, cursorMACBytes)

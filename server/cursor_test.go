@@ -191,3 +191,14 @@ func TestCursorPage(t *testing.T) {
 		t.Errorf("walk visited %d items", len(seen))
 	}
 }
+
+// state returns a requestState without carried answers, valid until now
+// plus 10 minutes.
+func (s *signer) state(method string, params json.RawMessage, now time.Time) string {
+	return s.stateWith(method, params, nil, now)
+}
+
+func (s *signer) checkState(state, method string, params json.RawMessage, now time.Time) bool {
+	_, ok := s.openState(state, method, params, now)
+	return ok
+}

@@ -109,10 +109,6 @@ func (f *feed) offer(c change) {
 	}
 }
 
-// next blocks until an accepted change is waiting, ctx ends (ctx.Err()) or
-// the feed is closed (errFeedClosed). A closed feed wins over a waiting
-// change, and an ended ctx over a waiting change, so the result is
-// deterministic when several hold at once.
 // poll returns a waiting change without blocking; closed reports a closed
 // feed. After an empty poll, a send on f.wake says the queue may have grown.
 func (f *feed) poll() (c change, ok, closed bool) {
@@ -125,6 +121,10 @@ func (f *feed) poll() (c change, ok, closed bool) {
 	return c, ok, false
 }
 
+// next blocks until an accepted change is waiting, ctx ends (ctx.Err()) or
+// the feed is closed (errFeedClosed). A closed feed wins over a waiting
+// change, and an ended ctx over a waiting change, so the result is
+// deterministic when several hold at once.
 func (f *feed) next(ctx context.Context) (change, error) {
 	for {
 		f.mu.Lock()

@@ -158,11 +158,6 @@ func (s *listenStream) complete() {
 	s.feed.close()
 }
 
-// newSessionFeed subscribes a legacy connection's notification feed (list
-// changes of advertised kinds, updates of subscribed URIs). accept is the
-// connection's filter; see hub.subscribe for its rules.
-func newSessionFeed(h *hub, accept func(change) bool) *feed { return h.subscribe(accept, nil) }
-
 // legacyEvent returns the legacy notification line for c: a list change
 // without params (§9.8), or notifications/resources/updated with the URI
 // (§9.7). method is "" for a change of no known kind: write nothing.

@@ -258,7 +258,7 @@ func TestListenLegacyEvent(t *testing.T) {
 
 func TestListenSessionFeed(t *testing.T) {
 	h := newHub()
-	f := newSessionFeed(h, func(c change) bool { return c.kind == changeTools })
+	f := h.subscribe(func(c change) bool { return c.kind == changeTools }, nil)
 	defer f.close()
 	h.publish(change{kind: changePrompts})
 	h.publish(change{kind: changeTools})

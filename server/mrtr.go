@@ -504,8 +504,8 @@ func decodeAsJSON(v any, out any) {
 func decodeRetry(params map[string]json.RawMessage) (responses map[string]json.RawMessage, state *string, err *protocol.Error) {
 	// A member whose value is null is present, and of the wrong type.
 	if raw, ok := params["requestState"]; ok {
-		var s string
-		if v := bytes.TrimSpace(raw); len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		s, ok := protocol.String(raw)
+		if !ok {
 			return nil, nil, errStateNotString
 		}
 		state = &s
