@@ -128,11 +128,13 @@ func (c *call) runTool(ctx context.Context, e *toolEntry, req *CallToolRequest) 
 
 // progressToken decodes params._meta.progressToken, if any.
 func (c *call) progressToken() any {
-	meta := c.metaMembers
-	if meta == nil {
-		meta, _ = members(c.params["_meta"])
+	var raw json.RawMessage
+	if c.modern {
+		raw = c.meta.ProgressToken
+	} else {
+		meta, _ := members(c.params["_meta"])
+		raw = meta["progressToken"]
 	}
-	raw := meta["progressToken"]
 	if raw == nil {
 		return nil
 	}

@@ -183,8 +183,6 @@ type call struct {
 	meta    *protocol.RequestMeta // 2026 only
 	caps    protocol.ServerCapabilities
 	answers map[string]json.RawMessage // MRTR answers of this and earlier rounds
-	// metaMembers are params._meta split (2026 only).
-	metaMembers map[string]json.RawMessage
 }
 
 // Dispatch serves one request in either era (protocol.md §4.2, §5.2).
@@ -198,8 +196,7 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 		c.sess = NewSession(0)
 	}
 	if meta, modern := protocol.ModernMeta(params); modern {
-		c.metaMembers = meta
-		return c.serveModern(ctx)
+		return c.serveModern(ctx, meta)
 	}
 	return c.serveLegacy(ctx)
 }
@@ -226,9 +223,10 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 	return c.serveMethod(ctx)
 }
 
-func (c *call) serveModern(ctx context.Context) Outcome {
+// serveModern serves a 2026-era request whose params._meta is metaMembers.
+func (c *call) serveModern(ctx context.Context, metaMembers map[string]json.RawMessage) Outcome {
 	c.modern = true
-	meta, err := protocol.DecodeMetaMembers(c.metaMembers)
+	meta, err := protocol.DecodeMetaMembers(metaMembers)
 	if err != nil {
 		return errOutcome(err)
 	}
