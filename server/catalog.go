@@ -23,6 +23,12 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 			panic(fmt.Sprintf("server: tool %q: output schema: %v", t.Name, err))
 		}
 	}
+	// Listings show the schemas as compiled (the entry's own copies, not
+	// the caller's slices), set once here rather than at every listing.
+	e.tool.InputSchema = e.input.json()
+	if e.output != nil {
+		e.tool.OutputSchema = e.output.json()
+	}
 	s.change(func() { s.tools[t.Name] = e }, change{kind: changeTools})
 }
 

@@ -69,10 +69,6 @@ func (c *call) dropIcons() bool { return c.version == protocol.Version20250618 }
 func (c *call) listTools() Outcome {
 	return list(c, "tools", c.s.tools, func(e *toolEntry) (Tool, bool) {
 		t := e.tool
-		t.InputSchema = e.input.json()
-		if e.output != nil {
-			t.OutputSchema = e.output.json()
-		}
 		if c.dropIcons() {
 			t.Icons = nil
 		}
