@@ -64,8 +64,8 @@ type Transport struct {
 	// Serve answers what is in flight and returns ErrSessionFailed. It
 	// exists so restarts can be tested from outside; nil in production.
 	Fault <-chan struct{}
-	// Counters, when set, show this connection's load (requests in flight,
-	// open listen streams) to other goroutines while Serve runs.
+	// Counters, when set, show this connection's load (requests in flight)
+	// to other goroutines while Serve runs.
 	Counters *Counters
 
 	// Logger receives the connection's diagnostics; nil means slog.Default().

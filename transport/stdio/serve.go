@@ -501,8 +501,8 @@ func (c *conn) notification(msg *protocol.Message) {
 // cancel applies a notifications/cancelled that is valid by §9; anything else
 // has no effect.
 func (c *conn) cancel(params json.RawMessage) {
-	var p map[string]json.RawMessage
-	if params == nil || json.Unmarshal(params, &p) != nil {
+	p, ok := protocol.Members(params)
+	if !ok {
 		return
 	}
 	id, ok := protocol.ParseID(p["requestId"])
@@ -510,11 +510,15 @@ func (c *conn) cancel(params json.RawMessage) {
 		return
 	}
 	var reason string
-	if raw, ok := p["reason"]; ok && (firstByte(raw) != '"' || json.Unmarshal(raw, &reason) != nil) {
-		return
+	if raw, present := p["reason"]; present {
+		if reason, ok = protocol.String(raw); !ok {
+			return
+		}
 	}
-	if raw, ok := p["_meta"]; ok && !isObjectJSON(raw) {
-		return
+	if raw, present := p["_meta"]; present {
+		if _, ok := protocol.Members(raw); !ok {
+			return
+		}
 	}
 	w, ok := c.inflight[id]
 	if !ok {
@@ -620,16 +624,3 @@ func (c *conn) teardown() {
 	c.pumps.Wait()
 	c.publishEnd()
 }
-
-func firstByte(raw []byte) byte {
-	for _, b := range raw {
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return b
-	}
-	return 0
-}
-
-func isObjectJSON(raw json.RawMessage) bool { return firstByte(raw) == '{' }
