@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -400,4 +401,23 @@ func TestModernMeta(t *testing.T) {
 			t.Errorf("ModernMeta(%s) = %v, %v; want modern %v", tt.params, meta, modern, tt.modern)
 		}
 	}
+}
+
+// paramsObject decodes request params as the runtime sees them for these
+// tests: nil or null give an empty (nil) map, an object its members, and
+// any other value ErrParamsType.
+func paramsObject(params json.RawMessage) (map[string]json.RawMessage, *Error) {
+	switch jsonKind(params) {
+	case 0:
+		return nil, nil
+	case 'n':
+		if string(bytes.TrimSpace(params)) == "null" {
+			return nil, nil
+		}
+	case '{':
+		if members, ok := Members(params); ok {
+			return members, nil
+		}
+	}
+	return nil, ErrParamsType
 }

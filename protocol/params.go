@@ -191,24 +191,6 @@ func jsonKind(raw json.RawMessage) byte {
 	return 0
 }
 
-// paramsObject decodes request params: nil or null give an empty (nil) map,
-// an object its members, and any other value ErrParamsType.
-func paramsObject(params json.RawMessage) (map[string]json.RawMessage, *Error) {
-	switch jsonKind(params) {
-	case 0:
-		return nil, nil
-	case 'n':
-		if string(bytes.TrimSpace(params)) == "null" {
-			return nil, nil
-		}
-	case '{':
-		if members, ok := Members(params); ok {
-			return members, nil
-		}
-	}
-	return nil, ErrParamsType
-}
-
 // String decodes raw when it is a JSON string. It reports false for
 // absent (nil) raw, null and every other value. A string without escapes
 // costs one small allocation and no reflection.
@@ -220,11 +202,7 @@ func String(raw json.RawMessage) (string, bool) {
 	if end, escaped := stringEnd(raw, 0); end == len(raw) && !escaped {
 		return string(raw[1 : end-1]), true
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return unquote(raw)
 }
 
 // jsonBool decodes raw when it is true or false.
