@@ -121,14 +121,12 @@ func (s *scanner) method(v span) string {
 
 var knownMethods = func() map[string]string {
 	m := make(map[string]string)
+	for name := range methodEras {
+		m[name] = name
+	}
 	for _, name := range []string{
-		"initialize", "ping", "server/discover", "tools/list", "tools/call",
-		"resources/list", "resources/read", "resources/templates/list",
-		"resources/subscribe", "resources/unsubscribe", "prompts/list",
-		"prompts/get", "completion/complete", "logging/setLevel",
-		"subscriptions/listen", "notifications/initialized",
-		"notifications/cancelled", "notifications/progress",
-		"notifications/roots/list_changed",
+		"notifications/initialized", "notifications/cancelled",
+		"notifications/progress", "notifications/roots/list_changed",
 	} {
 		m[name] = name
 	}
