@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"os"
+
+	"github.com/snodod/snodod/session"
 )
 
 // The client side of the control protocol, for `snodod connect` and
@@ -147,8 +149,8 @@ func Connect(ctx context.Context, path string, in, out *os.File) (*Handover, err
 	defer stop()
 	var head Reply
 	var r *bufio.Reader
-	err = withFD(in, func(inFD int) error {
-		return withFD(out, func(outFD int) error {
+	err = session.Control(in, func(inFD int) error {
+		return session.Control(out, func(outFD int) error {
 			r, err = roundTrip(c, Request{Op: "connect"}, &head, inFD, outFD)
 			return err
 		})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snodod/snodod/session"
 )
 
 func socketPair() (*net.UnixConn, net.Conn, error) {
@@ -277,7 +279,7 @@ func TestReadRequestFDs(t *testing.T) {
 	p := newPipes(t)
 	bu := b.(*net.UnixConn)
 	go func() {
-		_ = withFD(p.in, func(fd int) error { return sendRequest(bu, []byte(`{"op":`), fd, fd) })
+		_ = session.Control(p.in, func(fd int) error { return sendRequest(bu, []byte(`{"op":`), fd, fd) })
 		time.Sleep(10 * time.Millisecond)
 		bu.Write([]byte(`"connect"}` + "\n"))
 	}()
@@ -306,8 +308,8 @@ func TestReadRequestFDs(t *testing.T) {
 
 func sameFileAs(a, b *os.File) bool {
 	var sa, sb unix.Stat_t
-	return withFD(a, func(fd int) error { return unix.Fstat(fd, &sa) }) == nil &&
-		withFD(b, func(fd int) error { return unix.Fstat(fd, &sb) }) == nil &&
+	return session.Control(a, func(fd int) error { return unix.Fstat(fd, &sa) }) == nil &&
+		session.Control(b, func(fd int) error { return unix.Fstat(fd, &sb) }) == nil &&
 		sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snodod/snodod/session"
 )
 
 // Descriptor passing (SCM_RIGHTS) on the control socket.
@@ -140,7 +142,7 @@ func sendRequest(c *net.UnixConn, line []byte, fds ...int) error {
 func sameFile(in, out *os.File) bool {
 	var a, b unix.Stat_t
 	var mode int
-	errA := withFD(in, func(fd int) error {
+	errA := session.Control(in, func(fd int) error {
 		if err := unix.Fstat(fd, &a); err != nil {
 			return err
 		}
@@ -148,7 +150,7 @@ func sameFile(in, out *os.File) bool {
 		mode, err = unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 		return err
 	})
-	errB := withFD(out, func(fd int) error { return unix.Fstat(fd, &b) })
+	errB := session.Control(out, func(fd int) error { return unix.Fstat(fd, &b) })
 	return errA == nil && errB == nil && a.Dev == b.Dev && a.Ino == b.Ino && mode&unix.O_ACCMODE == unix.O_RDWR
 }
 
@@ -158,7 +160,7 @@ func sameFile(in, out *os.File) bool {
 // O_NONBLOCK flag is shared with the client (it belongs to the open file
 // description), so it is restored.
 func writeLineNow(f *os.File, line []byte) {
-	_ = withFD(f, func(fd int) error {
+	_ = session.Control(f, func(fd int) error {
 		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 		if err != nil {
 			return err
@@ -172,18 +174,4 @@ func writeLineNow(f *os.File, line []byte) {
 		_, err = unix.Write(fd, line)
 		return err
 	})
-}
-
-// withFD runs fn on f's descriptor. Unlike f.Fd, it leaves the
-// descriptor's blocking mode alone: that mode is shared with the client.
-func withFD(f *os.File, fn func(fd int) error) error {
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var fnErr error
-	if err := raw.Control(func(fd uintptr) { fnErr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return fnErr
 }

@@ -95,11 +95,11 @@ func NewDevice(in, out *os.File, peer Peer) (_ *Device, err error) {
 		}
 	}
 	var st unix.Stat_t
-	if err := control(d.in, func(fd int) error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := Control(d.in, func(fd int) error { return unix.Fstat(fd, &st) }); err != nil {
 		return nil, fmt.Errorf("session: stat %s: %w", d.in.Name(), err)
 	}
 	for _, f := range d.files() {
-		if err := control(f, func(fd int) error { return d.makeRaw(f, fd) }); err != nil {
+		if err := Control(f, func(fd int) error { return d.makeRaw(f, fd) }); err != nil {
 			return nil, fmt.Errorf("session: raw mode on %s: %w", f.Name(), err)
 		}
 	}
@@ -143,7 +143,7 @@ func (d *Device) adopt(f *os.File) (*os.File, error) {
 func reopenNonblocking(f *os.File) (*os.File, bool, error) {
 	defer f.Close()
 	dup, wasBlocking := -1, false
-	err := control(f, func(fd int) error {
+	err := Control(f, func(fd int) error {
 		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 		if err != nil {
 			return err
@@ -202,7 +202,7 @@ func (d *Device) Close() error {
 		// first one's state is the original.
 		for i := len(d.ttys) - 1; i >= 0; i-- {
 			t := d.ttys[i]
-			err := control(t.f, func(fd int) error { return term.Restore(fd, t.state) })
+			err := Control(t.f, func(fd int) error { return term.Restore(fd, t.state) })
 			// A hung-up terminal (its master closed) refuses every ioctl
 			// with EIO; there is nothing left to restore then.
 			if err != nil && !errors.Is(err, unix.EIO) {
@@ -214,7 +214,7 @@ func (d *Device) Close() error {
 		// shell's own, and a shell that finds it non-blocking fails its next
 		// read with EAGAIN. Leave it as it was found.
 		for _, f := range d.blocking {
-			if err := control(f, func(fd int) error { return unix.SetNonblock(fd, false) }); err != nil {
+			if err := Control(f, func(fd int) error { return unix.SetNonblock(fd, false) }); err != nil {
 				errs = append(errs, fmt.Errorf("restore blocking mode of %s: %w", f.Name(), err))
 			}
 		}
@@ -281,10 +281,12 @@ func (w deviceOutput) Write(p []byte) (int, error) {
 
 func (w deviceOutput) SetWriteDeadline(t time.Time) error { return w.d.out.SetWriteDeadline(t) }
 
-// control runs fn with f's descriptor without f.Fd(), which would put the
-// file back into blocking mode and disable its deadlines.
-func control(f *os.File, fn func(fd int) error) error {
-	rc, err := f.SyscallConn()
+// Control runs fn with c's descriptor (an *os.File, a net connection).
+// Unlike os.File.Fd, it leaves the descriptor's mode alone: Fd would put
+// it back into blocking mode, disabling deadlines, and that mode is
+// shared with whoever else holds the description (the client).
+func Control(c syscall.Conn, fn func(fd int) error) error {
+	rc, err := c.SyscallConn()
 	if err != nil {
 		return err
 	}

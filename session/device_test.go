@@ -268,7 +268,7 @@ func TestPTYTwoDescriptors(t *testing.T) {
 	}
 	defer master.Close()
 	var fd0, fd1 int
-	control(tty, func(fd int) error {
+	Control(tty, func(fd int) error {
 		fd0, fd1 = fd, -1
 		fd1, err = unix.Dup(fd)
 		return err

@@ -267,7 +267,7 @@ func pipe(t *testing.T, blocking bool, devEnd int) (r, w *os.File) {
 	ends := []*os.File{r, w}
 	f := ends[devEnd]
 	var dup int
-	if err := control(f, func(fd int) error {
+	if err := Control(f, func(fd int) error {
 		dup, err = unix.Dup(fd)
 		return err
 	}); err != nil {
@@ -315,7 +315,7 @@ func ptyDevice(t *testing.T, peer Peer) (dev *Device, end clientEnd, ttyFd int, 
 	if err != nil {
 		t.Skipf("no pty: %v", err)
 	}
-	if err := control(tty, func(fd int) error {
+	if err := Control(tty, func(fd int) error {
 		ttyFd, err = unix.Dup(fd)
 		return err
 	}); err != nil {
