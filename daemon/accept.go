@@ -108,15 +108,12 @@ func (d *Daemon) serveConn(c *net.UnixConn) {
 	// the connection's own copy is closed.
 	f, err := c.File()
 	c.Close()
-	if err != nil {
-		d.unreserve(id)
-		d.log.Error("connection dropped", "error", err)
-		return
+	var dev *session.Device
+	if err == nil {
+		dev, err = session.NewDevice(f, f, peer) // on error it closes f
 	}
-	dev, err := session.NewDevice(f, f, peer)
 	if err != nil {
 		d.unreserve(id)
-		f.Close()
 		d.log.Error("connection dropped", "error", err)
 		return
 	}

@@ -100,15 +100,8 @@ func roundTrip(c *net.UnixConn, req Request, v any, fds ...int) (*bufio.Reader, 
 
 // QueryStatus asks the daemon at the control socket path for its status.
 func QueryStatus(ctx context.Context, path string) (*Status, error) {
-	c, err := dialControl(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
 	var st Status
-	if _, err := roundTrip(c, Request{Op: "status"}, &st); err != nil {
+	if err := ask(ctx, path, Request{Op: "status"}, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil
@@ -117,6 +110,12 @@ func QueryStatus(ctx context.Context, path string) (*Status, error) {
 // Fault asks the daemon at path to trigger session id's fault hook (a
 // daemon started with SNODOD_TEST_FAULTS=1 only).
 func Fault(ctx context.Context, path string, id uint64) error {
+	return ask(ctx, path, Request{Op: "fault", Session: id}, nil)
+}
+
+// ask sends one request on a new control connection and reads its reply
+// into v (when not nil); ctx ending closes the connection.
+func ask(ctx context.Context, path string, req Request, v any) error {
 	c, err := dialControl(ctx, path)
 	if err != nil {
 		return err
@@ -124,7 +123,7 @@ func Fault(ctx context.Context, path string, id uint64) error {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	_, err = roundTrip(c, Request{Op: "fault", Session: id}, nil)
+	_, err = roundTrip(c, req, v)
 	return err
 }
 

@@ -163,13 +163,9 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 		out.Close()
 		out = in
 	}
-	dev, err := session.NewDevice(in, out, peer)
+	dev, err := session.NewDevice(in, out, peer) // on error it closes both
 	if err != nil {
 		d.unreserve(id)
-		in.Close()
-		if out != in {
-			out.Close()
-		}
 		reply(c, Reply{Error: "cannot serve the passed descriptors: " + err.Error()})
 		return nil, false
 	}

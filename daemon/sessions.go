@@ -79,7 +79,7 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 		RestartWindow:    cfg.Session.RestartWindow,
 		Logger:           d.log, // the session adds its id
 		Faults:           d.faults,
-		Ended:            func(s *session.Session) { d.reap(id, s, dev) },
+		Ended:            func(s *session.Session) { d.reap(id, s) },
 	})
 	d.mu.Lock()
 	d.sessions[id] = s
@@ -90,12 +90,10 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 	return s
 }
 
-// reap forgets a session once it has ended and closes its device (the
-// daemon closes what it accepted or received; a Device may be closed more
-// than once). The session calls it as it ends.
-func (d *Daemon) reap(id uint64, s *session.Session, dev *session.Device) {
+// reap forgets a session once it has ended; the session has closed its
+// device by then. The session calls it as it ends.
+func (d *Daemon) reap(id uint64, s *session.Session) {
 	defer d.reapers.Done()
-	_ = dev.Close()
 	d.mu.Lock()
 	delete(d.sessions, id)
 	d.mu.Unlock()
