@@ -281,8 +281,8 @@ func pipe(t *testing.T, blocking bool, devEnd int) (r, w *os.File) {
 	return ends[0], ends[1]
 }
 
-// socketDevice is an accepted session-socket connection: a blocking
-// descriptor, as accept hands it to the daemon.
+// socketDevice is a session-socket connection whose descriptor is still
+// blocking, the harder case: the Device must make it non-blocking.
 func socketDevice(t *testing.T, peer Peer) (*Device, clientEnd) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {

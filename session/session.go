@@ -299,10 +299,10 @@ func (s *Session) serveInstance(ctx context.Context) (restart bool) {
 // after takes an instance's end: a failure is restarted (or ends a session
 // that fails too often), anything else ends the session.
 func (s *Session) after(ctx context.Context, err error) (restart bool) {
-	if errors.Is(err, stdio.ErrSessionFailed) && ctx.Err() == nil {
-		return s.failed(err)
-	}
 	if errors.Is(err, stdio.ErrSessionFailed) {
+		if ctx.Err() == nil {
+			return s.failed(err)
+		}
 		err = nil // failed while shutting down: it ends all the same
 	}
 	var out *stdio.OutputError
