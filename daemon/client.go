@@ -48,7 +48,10 @@ func (e *SessionError) Error() string {
 	return fmt.Sprintf("session %d ended: %s", e.Session, e.Message)
 }
 
-func dialControl(ctx context.Context, path string) (*net.UnixConn, error) {
+// Dial connects to one of the daemon's sockets (the session socket or the
+// control socket) at path. A daemon that cannot be reached there is an
+// *UnreachableError, whose message names the path once.
+func Dial(ctx context.Context, path string) (*net.UnixConn, error) {
 	var dialer net.Dialer
 	c, err := dialer.DialContext(ctx, "unix", path)
 	if err != nil {
@@ -116,7 +119,7 @@ func Fault(ctx context.Context, path string, id uint64) error {
 // ask sends one request on a new control connection and reads its reply
 // into v (when not nil); ctx ending closes the connection.
 func ask(ctx context.Context, path string, req Request, v any) error {
-	c, err := dialControl(ctx, path)
+	c, err := Dial(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -140,7 +143,7 @@ type Handover struct {
 // caller keeps its own copies; it should not read in or write out while the
 // session runs.
 func Connect(ctx context.Context, path string, in, out *os.File) (*Handover, error) {
-	c, err := dialControl(ctx, path)
+	c, err := Dial(ctx, path)
 	if err != nil {
 		return nil, err
 	}

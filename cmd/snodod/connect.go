@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -143,25 +141,14 @@ func connectFailure(path string, err error) int {
 // finishes the requests it has and then ends the session; the relay exits
 // when the daemon closes the connection, or when standard output fails.
 func relay(path string) int {
-	c, err := net.Dial("unix", path)
+	uc, err := daemon.Dial(context.Background(), path)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) {
-			err = op.Err
-		}
-		var sys *os.SyscallError
-		if errors.As(err, &sys) {
-			err = sys.Err
-		}
-		fmt.Fprintf(os.Stderr, "snodod connect: cannot reach the daemon at %s: %v; is snodod serve running?\n", path, err)
-		return exitFailure
+		return connectFailure(path, err)
 	}
-	uc := c.(*net.UnixConn)
 	defer uc.Close()
-	var once sync.Once
 	go func() {
 		_, _ = io.Copy(uc, os.Stdin)
-		once.Do(func() { _ = uc.CloseWrite() })
+		_ = uc.CloseWrite()
 	}()
 	if _, err := io.Copy(os.Stdout, uc); err != nil && !errors.Is(err, syscall.EPIPE) {
 		fmt.Fprintf(os.Stderr, "snodod connect: relay: %v\n", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,7 +53,8 @@ func runStatus(args []string) int {
 	defer cancel()
 	st, err := daemon.QueryStatus(ctx, cfg.Daemon.ControlSocket)
 	if err != nil {
-		if _, ok := err.(*daemon.UnreachableError); ok {
+		var unreachable *daemon.UnreachableError
+		if errors.As(err, &unreachable) {
 			fmt.Fprintf(os.Stderr, "snodod status: %v; is snodod serve running?\n", err)
 		} else {
 			fmt.Fprintf(os.Stderr, "snodod status: %v\n", err)
