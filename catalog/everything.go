@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"weak"
 
 	"github.com/snodod/snodod/server"
 )
@@ -44,15 +45,23 @@ var (
 
 // Everything registers the conformance fixture on s: tools, resources,
 // the template test://template/{id}/data, prompts and completions, and
-// starts the periodic updates of WatchedResourceURI (a timer that lives as
-// long as the process). Serve it with Options.SubscribableResources set.
+// starts the periodic updates of WatchedResourceURI, which go on while s
+// is in use. Serve it with Options.SubscribableResources set.
 func Everything(s *server.Server) {
 	everythingTools(s)
 	everythingInputTools(s)
 	everythingResources(s)
 	everythingPrompts(s)
+	// The timer holds s weakly: a daemon builds a new server on every
+	// reload, and the old one's updates must end with it rather than keep
+	// it, and a timer, alive for the rest of the process.
+	ws := weak.Make(s)
 	var tick func()
 	tick = func() {
+		s := ws.Value()
+		if s == nil {
+			return
+		}
 		s.ResourceUpdated(WatchedResourceURI)
 		time.AfterFunc(WatchedResourceInterval, tick)
 	}

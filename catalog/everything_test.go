@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/protocol"
@@ -388,4 +390,23 @@ func mustJSON(t *testing.T, v any) string {
 // errIs reports whether perr has code and message.
 func errIs(perr *protocol.Error, code int64, message string) bool {
 	return perr != nil && perr.Code == code && perr.Message == message
+}
+
+// The watched resource's timer does not keep a server alive: a daemon
+// builds a new one on every reload, and the old one must be collectable.
+func TestEverythingLetsTheServerGo(t *testing.T) {
+	s, err := server.New(server.Options{SubscribableResources: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog.Everything(s)
+	ws := weak.Make(s)
+	s = nil
+	for range 10 {
+		runtime.GC()
+		if ws.Value() == nil {
+			return
+		}
+	}
+	t.Fatal("the server is still reachable after Everything's timer was set")
 }
