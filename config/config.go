@@ -4,7 +4,7 @@ import "time"
 
 // Config is snodod's effective configuration: the embedded defaults with the
 // file, the environment and the flags laid over them, converted, expanded and
-// validated. A *Config returned by Load, Check or Default is valid; every
+// validated. A *Config returned by Load is valid; every
 // field holds its effective value (never a zero meaning "default", except
 // Server.Version and HTTP.Listen, whose empty values are documented).
 //

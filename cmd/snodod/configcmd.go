@@ -90,11 +90,11 @@ func runConfigPrint(args []string) int {
 	if status, done := parseFlags(fs, args, configUsage); done {
 		return status
 	}
-	cfg, err := config.Load(config.Options{File: *file})
-	if err != nil {
-		printConfigError(os.Stderr, "snodod config print: ", err)
+	cfg := loadConfig("config print", config.Options{File: *file})
+	if cfg == nil {
 		return exitFailure
 	}
+	var err error
 	if *asJSON {
 		err = cfg.PrintJSON(os.Stdout)
 	} else {
@@ -105,6 +105,17 @@ func runConfigPrint(args []string) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// loadConfig loads the configuration for the command name ("serve",
+// "config print"); on failure it reports every problem and returns nil.
+func loadConfig(name string, opts config.Options) *config.Config {
+	cfg, err := config.Load(opts)
+	if err != nil {
+		printConfigError(os.Stderr, "snodod "+name+": ", err)
+		return nil
+	}
+	return cfg
 }
 
 // printConfigError writes a loading error: one line per problem of a

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
-	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon"
 )
 
@@ -75,23 +74,12 @@ func addClientFlags(fs *flag.FlagSet, o *clientOptions) {
 	)
 }
 
-// clientConfig loads the configuration a client command reads the socket
-// paths from; on failure it reports and returns nil.
-func clientConfig(name string, o *clientOptions) *config.Config {
-	cfg, err := config.Load(o.keys.options(o.config))
-	if err != nil {
-		printConfigError(os.Stderr, "snodod "+name+": ", err)
-		return nil
-	}
-	return cfg
-}
-
 func runConnect(args []string) int {
 	fs, o := connectFlags()
 	if status, done := parseFlags(fs, args, connectUsage); done {
 		return status
 	}
-	cfg := clientConfig("connect", o)
+	cfg := loadConfig("connect", o.keys.options(o.config))
 	if cfg == nil {
 		return exitFailure
 	}

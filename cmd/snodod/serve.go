@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon"
 	"github.com/snodod/snodod/server"
@@ -77,9 +76,8 @@ func runServe(args []string) int {
 		return status
 	}
 	opts := o.keys.options(o.config)
-	cfg, err := config.Load(opts)
-	if err != nil {
-		printConfigError(os.Stderr, "snodod serve: ", err)
+	cfg := loadConfig("serve", opts)
+	if cfg == nil {
 		return exitFailure
 	}
 	level := new(slog.LevelVar)
@@ -88,10 +86,7 @@ func runServe(args []string) int {
 
 	var register func(*server.Server)
 	if o.demo {
-		register = func(s *server.Server) {
-			catalog.Demo(s)
-			catalog.Everything(s)
-		}
+		register = demoCatalog
 	}
 	d, err := daemon.New(cfg, daemon.Options{
 		// A reload reads the same file and environment, and the flags

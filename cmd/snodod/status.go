@@ -45,7 +45,7 @@ func runStatus(args []string) int {
 	if status, done := parseFlags(fs, args, statusUsage); done {
 		return status
 	}
-	cfg := clientConfig("status", o)
+	cfg := loadConfig("status", o.keys.options(o.config))
 	if cfg == nil {
 		return exitFailure
 	}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -70,9 +69,8 @@ func runStdio(args []string) int {
 		return status
 	}
 	started := time.Now()
-	cfg, err := config.Load(config.Options{File: o.config, Overrides: stdioOverrides(fs, o), Flags: stdioFlagNames})
-	if err != nil {
-		printConfigError(os.Stderr, "snodod stdio: ", err)
+	cfg := loadConfig("stdio", config.Options{File: o.config, Overrides: stdioOverrides(fs, o), Flags: stdioFlagNames})
+	if cfg == nil {
 		return exitFailure
 	}
 	slog.SetDefault(newLogger(cfg, new(slog.LevelVar)))
@@ -92,14 +90,17 @@ func runStdio(args []string) int {
 		return fail(err)
 	}
 	if o.demo {
-		catalog.Demo(srv)
-		catalog.Everything(srv)
+		demoCatalog(srv)
 	}
+	// Standard input stays as it is, usually blocking: a read(2) that
+	// waits costs less per line than the poller's EAGAIN, epoll_pwait and
+	// wake-up (server CPU per pipelined call, medians of 3 runs of the
+	// harness: 13.8 against 15.3 us for 2025-06-18, 15.8 against 18.0 for
+	// 2026-07-28). Only one session reads it, so no thread is saved.
+	// Standard output is taken below, once the flags are known to be valid.
 	t.In, t.Out, t.Dispatcher = os.Stdin, os.Stdout, srv
 	if err := errors.Join(t.Validate(), o.limits.Validate()); err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(os.Stderr, "snodod stdio: %s\n", line)
-		}
+		printConfigError(os.Stderr, "snodod stdio: ", err)
 		fmt.Fprintln(os.Stderr, "Run 'snodod stdio --help' for the flags and their defaults.")
 		return exitUsage
 	}
@@ -116,12 +117,7 @@ func runStdio(args []string) int {
 	}
 	defer out.Close()
 	defer restore()
-	// Standard input stays as it is, usually blocking: a read(2) that
-	// waits costs less per line than the poller's EAGAIN, epoll_pwait and
-	// wake-up (server CPU per pipelined call, medians of 3 runs of the
-	// harness: 13.8 against 15.3 us for 2025-06-18, 15.8 against 18.0 for
-	// 2026-07-28). Only one session reads it, so no thread is saved.
-	t.In, t.Out = os.Stdin, out
+	t.Out = out
 
 	// A client that stops reading standard error must not kill the
 	// session: with SIGPIPE ignored, writes to a closed pipe fail with
@@ -199,4 +195,11 @@ func negativeOr[T int | time.Duration](flag, configured T) T {
 func fail(err error) int {
 	fmt.Fprintf(os.Stderr, "snodod stdio: %v\n", err)
 	return exitFailure
+}
+
+// demoCatalog registers the demo tools and the conformance fixture, as
+// --demo asks of serve and stdio.
+func demoCatalog(s *server.Server) {
+	catalog.Demo(s)
+	catalog.Everything(s)
 }
