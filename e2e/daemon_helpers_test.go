@@ -72,22 +72,7 @@ func startDaemon(t *testing.T, config string, extraEnv []string, args ...string)
 	if config != "" {
 		d.writeConfig(t, config)
 	}
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(name, "SNODOD_"), strings.HasPrefix(name, "LISTEN_"),
-			name == "XDG_RUNTIME_DIR", name == "XDG_CONFIG_HOME", name == "NOTIFY_SOCKET",
-			name == "WATCHDOG_USEC", name == "WATCHDOG_PID", name == "GORACE":
-		default:
-			d.env = append(d.env, kv)
-		}
-	}
-	d.env = append(d.env,
-		"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
-		// A race makes the process exit with status 66.
-		"GORACE=exitcode=66 atexit_sleep_ms=10")
-	d.env = append(d.env, extraEnv...)
+	d.env = append(isolatedEnv(dir), extraEnv...)
 
 	d.cmd = exec.Command(binary, append([]string{"serve", "--demo"}, args...)...)
 	d.cmd.Env = d.env

@@ -60,8 +60,7 @@ func serverCommand(t *testing.T) *exec.Cmd {
 	cmd := exec.Command(binary, "stdio", "--demo")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	// A race makes the process exit with status 66 once it has ended.
-	cmd.Env = append(os.Environ(), "GORACE=exitcode=66")
+	cmd.Env = isolatedEnv(t.TempDir())
 	t.Cleanup(func() {
 		out := stderr.String()
 		if strings.Contains(out, "DATA RACE") {
@@ -71,6 +70,28 @@ func serverCommand(t *testing.T) *exec.Cmd {
 		}
 	})
 	return cmd
+}
+
+// isolatedEnv is this process's environment for a snodod under test: none
+// of the developer's SNODOD_* settings, configuration file, runtime
+// directory or systemd variables, but dir/config and dir/run in their
+// place, and a race detector that makes the process exit with status 66.
+func isolatedEnv(dir string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "SNODOD_"), strings.HasPrefix(name, "LISTEN_"),
+			name == "XDG_RUNTIME_DIR", name == "XDG_CONFIG_HOME", name == "NOTIFY_SOCKET",
+			name == "WATCHDOG_USEC", name == "WATCHDOG_PID", name == "GORACE":
+		default:
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"GORACE=exitcode=66 atexit_sleep_ms=10")
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.

@@ -72,6 +72,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs", binary}, nodeVersions...)...)
 	cmd.Dir = dir
+	cmd.Env = isolatedEnv(t.TempDir()) // the snodod it starts inherits it
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
