@@ -66,6 +66,7 @@ func (c *Conn) read(r io.Reader) {
 			long = append(long, chunk...)
 			continue
 		}
+		at := time.Now() // the line is whole: copying it is not the server's time
 		var line []byte
 		if long != nil {
 			line = append(long, chunk...)
@@ -76,7 +77,7 @@ func (c *Conn) read(r io.Reader) {
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) > 0 {
 			select {
-			case c.lines <- Line{At: time.Now(), Bytes: line, Frame: wire.Parse(line)}:
+			case c.lines <- Line{At: at, Bytes: line, Frame: wire.Parse(line)}:
 			case <-c.stop:
 			}
 		}

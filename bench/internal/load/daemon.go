@@ -165,7 +165,7 @@ func (d *Daemon) openMany(n int, dialect wire.Dialect) ([]*Session, error) {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if first := firstErr(errs); first != nil {
 		failed := 0
 		for i := range out {
 			if out[i] != nil {
@@ -174,7 +174,7 @@ func (d *Daemon) openMany(n int, dialect wire.Dialect) ([]*Session, error) {
 				failed++
 			}
 		}
-		return nil, fmt.Errorf("%d of %d sessions failed to open: %w", failed, n, firstErr(errs))
+		return nil, fmt.Errorf("%d of %d sessions failed to open: %w", failed, n, first)
 	}
 	return out, nil
 }

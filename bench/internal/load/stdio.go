@@ -418,7 +418,6 @@ func exitNote(p *Proc) string {
 	return " (" + p.state.String() + ")" + stderrNote(p)
 }
 
-// stderrNote is the last line the server wrote on standard error, if any.
 // spawnReady starts a server and makes it ready for calls at d's version
 // (a legacy initialize, or nothing in 2026). A handshake failure kills it
 // and carries the last line it wrote on stderr.
@@ -434,6 +433,7 @@ func spawnReady(s Server, d wire.Dialect) (*Proc, error) {
 	return p, nil
 }
 
+// stderrNote is the last line the server wrote on standard error, if any.
 func stderrNote(p *Proc) string {
 	lines := strings.Split(strings.TrimSpace(p.Stderr()), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
