@@ -366,16 +366,19 @@ type withMembers struct {
 	members []member
 }
 
-func (w withMembers) MarshalJSON() ([]byte, error) {
-	b, err := protocol.AppendValue(nil, w.v)
+// AppendJSON writes the object into dst, as frames are encoded: no
+// intermediate buffer, and no second pass of encoding/json over it.
+func (w withMembers) AppendJSON(dst []byte) ([]byte, error) {
+	start := len(dst)
+	b, err := protocol.AppendValue(dst, w.v)
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
-		return nil, fmt.Errorf("result is not a JSON object")
+	if len(b)-start < 2 || b[start] != '{' || b[len(b)-1] != '}' {
+		return dst, fmt.Errorf("result is not a JSON object")
 	}
+	empty := len(b)-start == 2
 	out := b[:len(b)-1]
-	empty := len(b) == 2
 	for _, m := range w.members {
 		if !empty {
 			out = append(out, ',')
@@ -384,11 +387,11 @@ func (w withMembers) MarshalJSON() ([]byte, error) {
 		out = append(out, '"')
 		out = append(out, m.name...)
 		out = append(out, '"', ':')
-		vb, err := protocol.AppendValue(nil, m.value)
-		if err != nil {
-			return nil, err
+		if out, err = protocol.AppendValue(out, m.value); err != nil {
+			return dst, err
 		}
-		out = append(out, vb...)
 	}
 	return append(out, '}'), nil
 }
+
+func (w withMembers) MarshalJSON() ([]byte, error) { return w.AppendJSON(nil) }
