@@ -32,8 +32,6 @@ func socketPair() (*net.UnixConn, net.Conn, error) {
 	return conns[0].(*net.UnixConn), conns[1], nil
 }
 
-func newReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
-
 // pipes is what `snodod connect` hands over: the daemon reads in and
 // writes out; the test (the MCP client) writes toDaemon and reads
 // fromDaemon.
@@ -140,7 +138,7 @@ func TestControlConnectSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	c := &client{t: t, c: b, r: newReader(b)}
+	c := &client{t: t, c: b, r: bufio.NewReader(b)}
 	c.initialize()
 	if st := r.d.Status(); len(st.Sessions) != 1 || st.Sessions[0].Kind != "socket" {
 		t.Errorf("status %+v", st.Sessions)

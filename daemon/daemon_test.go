@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -238,7 +239,7 @@ func TestRefuseWritesOneLine(t *testing.T) {
 		defer close(done)
 		refuse(a, uidError(1234))
 	}()
-	c := &client{t: t, c: b, r: newReader(b)}
+	c := &client{t: t, c: b, r: bufio.NewReader(b)}
 	if got, want := c.line(), strings.TrimSuffix(string(refusalLine(uidError(1234))), "\n"); got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -235,7 +236,7 @@ func TestStats(t *testing.T) {
 	c.send(call("b", "block", map[string]any{"name": "b"}))
 	cat.waitStarted(t, "b")
 	c.send(line("s", "subscriptions/listen", map[string]any{
-		"notifications": map[string]any{"toolsListChanged": true}, "_meta": rawMeta(),
+		"notifications": map[string]any{"toolsListChanged": true}, "_meta": json.RawMessage(meta),
 	}))
 	if r := decode(t, c.next()); r.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("want the acknowledgement, got %+v", r)
@@ -285,13 +286,6 @@ func TestInvalidConfigAndServeOnce(t *testing.T) {
 		if err := s.Serve(t.Context()); !errors.Is(err, suture.ErrDoNotRestart) {
 			t.Fatalf("second Serve returned %v", err)
 		}
-	}
-}
-
-func rawMeta() map[string]any {
-	return map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 	}
 }
 

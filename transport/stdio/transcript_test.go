@@ -635,15 +635,7 @@ func requestID(line string) (id string, listen, ok bool) {
 	}
 	var method string
 	_ = json.Unmarshal(m["method"], &method)
-	return canonicalID(pid), method == "subscriptions/listen", true
-}
-
-func canonicalID(id protocol.ID) string {
-	b, err := json.Marshal(id)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
+	return pid.String(), method == "subscriptions/listen", true
 }
 
 // isFinalFor reports whether an output line ends the request with id: its
@@ -663,7 +655,7 @@ func isFinalFor(raw, id string, listen bool) bool {
 	}
 	same := func(raw json.RawMessage) bool {
 		pid, ok := protocol.ParseID(raw)
-		return ok && canonicalID(pid) == id
+		return ok && pid.String() == id
 	}
 	if f.Method == "" {
 		return f.ID != nil && (same(f.ID) || id != syncID && string(f.ID) == "null")
