@@ -43,7 +43,7 @@ type client struct {
 	s       *server.Server
 	version string
 	caps    string // client capabilities, a JSON object
-	sess    *server.Session
+	sess    *server.SessionState
 	nextID  int64
 }
 
@@ -51,7 +51,7 @@ type client struct {
 // capabilities caps; a legacy client initializes first.
 func newClient(t *testing.T, s *server.Server, version, caps string) *client {
 	t.Helper()
-	c := &client{t: t, s: s, version: version, caps: caps, sess: server.NewSession(0)}
+	c := &client{t: t, s: s, version: version, caps: caps, sess: server.NewSessionState(0)}
 	if version != v2026 {
 		params := `{"protocolVersion":"` + version + `","capabilities":` + caps + `,"clientInfo":{"name":"test","version":"1"}}`
 		if _, got, perr := s.Initialize(c.sess, json.RawMessage(params)); perr != nil || got != version {
@@ -84,7 +84,7 @@ func (c *client) dispatch(ctx context.Context, method string, params map[string]
 	if params == nil {
 		params = map[string]any{}
 	}
-	req := &server.Request{Method: method, Session: c.sess, Header: http.Header{}}
+	req := &server.Request{Method: method, State: c.sess, Header: http.Header{}}
 	c.nextID++
 	req.ID = protocol.IntID(c.nextID)
 	if c.version == v2026 {

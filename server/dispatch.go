@@ -24,9 +24,9 @@ type Request struct {
 	// Mcp-Protocol-Version, set for a legacy request once a version is
 	// negotiated and never for a 2026-era request.
 	Header http.Header
-	// Session is the connection's state. A nil Session serves the request
+	// State is the connection's state. A nil State serves the request
 	// as if on a fresh connection.
-	Session *Session
+	State *SessionState
 }
 
 // Outcome is what dispatching a request produced. Exactly one of Result, Err
@@ -88,10 +88,10 @@ type Dispatcher interface {
 	// Initialize answers a legacy initialize inline (transport.md §14). It
 	// returns the result and the negotiated version, or an error that leaves
 	// the connection's recorded version unchanged. It must not block.
-	Initialize(sess *Session, params json.RawMessage) (result any, version string, err *protocol.Error)
+	Initialize(sess *SessionState, params json.RawMessage) (result any, version string, err *protocol.Error)
 	// Notify is told of every notification other than a cancellation,
 	// inline and in arrival order. It must not block and never answers.
-	Notify(sess *Session, method string, params json.RawMessage)
+	Notify(sess *SessionState, method string, params json.RawMessage)
 	// Dispatch serves one request in an executor worker. ctx ends when the
 	// request is cancelled, times out or its connection ends. A panic is
 	// recovered by the executor and answered "Request worker failed".

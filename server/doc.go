@@ -13,7 +13,7 @@
 // Handlers get a context that ends when their request is cancelled, times
 // out or its connection goes; through it they report progress
 // (ReportProgress), log to legacy clients (Log) and ask 2026 clients for
-// input (Elicit, Sample, ListRoots). A Session holds the little a
+// input (Elicit, Sample, ListRoots). A SessionState holds the little a
 // connection keeps: its legacy state and its subscriptions.
 //
 // The Executor admits, queues, runs, times out and cancels handlers for

@@ -63,7 +63,7 @@ func (h *hub) publish(c change) {
 // for (all of them when accept is nil). accept is called by publishing
 // goroutines, possibly concurrently: it must be fast and must not block or
 // call back into the hub. wake, 1-buffered, is the feed's "the queue may
-// have grown": a Session shares its own with the feeds it polls (poll
+// have grown": a SessionState shares its own with the feeds it polls (poll
 // only; whoever owns wake learns of close some other way). With nil, the
 // feed gets its own, and next may wait on it. The caller closes the feed.
 func (h *hub) subscribe(accept func(change) bool, wake chan struct{}) *feed {

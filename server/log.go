@@ -9,7 +9,7 @@ import (
 // sessionLog forwards a legacy handler's log messages at or above the
 // session's threshold to the transport's request notifier (protocol.md §11).
 type sessionLog struct {
-	sess     *Session
+	sess     *SessionState
 	notifier Notifier
 }
 
@@ -28,7 +28,7 @@ func (l sessionLog) log(level, logger string, data any) {
 
 // withLegacyLog lets Log reach the client in a legacy era, when the
 // transport gave the request a notifier.
-func withLegacyLog(ctx context.Context, sess *Session) context.Context {
+func withLegacyLog(ctx context.Context, sess *SessionState) context.Context {
 	n, _ := ctx.Value(notifierKey{}).(Notifier)
 	if n == nil {
 		return ctx

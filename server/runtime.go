@@ -140,7 +140,7 @@ type initializeResult struct {
 
 // Initialize answers a legacy initialize (protocol.md §2). On success the
 // session starts afresh under the negotiated version.
-func (s *Server) Initialize(sess *Session, params json.RawMessage) (any, string, *protocol.Error) {
+func (s *Server) Initialize(sess *SessionState, params json.RawMessage) (any, string, *protocol.Error) {
 	if len(s.versions.Legacy()) == 0 {
 		return nil, "", &protocol.Error{Code: protocol.CodeInvalidRequest, Message: msgNoDialect,
 			Data: map[string]any{"supported": s.versions.Modern()}}
@@ -162,7 +162,7 @@ func (s *Server) Initialize(sess *Session, params json.RawMessage) (any, string,
 // Notify handles a notification inline (transport.md §8). Only
 // notifications/initialized has an effect here; cancellation belongs to the
 // transport. It never blocks.
-func (s *Server) Notify(sess *Session, method string, _ json.RawMessage) {
+func (s *Server) Notify(sess *SessionState, method string, _ json.RawMessage) {
 	if method == "notifications/initialized" {
 		sess.markInitialized(s.hub, func(change) bool { return true })
 	}
@@ -176,7 +176,7 @@ var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: m
 type call struct {
 	s       *Server
 	req     *Request
-	sess    *Session
+	sess    *SessionState
 	params  map[string]json.RawMessage
 	version string
 	modern  bool
@@ -191,9 +191,9 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 	if !ok {
 		return errOutcome(protocol.ErrParamsType)
 	}
-	c := &call{s: s, req: req, sess: req.Session, params: params}
+	c := &call{s: s, req: req, sess: req.State, params: params}
 	if c.sess == nil {
-		c.sess = NewSession(0)
+		c.sess = NewSessionState(0)
 	}
 	if meta, modern := protocol.ModernMeta(params); modern {
 		return c.serveModern(ctx, meta)

@@ -14,7 +14,7 @@ import (
 // §15).
 const DefaultMaxSubscriptions = 32
 
-// Session is one connection's state as the runtime keeps it: the legacy
+// SessionState is one connection's state as the runtime keeps it: the legacy
 // session (client capabilities, log threshold, resource subscriptions,
 // whether notifications/initialized arrived) and the subscription count that
 // listen streams and legacy resource subscriptions share (protocol.md §9.5).
@@ -23,7 +23,7 @@ const DefaultMaxSubscriptions = 32
 // every call. It outlives a transport instance: a restarted session keeps
 // it, and with it the log level and resource subscriptions. Its methods may
 // be called from any goroutine.
-type Session struct {
+type SessionState struct {
 	max int
 
 	mu          sync.Mutex
@@ -39,27 +39,27 @@ type Session struct {
 	closed      bool
 }
 
-// NewSession returns the state of a new connection whose subscriptions are
+// NewSessionState returns the state of a new connection whose subscriptions are
 // capped at maxSubscriptions (0 means DefaultMaxSubscriptions).
-func NewSession(maxSubscriptions int) *Session {
+func NewSessionState(maxSubscriptions int) *SessionState {
 	if maxSubscriptions <= 0 {
 		maxSubscriptions = DefaultMaxSubscriptions
 	}
 	info, _ := protocol.LogLevelRank("info")
-	return &Session{max: maxSubscriptions, logRank: info, wake: make(chan struct{}, 1)}
+	return &SessionState{max: maxSubscriptions, logRank: info, wake: make(chan struct{}, 1)}
 }
 
 // Negotiated is the legacy version the connection negotiated, "" before
 // initialize. A transport records it with SetNegotiated once the initialize
 // result is written, so a restarted session keeps it.
-func (ss *Session) Negotiated() string {
+func (ss *SessionState) Negotiated() string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.negotiated
 }
 
 // SetNegotiated records the negotiated legacy version.
-func (ss *Session) SetNegotiated(version string) {
+func (ss *SessionState) SetNegotiated(version string) {
 	ss.mu.Lock()
 	ss.negotiated = version
 	ss.mu.Unlock()
@@ -67,7 +67,7 @@ func (ss *Session) SetNegotiated(version string) {
 
 // Subscriptions is the number of open listen streams plus subscribed
 // legacy resource URIs: what counts against the cap.
-func (ss *Session) Subscriptions() int {
+func (ss *SessionState) Subscriptions() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.listens + len(ss.uris)
@@ -75,7 +75,7 @@ func (ss *Session) Subscriptions() int {
 
 // AcquireSubscription takes one subscription slot for a listen stream,
 // reporting false at the cap. ReleaseSubscription gives it back.
-func (ss *Session) AcquireSubscription() bool {
+func (ss *SessionState) AcquireSubscription() bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.listens+len(ss.uris) >= ss.max {
@@ -86,7 +86,7 @@ func (ss *Session) AcquireSubscription() bool {
 }
 
 // ReleaseSubscription gives back a slot taken by AcquireSubscription.
-func (ss *Session) ReleaseSubscription() {
+func (ss *SessionState) ReleaseSubscription() {
 	ss.mu.Lock()
 	ss.listens--
 	ss.mu.Unlock()
@@ -99,7 +99,7 @@ var errSessionClosed = errors.New("session closed")
 // subscribed resource, delivered only once notifications/initialized has
 // arrived. It returns ctx's error when ctx ends, or an error once the
 // session is closed. One goroutine at a time may call it.
-func (ss *Session) Next(ctx context.Context) (Event, error) {
+func (ss *SessionState) Next(ctx context.Context) (Event, error) {
 	for {
 		ev, ok, wake := ss.Poll()
 		if ok {
@@ -123,7 +123,7 @@ func (ss *Session) Next(ctx context.Context) (Event, error) {
 // on its own events take these too, without a goroutine per connection,
 // and with one channel to watch. One goroutine at a time may call Poll or
 // Next.
-func (ss *Session) Poll() (ev Event, ok bool, wake <-chan struct{}) {
+func (ss *SessionState) Poll() (ev Event, ok bool, wake <-chan struct{}) {
 	for {
 		ss.mu.Lock()
 		f, closed := ss.feed, ss.closed
@@ -150,7 +150,7 @@ func (ss *Session) Poll() (ev Event, ok bool, wake <-chan struct{}) {
 
 // Close ends the session: resource subscriptions are dropped and Next
 // returns. Idempotent.
-func (ss *Session) Close() {
+func (ss *SessionState) Close() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.closed = true
@@ -158,14 +158,14 @@ func (ss *Session) Close() {
 	ss.uris = nil
 }
 
-func (ss *Session) subscribed(uri string) bool {
+func (ss *SessionState) subscribed(uri string) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	_, ok := ss.uris[uri]
 	return ok
 }
 
-func (ss *Session) replaceFeedLocked(f *feed) {
+func (ss *SessionState) replaceFeedLocked(f *feed) {
 	if ss.feed != nil {
 		ss.feed.close()
 	}
@@ -174,7 +174,7 @@ func (ss *Session) replaceFeedLocked(f *feed) {
 }
 
 // nudge says, without blocking, that Poll may have something new.
-func (ss *Session) nudge() {
+func (ss *SessionState) nudge() {
 	select {
 	case ss.wake <- struct{}{}:
 	default:
@@ -183,7 +183,7 @@ func (ss *Session) nudge() {
 
 // startLegacy begins a fresh legacy session after a successful initialize
 // (protocol.md §2 step 4).
-func (ss *Session) startLegacy(caps json.RawMessage) {
+func (ss *SessionState) startLegacy(caps json.RawMessage) {
 	info, _ := protocol.LogLevelRank("info")
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -194,7 +194,7 @@ func (ss *Session) startLegacy(caps json.RawMessage) {
 }
 
 // markInitialized starts delivering session-level notifications.
-func (ss *Session) markInitialized(h *hub, accept func(change) bool) {
+func (ss *SessionState) markInitialized(h *hub, accept func(change) bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if !ss.legacy || ss.initialized || ss.closed {
@@ -204,19 +204,19 @@ func (ss *Session) markInitialized(h *hub, accept func(change) bool) {
 	ss.replaceFeedLocked(h.subscribe(accept, ss.wake))
 }
 
-func (ss *Session) clientCaps() json.RawMessage {
+func (ss *SessionState) clientCaps() json.RawMessage {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.caps
 }
 
-func (ss *Session) setLogRank(r int) {
+func (ss *SessionState) setLogRank(r int) {
 	ss.mu.Lock()
 	ss.logRank = r
 	ss.mu.Unlock()
 }
 
-func (ss *Session) logThreshold() int {
+func (ss *SessionState) logThreshold() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.logRank
@@ -224,7 +224,7 @@ func (ss *Session) logThreshold() int {
 
 // subscribe adds uri to the legacy resource subscriptions; false at the cap
 // (a URI already subscribed is a no-op).
-func (ss *Session) subscribe(uri string) bool {
+func (ss *SessionState) subscribe(uri string) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if _, ok := ss.uris[uri]; ok {
@@ -240,7 +240,7 @@ func (ss *Session) subscribe(uri string) bool {
 	return true
 }
 
-func (ss *Session) unsubscribe(uri string) {
+func (ss *SessionState) unsubscribe(uri string) {
 	ss.mu.Lock()
 	delete(ss.uris, uri)
 	ss.mu.Unlock()

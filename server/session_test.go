@@ -14,7 +14,7 @@ func TestSessionPoll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess := NewSession(0)
+	sess := NewSessionState(0)
 	defer sess.Close()
 	if _, _, err := s.Initialize(sess, json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)); err != nil {
 		t.Fatal(err)

@@ -87,7 +87,7 @@ func (c *Config) Validate() error {
 // restarts never wait on another's, and a session costs no goroutine for
 // supervising. An instance that fails (stdio.ErrSessionFailed: a
 // coordinator panic, or Fault) has answered what it had in flight, and is
-// restarted at once on the same Device, stdio.Reader and server.Session: no
+// restarted at once on the same Device, stdio.Reader and server.SessionState: no
 // byte is lost and the client sees no close. End of input (EOF, a hang-up),
 // a terminal write failure, the end of Serve's ctx (daemon shutdown: the
 // transport drains within ShutdownGrace) or more than RestartIntensity
@@ -102,8 +102,8 @@ type Session struct {
 	log     *slog.Logger
 	started time.Time
 
-	rt       *server.Session // the runtime state every instance shares
-	counters stdio.Counters  // the running instance's load
+	rt       *server.SessionState // the runtime state every instance shares
+	counters stdio.Counters       // the running instance's load
 	restarts atomic.Int64
 
 	fault   chan struct{} // Fault hands the running instance a failure
@@ -142,7 +142,7 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 		cfg:     cfg,
 		log:     withSession(log, id),
 		started: time.Now(),
-		rt:      server.NewSession(cfg.MaxSubscriptions),
+		rt:      server.NewSessionState(cfg.MaxSubscriptions),
 		done:    make(chan struct{}),
 	}
 }
@@ -193,7 +193,7 @@ func (s *Session) start() bool {
 		WriteTimeout:     s.cfg.WriteTimeout,
 		MaxSubscriptions: s.cfg.MaxSubscriptions,
 		ShutdownGrace:    s.cfg.ShutdownGrace,
-		Session:          s.rt,
+		State:            s.rt,
 		Fault:            s.fault,
 		Counters:         &s.counters,
 		Logger:           s.log,

@@ -21,9 +21,9 @@ type echoDispatcher struct{}
 
 var echoResult = map[string]any{"content": []any{map[string]any{"type": "text", "text": "hello"}}, "isError": false}
 
-func (echoDispatcher) Notify(*server.Session, string, json.RawMessage) {}
+func (echoDispatcher) Notify(*server.SessionState, string, json.RawMessage) {}
 
-func (echoDispatcher) Initialize(*server.Session, json.RawMessage) (any, string, *protocol.Error) {
+func (echoDispatcher) Initialize(*server.SessionState, json.RawMessage) (any, string, *protocol.Error) {
 	return map[string]any{}, "2025-06-18", nil
 }
 

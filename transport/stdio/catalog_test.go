@@ -43,9 +43,9 @@ func (tc *testCatalog) Release() { tc.releaseOnce.Do(func() { close(tc.release) 
 
 var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "No configured protocol dialect recognized the request"}
 
-func (tc *testCatalog) Notify(*server.Session, string, json.RawMessage) {}
+func (tc *testCatalog) Notify(*server.SessionState, string, json.RawMessage) {}
 
-func (tc *testCatalog) Initialize(_ *server.Session, params json.RawMessage) (any, string, *protocol.Error) {
+func (tc *testCatalog) Initialize(_ *server.SessionState, params json.RawMessage) (any, string, *protocol.Error) {
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`

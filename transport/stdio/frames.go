@@ -20,7 +20,7 @@ const maxBatch = 64 << 10
 
 // commit ends a frame appended to c.out. After the first write failure
 // nothing is written again (transport.md §11.4) and commit reports false.
-func (c *conn) commit() bool {
+func (c *coordinator) commit() bool {
 	if c.lazy && len(c.out) < maxBatch {
 		return c.failed == nil
 	}
@@ -29,7 +29,7 @@ func (c *conn) commit() bool {
 
 // flush writes the committed frames in one write, or reports false when
 // the write path has failed, now or before.
-func (c *conn) flush() bool {
+func (c *coordinator) flush() bool {
 	if c.failed != nil {
 		return false
 	}
@@ -51,7 +51,7 @@ func (c *conn) flush() bool {
 	return true
 }
 
-func (c *conn) writeError(id protocol.ID, e *protocol.Error) bool {
+func (c *coordinator) writeError(id protocol.ID, e *protocol.Error) bool {
 	if c.failed != nil {
 		return false
 	}
@@ -61,7 +61,7 @@ func (c *conn) writeError(id protocol.ID, e *protocol.Error) bool {
 
 // writeResult writes a response; a result that cannot be encoded is
 // replaced by "Server produced an invalid result".
-func (c *conn) writeResult(id protocol.ID, result any) bool {
+func (c *coordinator) writeResult(id protocol.ID, result any) bool {
 	if c.failed != nil {
 		return false
 	}
@@ -78,7 +78,7 @@ func (c *conn) writeResult(id protocol.ID, result any) bool {
 	return c.commit()
 }
 
-func (c *conn) writeNotification(method string, params any) bool {
+func (c *coordinator) writeNotification(method string, params any) bool {
 	if c.failed != nil {
 		return false
 	}

@@ -46,12 +46,12 @@ type Transport struct {
 	WriteTimeout time.Duration
 	// MaxSubscriptions caps this connection's open listen streams and
 	// legacy resource subscriptions together, when Serve makes the
-	// Session.
+	// State.
 	MaxSubscriptions int
-	// Session is the connection's runtime state. When nil, Serve makes one
-	// and closes it on return; a Session given here outlives Serve (a
+	// State is the connection's runtime state. When nil, Serve makes one
+	// and closes it on return; a State given here outlives Serve (a
 	// restarted session continues with it) and its owner closes it.
-	Session *server.Session
+	State *server.SessionState
 	// ShutdownGrace is how long admitted requests may still run once ctx
 	// is cancelled.
 	ShutdownGrace time.Duration

@@ -23,7 +23,7 @@ const (
 // coordinator, which owns the sequence state and writes the notification.
 // One report or notification may be outstanding at a time.
 type requestSink struct {
-	c     *conn
+	c     *coordinator
 	w     *work
 	token protocol.ID
 	busy  atomic.Bool // a report is outstanding
@@ -91,7 +91,7 @@ type progressParams struct {
 
 // progress writes one report if its request is still in flight and the
 // report keeps the sequence strictly increasing and within the cap.
-func (c *conn) progress(s *requestSink, p server.Progress) error {
+func (c *coordinator) progress(s *requestSink, p server.Progress) error {
 	if c.inflight[s.w.id] != s.w {
 		return server.ErrProgressClosed
 	}
@@ -115,7 +115,7 @@ func (c *conn) progress(s *requestSink, p server.Progress) error {
 
 // notify writes a request-scoped notification if its request is still in
 // flight.
-func (c *conn) notify(s *requestSink, method string, params any) error {
+func (c *coordinator) notify(s *requestSink, method string, params any) error {
 	if c.inflight[s.w.id] != s.w || !c.writeNotification(method, params) {
 		return server.ErrProgressClosed
 	}

@@ -16,7 +16,7 @@ type restartRig struct {
 	ep     endpoints
 	cat    *testCatalog
 	reader *stdio.Reader
-	sess   *server.Session
+	sess   *server.SessionState
 	fault  chan struct{}
 	r      *lineSource
 	t      *testing.T
@@ -27,7 +27,7 @@ func newRestartRig(t *testing.T) *restartRig {
 	ep := pipes(t)
 	exec, _ := server.NewExecutor(server.ExecutorLimits{})
 	g := &restartRig{
-		ep: ep, cat: newTestCatalog(), reader: stdio.NewReader(ep.in, 0), sess: server.NewSession(0),
+		ep: ep, cat: newTestCatalog(), reader: stdio.NewReader(ep.in, 0), sess: server.NewSessionState(0),
 		fault: make(chan struct{}), r: newLineSource(ep.r), t: t, exec: exec,
 	}
 	t.Cleanup(func() {
@@ -39,7 +39,7 @@ func newRestartRig(t *testing.T) *restartRig {
 
 // serve starts an instance; its channel gets Serve's result.
 func (g *restartRig) serve() chan error {
-	tr := &stdio.Transport{Reader: g.reader, Out: g.ep.out, Dispatcher: g.cat, Executor: g.exec, Session: g.sess, Fault: g.fault}
+	tr := &stdio.Transport{Reader: g.reader, Out: g.ep.out, Dispatcher: g.cat, Executor: g.exec, State: g.sess, Fault: g.fault}
 	done := make(chan error, 1)
 	go func() { done <- tr.Serve(g.t.Context()) }()
 	return done

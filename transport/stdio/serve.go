@@ -37,7 +37,7 @@ func (t *Transport) Serve(ctx context.Context) error {
 
 // open prepares the coordinator. What it creates because the Transport did
 // not supply it (an executor, a reader, a session) is released by release.
-func (t *Transport) open() (*conn, error) {
+func (t *Transport) open() (*coordinator, error) {
 	exec := t.Executor
 	var ownExec *server.Executor
 	if exec == nil {
@@ -57,14 +57,14 @@ func (t *Transport) open() (*conn, error) {
 		reader = NewReader(t.In, t.MaxLineBytes)
 		ownReader = reader
 	}
-	c := &conn{
+	c := &coordinator{
 		log:    log,
 		disp:   t.Dispatcher,
 		exec:   exec.Conn(),
 		w:      newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
 		reader: reader,
 		fault:  t.Fault,
-		sess:   t.Session,
+		sess:   t.State,
 		grace:  orDefault(t.ShutdownGrace, DefaultShutdownGrace),
 		// A few outcomes may wait while the coordinator writes; more
 		// would cost every idle connection memory and gain nothing, as
@@ -77,7 +77,7 @@ func (t *Transport) open() (*conn, error) {
 		ownReader: ownReader,
 	}
 	if c.sess == nil {
-		c.sess = server.NewSession(orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions))
+		c.sess = server.NewSessionState(orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions))
 		c.ownSess = c.sess
 	}
 	if v := c.sess.Negotiated(); v != "" {
@@ -88,7 +88,7 @@ func (t *Transport) open() (*conn, error) {
 }
 
 // release closes what open created, after teardown.
-func (c *conn) release() {
+func (c *coordinator) release() {
 	if c.ownSess != nil {
 		c.ownSess.Close()
 	}
@@ -100,16 +100,16 @@ func (c *conn) release() {
 	}
 }
 
-// conn is the coordinator: the one goroutine that owns a connection's state.
+// coordinator is the coordinator: the one goroutine that owns a connection's state.
 // Lines arrive from the reader; outcomes, progress reports and stream events
 // arrive on inbox. It never waits on a handler, and it writes every frame
 // itself (see commit for when frames share a write).
-type conn struct {
+type coordinator struct {
 	log   *slog.Logger
 	disp  server.Dispatcher
 	exec  *server.ExecConn
 	w     *frameWriter
-	sess  *server.Session
+	sess  *server.SessionState
 	grace time.Duration
 
 	reader *Reader
@@ -138,7 +138,7 @@ type conn struct {
 	// What open created for this connection alone (release closes it).
 	ownExec   *server.Executor
 	ownReader *Reader
-	ownSess   *server.Session
+	ownSess   *server.SessionState
 }
 
 // work is one admitted request, and later possibly its listen stream.
@@ -186,14 +186,14 @@ type note struct {
 
 // send hands m to the coordinator, or drops it once the coordinator has
 // returned (its request is gone with the connection).
-func (c *conn) send(m message) {
+func (c *coordinator) send(m message) {
 	select {
 	case c.inbox <- m:
 	case <-c.done:
 	}
 }
 
-func (c *conn) run(ctx context.Context) (err error) {
+func (c *coordinator) run(ctx context.Context) (err error) {
 	// The loop keeps its frame small and leaves the work to methods: an
 	// idle session's coordinator waits here, and a small stack is most of
 	// what an idle session costs.
@@ -244,7 +244,7 @@ func (c *conn) run(ctx context.Context) (err error) {
 // sharing one select with them: an idle coordinator's stack must stay
 // under a quarter of 8 KiB for the runtime to halve it, and one
 // select of every case was measured 8 bytes from that line.
-func (c *conn) waitClosing(batches <-chan []lineEvent) (done bool) {
+func (c *coordinator) waitClosing(batches <-chan []lineEvent) (done bool) {
 	var linger <-chan time.Time
 	if c.linger != nil {
 		linger = c.linger.C
@@ -269,7 +269,7 @@ func (c *conn) waitClosing(batches <-chan []lineEvent) (done bool) {
 // finish ends run: a panic is recovered and the instance abandoned, and
 // otherwise the frames still waiting are written. Then the connection is
 // torn down and what open created is released.
-func (c *conn) finish(err *error) {
+func (c *coordinator) finish(err *error) {
 	defer c.release()
 	defer c.teardown()
 	if c.linger != nil {
@@ -293,7 +293,7 @@ func (c *conn) finish(err *error) {
 // it lingers instead, to answer the lines the client already sent
 // ("Session closed by server") before handing the device back, rather than
 // leaving them unread.
-func (c *conn) settle() (done bool) {
+func (c *coordinator) settle() (done bool) {
 	c.publish()
 	if !(c.eof || c.closing) || len(c.inflight) > 0 {
 		return false
@@ -311,7 +311,7 @@ func (c *conn) settle() (done bool) {
 // is already at hand, so that frames ready together go out in one write,
 // and writes them when nothing is. The reader or a worker this goroutine
 // just woke may not have run yet, so it yields once before writing.
-func (c *conn) gather(batches <-chan []lineEvent) {
+func (c *coordinator) gather(batches <-chan []lineEvent) {
 	select {
 	case c.reader.pending = <-batches:
 		return
@@ -331,7 +331,7 @@ func (c *conn) gather(batches <-chan []lineEvent) {
 
 // nextLine handles the next line the reader delivered. The rest stay in
 // the Reader, for this instance or, if it fails, the next.
-func (c *conn) nextLine() {
+func (c *coordinator) nextLine() {
 	ev := c.reader.pending[0]
 	c.reader.pending[0] = lineEvent{} // the batch may outlive the line
 	c.reader.pending = c.reader.pending[1:]
@@ -340,7 +340,7 @@ func (c *conn) nextLine() {
 
 // line handles a line from the reader; a lingering shutdown (see
 // shutdownLinger) starts its wait afresh.
-func (c *conn) line(ev lineEvent) {
+func (c *coordinator) line(ev lineEvent) {
 	if c.linger != nil {
 		c.linger.Stop()
 		c.linger = nil
@@ -350,7 +350,7 @@ func (c *conn) line(ev lineEvent) {
 	c.lazy = false
 }
 
-func (c *conn) handleLine(ev lineEvent) {
+func (c *coordinator) handleLine(ev lineEvent) {
 	switch ev.kind {
 	case lineData:
 		c.handleData(ev.data)
@@ -368,7 +368,7 @@ func (c *conn) handleLine(ev lineEvent) {
 	}
 }
 
-func (c *conn) handleData(line []byte) {
+func (c *coordinator) handleData(line []byte) {
 	msg := protocol.Decode(line)
 	switch msg.Kind {
 	case protocol.KindInvalid:
@@ -381,7 +381,7 @@ func (c *conn) handleData(line []byte) {
 	// Blank lines and client responses are dropped silently (§3.3, §7.1).
 }
 
-func (c *conn) request(msg *protocol.Message) {
+func (c *coordinator) request(msg *protocol.Message) {
 	if _, ok := c.inflight[msg.ID]; ok {
 		c.writeError(msg.ID, protocol.ErrDuplicateID)
 		return
@@ -394,7 +394,7 @@ func (c *conn) request(msg *protocol.Message) {
 		c.initialize(msg)
 		return
 	}
-	w := &work{id: msg.ID, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Session: c.sess}}
+	w := &work{id: msg.ID, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}}
 	req := &w.req
 	if !msg.Modern {
 		req.Header = c.header
@@ -418,7 +418,7 @@ func (c *conn) request(msg *protocol.Message) {
 
 // initialize answers a legacy initialize inline, so a client may pipeline the
 // requests that follow it (transport.md §14).
-func (c *conn) initialize(msg *protocol.Message) {
+func (c *coordinator) initialize(msg *protocol.Message) {
 	result, version, perr := c.disp.Initialize(c.sess, msg.Params)
 	if perr != nil {
 		c.writeError(msg.ID, perr)
@@ -433,7 +433,7 @@ func (c *conn) initialize(msg *protocol.Message) {
 
 // setVersion records the negotiated version whose header later legacy
 // requests carry (transport.md §14).
-func (c *conn) setVersion(version string) {
+func (c *coordinator) setVersion(version string) {
 	if c.header.Get(server.HeaderProtocolVersion) == version {
 		return
 	}
@@ -460,13 +460,13 @@ const shutdownLinger = 25 * time.Millisecond
 
 // ErrSessionFailed is returned by Serve when the coordinator itself failed
 // (a panic, or an injected fault): the device is still good, and a new
-// Transport with the same Reader and Session continues on it.
+// Transport with the same Reader and State continues on it.
 var ErrSessionFailed = errors.New("session coordinator failed")
 
 // abandon ends a failed instance before the device is handed on
 // (transport.md §12.4): listen streams get notifications/cancelled, admitted
 // requests get "Session closed by server".
-func (c *conn) abandon(cause any) error {
+func (c *coordinator) abandon(cause any) error {
 	c.lazy = false
 	c.flush()
 	for id, w := range c.inflight {
@@ -488,7 +488,7 @@ func (c *conn) abandon(cause any) error {
 	return fmt.Errorf("%w: %v", ErrSessionFailed, cause)
 }
 
-func (c *conn) notification(msg *protocol.Message) {
+func (c *coordinator) notification(msg *protocol.Message) {
 	if msg.Method == "notifications/cancelled" {
 		c.cancel(msg.Params)
 		return
@@ -500,7 +500,7 @@ func (c *conn) notification(msg *protocol.Message) {
 
 // cancel applies a notifications/cancelled that is valid by §9; anything else
 // has no effect.
-func (c *conn) cancel(params json.RawMessage) {
+func (c *coordinator) cancel(params json.RawMessage) {
 	p, ok := protocol.Members(params)
 	if !ok {
 		return
@@ -532,7 +532,7 @@ func (c *conn) cancel(params json.RawMessage) {
 	c.exec.Cancel(id)
 }
 
-func (c *conn) handleMessage(m message) {
+func (c *coordinator) handleMessage(m message) {
 	switch m.kind {
 	case msgOutcome:
 		c.lazy = true
@@ -549,7 +549,7 @@ func (c *conn) handleMessage(m message) {
 
 // complete writes a request's outcome, unless the request is no longer in
 // flight (cancelled, timed out, ended by shutdown): then nothing is written.
-func (c *conn) complete(w *work, o server.Outcome) {
+func (c *coordinator) complete(w *work, o server.Outcome) {
 	if c.inflight[w.id] != w {
 		return
 	}
@@ -566,7 +566,7 @@ func (c *conn) complete(w *work, o server.Outcome) {
 
 // endInput handles EOF (§12.1): reading stops, listen streams close silently,
 // admitted requests continue.
-func (c *conn) endInput() {
+func (c *coordinator) endInput() {
 	c.eof = true
 	c.feedWake = nil
 	for _, w := range c.inflight {
@@ -579,7 +579,7 @@ func (c *conn) endInput() {
 // shutdown begins the daemon shutdown of §12.4: listen streams are ended
 // with notifications/cancelled, new requests are refused, admitted ones may
 // finish within the grace period.
-func (c *conn) shutdown() {
+func (c *coordinator) shutdown() {
 	c.closing = true
 	c.graceEnd = time.NewTimer(c.grace)
 	for _, w := range c.inflight {
@@ -593,7 +593,7 @@ func (c *conn) shutdown() {
 
 // expire ends the grace period: what is still admitted is cancelled and
 // answered "Session closed by server".
-func (c *conn) expire() {
+func (c *coordinator) expire() {
 	for id, w := range c.inflight {
 		delete(c.inflight, id)
 		if w.stream != nil {
@@ -611,7 +611,7 @@ type cancelledParams struct {
 }
 
 // teardown runs when the coordinator returns, on every path.
-func (c *conn) teardown() {
+func (c *coordinator) teardown() {
 	close(c.done)
 	c.exec.CancelAll()
 	for _, w := range c.inflight {

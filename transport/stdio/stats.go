@@ -25,7 +25,7 @@ type counting struct {
 }
 
 // publish stores the current load in the Counters, if any.
-func (c *conn) publish() {
+func (c *coordinator) publish() {
 	s := &c.stats
 	if s.to == nil {
 		return
@@ -37,7 +37,7 @@ func (c *conn) publish() {
 }
 
 // publishEnd leaves the Counters at zero once the coordinator has returned.
-func (c *conn) publishEnd() {
+func (c *coordinator) publishEnd() {
 	if c.stats.to != nil {
 		c.stats.to.inFlight.Store(0)
 	}

@@ -9,7 +9,7 @@ import (
 
 // openStream starts a listen stream whose dispatch completed (protocol.md
 // §9.2): the acknowledgement first, then events one at a time.
-func (c *conn) openStream(w *work, s server.Stream) {
+func (c *coordinator) openStream(w *work, s server.Stream) {
 	switch {
 	case c.eof:
 		// Input ended before the stream opened: nothing is written (§12.1).
@@ -46,7 +46,7 @@ func (c *conn) openStream(w *work, s server.Stream) {
 
 // pump asks the source for events and hands them to the coordinator, asking
 // for the next only after the previous was written (§9.4).
-func (c *conn) pump(ctx context.Context, w *work) {
+func (c *coordinator) pump(ctx context.Context, w *work) {
 	defer c.pumps.Done()
 	for {
 		ev, err := w.stream.Next(ctx)
@@ -69,7 +69,7 @@ func (c *conn) pump(ctx context.Context, w *work) {
 	}
 }
 
-func (c *conn) streamEvent(w *work, ev server.Event, err error) {
+func (c *coordinator) streamEvent(w *work, ev server.Event, err error) {
 	if c.inflight[w.id] != w {
 		return // closed meanwhile
 	}
@@ -94,7 +94,7 @@ func (c *conn) streamEvent(w *work, ev server.Event, err error) {
 
 // closeStream ends a listen stream: its id leaves the in-flight set and the
 // source learns why. Nothing is written here.
-func (c *conn) closeStream(w *work, reason server.CloseReason, detail string) {
+func (c *coordinator) closeStream(w *work, reason server.CloseReason, detail string) {
 	delete(c.inflight, w.id)
 	c.stats.streams--
 	c.sess.ReleaseSubscription()
@@ -110,7 +110,7 @@ var ready = func() chan struct{} { c := make(chan struct{}); close(c); return c 
 // asked for only after the previous one was written (protocol.md §9.4).
 // With nothing waiting it keeps the channel that will say when to look
 // again. Session-level notifications end at EOF (transport.md §12.1).
-func (c *conn) pollSession() {
+func (c *coordinator) pollSession() {
 	c.feedWake = nil
 	if c.eof || c.failed != nil {
 		return
