@@ -7,7 +7,7 @@
 // on a hung-up terminal read as EOF (transport.md §3.4). It is owned above
 // the session and outlives every instance that serves it: when a transport
 // instance fails, the session starts a new one on its own goroutine, on the
-// same Device, stdio.Reader and server.Session, so no buffered byte is lost
+// same Device, stdio.Reader and server.SessionState, so no buffered byte is lost
 // and the client sees no close (transport.md §12.4). Only end of input, a
 // terminal write failure, shutdown, or failing too often end a Session; it
 // then closes its Device.
