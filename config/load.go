@@ -107,6 +107,9 @@ type loader struct {
 	raw      map[string]any    // key → value of the highest layer that set it
 	src      map[string]Source // key → that layer
 	problems []Problem
+	// entries holds the file's entry sections (entries.go) by name, as
+	// its parser produced them.
+	entries map[string]map[string]any
 }
 
 func newLoader(environ []string) *loader {
@@ -162,7 +165,39 @@ func (l *loader) readFile(path string) error {
 	l.file = path
 	src := Source{Kind: FromFile, Name: path}
 	for _, key := range k.Keys() {
+		if name, _, _ := strings.Cut(key, "."); entrySections[name] != nil {
+			continue
+		}
 		l.fileKey(k, key, src)
+	}
+	return l.readEntries(parser, b, src)
+}
+
+// readEntries keeps the file's entry sections whole. They are taken from
+// the parser's own result rather than koanf's, which splits names at dots:
+// an entry may be called "a.b", and an env table may hold any name.
+func (l *loader) readEntries(parser koanf.Parser, b []byte, src Source) error {
+	if len(entrySections) == 0 {
+		return nil
+	}
+	doc, err := parser.Unmarshal(b)
+	if err != nil {
+		return parseError(l.file, b, err)
+	}
+	for name := range entrySections {
+		v, present := doc[name]
+		if !present || v == nil {
+			continue
+		}
+		table, ok := v.(map[string]any)
+		if !ok {
+			l.problem(Problem{Key: name, Message: "must be a table of entries, got " + literal(v), Source: src})
+			continue
+		}
+		if l.entries == nil {
+			l.entries = map[string]map[string]any{}
+		}
+		l.entries[name] = table
 	}
 	return nil
 }
@@ -314,6 +349,10 @@ func (l *loader) build() (*Config, error) {
 		ok[s.name] = true
 	}
 	l.resolve(c, ok)
+	ctx := entryContext{Source: Source{Kind: FromFile, Name: l.file}, File: l.file, Env: l.env}
+	for _, name := range entrySectionNames() {
+		l.problems = append(l.problems, entrySections[name].decode(ctx, l.entries[name], c)...)
+	}
 	for _, s := range specs {
 		if !ok[s.name] {
 			continue
