@@ -18,9 +18,14 @@ type Config struct {
 	Server   Server   `koanf:"server"`
 	HTTP     HTTP     `koanf:"http"`
 	Log      Log      `koanf:"log"`
+	// Upstreams holds the settings of every hosted server; MCPServers
+	// the servers themselves (upstreams.go), sorted by name.
+	Upstreams  Upstreams `koanf:"upstreams"`
+	MCPServers []Upstream
 
-	file    string
-	sources map[string]Source
+	file     string
+	sources  map[string]Source
+	warnings []Problem
 }
 
 // Session holds the limits that apply to every connection.

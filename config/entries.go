@@ -25,6 +25,9 @@ type entrySection struct {
 	// where the table came from and gives the environment for
 	// expansions. It returns every problem found.
 	decode func(ctx entryContext, table map[string]any, c *Config) []Problem
+	// print, when set, returns the section's lines of `snodod config
+	// print` for c (values that are secrets shown as <set>).
+	print func(c *Config) []printEntry
 }
 
 // entryContext is what an entry section's decode may need besides its
@@ -37,6 +40,11 @@ type entryContext struct {
 	File string
 	// Env is the environment Load was given (Options.Env), by name.
 	Env map[string]string
+	// Check is set by `snodod config check` (Check, Inspect): checks that
+	// look at the machine (a command on the child's PATH) are problems
+	// then, and skipped by Load, where the daemon reports them when it
+	// uses the entry.
+	Check bool
 }
 
 // entrySections holds the registered sections by name.

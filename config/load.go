@@ -69,12 +69,20 @@ func Load(opts Options) (*Config, error) {
 // file is judged on its own; socket paths are still expanded from the
 // process's environment. It returns nil or Load's errors.
 func Check(path string) error {
-	l := newLoader(nil)
-	if err := l.readFile(path); err != nil {
-		return err
-	}
-	_, err := l.build()
+	_, err := Inspect(path)
 	return err
+}
+
+// Inspect is Check returning the configuration too, for its warnings
+// (Config.Warnings). Checks that look at the machine, such as an
+// upstream's command on its PATH, are problems here and not in Load.
+func Inspect(path string) (*Config, error) {
+	l := newLoader(nil)
+	l.check = true
+	if err := l.readFile(path); err != nil {
+		return nil, err
+	}
+	return l.build()
 }
 
 // FileError is a configuration file that could not be read or parsed.
@@ -110,6 +118,8 @@ type loader struct {
 	// entries holds the file's entry sections (entries.go) by name, as
 	// its parser produced them.
 	entries map[string]map[string]any
+	// check is set by Inspect (entryContext.Check).
+	check bool
 }
 
 func newLoader(environ []string) *loader {
@@ -349,7 +359,7 @@ func (l *loader) build() (*Config, error) {
 		ok[s.name] = true
 	}
 	l.resolve(c, ok)
-	ctx := entryContext{Source: Source{Kind: FromFile, Name: l.file}, File: l.file, Env: l.env}
+	ctx := entryContext{Source: Source{Kind: FromFile, Name: l.file}, File: l.file, Env: l.env, Check: l.check}
 	for _, name := range entrySectionNames() {
 		l.problems = append(l.problems, entrySections[name].decode(ctx, l.entries[name], c)...)
 	}

@@ -31,6 +31,10 @@ var wantDefaults = Config{
 		MaxSubscriptions: 256, SessionIdleTimeout: 30 * time.Minute,
 	},
 	Log: Log{Level: "info", Format: "text"},
+	Upstreams: Upstreams{
+		Import: []string{}, MaxChildren: 64, MaxInFlight: 32, MaxQueued: 64, MaxParked: 32,
+		StderrBytes: 65536, StderrTotalBytes: 8388608, DrainTimeout: time.Minute,
+	},
 }
 
 // sections returns c's exported part, for comparisons.

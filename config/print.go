@@ -56,12 +56,18 @@ type printEntry struct {
 	value             any
 }
 
-// entries reads every key's value from c by its field, sorted by key.
+// entries reads every key's value from c by its field, sorted by key,
+// then the entry sections' lines.
 func (c *Config) entries() []printEntry {
 	out := make([]printEntry, 0, len(specs))
 	for _, s := range sortedSpecs() {
 		v := fieldValue(c, s)
 		out = append(out, printEntry{key: s.name, text: literal(v), source: c.Source(s.name).String(), value: v})
+	}
+	for _, name := range entrySectionNames() {
+		if p := entrySections[name].print; p != nil {
+			out = append(out, p(c)...)
+		}
 	}
 	return out
 }

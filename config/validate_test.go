@@ -70,8 +70,8 @@ func TestLimitBoundaries(t *testing.T) {
 			)
 		}
 	}
-	if ints != 8 || durations != 5 {
-		t.Fatalf("found %d positive integer and %d positive duration keys, want 8 and 5", ints, durations)
+	if ints != 14 || durations != 6 {
+		t.Fatalf("found %d positive integer and %d positive duration keys, want 14 and 6", ints, durations)
 	}
 	runRows(t, rows)
 }
