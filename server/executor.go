@@ -250,7 +250,8 @@ func (c *ExecConn) Submit(ctx context.Context, id protocol.ID, run func(context.
 	if ctx.Done() != nil {
 		parent = context.WithoutCancel(ctx) // keep the values, drop the cancellation
 	}
-	j.ctx, j.cancel = context.WithCancel(parent)
+	// The job is in its own context, for ExtendDeadline (deadline.go).
+	j.ctx, j.cancel = context.WithCancel(context.WithValue(parent, jobKey{}, j))
 
 	e.mu.Lock()
 	if _, dup := c.jobs[id]; dup {

@@ -67,6 +67,9 @@ func (c *call) callTool(ctx context.Context) Outcome {
 	c.s.mu.RLock()
 	e := c.s.tools[name]
 	c.s.mu.RUnlock()
+	if e != nil && e.relay != nil {
+		return c.relay(ctx, e.relay.handler, name)
+	}
 	if e == nil || !c.visible(e) {
 		return invalidParams("Unknown tool: " + name)
 	}
@@ -160,7 +163,10 @@ func (c *call) readResource(ctx context.Context) Outcome {
 	if !ok {
 		return invalidParams("resources/read requires a string uri")
 	}
-	handler, vars := c.s.findResource(uri)
+	handler, vars, relay := c.s.findResource(uri)
+	if relay != nil {
+		return c.relay(ctx, relay, uri)
+	}
 	if handler == nil {
 		return c.notFound(uri)
 	}
@@ -185,12 +191,16 @@ func (c *call) readResource(ctx context.Context) Outcome {
 }
 
 // findResource matches uri against the resources, then the templates in
-// the order of their URI templates.
-func (s *Server) findResource(uri string) (ResourceHandler, map[string]string) {
+// the order of their URI templates, then the relay fallback; a relayed
+// match returns its handler as relay.
+func (s *Server) findResource(uri string) (h ResourceHandler, vars map[string]string, relay RawHandler) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if e, ok := s.resources[uri]; ok {
-		return e.handler, nil
+		if e.relay != nil {
+			return nil, nil, e.relay.handler
+		}
+		return e.handler, nil, nil
 	}
 	keys := make([]string, 0, len(s.templates))
 	for k := range s.templates {
@@ -199,10 +209,13 @@ func (s *Server) findResource(uri string) (ResourceHandler, map[string]string) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if vars, ok := s.templates[k].match.match(uri); ok {
-			return s.templates[k].handler, vars
+			if r := s.templates[k].relay; r != nil {
+				return nil, nil, r.handler
+			}
+			return s.templates[k].handler, vars, nil
 		}
 	}
-	return nil, nil
+	return nil, nil, s.ext.readFallback
 }
 
 func (c *call) getPrompt(ctx context.Context) Outcome {
@@ -217,6 +230,9 @@ func (c *call) getPrompt(ctx context.Context) Outcome {
 	c.s.mu.RLock()
 	e := c.s.prompts[name]
 	c.s.mu.RUnlock()
+	if e != nil && e.relay != nil {
+		return c.relay(ctx, e.relay.handler, name)
+	}
 	if e == nil {
 		return invalidParams("Unknown prompt: " + name)
 	}
@@ -277,6 +293,7 @@ func (c *call) complete(ctx context.Context) Outcome {
 		}
 	}
 	var handler CompletionHandler
+	var relayed *relayItem
 	c.s.mu.RLock()
 	switch {
 	case p.Ref.Type == "ref/prompt" && p.Ref.Name != nil:
@@ -285,10 +302,10 @@ func (c *call) complete(ctx context.Context) Outcome {
 			c.s.mu.RUnlock()
 			return invalidParams("Unknown completion reference")
 		}
-		handler = e.completions[*p.Argument.Name]
+		handler, relayed = e.completions[*p.Argument.Name], e.relay
 	case p.Ref.Type == "ref/resource" && p.Ref.URI != nil:
 		if e := c.s.templates[*p.Ref.URI]; e != nil {
-			handler = e.completions[*p.Argument.Name]
+			handler, relayed = e.completions[*p.Argument.Name], e.relay
 		} else if c.s.resources[*p.Ref.URI] == nil {
 			c.s.mu.RUnlock()
 			return invalidParams("Unknown completion reference")
@@ -298,6 +315,9 @@ func (c *call) complete(ctx context.Context) Outcome {
 		return errOutcome(errCompletionRequest)
 	}
 	c.s.mu.RUnlock()
+	if relayed != nil && relayed.complete != nil {
+		return c.relay(ctx, relayed.complete, "")
+	}
 	values := []string{}
 	if handler != nil {
 		v, err := handler(ctx, *p.Argument.Value, ctxArgs)

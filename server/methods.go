@@ -66,44 +66,58 @@ func list[E, T any](c *call, name string, entries map[string]E, view func(E) (T,
 // dropIcons reports whether this version's listings leave icons out (§3.5).
 func (c *call) dropIcons() bool { return c.version == protocol.Version20250618 }
 
+// The list views: a relayed entry (relay.go) is listed as it was relayed.
+
 func (c *call) listTools() Outcome {
-	return list(c, "tools", c.s.tools, func(e *toolEntry) (Tool, bool) {
+	return list(c, "tools", c.s.tools, func(e *toolEntry) (listedItem, bool) {
+		if e.relay != nil {
+			return e.relay.item(c.dropIcons()), true
+		}
 		t := e.tool
 		if c.dropIcons() {
 			t.Icons = nil
 		}
-		return t, c.visible(e)
-	}, func(t Tool) string { return t.Name })
+		return listedItem{key: t.Name, v: t}, c.visible(e)
+	}, listedKey)
 }
 
 func (c *call) listResources() Outcome {
-	return list(c, "resources", c.s.resources, func(e *resourceEntry) (Resource, bool) {
+	return list(c, "resources", c.s.resources, func(e *resourceEntry) (listedItem, bool) {
+		if e.relay != nil {
+			return e.relay.item(c.dropIcons()), true
+		}
 		r := e.resource
 		if c.dropIcons() {
 			r.Icons = nil
 		}
-		return r, true
-	}, func(r Resource) string { return r.URI })
+		return listedItem{key: r.URI, v: r}, true
+	}, listedKey)
 }
 
 func (c *call) listTemplates() Outcome {
-	return list(c, "resourceTemplates", c.s.templates, func(e *templateEntry) (ResourceTemplate, bool) {
+	return list(c, "resourceTemplates", c.s.templates, func(e *templateEntry) (listedItem, bool) {
+		if e.relay != nil {
+			return e.relay.item(c.dropIcons()), true
+		}
 		t := e.template
 		if c.dropIcons() {
 			t.Icons = nil
 		}
-		return t, true
-	}, func(t ResourceTemplate) string { return t.URITemplate })
+		return listedItem{key: t.URITemplate, v: t}, true
+	}, listedKey)
 }
 
 func (c *call) listPrompts() Outcome {
-	return list(c, "prompts", c.s.prompts, func(e *promptEntry) (Prompt, bool) {
+	return list(c, "prompts", c.s.prompts, func(e *promptEntry) (listedItem, bool) {
+		if e.relay != nil {
+			return e.relay.item(c.dropIcons()), true
+		}
 		p := e.prompt
 		if c.dropIcons() {
 			p.Icons = nil
 		}
-		return p, true
-	}, func(p Prompt) string { return p.Name })
+		return listedItem{key: p.Name, v: p}, true
+	}, listedKey)
 }
 
 func stringParam(params map[string]json.RawMessage, name string) (string, bool) {
@@ -217,26 +231,32 @@ func (c *call) setLevel() Outcome {
 	return Outcome{Result: struct{}{}}
 }
 
-func (c *call) subscribe() Outcome {
+func (c *call) subscribe(ctx context.Context) Outcome {
 	uri, ok := stringParam(c.params, "uri")
 	if !ok || !protocol.IsAbsoluteURI(uri) {
 		return invalidParams(c.req.Method + " requires an absolute URI")
 	}
+	hook := c.s.subscriptionHook()
 	if c.req.Method == "resources/unsubscribe" {
 		c.sess.unsubscribe(uri)
+		if hook != nil {
+			hook.Unsubscribe(ctx, uri)
+		}
 	} else if !c.sess.subscribe(uri) {
 		return errOutcome(protocol.ErrSubscriptionCap)
+	} else if hook != nil {
+		hook.Subscribe(ctx, uri)
 	}
 	return Outcome{Result: struct{}{}}
 }
 
-func (c *call) listen() Outcome {
+func (c *call) listen(ctx context.Context) Outcome {
 	filter, perr := protocol.DecodeListen(c.req.Params)
 	if perr != nil {
 		return errOutcome(perr)
 	}
 	f := filter.Accept(c.caps)
-	return Outcome{Stream: newListenStream(c.s.hub, c.req.ID, listenFilter{
+	return Outcome{Stream: c.s.hookStream(ctx, newListenStream(c.s.hub, c.req.ID, listenFilter{
 		tools: f.ToolsListChanged, prompts: f.PromptsListChanged, resources: f.ResourcesListChanged, uris: f.ResourceSubscriptions,
-	}, c.s.serverInfo(c.version))}
+	}, c.s.serverInfo(c.version)))}
 }

@@ -55,14 +55,9 @@ func New(opts Options) (*Server, error) {
 		resources: map[string]*resourceEntry{},
 		templates: map[string]*templateEntry{},
 		prompts:   map[string]*promptEntry{},
-		infoMeta:  map[string]json.RawMessage{},
 	}
-	for _, v := range versions.All() {
-		raw, err := protocol.AppendValue(nil, map[string]any{protocol.MetaServerInfo: s.serverInfo(v)})
-		if err != nil {
-			return nil, fmt.Errorf("server info: %w", err)
-		}
-		s.infoMeta[v] = raw
+	if err := s.setIdentity(opts.Info, opts.Instructions); err != nil {
+		return nil, fmt.Errorf("server info: %w", err)
 	}
 	return s, nil
 }
@@ -93,7 +88,7 @@ func (s *Server) updateCapabilitiesLocked() {
 		c.Completions = c.Completions || t.completions != nil
 	}
 	c.ToolsListChanged, c.PromptsListChanged, c.ResourcesListChanged = c.Tools, c.Prompts, c.Resources
-	s.caps = c
+	s.caps = orCapabilities(c, s.ext.advertised)
 }
 
 // capabilitiesJSON is the capabilities object for a version's era.
@@ -124,7 +119,10 @@ func capabilitiesJSON(c protocol.ServerCapabilities, legacy bool) map[string]any
 
 // serverInfo projects the server's Implementation for a version (§3.5).
 func (s *Server) serverInfo(version string) Implementation {
-	info := s.opts.Info
+	return projectInfo(s.identity().info, version)
+}
+
+func projectInfo(info Implementation, version string) Implementation {
 	if version == protocol.Version20250618 {
 		info.Description, info.Icons, info.WebsiteURL = "", nil, ""
 	}
@@ -155,7 +153,7 @@ func (s *Server) Initialize(sess *SessionState, params json.RawMessage) (any, st
 		ProtocolVersion: version,
 		Capabilities:    capabilitiesJSON(s.capabilities(), true),
 		ServerInfo:      s.serverInfo(version),
-		Instructions:    s.opts.Instructions,
+		Instructions:    s.identity().instructions,
 	}, version, nil
 }
 
@@ -261,7 +259,7 @@ func (c *call) serveMethod(ctx context.Context) Outcome {
 	case "resources/read":
 		return c.readResource(ctx)
 	case "resources/subscribe", "resources/unsubscribe":
-		return c.subscribe()
+		return c.subscribe(ctx)
 	case "prompts/list":
 		return c.listPrompts()
 	case "prompts/get":
@@ -271,7 +269,7 @@ func (c *call) serveMethod(ctx context.Context) Outcome {
 	case "logging/setLevel":
 		return c.setLevel()
 	case "subscriptions/listen":
-		return c.listen()
+		return c.listen(ctx)
 	}
 	return errOutcome(&protocol.Error{Code: protocol.CodeMethodNotFound, Message: "Method not found: " + c.req.Method})
 }
@@ -285,7 +283,7 @@ func (c *call) discover() Outcome {
 	return c.result(discoverResult{
 		SupportedVersions: c.s.versions.All(),
 		Capabilities:      capabilitiesJSON(c.caps, false),
-		Instructions:      c.s.opts.Instructions,
+		Instructions:      c.s.identity().instructions,
 	}, true, nil)
 }
 
@@ -317,7 +315,7 @@ func (c *call) result(v any, cached bool, override *ReadResourceResult) Outcome 
 // of a version, encoded once when the server was made.
 func (c *call) resultMeta(own map[string]any) any {
 	if len(own) == 0 {
-		if raw, ok := c.s.infoMeta[c.version]; ok {
+		if raw, ok := c.s.identity().infoMeta[c.version]; ok {
 			return raw
 		}
 	}

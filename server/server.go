@@ -1,10 +1,10 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snodod/snodod/protocol"
@@ -41,9 +41,9 @@ type Server struct {
 	versions protocol.Versions
 	hub      *hub
 	signer   *signer
-	// infoMeta is each version's {"io.modelcontextprotocol/serverInfo":…}
-	// _meta, encoded once: every 2026 result carries it.
-	infoMeta map[string]json.RawMessage
+	// ident is what the server says about itself (identity.go); a
+	// pass-through view learns it from its upstream, so it may change.
+	ident atomic.Pointer[identity]
 
 	mu        sync.RWMutex
 	revision  uint64 // catalog revision, bumped by every change
@@ -52,17 +52,23 @@ type Server struct {
 	resources map[string]*resourceEntry
 	templates map[string]*templateEntry
 	prompts   map[string]*promptEntry
+	ext       extensions // relay hooks (relay_hooks.go)
 }
+
+// Each entry is a registered item, or a relayed one (relay non-nil: the
+// other fields are zero but match, relay.go).
 
 type toolEntry struct {
 	tool          Tool
 	handler       ToolHandler
 	input, output *schema // compiled once at registration; output nil without OutputSchema
+	relay         *relayItem
 }
 
 type resourceEntry struct {
 	resource Resource
 	handler  ResourceHandler
+	relay    *relayItem
 }
 
 type templateEntry struct {
@@ -70,12 +76,14 @@ type templateEntry struct {
 	handler     ResourceHandler
 	match       *uriTemplate
 	completions map[string]CompletionHandler
+	relay       *relayItem
 }
 
 type promptEntry struct {
 	prompt      Prompt
 	handler     PromptHandler
 	completions map[string]CompletionHandler
+	relay       *relayItem
 }
 
 // ErrResourceNotFound is returned by a ResourceHandler for a URI it does

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"context"
+	"sync"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// extensions are the hooks a view that relays another server installs;
+// guarded by Server.mu.
+type extensions struct {
+	advertised    protocol.ServerCapabilities
+	subscriptions SubscriptionHook
+	readFallback  RawHandler
+}
+
+// SubscriptionHook is told which resource URIs sessions subscribe to, so
+// that a view relaying another server subscribes there too, once per URI
+// however many sessions do (upstreams.md §5). Both methods are called
+// with the context of the request that subscribed (its values identify
+// the session); they must not block.
+//
+// Subscribe is called for a legacy resources/subscribe (again for a URI
+// the session already has: the hook counts per session) and for each URI
+// of a listen stream's resourceSubscriptions. Unsubscribe is called for a
+// legacy resources/unsubscribe and for each URI of a listen stream when it
+// closes. A session that ends without unsubscribing is the hook owner's to
+// notice: SessionState.Close calls nothing.
+type SubscriptionHook interface {
+	Subscribe(ctx context.Context, uri string)
+	Unsubscribe(ctx context.Context, uri string)
+}
+
+// SetSubscriptionHook installs h (nil removes it).
+func (s *Server) SetSubscriptionHook(h SubscriptionHook) {
+	s.mu.Lock()
+	s.ext.subscriptions = h
+	s.mu.Unlock()
+}
+
+// SetReadFallback makes h serve every resources/read whose URI matches no
+// resource or template (nil: "Resource not found"): a pass-through view
+// relays to its server the URIs that server did not list.
+func (s *Server) SetReadFallback(h RawHandler) {
+	s.mu.Lock()
+	s.ext.readFallback = h
+	s.mu.Unlock()
+}
+
+func (s *Server) subscriptionHook() SubscriptionHook {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.ext.subscriptions
+}
+
+// hookedStream tells the hook when a listen stream's subscriptions end.
+type hookedStream struct {
+	Stream
+	ctx  context.Context
+	hook SubscriptionHook
+	uris []string
+	once sync.Once
+}
+
+func (h *hookedStream) Close(reason CloseReason, detail string) {
+	h.once.Do(func() {
+		for _, u := range h.uris {
+			h.hook.Unsubscribe(h.ctx, u)
+		}
+	})
+	h.Stream.Close(reason, detail)
+}
+
+// hookStream reports a new listen stream's URIs to the hook, if any.
+func (s *Server) hookStream(ctx context.Context, st *listenStream) Stream {
+	hook := s.subscriptionHook()
+	uris := st.ack.Notifications.ResourceSubscriptions
+	if hook == nil || len(uris) == 0 {
+		return st
+	}
+	for _, u := range uris {
+		hook.Subscribe(ctx, u)
+	}
+	return &hookedStream{Stream: st, ctx: context.WithoutCancel(ctx), hook: hook, uris: uris}
+}
