@@ -236,15 +236,15 @@ func (c *call) subscribe(ctx context.Context) Outcome {
 	if !ok || !protocol.IsAbsoluteURI(uri) {
 		return invalidParams(c.req.Method + " requires an absolute URI")
 	}
-	hook := c.s.subscriptionHook()
+	hook, had := c.s.subscriptionHook(), c.sess.subscribed(uri)
 	if c.req.Method == "resources/unsubscribe" {
 		c.sess.unsubscribe(uri)
-		if hook != nil {
+		if hook != nil && had {
 			hook.Unsubscribe(ctx, uri)
 		}
 	} else if !c.sess.subscribe(uri) {
 		return errOutcome(protocol.ErrSubscriptionCap)
-	} else if hook != nil {
+	} else if hook != nil && !had {
 		hook.Subscribe(ctx, uri)
 	}
 	return Outcome{Result: struct{}{}}

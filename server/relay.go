@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/snodod/snodod/protocol"
@@ -187,20 +188,25 @@ func newRelayItem(owner, member, key string, def json.RawMessage, h, complete Ra
 	return &relayItem{key: key, owner: owner, handler: h, complete: complete, listed: listed, listedNoIcons: noIcons}, true
 }
 
-// ReplaceRelayed replaces every relayed item of owner with items, in one
-// change: one catalog revision, and one list-change notification per kind
-// whose listing changed (tools, prompts, resources with templates). An
-// item whose name (URI, template) is taken by an item of someone else
-// (registered with AddTool and its siblings, or relayed by another owner)
-// is left out and returned in refused, as "tool NAME", "prompt NAME",
-// "resource URI" or "template URITEMPLATE"; so is an item whose
-// definition is not a JSON object. Later items of items with the same
-// name as an earlier one are refused likewise.
-func (s *Server) ReplaceRelayed(owner string, items RelayedItems) (refused []string) {
+// ReplaceRelayed replaces every relayed item of each owner in sets with
+// that owner's new items, in one change: one catalog revision, and one
+// list-change notification per kind whose listing changed (tools,
+// prompts, resources with templates). Owners are applied in name order,
+// after all of their old items are gone, so names move between them
+// atomically. An item whose name (URI, template) is taken by someone else
+// (an item registered with AddTool and its siblings, a relayed item of an
+// owner not in sets, or an earlier item) is left out and reported in
+// refused under its owner, as "tool NAME", "prompt NAME", "resource URI"
+// or "template URITEMPLATE"; so is an item whose definition is not a JSON
+// object. An owner given an empty set loses all of its items.
+func (s *Server) ReplaceRelayed(sets map[string]RelayedItems) (refused map[string][]string) {
+	owners := slices.Sorted(maps.Keys(sets))
+	refused = map[string][]string{}
 	s.mu.Lock()
 	var kinds []ChangeKind
-	if replaceKind(s.tools, owner, items.Tools, "tool ", &refused,
-		func(t RawTool) (string, *relayItem, bool) {
+	if replaceKind(s.tools, sets, owners, "tool ", refused,
+		func(items RelayedItems) []RawTool { return items.Tools },
+		func(owner string, t RawTool) (string, *relayItem, bool) {
 			r, ok := newRelayItem(owner, "name", t.Name, t.Definition, t.Handler, nil)
 			return t.Name, r, ok
 		},
@@ -208,8 +214,9 @@ func (s *Server) ReplaceRelayed(owner string, items RelayedItems) (refused []str
 		func(r *relayItem) *toolEntry { return &toolEntry{relay: r} }) {
 		kinds = append(kinds, changeTools)
 	}
-	if replaceKind(s.prompts, owner, items.Prompts, "prompt ", &refused,
-		func(p RawPrompt) (string, *relayItem, bool) {
+	if replaceKind(s.prompts, sets, owners, "prompt ", refused,
+		func(items RelayedItems) []RawPrompt { return items.Prompts },
+		func(owner string, p RawPrompt) (string, *relayItem, bool) {
 			r, ok := newRelayItem(owner, "name", p.Name, p.Definition, p.Handler, p.Complete)
 			return p.Name, r, ok
 		},
@@ -217,15 +224,17 @@ func (s *Server) ReplaceRelayed(owner string, items RelayedItems) (refused []str
 		func(r *relayItem) *promptEntry { return &promptEntry{relay: r} }) {
 		kinds = append(kinds, changePrompts)
 	}
-	resChanged := replaceKind(s.resources, owner, items.Resources, "resource ", &refused,
-		func(r RawResource) (string, *relayItem, bool) {
+	resChanged := replaceKind(s.resources, sets, owners, "resource ", refused,
+		func(items RelayedItems) []RawResource { return items.Resources },
+		func(owner string, r RawResource) (string, *relayItem, bool) {
 			ri, ok := newRelayItem(owner, "uri", r.URI, r.Definition, r.Handler, nil)
 			return r.URI, ri, ok && r.URI != ""
 		},
 		func(e *resourceEntry) *relayItem { return e.relay },
 		func(r *relayItem) *resourceEntry { return &resourceEntry{relay: r} })
-	tplChanged := replaceKind(s.templates, owner, items.Templates, "template ", &refused,
-		func(t RawTemplate) (string, *relayItem, bool) {
+	tplChanged := replaceKind(s.templates, sets, owners, "template ", refused,
+		func(items RelayedItems) []RawTemplate { return items.Templates },
+		func(owner string, t RawTemplate) (string, *relayItem, bool) {
 			ri, ok := newRelayItem(owner, "uriTemplate", t.URITemplate, t.Definition, t.Handler, t.Complete)
 			return t.URITemplate, ri, ok && t.URITemplate != ""
 		},
@@ -245,26 +254,30 @@ func (s *Server) ReplaceRelayed(owner string, items RelayedItems) (refused []str
 	return refused
 }
 
-// replaceKind swaps owner's relayed entries of one kind for items and
-// reports whether the listing changed.
-func replaceKind[E any, I any](entries map[string]E, owner string, items []I, label string, refused *[]string,
-	prepare func(I) (string, *relayItem, bool), relayOf func(E) *relayItem, wrap func(*relayItem) E) bool {
+// replaceKind swaps the owners' relayed entries of one kind for their new
+// items and reports whether the listing changed.
+func replaceKind[E any, I any](entries map[string]E, sets map[string]RelayedItems, owners []string, label string, refused map[string][]string,
+	itemsOf func(RelayedItems) []I, prepare func(string, I) (string, *relayItem, bool), relayOf func(E) *relayItem, wrap func(*relayItem) E) bool {
 	old := map[string]json.RawMessage{}
 	for k, e := range entries {
-		if r := relayOf(e); r != nil && r.owner == owner {
-			old[k] = r.listed
-			delete(entries, k)
+		if r := relayOf(e); r != nil {
+			if _, replaced := sets[r.owner]; replaced {
+				old[k] = r.listed
+				delete(entries, k)
+			}
 		}
 	}
 	next := map[string]json.RawMessage{}
-	for _, it := range items {
-		key, r, ok := prepare(it)
-		if _, taken := entries[key]; !ok || taken {
-			*refused = append(*refused, label+key)
-			continue
+	for _, owner := range owners {
+		for _, it := range itemsOf(sets[owner]) {
+			key, r, ok := prepare(owner, it)
+			if _, taken := entries[key]; !ok || taken {
+				refused[owner] = append(refused[owner], label+key)
+				continue
+			}
+			entries[key] = wrap(r)
+			next[key] = r.listed
 		}
-		entries[key] = wrap(r)
-		next[key] = r.listed
 	}
 	return !maps.EqualFunc(old, next, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) })
 }

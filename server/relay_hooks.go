@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/snodod/snodod/protocol"
@@ -21,11 +22,12 @@ type extensions struct {
 // with the context of the request that subscribed (its values identify
 // the session); they must not block.
 //
-// Subscribe is called for a legacy resources/subscribe (again for a URI
-// the session already has: the hook counts per session) and for each URI
-// of a listen stream's resourceSubscriptions. Unsubscribe is called for a
-// legacy resources/unsubscribe and for each URI of a listen stream when it
-// closes. A session that ends without unsubscribing is the hook owner's to
+// Subscribe is called for a legacy resources/subscribe of a URI the
+// session does not have yet, and for each URI of a listen stream's
+// resourceSubscriptions (two streams of a session may name the same URI:
+// the hook counts). Unsubscribe is called for a legacy
+// resources/unsubscribe of a URI the session has, and for each URI of a
+// listen stream when it closes. A session that ends without unsubscribing is the hook owner's to
 // notice: SessionState.Close calls nothing.
 type SubscriptionHook interface {
 	Subscribe(ctx context.Context, uri string)
@@ -83,4 +85,45 @@ func (s *Server) hookStream(ctx context.Context, st *listenStream) Stream {
 		hook.Subscribe(ctx, u)
 	}
 	return &hookedStream{Stream: st, ctx: context.WithoutCancel(ctx), hook: hook, uris: uris}
+}
+
+// RelayOwner returns the owner of the relayed resource or template that
+// serves uri (not the read fallback), as a read would find it: an exact
+// resource first, then the templates in order. ok is false when uri is
+// not relayed.
+func (s *Server) RelayOwner(uri string) (owner string, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if e, found := s.resources[uri]; found {
+		if e.relay != nil {
+			return e.relay.owner, true
+		}
+		return "", false
+	}
+	keys := make([]string, 0, len(s.templates))
+	for k := range s.templates {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if e := s.templates[k]; e.match.matches(uri) {
+			if e.relay != nil {
+				return e.relay.owner, true
+			}
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// NotifyRequest sends a notification scoped to the request ctx belongs to
+// (a relayed notifications/message), with the rules of Notifier: nothing
+// after the request finished or was cancelled. It returns
+// ErrProgressClosed when the request has no notifier.
+func NotifyRequest(ctx context.Context, method string, params any) error {
+	n, _ := ctx.Value(notifierKey{}).(Notifier)
+	if n == nil {
+		return ErrProgressClosed
+	}
+	return n.Notify(method, params)
 }

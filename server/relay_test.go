@@ -85,14 +85,14 @@ func echoRelay(result string) RawHandler {
 func TestRelayedListings(t *testing.T) {
 	h := newRelayHarness(t)
 	h.s.AddTool(&Tool{Name: "own"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) { return nil, nil })
-	refused := h.s.ReplaceRelayed("up", RelayedItems{
+	refused := h.s.ReplaceRelayed(map[string]RelayedItems{"up": {
 		Tools: []RawTool{
 			{Name: "gh__search", Definition: json.RawMessage(`{"name":"search","inputSchema":{"type":"object","x-extra":1},"icons":[{"src":"a.png"}],"execution":{"taskSupport":"optional"}}`), Handler: echoRelay(`{}`)},
 			{Name: "own", Definition: json.RawMessage(`{"name":"own"}`), Handler: echoRelay(`{}`)},
 			{Name: "bad", Definition: json.RawMessage(`[1]`), Handler: echoRelay(`{}`)},
 		},
 		Resources: []RawResource{{URI: "file:///a", Definition: json.RawMessage(`{"uri":"file:///a","name":"a"}`), Handler: echoRelay(`{}`)}},
-	})
+	}})["up"]
 	if want := []string{"tool own", "tool bad"}; !slices.Equal(refused, want) {
 		t.Errorf("refused %q, want %q", refused, want)
 	}
@@ -129,20 +129,20 @@ func TestReplaceRelayedNotifies(t *testing.T) {
 			out = append(out, ev.Method)
 		}
 	}
-	h.s.ReplaceRelayed("up", items)
+	h.s.ReplaceRelayed(map[string]RelayedItems{"up": items})
 	if got, want := events(), []string{"notifications/tools/list_changed", "notifications/prompts/list_changed"}; !slices.Equal(got, want) {
 		t.Errorf("first replace: %q, want %q", got, want)
 	}
-	h.s.ReplaceRelayed("up", items)
+	h.s.ReplaceRelayed(map[string]RelayedItems{"up": items})
 	if got := events(); len(got) != 0 {
 		t.Errorf("identical replace sent %q", got)
 	}
 	items.Tools[0].Definition = json.RawMessage(`{"name":"t","description":"new"}`)
-	h.s.ReplaceRelayed("up", items)
+	h.s.ReplaceRelayed(map[string]RelayedItems{"up": items})
 	if got, want := events(), []string{"notifications/tools/list_changed"}; !slices.Equal(got, want) {
 		t.Errorf("changed tool: %q, want %q", got, want)
 	}
-	h.s.ReplaceRelayed("up", RelayedItems{})
+	h.s.ReplaceRelayed(map[string]RelayedItems{"up": {}})
 	if got, want := events(), []string{"notifications/tools/list_changed", "notifications/prompts/list_changed"}; !slices.Equal(got, want) {
 		t.Errorf("emptied: %q, want %q", got, want)
 	}
@@ -152,7 +152,7 @@ func TestRelayedCallShaping(t *testing.T) {
 	h := newRelayHarness(t)
 	var seen []*RawRequest
 	var mu sync.Mutex
-	h.s.ReplaceRelayed("up", RelayedItems{Tools: []RawTool{{Name: "x__t", Definition: json.RawMessage(`{"name":"t","inputSchema":{"type":"string"}}`),
+	relayAs(h.s, "up", RelayedItems{Tools: []RawTool{{Name: "x__t", Definition: json.RawMessage(`{"name":"t","inputSchema":{"type":"string"}}`),
 		Handler: func(ctx context.Context, req *RawRequest) (*RawResult, error) {
 			mu.Lock()
 			seen = append(seen, req)
@@ -178,7 +178,7 @@ func TestRelayedCallShaping(t *testing.T) {
 func TestRelayedErrors(t *testing.T) {
 	h := newRelayHarness(t)
 	upstreamErr := &protocol.Error{Code: -31001, Message: "snodod: upstream \"x\" is unavailable", Data: map[string]any{"name": "x"}}
-	h.s.ReplaceRelayed("up", RelayedItems{Tools: []RawTool{
+	relayAs(h.s, "up", RelayedItems{Tools: []RawTool{
 		{Name: "e", Definition: json.RawMessage(`{"name":"e"}`), Handler: func(context.Context, *RawRequest) (*RawResult, error) { return nil, upstreamErr }},
 		{Name: "p", Definition: json.RawMessage(`{"name":"p"}`), Handler: func(context.Context, *RawRequest) (*RawResult, error) { panic("boom") }},
 		{Name: "n", Definition: json.RawMessage(`{"name":"n"}`), Handler: echoRelay(`[1]`)},
@@ -199,7 +199,7 @@ func TestRelayedErrors(t *testing.T) {
 func TestRelayedInputRequired(t *testing.T) {
 	h := newRelayHarness(t)
 	var got *RawRequest
-	h.s.ReplaceRelayed("up", RelayedItems{Tools: []RawTool{{Name: "ask", Definition: json.RawMessage(`{"name":"ask"}`),
+	relayAs(h.s, "up", RelayedItems{Tools: []RawTool{{Name: "ask", Definition: json.RawMessage(`{"name":"ask"}`),
 		Handler: func(ctx context.Context, req *RawRequest) (*RawResult, error) {
 			got = req
 			if req.State == nil {
@@ -248,7 +248,7 @@ func TestRelayedReadRouting(t *testing.T) {
 			return &RawResult{Result: json.RawMessage(`{"contents":[{"uri":"` + req.Name + `","text":"` + tag + `"}]}`)}, nil
 		}
 	}
-	h.s.ReplaceRelayed("up", RelayedItems{
+	relayAs(h.s, "up", RelayedItems{
 		Resources: []RawResource{{URI: "mem://exact", Definition: json.RawMessage(`{"uri":"mem://exact","name":"e"}`), Handler: reader("exact")}},
 		Templates: []RawTemplate{
 			{URITemplate: "repo://{owner}/{+path}", Definition: json.RawMessage(`{"uriTemplate":"repo://{owner}/{+path}","name":"r"}`), Handler: reader("template")},
@@ -370,4 +370,26 @@ func TestExtendDeadline(t *testing.T) {
 		time.Sleep(time.Second) // idle workers leave
 		synctest.Wait()
 	})
+}
+
+// relayAs replaces one owner's items and returns what was refused.
+func relayAs(s *Server, owner string, items RelayedItems) []string {
+	return s.ReplaceRelayed(map[string]RelayedItems{owner: items})[owner]
+}
+
+// TestReplaceRelayedMovesNames moves a name from one owner to another in
+// one replacement, whatever their order.
+func TestReplaceRelayedMovesNames(t *testing.T) {
+	h := newRelayHarness(t)
+	def := func(name string) []RawTool {
+		return []RawTool{{Name: name, Definition: json.RawMessage(`{"name":"` + name + `"}`), Handler: echoRelay(`{}`)}}
+	}
+	relayAs(h.s, "b", RelayedItems{Tools: def("x")})
+	refused := h.s.ReplaceRelayed(map[string]RelayedItems{"a": {Tools: def("x")}, "b": {}})
+	if len(refused["a"]) != 0 {
+		t.Errorf("refused %v: the name b gave up in the same change", refused)
+	}
+	if owner, ok := h.s.RelayOwner("none://x"); ok {
+		t.Errorf("RelayOwner of an unknown URI = %q", owner)
+	}
 }

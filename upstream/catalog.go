@@ -1,0 +1,122 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// catalog is what an upstream serves, as its last listing found it (all
+// pages), with what its handshake said; it is also the on-disk cache's
+// content (cache.go). It is immutable once made.
+type catalog struct {
+	Era          string            `json:"era"`
+	Version      string            `json:"version"`
+	ServerInfo   json.RawMessage   `json:"serverInfo,omitempty"`
+	Capabilities json.RawMessage   `json:"capabilities,omitempty"`
+	Instructions string            `json:"instructions,omitempty"`
+	Tools        []json.RawMessage `json:"tools"`
+	Prompts      []json.RawMessage `json:"prompts"`
+	Resources    []json.RawMessage `json:"resources"`
+	Templates    []json.RawMessage `json:"resourceTemplates"`
+	Listed       time.Time         `json:"listed"`
+}
+
+// The list methods, by kind.
+var listMethods = []struct {
+	method, capability string
+	field              func(*catalog) *[]json.RawMessage
+}{
+	{"tools/list", "tools", func(c *catalog) *[]json.RawMessage { return &c.Tools }},
+	{"prompts/list", "prompts", func(c *catalog) *[]json.RawMessage { return &c.Prompts }},
+	{"resources/list", "resources", func(c *catalog) *[]json.RawMessage { return &c.Resources }},
+	{"resources/templates/list", "resources", func(c *catalog) *[]json.RawMessage { return &c.Templates }},
+}
+
+// listCatalog lists everything the upstream declares (every page). A list
+// the upstream refuses with an error response is empty (it declared the
+// capability and serves nothing); an exit or a timeout fails the listing.
+func listCatalog(ctx context.Context, conn *Conn) (*catalog, error) {
+	cat := &catalog{Era: conn.Era(), Version: conn.Version(), ServerInfo: conn.ServerInfo(),
+		Capabilities: conn.Capabilities(), Instructions: conn.Instructions(), Listed: time.Now()}
+	caps := parseCapabilities(cat.Capabilities)
+	for _, lm := range listMethods {
+		if !caps.has(lm.capability) {
+			continue
+		}
+		items, err := conn.List(ctx, lm.method)
+		var perr *protocol.Error
+		if errors.As(err, &perr) {
+			items, err = nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		*lm.field(cat) = items
+	}
+	return cat, nil
+}
+
+// relist replaces one kind of cat's items with a fresh listing.
+func relist(ctx context.Context, conn *Conn, cat *catalog, method string) (*catalog, error) {
+	items, err := conn.List(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	next := *cat
+	next.Listed = time.Now()
+	for _, lm := range listMethods {
+		if lm.method == method {
+			*lm.field(&next) = items
+		}
+	}
+	return &next, nil
+}
+
+// capabilities is an upstream's capabilities object, as far as views need it.
+type capabilities struct {
+	Tools       *listChanged `json:"tools"`
+	Prompts     *listChanged `json:"prompts"`
+	Resources   *struct {
+		listChanged
+		Subscribe bool `json:"subscribe"`
+	} `json:"resources"`
+	Completions *struct{} `json:"completions"`
+	Logging     *struct{} `json:"logging"`
+}
+
+type listChanged struct {
+	ListChanged bool `json:"listChanged"`
+}
+
+func parseCapabilities(raw json.RawMessage) capabilities {
+	var c capabilities
+	_ = json.Unmarshal(raw, &c) // not an object: nothing declared
+	return c
+}
+
+func (c capabilities) has(name string) bool {
+	switch name {
+	case "tools":
+		return c.Tools != nil
+	case "prompts":
+		return c.Prompts != nil
+	case "resources":
+		return c.Resources != nil
+	}
+	return false
+}
+
+// itemKey reads an item's name (tools, prompts), uri (resources) or
+// uriTemplate (templates).
+func itemKey(item json.RawMessage, member string) (string, bool) {
+	m, ok := protocol.Members(item)
+	if !ok {
+		return "", false
+	}
+	s, ok := protocol.String(m[member])
+	return s, ok && s != ""
+}

@@ -1,0 +1,205 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+)
+
+// Client is one session as the upstreams see it: who it is, where it
+// works, which view it uses, and what it holds on upstreams (share =
+// "session" instances, resource subscriptions), released by Close.
+type Client struct {
+	// ID is the daemon's session id (0 for a process's only session).
+	ID uint64
+	// Cwd is the client's working directory, sent with the hand-over by
+	// snodod connect; "" means the daemon's.
+	Cwd string
+	// View is "" for the aggregated view, else the upstream passed
+	// through.
+	View string
+
+	m *Manager
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[string]bool   // upstreams with a share = "session" instance for it
+	subs     map[subscription]int // resource subscriptions held, by upstream and URI
+}
+
+type subscription struct{ upstream, uri string }
+
+type clientKey struct{}
+
+// clientFrom is the client a request comes from, nil outside a Session.
+func clientFrom(ctx context.Context) *Client {
+	c, _ := ctx.Value(clientKey{}).(*Client)
+	return c
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// track records that upstream has a share = "session" instance for c.
+func (c *Client) track(upstream string) {
+	c.mu.Lock()
+	if c.sessions == nil {
+		c.sessions = map[string]bool{}
+	}
+	c.sessions[upstream] = true
+	c.mu.Unlock()
+}
+
+// Session is the Dispatcher of one session: the view's server, with each
+// request tagged with the session's Client. Its methods may be called as
+// any server.Dispatcher's.
+type Session struct {
+	Client *Client
+	srv    *server.Server
+}
+
+var _ server.Dispatcher = (*Session)(nil)
+
+// Session returns the Dispatcher for session id, whose client works in cwd
+// and asked for view: "" is the aggregated view served by aggregated (the
+// daemon's server, which Attach must have been given), a name is that
+// upstream passed through. An unknown name is an error listing the
+// configured ones. The caller ends it with Close when the session ends.
+func (m *Manager) Session(id uint64, view, cwd string, aggregated *server.Server) (*Session, error) {
+	c := &Client{ID: id, Cwd: cwd, View: view, m: m}
+	srv := aggregated
+	if view != "" {
+		var err error
+		if srv, err = m.passThrough(view); err != nil {
+			return nil, err
+		}
+		go m.warm(view, c)
+	}
+	if srv == nil {
+		return nil, fmt.Errorf("upstream: no server for the aggregated view")
+	}
+	m.mu.Lock()
+	m.clients[c] = struct{}{}
+	m.mu.Unlock()
+	return &Session{Client: c, srv: srv}, nil
+}
+
+// warm starts a pass-through session's upstream without waiting for its
+// first request: a client that asked for it by name is about to use it.
+func (m *Manager) warm(name string, c *Client) {
+	u := m.upstream(name)
+	if u == nil || u.conf().Disabled || u.conf().Start == "manual" {
+		return
+	}
+	in, err := u.instanceFor(c)
+	if err != nil {
+		return
+	}
+	// acquire also ends when the manager stops.
+	ctx, cancel := context.WithTimeout(context.Background(), u.conf().StartTimeout)
+	defer cancel()
+	_, _ = in.acquire(ctx, false)
+}
+
+// Initialize is the view server's.
+func (s *Session) Initialize(ss *server.SessionState, params json.RawMessage) (any, string, *protocol.Error) {
+	return s.srv.Initialize(ss, params)
+}
+
+// Notify is the view server's.
+func (s *Session) Notify(ss *server.SessionState, method string, params json.RawMessage) {
+	s.srv.Notify(ss, method, params)
+}
+
+// Dispatch serves req on the view's server, tagged with the session. A
+// list of a view with upstreams that have no catalog yet (never started,
+// no cache) first starts them and waits, up to the request's end
+// (upstreams.md §4: lazy start on "a list with no cache").
+func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
+	ctx = context.WithValue(ctx, clientKey{}, s.Client)
+	switch req.Method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		if perr := s.Client.m.ensureListed(ctx, s.Client); perr != nil {
+			return server.Outcome{Err: perr}
+		}
+	}
+	return s.srv.Dispatch(ctx, req)
+}
+
+// Close ends the session's hold on the upstreams: its share = "session"
+// instances stop, its resource subscriptions are released. Requests still
+// in flight were cancelled with the session already. Idempotent.
+func (s *Session) Close() {
+	c := s.Client
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	sessions, subs := c.sessions, c.subs
+	c.sessions, c.subs = nil, nil
+	c.mu.Unlock()
+	m := c.m
+	m.mu.Lock()
+	delete(m.clients, c)
+	m.mu.Unlock()
+	for sub, n := range subs {
+		if n > 0 {
+			m.release(c, sub)
+		}
+	}
+	for name := range sessions {
+		if u := m.upstream(name); u != nil {
+			u.removeInstance(fmt.Sprintf("session %d", c.ID))
+		}
+	}
+}
+
+// ensureListed starts, in parallel, the upstreams of c's view that have
+// nothing to list, and waits for them; a pass-through upstream that
+// cannot start answers its error.
+func (m *Manager) ensureListed(ctx context.Context, c *Client) *protocol.Error {
+	var ups []*upstream
+	if c.View != "" {
+		if u := m.upstream(c.View); u != nil {
+			ups = append(ups, u)
+		}
+	} else {
+		ups = m.sorted()
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, u := range ups {
+		cfg := u.conf()
+		if cfg.Disabled || cfg.Start == "manual" || u.currentCatalog() != nil {
+			continue
+		}
+		wg.Go(func() {
+			in, err := u.instanceFor(c)
+			if err == nil {
+				_, err = in.acquire(ctx, false)
+			}
+			if err != nil {
+				mu.Lock()
+				first = err
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if c.View != "" && first != nil && ctx.Err() == nil {
+		if f, ok := first.(*failure); ok {
+			return f.rpcError()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+// Package upstream hosts the MCP servers users already have ("upstreams",
+// upstreams.md): each configured server runs once, as a supervised child
+// process, and is served to every session that needs it.
+//
+// Two layers share the package. The lower one (conn*.go, process*.go,
+// stderr*.go, orphans*.go, probe*.go) runs ONE child and speaks MCP to it
+// as a client: the Conn. The upper one, described here, is everything
+// above a Conn:
+//
+//   - Manager (manager.go) owns every configured upstream, applies a new
+//     configuration with the fingerprint rules of upstreams.md §4, kills
+//     the orphans of a crashed predecessor, and answers status.
+//   - An upstream (upstream.go) is one configured server: a suture
+//     supervisor holding its instances, one per share key (upstreams.md
+//     §3), created single-flight within max_instances and
+//     upstreams.max_children.
+//   - An instance (instance.go, instance_run.go) is one child process over
+//     its life: stopped, starting, ready, backoff, failed, draining; lazy,
+//     eager or manual start, restart with backoff, idle stop, health pings,
+//     a fair gate of max_in_flight and max_queued requests.
+//   - Views (view.go) register the upstreams' items with the runtime
+//     (server.ReplaceRelayed): the aggregated view on the daemon's own
+//     server under <prefix>__ names, and one pass-through server per
+//     upstream with its own names, capabilities and instructions. Lists
+//     come from the running instance, else from the on-disk catalog cache
+//     (cache.go), so a stopped or failed upstream stays listed.
+//   - Routing (relay.go, notify.go, requests.go, park.go) relays a
+//     session's request to the right instance and back: progress to the
+//     requesting session only, cancellation, request_timeout, list
+//     changes re-listed and announced, resource updates to subscribers with
+//     reference-counted upstream subscriptions, log messages and
+//     server→client requests attributed to the one session that has
+//     requests in flight, and the four era pairings of upstreams.md §6.
+//   - Errors (errors.go) are what a client sees when an upstream cannot
+//     serve (upstreams.md §7): never a hang, never "Unknown tool" for a
+//     server that is merely down.
+//
+// A session reaches the upstreams through the Dispatcher the Manager gives
+// it for its view (Manager.Session): the Dispatcher tags each request with
+// the session (its id, working directory and view), so that sharing,
+// attribution and cleanup know who asked. The daemon ends the Session when
+// the session ends: its share = "session" instances stop and its
+// subscriptions are released.
+//
+// The package never writes to a session's device and never imports
+// session/ or daemon/.
+package upstream

@@ -1,0 +1,290 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/snodod/snodod/server"
+)
+
+// State is an upstream instance's state (upstreams.md §8).
+type State string
+
+// The states.
+const (
+	StateStopped  State = "stopped"  // no process; lazy and manual instances start here
+	StateStarting State = "starting" // spawned: era probe, handshake, listing
+	StateReady    State = "ready"    // serving
+	StateBackoff  State = "backoff"  // exited or failed to start; the next attempt is scheduled
+	StateFailed   State = "failed"   // restart.max_attempts failures in a row: no automatic restart
+	StateDisabled State = "disabled" // disabled in the configuration
+	StateDraining State = "draining" // replaced or removed by a reload: finishing its requests
+)
+
+// instance is one child process of an upstream over its life, for one
+// share key (upstreams.md §3): its state, its process when running, its
+// restart history and its gate. The supervision loop (instance_run.go)
+// runs as a suture service under the upstream's supervisor and is the
+// only writer of state transitions other than draining; requests read
+// the state and ask for starts (acquire).
+type instance struct {
+	u *upstream
+	// key is the share key: "" for share = "all", the rendered
+	// configuration's digest for "cwd", "session <id>" for "session".
+	key string
+	// label is what status shows for the key: "all", the directory,
+	// "session 7".
+	label string
+	// cwd is the client directory it was rendered for; cmd the command.
+	cwd   string
+	cmd   Command
+	roots []string
+	gate  *gate
+
+	// want is 1-buffered: a request, a manual start or an eager start
+	// asks the loop to start the process.
+	want chan struct{}
+	// control carries stop, restart and drain orders to the loop.
+	control chan order
+
+	mu           sync.Mutex
+	state        State
+	conn         *Conn
+	changed      chan struct{} // closed and replaced at every change
+	failures     int           // consecutive failed starts or crashes
+	firstFailure time.Time
+	cause        string // why the last start failed or the process ended
+	lastExit     *ExitError
+	retryAt      time.Time // the next automatic attempt, in backoff
+	lastAttempt  time.Time
+	readySince   time.Time
+	restarts     int
+	manual       bool // held stopped by start = "manual" or snodod upstream stop
+	lastUsed     time.Time
+	relaying     int            // relayed requests between acquire and their end
+	owners       []*owner       // theirs, oldest first
+	subs         map[string]int // upstream subscriptions: URI → sessions
+	resyncing    map[string]int // list method → 1 running, 2 running and asked again
+	listenCancel func()         // ends a 2026 upstream's listen stream
+	stats        counters
+}
+
+// order is a request to the supervision loop.
+type order int
+
+const (
+	orderStop order = iota + 1
+	orderRestart
+	orderDrain
+)
+
+// counters are what status shows besides the state.
+type counters struct {
+	unattributed int // server→client requests that could not be attributed
+	dropped      int // notifications dropped
+	nonIncrease  int
+}
+
+func newInstance(u *upstream, key, label, cwd string, cmd Command, roots []string) *instance {
+	in := &instance{
+		u: u, key: key, label: label, cwd: cwd, cmd: cmd, roots: roots,
+		gate:    newGate(u.m.limits.MaxInFlight, u.m.limits.MaxQueued),
+		want:    make(chan struct{}, 1),
+		control: make(chan order, 4),
+		state:   StateStopped,
+		changed: make(chan struct{}),
+		manual:  u.conf().Start == "manual",
+		subs:    map[string]int{},
+	}
+	if u.conf().Disabled {
+		in.state = StateDisabled
+	}
+	return in
+}
+
+// setLocked changes the state and wakes every waiter; in.mu is held.
+func (in *instance) setLocked(s State) {
+	in.state = s
+	close(in.changed)
+	in.changed = make(chan struct{})
+}
+
+// stateSnapshot is an instance's state at one moment, for messages and
+// status.
+type stateSnapshot struct {
+	state       State
+	manual      bool
+	cause       string
+	failures    int
+	failureSpan time.Duration
+	retryIn     time.Duration
+	lastExit    string
+	stderrTail  string
+}
+
+func (in *instance) snapshotLocked(now time.Time) *stateSnapshot {
+	s := &stateSnapshot{state: in.state, manual: in.manual, cause: in.cause, failures: in.failures}
+	if in.failures > 0 {
+		s.failureSpan = now.Sub(in.firstFailure)
+	}
+	switch in.state {
+	case StateBackoff:
+		s.retryIn = max(in.retryAt.Sub(now), 0)
+	case StateFailed:
+		if next := in.lastAttempt.Add(in.u.conf().Restart.MaxDelay); next.After(now) {
+			s.retryIn = next.Sub(now)
+		}
+	}
+	if in.lastExit != nil {
+		s.lastExit = in.lastExit.Error()
+	}
+	s.stderrTail = in.u.ring.Tail(maxStderrTail)
+	return s
+}
+
+// unavailable is the failure of a request this instance cannot serve now.
+func (in *instance) unavailable() *failure {
+	in.mu.Lock()
+	s := in.snapshotLocked(time.Now())
+	in.mu.Unlock()
+	return in.failure(CodeUnavailable, unavailableMessage(in.u.name, s), s)
+}
+
+func (in *instance) failure(code int64, msg string, s *stateSnapshot) *failure {
+	d := Detail{Name: in.u.name, State: string(s.state), Instance: in.label, Attempts: s.failures,
+		LastExit: s.lastExit, StderrTail: tail(s.stderrTail)}
+	if s.retryIn > 0 {
+		ms := s.retryIn.Milliseconds()
+		d.RetryInMs = &ms
+	}
+	return &failure{code: code, message: msg, detail: d}
+}
+
+// failureNow is a failure with a message of its own and the current
+// state's detail.
+func (in *instance) failureNow(code int64, msg string) *failure {
+	in.mu.Lock()
+	s := in.snapshotLocked(time.Now())
+	in.mu.Unlock()
+	return in.failure(code, msg, s)
+}
+
+// errStopped ends acquire for an instance that is gone (its session ended,
+// or it was drained).
+var errStopped = errors.New("upstream instance stopped")
+
+// acquire returns the running connection, starting the process when it is
+// stopped (lazy start) or failed long enough ago (one on-demand attempt per
+// restart.max_delay), and waiting while it starts (upstreams.md §7): with a
+// progressToken, the client gets progress "starting NAME". throughBackoff
+// waits for a scheduled restart too (the one retry of a side-effect-free
+// request); otherwise backoff and failed answer at once. A client whose ctx
+// ends gets ctx's error; the start goes on.
+func (in *instance) acquire(ctx context.Context, throughBackoff bool) (*Conn, error) {
+	reported := false
+	for {
+		now := time.Now()
+		in.mu.Lock()
+		state, changed := in.state, in.changed
+		switch state {
+		case StateReady:
+			conn := in.conn
+			in.lastUsed = now
+			in.mu.Unlock()
+			return conn, nil
+		case StateStopped:
+			if in.manual {
+				in.mu.Unlock()
+				return nil, in.unavailable()
+			}
+			in.ask()
+		case StateStarting:
+		case StateBackoff:
+			if !throughBackoff {
+				in.mu.Unlock()
+				return nil, in.unavailable()
+			}
+		case StateFailed:
+			if now.Sub(in.lastAttempt) < in.u.conf().Restart.MaxDelay {
+				in.mu.Unlock()
+				return nil, in.unavailable()
+			}
+			in.ask()
+		default: // disabled, draining
+			in.mu.Unlock()
+			return nil, in.unavailable()
+		}
+		in.mu.Unlock()
+		if err := in.u.m.childrenFull(in); err != nil {
+			return nil, err
+		}
+		if !reported && state != StateBackoff {
+			reported = true
+			_ = server.ReportProgress(ctx, server.Progress{Progress: 0, Message: "starting " + in.u.name})
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-in.u.m.done:
+			return nil, errStopped
+		}
+	}
+}
+
+// ask wakes the loop to start the process; in.mu may be held.
+func (in *instance) ask() {
+	select {
+	case in.want <- struct{}{}:
+	default:
+	}
+}
+
+// send gives the loop an order without blocking; a full queue of orders
+// already holds one that does as much.
+func (in *instance) send(o order) {
+	select {
+	case in.control <- o:
+	default:
+	}
+}
+
+// begin and end bracket a relayed request, for the idle timer, the
+// health pings and the attribution of log messages.
+func (in *instance) begin(o *owner) {
+	in.mu.Lock()
+	in.relaying++
+	in.owners = append(in.owners, o)
+	in.lastUsed = time.Now()
+	in.mu.Unlock()
+}
+
+func (in *instance) end(o *owner) {
+	in.mu.Lock()
+	in.relaying--
+	for i, x := range in.owners {
+		if x == o {
+			in.owners = append(in.owners[:i], in.owners[i+1:]...)
+			break
+		}
+	}
+	in.lastUsed = time.Now()
+	in.mu.Unlock()
+}
+
+// idleFor reports how long the instance has had nothing to do: no request
+// and no subscription; 0 while busy.
+func (in *instance) idleFor(now time.Time) time.Duration {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.relaying > 0 || len(in.subs) > 0 {
+		return 0
+	}
+	return now.Sub(in.lastUsed)
+}
+
+// String names the instance in logs.
+func (in *instance) String() string { return fmt.Sprintf("upstream %s (%s)", in.u.name, in.label) }

@@ -1,0 +1,366 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/thejerf/suture/v4"
+
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/server"
+)
+
+// drainMargin is added to the stop grace for the supervisors' own stop
+// timeout: a process stops within the grace, the margin covers the reap.
+const drainMargin = 2 * time.Second
+
+// Options configure a Manager beyond its configuration.
+type Options struct {
+	// StateDir is the daemon's state directory
+	// ($XDG_STATE_HOME/snodod): the catalog cache lives in
+	// StateDir/upstreams, the record of running process groups in
+	// StateDir/upstreams/groups. "" keeps neither (tests, snodod stdio
+	// without a state directory).
+	StateDir string
+	// Home is $HOME, the working directory of share = "all" instances;
+	// Cwd is the daemon's working directory, a session's when it sends
+	// none. Env is the daemon's environment (os.Environ form), which
+	// children inherit from per inherit_env.
+	Home, Cwd string
+	Env       []string
+	// Version is snodod's version, for the clientInfo upstreams see.
+	Version string
+	// MaxLineBytes bounds an upstream's lines (session.max_line_bytes).
+	MaxLineBytes int
+	// ShutdownGrace bounds the stop of every upstream at shutdown
+	// (daemon.shutdown_grace); 0 means 10 s.
+	ShutdownGrace time.Duration
+	// Logger receives the manager's log and the children's stderr, with
+	// upstream=NAME; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Manager runs every configured upstream of a daemon (or of one snodod
+// stdio process) and serves them to sessions. It is a suture service:
+// the daemon adds it to its root supervisor, and it runs one supervisor per
+// upstream under its own. Its methods may be called from any goroutine,
+// before and while it serves.
+type Manager struct {
+	opts   Options
+	log    *slog.Logger
+	limits config.Upstreams
+	sup    *suture.Supervisor
+	record *GroupRecord
+	budget *StderrBudget
+	cache  *cache
+	parks  *parking
+	done   chan struct{} // closed when Serve returns
+
+	childMu  sync.Mutex
+	children int
+
+	mu        sync.Mutex
+	cfg       *config.Config
+	ups       map[string]*upstream   // by name
+	rings     map[string]*StderrRing // by name, kept across reloads
+	passViews map[string]*server.Server
+	// aggregates are the daemon servers showing the aggregated view: one
+	// per configuration generation still used by a session. Weak: a
+	// generation nobody uses any more is collected.
+	aggregates []aggregate
+	clients    map[*Client]struct{}
+	served     bool
+
+	viewMu sync.Mutex // one view refresh at a time
+	// collided records, per upstream, the names its items could not take
+	// in the aggregated view, for status and config check.
+	collided map[string][]string
+	// formerOwners are the upstreams the aggregated view relayed at the
+	// last refresh, so that a removed one's items are removed.
+	formerOwners []string
+}
+
+type aggregate struct {
+	srv          weak.Pointer[server.Server]
+	instructions string // the daemon's own
+}
+
+// New prepares the upstreams of cfg (none runs before Serve). When
+// opts.StateDir is set it first kills the process groups a crashed
+// predecessor left (KillOrphans), then records its own there.
+func New(cfg *config.Config, opts Options) (*Manager, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 10 * time.Second
+	}
+	if opts.Env == nil {
+		opts.Env = os.Environ()
+	}
+	if opts.Home == "" {
+		opts.Home, _ = os.UserHomeDir()
+	}
+	if opts.Cwd == "" {
+		opts.Cwd, _ = os.Getwd()
+	}
+	m := &Manager{
+		opts: opts, log: opts.Logger, limits: cfg.Upstreams,
+		budget: NewStderrBudget(cfg.Upstreams.StderrTotalBytes),
+		done:   make(chan struct{}),
+		ups:    map[string]*upstream{}, rings: map[string]*StderrRing{}, passViews: map[string]*server.Server{},
+		clients: map[*Client]struct{}{}, collided: map[string][]string{},
+	}
+	m.parks = newParking(m)
+	m.cache = &cache{log: m.log}
+	if opts.StateDir != "" {
+		dir := filepath.Join(opts.StateDir, "upstreams")
+		m.cache.dir = dir
+		groups := filepath.Join(dir, "groups")
+		if n, err := KillOrphans(groups, m.log); err != nil {
+			m.log.Warn("upstream orphans: cannot read the record of a previous daemon", "path", groups, "err", err)
+		} else if n > 0 {
+			m.log.Warn("killed upstream processes a previous daemon left running", "groups", n)
+		}
+		rec, err := OpenGroupRecord(groups)
+		if err != nil {
+			return nil, fmt.Errorf("record upstream process groups: %w", err)
+		}
+		m.record = rec
+	}
+	m.sup = suture.New("upstreams", suture.Spec{EventHook: m.supervisorEvent, Timeout: m.stopGrace() + drainMargin})
+	m.apply(cfg)
+	return m, nil
+}
+
+// Serve runs the upstreams until ctx ends, then stops every process in
+// parallel within the shutdown grace (upstreams.md §4).
+func (m *Manager) Serve(ctx context.Context) error {
+	m.mu.Lock()
+	if m.served {
+		m.mu.Unlock()
+		return suture.ErrDoNotRestart
+	}
+	m.served = true
+	m.mu.Unlock()
+	err := m.sup.Serve(ctx)
+	close(m.done)
+	if m.record != nil {
+		_ = m.record.Close()
+	}
+	if ctx.Err() != nil {
+		return suture.ErrDoNotRestart
+	}
+	return err
+}
+
+// String names the service for suture's logs.
+func (m *Manager) String() string { return "upstreams" }
+
+func (m *Manager) stopGrace() time.Duration { return m.opts.ShutdownGrace }
+
+// maxLine is the line limit of upstreams' output.
+func (m *Manager) maxLine() int {
+	if m.opts.MaxLineBytes > 0 {
+		return m.opts.MaxLineBytes
+	}
+	return 2000000
+}
+
+func (m *Manager) supervisorEvent(e suture.Event) {
+	switch e.Type() {
+	case suture.EventTypeServicePanic, suture.EventTypeServiceTerminate, suture.EventTypeStopTimeout:
+		m.log.Warn("upstream supervisor: "+e.String(), "event", e.Type())
+	default:
+		m.log.Debug("upstream supervisor: "+e.String(), "event", e.Type())
+	}
+}
+
+// Apply applies a reloaded configuration (upstreams.md §4): an upstream
+// whose fingerprint is unchanged is kept with its history (its view
+// fields updated: prefix, filters, timeouts, limits); a changed one is
+// replaced (the new one starts at once when the old one was running; the
+// old one finishes its requests within upstreams.drain_timeout, then
+// stops); a removed one is drained and stopped; a new one is started per
+// its start policy. The views are recomputed and list changes sent.
+func (m *Manager) Apply(cfg *config.Config) {
+	m.apply(cfg)
+	m.refreshViews()
+}
+
+func (m *Manager) apply(cfg *config.Config) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg = cfg
+	m.limits = cfg.Upstreams
+	seen := map[string]bool{}
+	for _, entry := range cfg.MCPServers {
+		seen[entry.Name] = true
+		old := m.ups[entry.Name]
+		if old != nil && old.fingerprint == fingerprint(&entry) && old.conf().Disabled == entry.Disabled {
+			old.setConfig(entry)
+			continue
+		}
+		ring := m.rings[entry.Name]
+		if ring == nil {
+			ring = NewStderrRing(m.budget, cfg.Upstreams.StderrBytes)
+			m.rings[entry.Name] = ring
+		}
+		u := newUpstream(m, entry, ring)
+		if old != nil {
+			u.eager = old.running()
+			m.retire(old)
+		}
+		m.ups[entry.Name] = u
+		u.token = m.sup.Add(u.sup)
+	}
+	for name, old := range m.ups {
+		if !seen[name] {
+			delete(m.ups, name)
+			m.retire(old)
+		}
+	}
+}
+
+// retire drains old's instances and removes its supervisor once they have
+// stopped; m.mu is held.
+func (m *Manager) retire(old *upstream) {
+	old.mu.Lock()
+	old.drained = true
+	old.mu.Unlock()
+	old.each(func(in *instance) { in.send(orderDrain) })
+	go func() {
+		deadline := time.Now().Add(m.limits.DrainTimeout + m.stopGrace() + drainMargin)
+		for time.Now().Before(deadline) && old.running() {
+			select {
+			case <-m.done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		_ = m.sup.Remove(old.token)
+	}()
+}
+
+// upstream returns the current upstream called name, or nil.
+func (m *Manager) upstream(name string) *upstream {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ups[name]
+}
+
+// sorted returns the current upstreams in name order.
+func (m *Manager) sorted() []*upstream {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*upstream, 0, len(m.ups))
+	for _, u := range m.ups {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b *upstream) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// Names returns the configured upstreams' names, sorted.
+func (m *Manager) Names() []string {
+	var out []string
+	for _, u := range m.sorted() {
+		out = append(out, u.name)
+	}
+	return out
+}
+
+// reserveChild takes one of upstreams.max_children; false at the limit.
+func (m *Manager) reserveChild() bool {
+	m.childMu.Lock()
+	defer m.childMu.Unlock()
+	if m.children >= m.limits.MaxChildren {
+		return false
+	}
+	m.children++
+	return true
+}
+
+func (m *Manager) releaseChild() {
+	m.childMu.Lock()
+	m.children--
+	m.childMu.Unlock()
+}
+
+// childrenFull is the -31002 failure of a start that would pass
+// upstreams.max_children, or nil.
+func (m *Manager) childrenFull(in *instance) error {
+	m.childMu.Lock()
+	n, limit := m.children, m.limits.MaxChildren
+	m.childMu.Unlock()
+	if n < limit {
+		return nil
+	}
+	f := in.failureNow(CodeLimit, fmt.Sprintf("snodod: upstream %q cannot start: %d upstream processes are running (upstreams.max_children = %d); stop one (snodod upstream stop NAME) or raise the limit",
+		in.u.name, n, limit))
+	f.asError = true
+	return f
+}
+
+// ErrUnknownUpstream is returned for a name no upstream is configured
+// with; the error's text lists the configured names.
+var ErrUnknownUpstream = errors.New("no such upstream")
+
+func (m *Manager) unknown(name string) error {
+	names := m.Names()
+	if len(names) == 0 {
+		return fmt.Errorf("%w: %q (no mcpServers are configured)", ErrUnknownUpstream, name)
+	}
+	return fmt.Errorf("%w: %q; the configured upstreams are %s", ErrUnknownUpstream, name, strings.Join(names, ", "))
+}
+
+// Start starts an upstream's shared instance (or clears a manual stop of
+// every instance, for cwd and session upstreams, which start on demand),
+// as `snodod upstream start NAME` does.
+func (m *Manager) Start(name string) error {
+	u := m.upstream(name)
+	if u == nil {
+		return m.unknown(name)
+	}
+	if u.conf().Disabled {
+		return fmt.Errorf("upstream %q is disabled in the configuration; enable it and reload", name)
+	}
+	u.each(func(in *instance) { in.send(orderRestart) })
+	return nil
+}
+
+// Stop stops an upstream's instances; they stay stopped until Start or
+// Restart (upstreams.md §8).
+func (m *Manager) Stop(name string) error {
+	u := m.upstream(name)
+	if u == nil {
+		return m.unknown(name)
+	}
+	u.each(func(in *instance) { in.send(orderStop) })
+	return nil
+}
+
+// Restart stops and starts an upstream's instances, clearing their
+// failure count; it never touches another upstream.
+func (m *Manager) Restart(name string) error { return m.Start(name) }
+
+// Logs returns the stderr ring of an upstream (every instance's, across
+// restarts), for `snodod logs NAME`.
+func (m *Manager) Logs(name string) (*StderrRing, error) {
+	m.mu.Lock()
+	r := m.rings[name]
+	m.mu.Unlock()
+	if r == nil {
+		return nil, m.unknown(name)
+	}
+	return r, nil
+}

@@ -1,0 +1,371 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+)
+
+// maxInputRounds bounds the input_required rounds snodod plays for a
+// legacy client on a 2026 upstream (upstreams.md §6).
+const maxInputRounds = 10
+
+// owner is who one relayed call is for: the CallOptions.Owner the Conn
+// hands back with the upstream's own requests, and the key of log
+// attribution (upstreams.md §5).
+type owner struct {
+	client   *Client
+	ctx      context.Context // the client's request: its progress, log, RequestClient
+	modern   bool
+	caps     json.RawMessage
+	logLevel string
+	// park receives a legacy upstream's elicitation or sampling during
+	// the call of a 2026 client (park.go); nil otherwise.
+	park chan *pendingInput
+}
+
+// envelope is the state snodod signs into a relayed requestState (the
+// runtime binds it to the method and params): which upstream, and the
+// upstream's own requestState or a parked call's handle.
+type envelope struct {
+	Upstream string `json:"u"`
+	Inner    string `json:"s,omitempty"`
+	Park     string `json:"p,omitempty"`
+}
+
+var errInvalidState = &protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid requestState"}
+
+// handler relays method for upstream name; orig is the item's name on the
+// upstream (a tool, a prompt), "" for a resource.
+func (m *Manager) handler(name, method, orig string) server.RawHandler {
+	return func(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) {
+		u := m.upstream(name)
+		if u == nil {
+			return nil, &protocol.Error{Code: CodeUnavailable, Message: fmt.Sprintf("snodod: upstream %q is no longer configured", name),
+				Data: Detail{Name: name, State: string(StateStopped)}}
+		}
+		res, err := u.relay(ctx, req, method, orig)
+		var f *failure
+		if errors.As(err, &f) {
+			if method == "tools/call" && !f.asError {
+				return &server.RawResult{Result: f.toolResult()}, nil
+			}
+			return nil, f.rpcError()
+		}
+		return res, err
+	}
+}
+
+// relay serves one relayed request: the client's instance, the upstream's
+// own names, a 2026 retry's state, then the call.
+func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, orig string) (*server.RawResult, error) {
+	cfg := u.conf()
+	server.ExtendDeadline(ctx, cfg.StartTimeout+cfg.RequestTimeout+5*time.Second)
+	c := clientFrom(ctx)
+	in, err := u.instanceFor(c)
+	if errors.Is(err, errStopped) {
+		return nil, &failure{code: CodeUnavailable, message: fmt.Sprintf("snodod: upstream %q is being replaced or its session ended; try again", u.name),
+			detail: Detail{Name: u.name, State: string(StateDraining)}}
+	}
+	if err != nil {
+		return nil, err
+	}
+	params := req.Params
+	if orig != "" {
+		if method == "completion/complete" {
+			params = withRefName(params, orig)
+		} else {
+			params = withMember(params, "name", orig)
+		}
+	}
+	if req.State != nil {
+		var st envelope
+		if json.Unmarshal(req.State, &st) != nil || st.Upstream != u.name {
+			return nil, errInvalidState
+		}
+		if st.Park != "" {
+			return u.m.parks.resume(ctx, st.Park, req)
+		}
+		params = withMember(params, "requestState", st.Inner)
+	}
+	o := &owner{client: c, ctx: ctx, modern: req.Modern, caps: req.ClientCapabilities, logLevel: req.LogLevel}
+	return u.call(ctx, in, o, method, params, req)
+}
+
+// sideEffectFree methods are retried once on the restarted instance when
+// the process exits during them (upstreams.md §4).
+func sideEffectFree(method string) bool {
+	switch method {
+	case "resources/read", "prompts/get", "completion/complete", "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		return true
+	}
+	return false
+}
+
+// mayAskInput are the methods an input_required may answer (protocol.md §12.1).
+func mayAskInput(method string) bool {
+	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
+}
+
+// call relays to a running instance, with the one retry of a
+// side-effect-free request and the era bridges of upstreams.md §6.
+func (u *upstream) call(ctx context.Context, in *instance, o *owner, method string, params json.RawMessage, req *server.RawRequest) (*server.RawResult, error) {
+	for attempt := 0; ; attempt++ {
+		conn, err := in.acquire(ctx, attempt > 0)
+		if err != nil {
+			return nil, err
+		}
+		if o.modern && conn.Era() == EraLegacy && mayAskInput(method) {
+			return u.m.parks.call(ctx, in, conn, o, method, params, req)
+		}
+		raw, err := in.callOnce(ctx, conn, o, method, params, req)
+		var exit *ExitError
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrClosed) && attempt == 0:
+			continue // it was stopping and got nothing: the next instance serves
+		case errors.As(err, &exit) && sideEffectFree(method) && attempt == 0:
+			continue
+		case errors.As(err, &exit) || errors.Is(err, ErrClosed):
+			return nil, in.exitedDuring(exit)
+		default:
+			return nil, err
+		}
+		if conn.Era() == Era2026 {
+			return u.inputRounds(ctx, in, conn, o, method, params, req, raw)
+		}
+		return &server.RawResult{Result: raw}, nil
+	}
+}
+
+// inputRequired is a 2026 result's input_required part.
+type inputRequired struct {
+	ResultType    string          `json:"resultType"`
+	InputRequests json.RawMessage `json:"inputRequests"`
+	RequestState  *string         `json:"requestState"`
+}
+
+// inputRounds passes a 2026 upstream's input_required on: verbatim to a
+// 2026 client, with its requestState in snodod's envelope; to a legacy
+// client as requests to it, then a retry, at most maxInputRounds times.
+func (u *upstream) inputRounds(ctx context.Context, in *instance, conn *Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest, raw json.RawMessage) (*server.RawResult, error) {
+	for round := 0; ; round++ {
+		var ir inputRequired
+		if json.Unmarshal(raw, &ir) != nil || ir.ResultType != "input_required" {
+			return &server.RawResult{Result: raw}, nil
+		}
+		inner := ""
+		if ir.RequestState != nil {
+			inner = *ir.RequestState
+		}
+		if o.modern {
+			state, _ := json.Marshal(envelope{Upstream: u.name, Inner: inner})
+			return &server.RawResult{InputRequests: ir.InputRequests, State: state}, nil
+		}
+		if round >= maxInputRounds {
+			return nil, &protocol.Error{Code: protocol.CodeInternalError,
+				Message: fmt.Sprintf("snodod: upstream %q asked for input more than %d times in one call", u.name, maxInputRounds)}
+		}
+		var asks map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(ir.InputRequests, &asks) != nil {
+			return nil, protocol.ErrInvalidResult
+		}
+		answers := map[string]json.RawMessage{}
+		for key, a := range asks {
+			res, err := server.RequestClient(ctx, a.Method, a.Params)
+			if err != nil {
+				return nil, clientError(err)
+			}
+			answers[key] = res
+		}
+		retry := withMember(params, "inputResponses", answers)
+		if ir.RequestState != nil {
+			retry = withMember(retry, "requestState", inner)
+		}
+		var err error
+		if raw, err = in.callOnce(ctx, conn, o, method, retry, req); err != nil {
+			var exit *ExitError
+			if errors.As(err, &exit) || errors.Is(err, ErrClosed) {
+				return nil, in.exitedDuring(exit)
+			}
+			return nil, err
+		}
+	}
+}
+
+// clientError is what a failed request to the client becomes for the
+// client's own call: its error response, or -32603 saying why.
+func clientError(err error) error {
+	var perr *protocol.Error
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return &protocol.Error{Code: protocol.CodeInternalError, Message: "snodod: the upstream needs input the client could not give: " + err.Error()}
+}
+
+// callOnce sends one request to conn through the instance's gate, within
+// request_timeout, with the client's progress forwarded.
+func (in *instance) callOnce(ctx context.Context, conn *Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (json.RawMessage, error) {
+	ok, err := in.gate.enter(ctx, sessionKey(o.client))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		inFlight, queued := in.gate.load()
+		f := in.failureNow(CodeOverloaded, fmt.Sprintf("snodod: upstream %q is overloaded: %d requests in flight and %d queued (upstreams.max_in_flight, upstreams.max_queued); try again later",
+			in.u.name, inFlight, queued))
+		f.asError = true
+		return nil, f
+	}
+	defer in.gate.leave()
+	in.begin(o)
+	defer in.end(o)
+	timeout := in.u.conf().RequestTimeout
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	opts := CallOptions{Owner: o, ClientCapabilities: req.ClientCapabilities, ClientInfo: req.ClientInfo}
+	if req.ProgressToken != nil {
+		fwd := newForwarder(ctx)
+		defer fwd.stop()
+		opts.Progress = fwd.push
+	}
+	raw, err := conn.Call(callCtx, method, params, opts)
+	var perr *protocol.Error
+	switch {
+	case err == nil:
+		return raw, nil
+	case errors.As(err, &perr):
+		if perr.Code == protocol.CodeResourceNotFound && req.Modern {
+			return nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: perr.Message, Data: perr.Data}
+		}
+		return nil, perr
+	case errors.Is(err, ErrResponseTooLong):
+		f := in.failureNow(CodeTooLong, fmt.Sprintf("snodod: upstream %q answered with a line over the %d-byte limit (session.max_line_bytes); the answer was dropped",
+			in.u.name, in.u.m.maxLine()))
+		f.asError = true
+		return nil, f
+	case errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil, in.failureNow(CodeUnavailable, fmt.Sprintf("snodod: upstream %q did not answer within %s; the call was cancelled", in.u.name, shortDuration(timeout)))
+	}
+	return nil, err
+}
+
+// exitedDuring is the failure of a call whose process ended under it.
+func (in *instance) exitedDuring(exit *ExitError) *failure {
+	return in.failureNow(CodeUnavailable, fmt.Sprintf("snodod: upstream %q exited (%s) while this call was running; it may have partly run", in.u.name, exitWords(exit)))
+}
+
+// sessionKey is the gate's round-robin key of a client.
+func sessionKey(c *Client) any {
+	if c == nil {
+		return (*Client)(nil)
+	}
+	return c
+}
+
+// withMember returns the params object with member name set to v (a
+// json.RawMessage is written as it is).
+func withMember(params json.RawMessage, name string, v any) json.RawMessage {
+	m, _ := protocol.Members(params)
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	raw, err := protocol.AppendValue(nil, v)
+	if err != nil {
+		return params
+	}
+	m[name] = raw
+	out, err := protocol.AppendValue(nil, m)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// withRefName sets a completion's ref.name (a prompt's name on the
+// upstream); a resource reference is left as it is.
+func withRefName(params json.RawMessage, name string) json.RawMessage {
+	m, _ := protocol.Members(params)
+	ref, _ := protocol.Members(m["ref"])
+	if ref == nil {
+		return params
+	}
+	if t, _ := protocol.String(ref["type"]); t != "ref/prompt" {
+		return params
+	}
+	raw, _ := protocol.AppendValue(nil, name)
+	ref["name"] = raw
+	return withMember(params, "ref", ref)
+}
+
+// forwarder passes an upstream's progress to the client without blocking
+// the Conn's reader: it keeps the newest report and writes it from its own
+// goroutine, so a slow client loses intermediate reports, never the order.
+type forwarder struct {
+	ctx     context.Context
+	mu      sync.Mutex
+	latest  json.RawMessage
+	wake    chan struct{}
+	done    chan struct{}
+	stopped chan struct{}
+}
+
+func newForwarder(ctx context.Context) *forwarder {
+	f := &forwarder{ctx: ctx, wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	go f.run()
+	return f
+}
+
+func (f *forwarder) push(params json.RawMessage) {
+	f.mu.Lock()
+	f.latest = params
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *forwarder) run() {
+	defer close(f.stopped)
+	for {
+		select {
+		case <-f.done:
+			return
+		case <-f.wake:
+		}
+		f.mu.Lock()
+		raw := f.latest
+		f.latest = nil
+		f.mu.Unlock()
+		var p struct {
+			Progress float64  `json:"progress"`
+			Total    *float64 `json:"total"`
+			Message  string   `json:"message"`
+		}
+		if raw == nil || json.Unmarshal(raw, &p) != nil {
+			continue
+		}
+		report := server.Progress{Progress: p.Progress, Message: p.Message}
+		if p.Total != nil {
+			report.Total, report.HasTotal = *p.Total, true
+		}
+		_ = server.ReportProgress(f.ctx, report)
+	}
+}
+
+// stop ends the forwarder before the call's answer goes out: nothing is
+// reported after it.
+func (f *forwarder) stop() {
+	close(f.done)
+	<-f.stopped
+}

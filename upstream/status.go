@@ -1,0 +1,145 @@
+package upstream
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is one row of `snodod status` (upstreams.md §8): one per
+// instance, or one per upstream that has none yet.
+type Status struct {
+	Name string `json:"name"`
+	// State is stopped, starting, ready, backoff, failed, disabled or
+	// draining.
+	State State `json:"state"`
+	// Instance is the share key: "all", the directory of a cwd instance,
+	// "session N".
+	Instance string `json:"instance"`
+	Share    string `json:"share"`
+	Start    string `json:"start"`
+	PID      int    `json:"pid,omitempty"`
+	// Era is "legacy" or "2026"; Version the protocol version spoken.
+	Era     string `json:"era,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Server is the upstream's serverInfo name and version.
+	Server   string    `json:"server,omitempty"`
+	Since    time.Time `json:"since,omitzero"` // ready since
+	Restarts int       `json:"restarts"`
+	// Failures counts consecutive failed starts or crashes; Cause the
+	// last one's reason; RetryInMs when the next attempt is due.
+	Failures  int    `json:"failures"`
+	Cause     string `json:"cause,omitempty"`
+	LastExit  string `json:"last_exit,omitempty"`
+	RetryInMs *int64 `json:"retry_in_ms,omitempty"`
+	InFlight  int    `json:"in_flight"`
+	Queued    int    `json:"queued"`
+	Sessions  int    `json:"sessions"`
+	Tools     int    `json:"tools"`
+	Prompts   int    `json:"prompts"`
+	Resources int    `json:"resources"`
+	Templates int    `json:"templates"`
+	// Cached is true when the counts come from the catalog cache.
+	Cached bool `json:"cached"`
+	// Hidden are the items its filters leave out; Collided the names it
+	// could not take in the aggregated view.
+	Hidden       []string `json:"hidden,omitempty"`
+	Collided     []string `json:"collided,omitempty"`
+	Unattributed int      `json:"unattributed"`
+	Dropped      int      `json:"dropped_notifications"`
+	Subscribed   int      `json:"subscribed"`
+}
+
+// Status returns a row per instance, upstreams in name order.
+func (m *Manager) Status() []Status {
+	now := time.Now()
+	m.mu.Lock()
+	collided := m.collided
+	clients := make([]*Client, 0, len(m.clients))
+	for c := range m.clients {
+		clients = append(clients, c)
+	}
+	m.mu.Unlock()
+	var rows []Status
+	for _, u := range m.sorted() {
+		cfg := u.conf()
+		base := Status{Name: u.name, Share: cfg.Share, Start: cfg.Start, Collided: collided[u.name]}
+		u.mu.Lock()
+		cat, cached := u.catalog, u.cached
+		u.mu.Unlock()
+		if cat != nil {
+			base.Tools, base.Prompts, base.Resources, base.Templates = len(cat.Tools), len(cat.Prompts), len(cat.Resources), len(cat.Templates)
+			base.Cached, base.Era, base.Version = cached, cat.Era, cat.Version
+			base.Server = serverName(cat)
+			base.Hidden = hidden(u, cat)
+		}
+		sessions := 0
+		for _, c := range clients {
+			if c.View == "" || c.View == u.name {
+				sessions++
+			}
+		}
+		n := 0
+		u.each(func(in *instance) {
+			n++
+			row := base
+			row.Instance = in.label
+			in.mu.Lock()
+			s := in.snapshotLocked(now)
+			row.State, row.Failures, row.Cause, row.LastExit = s.state, s.failures, s.cause, s.lastExit
+			row.Restarts, row.Unattributed, row.Dropped = in.restarts, in.stats.unattributed, in.stats.dropped
+			row.Subscribed = len(in.subs)
+			if s.retryIn > 0 {
+				ms := s.retryIn.Milliseconds()
+				row.RetryInMs = &ms
+			}
+			if in.conn != nil {
+				row.PID, row.Era, row.Version, row.Since = in.conn.PID(), in.conn.Era(), in.conn.Version(), in.readySince
+			}
+			in.mu.Unlock()
+			row.InFlight, row.Queued = in.gate.load()
+			row.Sessions = sessions
+			if cfg.Share == "session" {
+				row.Sessions = 1
+			}
+			rows = append(rows, row)
+		})
+		if n == 0 {
+			base.State = StateStopped
+			rows = append(rows, base)
+		}
+	}
+	return rows
+}
+
+func serverName(cat *catalog) string {
+	var info struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	if len(cat.ServerInfo) == 0 || json.Unmarshal(cat.ServerInfo, &info) != nil || info.Name == "" {
+		return ""
+	}
+	return info.Name + " " + info.Version
+}
+
+// hidden lists the items u's filters leave out.
+func hidden(u *upstream, cat *catalog) []string {
+	cfg := u.conf()
+	var out []string
+	for _, def := range cat.Tools {
+		if n, ok := itemKey(def, "name"); ok && !cfg.Tools.Allows(n) {
+			out = append(out, "tool "+n)
+		}
+	}
+	for _, def := range cat.Prompts {
+		if n, ok := itemKey(def, "name"); ok && !cfg.Prompts.Allows(n) {
+			out = append(out, "prompt "+n)
+		}
+	}
+	for _, def := range cat.Resources {
+		if n, ok := itemKey(def, "uri"); ok && !cfg.Resources.Allows(n) {
+			out = append(out, "resource "+n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package upstream
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/thejerf/suture/v4"
+
+	"github.com/snodod/snodod/config"
+)
+
+// upstream is one configured server (an mcpServers entry): a suture
+// supervisor holding its instances, one per share key, and the catalog its
+// views list.
+type upstream struct {
+	m    *Manager
+	name string
+	cfg  atomic.Pointer[config.Upstream] // view fields change on reload: conf
+	// fingerprint identifies the process configuration (upstreams.md §4):
+	// a change restarts, anything else is a view change.
+	fingerprint string
+	ring        *StderrRing
+	sup         *suture.Supervisor
+	token       suture.ServiceToken // in the manager's supervisor
+
+	mu        sync.Mutex
+	instances map[string]*instanceSlot
+	catalog   *catalog // the last listing, from an instance or the cache
+	cached    bool     // catalog came from the cache
+	eager     bool     // start the shared instance at once (it replaces a running one)
+	drained   bool
+}
+
+type instanceSlot struct {
+	in    *instance
+	token suture.ServiceToken
+}
+
+func newUpstream(m *Manager, cfg config.Upstream, ring *StderrRing) *upstream {
+	u := &upstream{m: m, name: cfg.Name, fingerprint: fingerprint(&cfg), ring: ring,
+		instances: map[string]*instanceSlot{}}
+	u.cfg.Store(&cfg)
+	u.sup = suture.New("upstream "+cfg.Name, suture.Spec{EventHook: m.supervisorEvent, Timeout: m.stopGrace() + drainMargin})
+	if cat, ok := m.cache.load(u); ok {
+		u.catalog, u.cached = cat, true
+	}
+	if cfg.Share == "all" || cfg.Disabled {
+		u.addInstanceLocked("", "all", m.opts.Home)
+	}
+	return u
+}
+
+// conf is the upstream's configuration entry; never modified.
+func (u *upstream) conf() *config.Upstream { return u.cfg.Load() }
+
+// setConfig takes a reloaded entry with the same fingerprint: view
+// fields, timeouts and limits change, the processes stay.
+func (u *upstream) setConfig(cfg config.Upstream) { u.cfg.Store(&cfg) }
+
+// running reports whether any instance has a process.
+func (u *upstream) running() bool {
+	r := false
+	u.each(func(in *instance) {
+		in.mu.Lock()
+		r = r || in.conn != nil || in.state == StateStarting || in.state == StateDraining
+		in.mu.Unlock()
+	})
+	return r
+}
+
+// startEagerly says whether in starts without waiting for a request: the
+// shared instance of an eager upstream, or of one that replaces a running
+// one after a reload.
+func (u *upstream) startEagerly(in *instance) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return in.key == "" && (u.conf().Start == "eager" || u.eager)
+}
+
+// instanceFor returns the instance serving client (nil: a client with no
+// session, such as a test), creating it single-flight within
+// max_instances and upstreams.max_children (upstreams.md §3).
+func (u *upstream) instanceFor(c *Client) (*instance, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.drained {
+		return nil, errStopped
+	}
+	cwd := u.m.opts.Cwd
+	if c != nil && c.Cwd != "" {
+		cwd = c.Cwd
+	}
+	var key, label string
+	switch {
+	case u.conf().Disabled || u.conf().Share == "all":
+		return u.instances[""].in, nil
+	case u.conf().Share == "cwd":
+		r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
+		sum := sha256.Sum256([]byte(strings.Join(append(append([]string{r.Command, r.Dir}, r.Args...), r.Env...), "\x00")))
+		key, label = hex.EncodeToString(sum[:8]), cwd
+	default: // session
+		id := uint64(0)
+		if c != nil {
+			id = c.ID
+		}
+		key, label = "session "+strconv.FormatUint(id, 10), "session "+strconv.FormatUint(id, 10)
+	}
+	if s, ok := u.instances[key]; ok {
+		return s.in, nil
+	}
+	if c != nil && c.isClosed() {
+		return nil, errStopped
+	}
+	if len(u.instances) >= u.conf().MaxInstances {
+		return nil, &failure{code: CodeLimit, asError: true, detail: Detail{Name: u.name, State: string(StateStopped), Instance: label},
+			message: fmt.Sprintf("snodod: upstream %q already has %d instances (max_instances = %d); end another session, or raise max_instances",
+				u.name, len(u.instances), u.conf().MaxInstances)}
+	}
+	if c != nil && u.conf().Share == "session" {
+		c.track(u.name)
+	}
+	return u.addInstanceLocked(key, label, cwd), nil
+}
+
+// addInstanceLocked creates the instance of key and starts its loop under
+// the upstream's supervisor; u.mu is held (or u not yet shared).
+func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
+	r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
+	roots := r.Roots
+	if len(roots) == 0 && u.conf().Share != "all" {
+		roots = []string{"file://" + cwd}
+	}
+	cmd := Command{Path: resolveCommand(r.Command, r.Env), Args: r.Args, Env: r.Env, Dir: r.Dir}
+	in := newInstance(u, key, label, cwd, cmd, roots)
+	u.instances[key] = &instanceSlot{in: in, token: u.sup.Add(in)}
+	return in
+}
+
+// removeInstance stops and forgets the instance of key (its session
+// ended); it returns at once, the process stopping within the grace.
+func (u *upstream) removeInstance(key string) {
+	u.mu.Lock()
+	s, ok := u.instances[key]
+	delete(u.instances, key)
+	u.mu.Unlock()
+	if ok {
+		_ = u.sup.Remove(s.token)
+	}
+}
+
+// each calls f for every instance, in key order.
+func (u *upstream) each(f func(*instance)) {
+	u.mu.Lock()
+	keys := make([]string, 0, len(u.instances))
+	for k := range u.instances {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	list := make([]*instance, len(keys))
+	for i, k := range keys {
+		list[i] = u.instances[k].in
+	}
+	u.mu.Unlock()
+	for _, in := range list {
+		f(in)
+	}
+}
+
+// listed takes an instance's fresh catalog: stored in the cache, and the
+// views recomputed, which announces what changed (upstreams.md §4, §5).
+func (u *upstream) listed(in *instance, cat *catalog) {
+	u.mu.Lock()
+	u.catalog, u.cached = cat, false
+	u.mu.Unlock()
+	u.m.cache.store(u, cat)
+	u.m.refreshViews()
+}
+
+// currentCatalog is what the views list for u: the last listing, or nil.
+func (u *upstream) currentCatalog() *catalog {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.catalog
+}
+
+// fingerprint digests what makes a process different (upstreams.md §4):
+// command, args, env (values hashed, never stored), inherit_env, cwd,
+// share and protocol.
+func fingerprint(u *config.Upstream) string {
+	h := sha256.New()
+	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
+	field(u.Command)
+	for _, a := range u.Args {
+		field(a)
+	}
+	field("env")
+	keys := make([]string, 0, len(u.Env))
+	for k := range u.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := sha256.Sum256([]byte(u.Env[k]))
+		field(k + "=" + hex.EncodeToString(v[:]))
+	}
+	field(fmt.Sprint(u.InheritEnv.All, u.InheritEnv.Names))
+	field(u.Cwd)
+	field(u.Share)
+	field(u.Protocol)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// resolveCommand finds name on the child's PATH (env), as the child would
+// run it; a name with a slash, or one not found, is returned as it is
+// (the start then fails saying so).
+func resolveCommand(name string, env []string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, dir := range filepath.SplitList(p) {
+				if dir == "" {
+					dir = "."
+				}
+				if full, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+					return full
+				}
+			}
+		}
+	}
+	return name
+}

@@ -1,0 +1,373 @@
+package upstream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+	"weak"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+)
+
+// The views (upstreams.md §2): what a session sees of the upstreams.
+//
+// The aggregated view is the daemon's own server (its catalog first) with
+// every enabled upstream's items relayed under <prefix>__<name>, each
+// upstream its own owner (server.ReplaceRelayed), instructions sectioned
+// by prefix. A pass-through view is a server of its own per upstream,
+// with the upstream's names, serverInfo, instructions and capabilities.
+// Collisions are settled by the configuration alone: the daemon's own
+// catalog first, then upstreams in name order; a later claimant is not
+// listed and is reported by status.
+
+// passOwner owns a pass-through server's relayed items.
+const passOwner = "upstream"
+
+// maxToolName is the longest composed name clients accept
+// (^[a-zA-Z0-9_-]{1,64}$ at several model providers).
+const maxToolName = 64
+
+// composeName is <prefix>__<name>, shortened over 64 characters to its
+// first 55, "_" and 8 hex digits of the SHA-256 of the full name.
+func composeName(prefix, name string) string {
+	full := prefix + "__" + name
+	if len(full) <= maxToolName {
+		return full
+	}
+	sum := sha256.Sum256([]byte(full))
+	return full[:55] + "_" + hex.EncodeToString(sum[:4])
+}
+
+// Attach makes srv, a daemon server built from one configuration
+// generation, show the aggregated view; instructions are the daemon's own
+// (server.instructions), to which each upstream's are appended. Every
+// attached server that is still in use is kept current.
+func (m *Manager) Attach(srv *server.Server, instructions string) {
+	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv})
+	m.mu.Lock()
+	live := m.aggregates[:0]
+	for _, a := range m.aggregates {
+		if a.srv.Value() != nil {
+			live = append(live, a)
+		}
+	}
+	m.aggregates = append(live, aggregate{srv: weak.Make(srv), instructions: instructions})
+	m.mu.Unlock()
+	m.refreshViews()
+}
+
+// passThrough returns the pass-through server of upstream name, making it
+// at the first session that asks.
+func (m *Manager) passThrough(name string) (*server.Server, error) {
+	m.mu.Lock()
+	srv, ok := m.passViews[name]
+	_, configured := m.ups[name]
+	cfg := m.cfg
+	m.mu.Unlock()
+	if ok {
+		return srv, nil
+	}
+	if !configured {
+		return nil, m.unknown(name)
+	}
+	srv, err := server.New(server.Options{
+		Info:     server.Implementation{Name: name, Version: "unknown"},
+		Versions: cfg.Protocol.Versions, CacheTTL: cfg.Server.CacheTTL, CacheScope: cfg.Server.CacheScope,
+		Logger: m.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv, upstream: name})
+	srv.SetReadFallback(m.handler(name, "resources/read", ""))
+	m.mu.Lock()
+	if prev, ok := m.passViews[name]; ok {
+		srv = prev // another session made it first
+	} else {
+		m.passViews[name] = srv
+	}
+	m.mu.Unlock()
+	m.refreshViews()
+	return srv, nil
+}
+
+// refreshViews recomputes every view from the upstreams' catalogs and
+// configuration; the servers announce what changed.
+func (m *Manager) refreshViews() {
+	m.viewMu.Lock()
+	defer m.viewMu.Unlock()
+	ups := m.sorted()
+	m.mu.Lock()
+	aggs := slices.Clone(m.aggregates)
+	passes := make(map[string]*server.Server, len(m.passViews))
+	for k, v := range m.passViews {
+		passes[k] = v
+	}
+	m.mu.Unlock()
+
+	sets, collided := m.aggregateItems(ups)
+	for _, a := range aggs {
+		srv := a.srv.Value()
+		if srv == nil {
+			continue
+		}
+		for owner, names := range srv.ReplaceRelayed(sets) {
+			for _, n := range names {
+				collided[owner] = append(collided[owner], n+" (taken by snodod's own catalog)")
+			}
+		}
+		srv.SetInstructions(aggregateInstructions(a.instructions, ups))
+		srv.Advertise(aggregateCapabilities(ups))
+	}
+	m.mu.Lock()
+	m.collided = collided
+	m.mu.Unlock()
+
+	byName := map[string]*upstream{}
+	for _, u := range ups {
+		byName[u.name] = u
+	}
+	for name, srv := range passes {
+		u := byName[name]
+		if u == nil {
+			srv.ReplaceRelayed(map[string]server.RelayedItems{passOwner: {}})
+			continue
+		}
+		srv.ReplaceRelayed(map[string]server.RelayedItems{passOwner: m.items(u, func(n string) string { return n }, nil)})
+		cat := u.currentCatalog()
+		if cat == nil {
+			srv.Advertise(protocol.ServerCapabilities{Tools: true, Prompts: true, Resources: true, ResourcesSubscribe: true})
+			continue
+		}
+		var info server.Implementation
+		if json.Unmarshal(cat.ServerInfo, &info) == nil && info.Name != "" {
+			srv.SetInfo(info)
+		}
+		srv.SetInstructions(cat.Instructions)
+		srv.Advertise(advertised(parseCapabilities(cat.Capabilities)))
+	}
+}
+
+// aggregateItems settles the aggregated view's names: each enabled
+// upstream's filtered items under composed names, first claimant (in name
+// order) keeping a name. Every current upstream, and every owner relayed
+// before, gets a set, so a removed upstream's items go.
+func (m *Manager) aggregateItems(ups []*upstream) (map[string]server.RelayedItems, map[string][]string) {
+	sets := map[string]server.RelayedItems{}
+	collided := map[string][]string{}
+	claimed := map[string]string{}
+	for _, u := range ups {
+		prefix := u.conf().Prefix
+		sets[u.name] = m.items(u, func(n string) string { return composeName(prefix, n) }, func(key string) bool {
+			if other, taken := claimed[key]; taken {
+				collided[u.name] = append(collided[u.name], key+" (taken by mcpServers."+other+")")
+				return false
+			}
+			claimed[key] = u.name
+			return true
+		})
+	}
+	m.mu.Lock()
+	for _, owner := range m.formerOwners {
+		if _, ok := sets[owner]; !ok {
+			sets[owner] = server.RelayedItems{}
+		}
+	}
+	m.formerOwners = m.formerOwners[:0]
+	for _, u := range ups {
+		m.formerOwners = append(m.formerOwners, u.name)
+	}
+	m.mu.Unlock()
+	return sets, collided
+}
+
+// items is u's catalog as relayed items, filtered by the configuration,
+// names mapped by name (tools and prompts; URIs are never rewritten); claim,
+// when set, is asked for every listed key ("tool NAME", "prompt NAME",
+// "resource URI", "template URITEMPLATE") and refuses those taken.
+func (m *Manager) items(u *upstream, name func(string) string, claim func(string) bool) server.RelayedItems {
+	cfg := u.conf()
+	cat := u.currentCatalog()
+	var out server.RelayedItems
+	if cfg.Disabled || cat == nil {
+		return out
+	}
+	ok := func(key string) bool { return claim == nil || claim(key) }
+	for _, def := range cat.Tools {
+		if n, valid := itemKey(def, "name"); valid && cfg.Tools.Allows(n) && ok("tool "+name(n)) {
+			out.Tools = append(out.Tools, server.RawTool{Name: name(n), Definition: def, Handler: m.handler(u.name, "tools/call", n)})
+		}
+	}
+	for _, def := range cat.Prompts {
+		if n, valid := itemKey(def, "name"); valid && cfg.Prompts.Allows(n) && ok("prompt "+name(n)) {
+			out.Prompts = append(out.Prompts, server.RawPrompt{Name: name(n), Definition: def,
+				Handler: m.handler(u.name, "prompts/get", n), Complete: m.handler(u.name, "completion/complete", n)})
+		}
+	}
+	for _, def := range cat.Resources {
+		if uri, valid := itemKey(def, "uri"); valid && cfg.Resources.Allows(uri) && ok("resource "+uri) {
+			out.Resources = append(out.Resources, server.RawResource{URI: uri, Definition: def, Handler: m.handler(u.name, "resources/read", "")})
+		}
+	}
+	for _, def := range cat.Templates {
+		if t, valid := itemKey(def, "uriTemplate"); valid && cfg.Resources.Allows(t) && ok("template "+t) {
+			out.Templates = append(out.Templates, server.RawTemplate{URITemplate: t, Definition: def,
+				Handler: m.handler(u.name, "resources/read", ""), Complete: m.handler(u.name, "completion/complete", "")})
+		}
+	}
+	return out
+}
+
+// aggregateInstructions appends each upstream's instructions under a
+// "## <prefix>" heading, in name order (upstreams.md §2).
+func aggregateInstructions(own string, ups []*upstream) string {
+	var b strings.Builder
+	b.WriteString(own)
+	for _, u := range ups {
+		cat := u.currentCatalog()
+		if u.conf().Disabled || cat == nil || strings.TrimSpace(cat.Instructions) == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("## " + u.conf().Prefix + "\n\n" + strings.TrimSpace(cat.Instructions))
+	}
+	return b.String()
+}
+
+// aggregateCapabilities is what the aggregated view advertises for its
+// upstreams: what each declared, and everything for one not listed yet
+// (a legacy client reads capabilities once, at initialize).
+func aggregateCapabilities(ups []*upstream) protocol.ServerCapabilities {
+	var c protocol.ServerCapabilities
+	for _, u := range ups {
+		if u.conf().Disabled {
+			continue
+		}
+		cat := u.currentCatalog()
+		if cat == nil {
+			c.Tools, c.Prompts, c.Resources, c.ResourcesSubscribe = true, true, true, true
+			continue
+		}
+		a := advertised(parseCapabilities(cat.Capabilities))
+		c.Tools, c.Prompts, c.Resources = c.Tools || a.Tools, c.Prompts || a.Prompts, c.Resources || a.Resources
+		c.ResourcesSubscribe, c.Completions = c.ResourcesSubscribe || a.ResourcesSubscribe, c.Completions || a.Completions
+	}
+	return c
+}
+
+func advertised(caps capabilities) protocol.ServerCapabilities {
+	return protocol.ServerCapabilities{
+		Tools: caps.Tools != nil, Prompts: caps.Prompts != nil, Resources: caps.Resources != nil,
+		ResourcesSubscribe: caps.Resources != nil && caps.Resources.Subscribe, Completions: caps.Completions != nil,
+	}
+}
+
+// viewHook hears a view's resource subscriptions and holds them on the
+// upstream that serves the URI (upstreams.md §5).
+type viewHook struct {
+	m        *Manager
+	srv      *server.Server
+	upstream string // a pass-through view's upstream; "" for the aggregated view
+}
+
+func (h *viewHook) owner(uri string) string {
+	if h.upstream != "" {
+		return h.upstream
+	}
+	owner, _ := h.srv.RelayOwner(uri)
+	return owner
+}
+
+func (h *viewHook) Subscribe(ctx context.Context, uri string) {
+	if name := h.owner(uri); name != "" {
+		h.m.hold(clientFrom(ctx), subscription{upstream: name, uri: uri})
+	}
+}
+
+func (h *viewHook) Unsubscribe(ctx context.Context, uri string) {
+	if name := h.owner(uri); name != "" {
+		h.m.drop(clientFrom(ctx), subscription{upstream: name, uri: uri})
+	}
+}
+
+// hold counts one subscription of c; the client's first to a URI holds it
+// on the instance serving c (the instance's first subscribes upstream).
+func (m *Manager) hold(c *Client, sub subscription) {
+	if c != nil {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		if c.subs == nil {
+			c.subs = map[subscription]int{}
+		}
+		c.subs[sub]++
+		first := c.subs[sub] == 1
+		c.mu.Unlock()
+		if !first {
+			return
+		}
+	}
+	if u := m.upstream(sub.upstream); u != nil {
+		if in, err := u.instanceFor(c); err == nil {
+			in.subscribe(sub.uri)
+		}
+	}
+}
+
+// drop undoes one hold; the client's last of a URI releases it on the
+// instance (the instance's last unsubscribes upstream).
+func (m *Manager) drop(c *Client, sub subscription) {
+	if c != nil {
+		c.mu.Lock()
+		n := c.subs[sub]
+		switch {
+		case n > 1:
+			c.subs[sub] = n - 1
+		case n == 1:
+			delete(c.subs, sub)
+		}
+		c.mu.Unlock()
+		if n != 1 {
+			return
+		}
+	}
+	m.unhold(c, sub)
+}
+
+// release lets go of a subscription of a closing client.
+func (m *Manager) release(c *Client, sub subscription) { m.unhold(c, sub) }
+
+func (m *Manager) unhold(c *Client, sub subscription) {
+	if u := m.upstream(sub.upstream); u != nil {
+		if in, err := u.instanceFor(c); err == nil {
+			in.unsubscribe(sub.uri)
+		}
+	}
+}
+
+// resourceUpdated tells every view showing upstream name that uri changed;
+// the runtime delivers it to the sessions subscribed to it only.
+func (m *Manager) resourceUpdated(name, uri string) {
+	m.mu.Lock()
+	var srvs []*server.Server
+	for _, a := range m.aggregates {
+		if s := a.srv.Value(); s != nil {
+			srvs = append(srvs, s)
+		}
+	}
+	if s, ok := m.passViews[name]; ok {
+		srvs = append(srvs, s)
+	}
+	m.mu.Unlock()
+	for _, s := range srvs {
+		s.ResourceUpdated(uri)
+	}
+}
