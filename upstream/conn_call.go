@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -227,13 +228,18 @@ var perHopMeta = []string{
 func (c *Conn) outParams(params json.RawMessage, o CallOptions, token int64) (json.RawMessage, error) {
 	modern := c.era == Era2026
 	if !modern && token == 0 && !mentionsMeta(params) {
-		return params, nil // nothing to rewrite: the common legacy case
+		// Nothing to rewrite, the common legacy case: only the outline is
+		// checked (the client's transport validated the JSON).
+		if t := bytes.TrimSpace(params); params != nil && (len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}') {
+			return nil, errParamsObject
+		}
+		return params, nil
 	}
 	var members map[string]json.RawMessage
 	if params != nil {
 		var ok bool
 		if members, ok = protocol.Members(params); !ok {
-			return nil, fmt.Errorf("params must be a JSON object")
+			return nil, errParamsObject
 		}
 	}
 	meta := map[string]json.RawMessage{}
@@ -265,6 +271,8 @@ func (c *Conn) outParams(params json.RawMessage, o CallOptions, token int64) (js
 	}
 	return appendObject(nil, out), nil
 }
+
+var errParamsObject = errors.New("params must be a JSON object")
 
 // stamp2026 adds the 2026 per-request metadata (protocol.md §5.1).
 func (c *Conn) stamp2026(meta map[string]json.RawMessage, o CallOptions) {

@@ -18,6 +18,7 @@
 //	-discover-error CODE    legacy: the error code answered to server/discover
 //	                        (default -32601); 0 never answers it (silence)
 //	-discover-delay D       delay before answering server/discover
+//	-initialize-delay D     delay before answering initialize
 //	-name, -server-version  serverInfo (default fakeupstream, 1.0.0)
 //	-instructions TEXT      instructions in the InitializeResult/DiscoverResult
 //	-tools N                extra tools tool-001 … (default 0), listed after
@@ -47,8 +48,11 @@
 //
 //	echo {…}                 structuredContent {id, meta, arguments}: the
 //	                         request's raw id and params._meta as received
-//	slow {ms, ignoreCancel}  wait ms, then echo; a cancel ends it unanswered
-//	                         unless ignoreCancel (then it answers late)
+//	slow {ms, ignoreCancel, announce}
+//	                         wait ms (default 1000), then echo; a cancel ends
+//	                         it unanswered unless ignoreCancel (then it
+//	                         answers ms later); announce first sends progress
+//	                         0 to params._meta.progressToken (it has started)
 //	progress {steps, ms, repeat}
 //	                         send steps progress notifications (progress 1…,
 //	                         total steps) to params._meta.progressToken, ms
@@ -96,6 +100,7 @@ type options struct {
 	versions       []string
 	discoverError  int
 	discoverDelay  time.Duration
+	initDelay      time.Duration
 	name, version  string
 	instructions   string
 	tools          int
@@ -126,6 +131,7 @@ func main() {
 	flag.StringVar(&versions, "versions", "2025-11-25,2025-06-18", "legacy versions accepted, preferred first")
 	flag.IntVar(&o.discoverError, "discover-error", -32601, "legacy: error code for server/discover; 0 never answers")
 	flag.DurationVar(&o.discoverDelay, "discover-delay", 0, "delay before answering server/discover")
+	flag.DurationVar(&o.initDelay, "initialize-delay", 0, "delay before answering initialize")
 	flag.StringVar(&o.name, "name", "fakeupstream", "serverInfo.name")
 	flag.StringVar(&o.version, "server-version", "1.0.0", "serverInfo.version")
 	flag.StringVar(&o.instructions, "instructions", "", "instructions")
@@ -178,8 +184,8 @@ func main() {
 	time.Sleep(o.startDelay)
 	s := newServer(o)
 	s.serve(os.Stdin)
-	if o.ignoreEOF {
-		select {}
+	for o.ignoreEOF {
+		time.Sleep(time.Hour) // until a signal ends it
 	}
 }
 

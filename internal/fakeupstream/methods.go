@@ -143,6 +143,9 @@ func (s *server) tool(ctx context.Context, m message, params, meta map[string]js
 	case "echo":
 		return echo(), nil, true
 	case "slow":
+		if tok := meta["progressToken"]; tok != nil && a.bool("announce") {
+			s.notify("notifications/progress", map[string]any{"progressToken": tok, "progress": 0})
+		}
 		select {
 		case <-time.After(time.Duration(a.int("ms", 1000)) * time.Millisecond):
 		case <-ctx.Done():

@@ -28,7 +28,6 @@ type server struct {
 	cancelled []json.RawMessage
 	waiting   map[string]chan message // our requests to the client, by id
 	nextID    int
-	handlers  sync.WaitGroup
 }
 
 // message is any JSON-RPC message, as received.
@@ -58,7 +57,8 @@ func newServer(o options) *server {
 }
 
 // serve reads requests until stdin ends, serving each on its own
-// goroutine, then waits for them.
+// goroutine. At the end of input it returns at once, as most servers do:
+// requests still running are abandoned.
 func (s *server) serve(in io.Reader) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
@@ -83,7 +83,6 @@ func (s *server) serve(in io.Reader) {
 			s.request(m)
 		}
 	}
-	s.handlers.Wait()
 }
 
 func (s *server) notification(m message) {
@@ -123,10 +122,8 @@ func (s *server) request(m message) {
 	s.history = append(s.history, map[string]any{"id": m.ID, "method": m.Method, "tool": tool})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.inflight[key] = cancel
-	s.handlers.Add(1)
 	s.mu.Unlock()
 	go func() {
-		defer s.handlers.Done()
 		defer cancel()
 		result, rerr, answer := s.handle(ctx, m)
 		s.mu.Lock()
@@ -241,6 +238,7 @@ func (s *server) discover(meta map[string]json.RawMessage) (any, *rpcError, bool
 }
 
 func (s *server) initialize(params map[string]json.RawMessage) (any, *rpcError, bool) {
+	sleep(s.o.initDelay)
 	if s.o.era == "2026" {
 		return nil, &rpcError{Code: -32600, Message: "No configured protocol dialect recognized the request", Data: map[string]any{"supported": []string{version2026}}}, true
 	}
