@@ -275,6 +275,7 @@ func (s *server) ask(ctx context.Context, method string, params any) (message, b
 		s.mu.Lock()
 		delete(s.waiting, string(id))
 		s.mu.Unlock()
+		s.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "the call was cancelled"})
 		return message{}, false
 	}
 }
