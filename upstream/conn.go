@@ -19,11 +19,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/transport/stdio"
 )
 
 // Command is how to start one instance, fully resolved by the caller.
@@ -69,6 +79,51 @@ type ConnConfig struct {
 	// spawn and loses it once the child is reaped, so that a daemon killed
 	// mid-start leaves nothing its successor's KillOrphans misses.
 	Record *GroupRecord
+	// ProbeTimeout bounds the wait for an answer to the server/discover
+	// probe (upstreams.md §6); 0 means DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// StopGrace is each wait of Stop: after closing stdin and after
+	// SIGTERM; 0 means DefaultStopGrace.
+	StopGrace time.Duration
+}
+
+// Defaults of ConnConfig.
+const (
+	DefaultProbeTimeout = 10 * time.Second
+	DefaultStopGrace    = 5 * time.Second
+)
+
+// The Conn's own waits, not worth a setting: how long a child whose stdout
+// ended may take to exit before it is killed (it cannot be spoken to any
+// more), and how long its pipes may stay open after the leader is reaped (a
+// process outside the group holding them) before they are closed.
+const (
+	eofGrace   = time.Second
+	drainGrace = time.Second
+)
+
+func (cfg *ConnConfig) defaults() {
+	if cfg.MaxLineBytes <= 0 {
+		cfg.MaxLineBytes = stdio.DefaultMaxLineBytes
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = NewStderrRing(nil, 0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = DefaultProbeTimeout
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = DefaultStopGrace
+	}
+	if cfg.ClientInfo.Name == "" {
+		cfg.ClientInfo = server.Implementation{Name: "snodod", Version: "dev"}
+	}
+	if len(cfg.ClientCapabilities) == 0 {
+		cfg.ClientCapabilities = json.RawMessage(`{}`)
+	}
 }
 
 // The upstream's era, as Conn.Era reports it and ConnConfig.KnownEra takes.
@@ -106,7 +161,53 @@ var (
 // Conn is one running instance: a child process spoken to as an MCP client
 // over its stdin and stdout. Its methods may be called from any goroutine.
 // It owns the process: nothing else signals or waits for it.
-type Conn struct{}
+//
+// Goroutines: one reads stdout (and routes responses, progress and the
+// upstream's own messages), one writes stdin (every frame, in order), one
+// drains stderr and one logs its lines, one supervises the process's end;
+// each Handler.Request runs on its own. All end before Done is closed.
+type Conn struct {
+	cfg    ConnConfig
+	log    *slog.Logger
+	group  *proc.Group
+	reader *stdio.Reader
+	stdout *os.File // read ends, closed once drained
+	stderr *os.File
+
+	// Set by the handshake, read-only once Start returns.
+	era, version       string
+	serverInfo, caps   json.RawMessage
+	instructions       string
+	clientInfoMeta     json.RawMessage // cfg.ClientInfo as JSON, for 2026 _meta
+	discoverCapability bool
+
+	nextID atomic.Int64
+
+	mu       sync.Mutex
+	calls    map[int64]*call
+	incoming map[protocol.ID]context.CancelFunc // the upstream's requests being served
+	closing  bool                               // no new calls
+	exit     *ExitError
+
+	w writer
+
+	handlerCtx    context.Context
+	handlerCancel context.CancelFunc
+	handlers      sync.WaitGroup
+
+	readDone   chan struct{} // stdout ended (or its reader was closed)
+	readErr    error         // why, when not EOF; set before readDone closes
+	stderrDone chan struct{} // the stderr drain ended
+	logStop    chan struct{} // no more lines will be queued
+	logDone    chan struct{} // the stderr logger ended
+	logDropped atomic.Int64  // lines the log could not take
+	killed     atomic.Bool   // the Conn itself signalled the group
+	done       chan struct{}
+
+	tail  tailBuffer // this instance's own last stderr bytes
+	lines chan logLine
+	stats connStats
+}
 
 // Start spawns cmd (proc.Start: own group, parent-death signal), drains its
 // stderr from the first byte into cfg.Stderr and the log, probes the era
@@ -118,98 +219,272 @@ type Conn struct{}
 // *ExitError when the child exited (with its stderr tail), else what the
 // upstream sent or that it said nothing in time.
 func Start(ctx context.Context, cmd Command, cfg ConnConfig) (*Conn, error) {
-	panic("not yet")
+	cfg.defaults()
+	c := &Conn{
+		cfg:        cfg,
+		log:        cfg.Logger.With("upstream", cfg.Name),
+		calls:      make(map[int64]*call),
+		incoming:   make(map[protocol.ID]context.CancelFunc),
+		readDone:   make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		logStop:    make(chan struct{}),
+		logDone:    make(chan struct{}),
+		done:       make(chan struct{}),
+		lines:      make(chan logLine, logQueue),
+	}
+	c.clientInfoMeta, _ = json.Marshal(cfg.ClientInfo)
+	if err := c.spawn(cmd); err != nil {
+		return nil, err
+	}
+	if err := c.handshake(ctx); err != nil {
+		c.kill()
+		<-c.done
+		var ee *ExitError
+		if errors.As(err, &ee) && !c.killed.Load() {
+			return nil, c.exit // it ended by itself: its own status and stderr
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// spawn starts the child with its three pipes and the Conn's goroutines.
+func (c *Conn) spawn(cmd Command) error {
+	path, err := lookPath(cmd.Path, cmd.Env)
+	if err != nil {
+		return &ExitError{Code: -1, Err: err}
+	}
+	var files []*os.File // every pipe end, closed on failure
+	pipe := func() (r, w *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		r, w, err = os.Pipe()
+		files = append(files, r, w)
+		return r, w
+	}
+	inR, inW := pipe()
+	outR, outW := pipe()
+	errR, errW := pipe()
+	if err != nil {
+		closeAll(files)
+		return &ExitError{Code: -1, Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
+	}
+	ec := &exec.Cmd{
+		Path:   path,
+		Args:   append([]string{cmd.Path}, cmd.Args...),
+		Env:    cmd.Env,
+		Dir:    cmd.Dir,
+		Stdin:  inR,
+		Stdout: outW,
+		Stderr: errW,
+	}
+	if ec.Env == nil {
+		ec.Env = []string{} // the whole environment is the caller's: nil is none, not the daemon's
+	}
+	g, err := proc.Start(ec)
+	closeAll([]*os.File{inR, outW, errW}) // the child's ends
+	if err != nil {
+		closeAll([]*os.File{inW, outR, errR})
+		return &ExitError{Code: -1, Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
+	}
+	c.group = g
+	if c.cfg.Record != nil {
+		if err := c.cfg.Record.Add(g); err != nil {
+			c.log.Warn("cannot record the process group; a daemon crash would leave it running", "pid", g.PID(), "err", err)
+		}
+	}
+	c.stdout, c.stderr = outR, errR
+	c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
+	c.w.init(inW, c.log, c.kill)
+	watch := &lineWatch{f: outR, limit: c.cfg.MaxLineBytes, onLong: c.longLine}
+	c.reader = stdio.NewReader(watch, c.cfg.MaxLineBytes)
+	go c.w.loop()
+	go c.drainStderr()
+	go c.logStderr()
+	go c.readLoop()
+	go c.supervise()
+	c.log.Debug("upstream started", "pid", g.PID(), "command", cmd.Path)
+	return nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// lookPath resolves name against the PATH of env (the child's, not the
+// daemon's: a systemd user daemon's PATH is rarely the login shell's).
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("start %s: executable file not found in the upstream's PATH (%s); give command as an absolute path or set PATH in its env", name, path)
+}
+
+// supervise waits for the process's end and finishes the Conn.
+func (c *Conn) supervise() {
+	select {
+	case <-c.group.Done():
+	case <-c.readDone:
+		// stdout ended: the child cannot be spoken to any more. It is
+		// usually exiting; if not, it is killed.
+		t := time.NewTimer(eofGrace)
+		select {
+		case <-c.group.Done():
+			t.Stop()
+		case <-t.C:
+			c.kill()
+			<-c.group.Done()
+		}
+	}
+	if c.cfg.Record != nil {
+		if err := c.cfg.Record.Remove(c.group); err != nil {
+			c.log.Warn("cannot remove the process group from the record", "pid", c.group.PID(), "err", err)
+		}
+	}
+	// The group is gone; a pipe still open belongs to a process that left
+	// it, and is closed after a moment so the Conn can end.
+	waitOr(c.readDone, drainGrace, c.reader.Close)
+	waitOr(c.stderrDone, drainGrace, func() { _ = c.stderr.Close() })
+	exit := exitError(c.group.Wait(), c.tail.String())
+	if c.readErr != nil && exit.Err == nil {
+		exit.Err = fmt.Errorf("read stdout: %w", c.readErr)
+	}
+	c.finish(exit)
+}
+
+// waitOr waits for ch up to d, then calls force and waits again.
+func waitOr(ch <-chan struct{}, d time.Duration, force func()) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+		force()
+		<-ch
+	}
+}
+
+// finish ends the Conn once the process has ended: every call in flight
+// gets exit, handlers are cancelled and waited for.
+func (c *Conn) finish(exit *ExitError) {
+	c.mu.Lock()
+	c.closing = true
+	c.exit = exit
+	calls := c.calls
+	c.calls = nil
+	c.mu.Unlock()
+	for _, cl := range calls {
+		cl.deliver(nil, exit)
+	}
+	c.w.close(ErrClosed)
+	c.handlerCancel()
+	c.handlers.Wait()
+	c.reader.Close()
+	_ = c.stdout.Close()
+	_ = c.stderr.Close()
+	close(c.logStop) // the reader and the drain have ended: nothing queues lines
+	<-c.logDone
+	<-c.w.done
+	c.log.Debug("upstream ended", "pid", c.group.PID(), "exit", exit.Error())
+	close(c.done)
+}
+
+// kill sends SIGKILL to the group.
+func (c *Conn) kill() {
+	c.killed.Store(true)
+	_ = c.group.Signal(syscall.SIGKILL)
 }
 
 // PID is the child's process id (and process group id).
-func (c *Conn) PID() int { panic("not yet") }
+func (c *Conn) PID() int { return c.group.PID() }
 
 // Group is the child's process group. Only the Conn stops it or waits for
 // it; callers may read its identity (PID, StartTime).
-func (c *Conn) Group() *proc.Group { panic("not yet") }
+func (c *Conn) Group() *proc.Group { return c.group }
 
 // Era is EraLegacy or Era2026.
-func (c *Conn) Era() string { panic("not yet") }
+func (c *Conn) Era() string { return c.era }
 
 // Version is the negotiated legacy version, or the 2026 version used.
-func (c *Conn) Version() string { panic("not yet") }
+func (c *Conn) Version() string { return c.version }
 
-// ServerInfo is serverInfo as the upstream sent it.
-func (c *Conn) ServerInfo() json.RawMessage { panic("not yet") }
+// ServerInfo is serverInfo as the upstream sent it (nil when it sent none).
+func (c *Conn) ServerInfo() json.RawMessage { return c.serverInfo }
 
-// Capabilities is the upstream's capabilities object.
-func (c *Conn) Capabilities() json.RawMessage { panic("not yet") }
+// Capabilities is the upstream's capabilities object ({} when it sent
+// none).
+func (c *Conn) Capabilities() json.RawMessage { return c.caps }
 
 // Instructions are the upstream's instructions, "" when it sent none.
-func (c *Conn) Instructions() string { panic("not yet") }
-
-// CallOptions are one call's routing data.
-type CallOptions struct {
-	// Owner is who the call is for (a session); Handler.Request sees the
-	// owners in flight.
-	Owner any
-	// Progress, when non-nil, makes the Conn put a progressToken unique on
-	// this Conn into params._meta (replacing the client's), and call
-	// Progress with each notifications/progress params the upstream sends
-	// for it (the token member removed; progress, total, message kept), in
-	// order, only while the call is in flight, only when progress
-	// increases. It is called on the Conn's reading goroutine and must not
-	// block.
-	Progress func(params json.RawMessage)
-	// ClientCapabilities (2026 upstream only) is stamped into _meta as
-	// io.modelcontextprotocol/clientCapabilities: the client's own declared
-	// capabilities, never more. ClientInfo likewise, when non-nil.
-	ClientCapabilities json.RawMessage
-	ClientInfo         json.RawMessage
-}
-
-// Call sends one request with an id from this Conn's own space (integers
-// from 1, never reused while the process lives) and waits for its answer.
-// params is the params object as the client sent it (nil for none): the
-// client's progressToken and per-hop reserved _meta keys
-// (io.modelcontextprotocol/*) are removed and this hop's are stamped for the
-// upstream's era; other _meta keys (and traceparent/tracestate/baggage) pass
-// through. If ctx ends first, notifications/cancelled {requestId} is sent, a
-// late answer is dropped, and ctx's error is returned.
-//
-// Errors: *protocol.Error (the upstream's error response, code/message/data
-// as sent), *ExitError (the process exited or its stdout ended while the
-// call was in flight), ErrClosed (the Conn was stopping or stopped before
-// the request was sent), ErrResponseTooLong (the answer exceeded
-// MaxLineBytes; the line is dropped). Call may be called from many
-// goroutines at once.
-func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
-	panic("not yet")
-}
-
-// List fetches every page of tools/list, resources/list,
-// resources/templates/list or prompts/list (following nextCursor; a cursor
-// repeated or more than 1,000 pages is an error) and returns the items of
-// all pages in order, each as sent.
-func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, error) {
-	panic("not yet")
-}
-
-// Notify sends a notification to the upstream. params is marshalled with
-// encoding/json (nil for none).
-func (c *Conn) Notify(method string, params any) error { panic("not yet") }
-
-// Ping sends ping; any answer, even an error response, is alive. It fails
-// only when ctx ends or the Conn ends.
-func (c *Conn) Ping(ctx context.Context) error { panic("not yet") }
+func (c *Conn) Instructions() string { return c.instructions }
 
 // InFlight is the number of calls waiting for their answer.
-func (c *Conn) InFlight() int { panic("not yet") }
+func (c *Conn) InFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls)
+}
 
 // Stop ends the instance gracefully (upstreams.md §4): close stdin, wait up
-// to 5 s, SIGTERM to the group, 5 s, SIGKILL to the group, reap. In-flight
-// calls get an *ExitError. A ctx that ends early skips to SIGKILL. Safe to
-// call more than once and concurrently; every call returns once the
-// instance has ended.
-func (c *Conn) Stop(ctx context.Context) { panic("not yet") }
+// to StopGrace (5 s), SIGTERM to the group, StopGrace, SIGKILL to the
+// group, reap. Calls not yet written get ErrClosed; calls in flight get the
+// *ExitError. A ctx that ends early skips to SIGKILL. Safe to call more
+// than once and concurrently; every call returns once Done is closed.
+func (c *Conn) Stop(ctx context.Context) {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.w.close(ErrClosed)
+	steps := []func(){func() { _ = c.group.Signal(syscall.SIGTERM) }, c.kill}
+	for _, next := range steps {
+		t := time.NewTimer(c.cfg.StopGrace)
+		select {
+		case <-c.group.Done():
+			t.Stop()
+			<-c.done
+			return
+		case <-ctx.Done():
+			t.Stop()
+			c.kill()
+			<-c.done
+			return
+		case <-t.C:
+			if next != nil {
+				c.log.Info("upstream did not stop in time; signalling its group", "pid", c.group.PID())
+			}
+			next()
+		}
+	}
+	<-c.done
+}
 
-// Done is closed once the leader is reaped and stdout is drained.
-func (c *Conn) Done() <-chan struct{} { panic("not yet") }
+// Done is closed once the leader is reaped, stdout and stderr are drained,
+// and every Handler.Request has returned (their ctx ends with the Conn).
+func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Exit says why the instance ended; valid after Done (nil before).
-func (c *Conn) Exit() *ExitError { panic("not yet") }
+func (c *Conn) Exit() *ExitError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exit
+}

@@ -1,6 +1,14 @@
 package upstream
 
-import "syscall"
+import (
+	"errors"
+	"os/exec"
+	"strconv"
+	"syscall"
+)
+
+// stderrTailBytes is how much of its stderr an ExitError quotes.
+const stderrTailBytes = 2 << 10
 
 // ExitError is how an instance ended.
 type ExitError struct {
@@ -11,8 +19,37 @@ type ExitError struct {
 }
 
 // Error says how it ended: "exited with status 1", "killed by signal 9
-// (killed)", "start: exec: ...: not found".
-func (e *ExitError) Error() string { panic("not yet") }
+// (killed)", or the start failure. It does not quote Stderr: callers place
+// the tail where their message needs it.
+func (e *ExitError) Error() string {
+	switch {
+	case e.Err != nil:
+		return e.Err.Error()
+	case e.Signal != 0:
+		return "killed by signal " + strconv.Itoa(int(e.Signal)) + " (" + e.Signal.String() + ")"
+	default:
+		return "exited with status " + strconv.Itoa(e.Code)
+	}
+}
 
 // Unwrap returns Err.
 func (e *ExitError) Unwrap() error { return e.Err }
+
+// exitError describes a reaped leader from its wait error.
+func exitError(waitErr error, stderr string) *ExitError {
+	e := &ExitError{Stderr: stderr}
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &ee):
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			e.Code, e.Signal = -1, ws.Signal()
+		} else {
+			e.Code = ee.ExitCode()
+		}
+	default:
+		e.Code, e.Err = -1, waitErr
+	}
+	return e
+}

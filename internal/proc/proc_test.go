@@ -1,4 +1,4 @@
-package proc
+package proc_test
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
@@ -40,8 +41,8 @@ func TestMain(m *testing.M) {
 // Role "thread-exit" starts it from a goroutine whose locked thread then
 // exits, which would fire Pdeathsig had Start forked on that thread.
 func helperMain(role string) int {
-	start := func() (*Group, error) { return Start(exec.Command("sleep", "1000")) }
-	var g *Group
+	start := func() (*proc.Group, error) { return proc.Start(exec.Command("sleep", "1000")) }
+	var g *proc.Group
 	var err error
 	switch role {
 	case "start":
@@ -68,7 +69,7 @@ func helperMain(role string) int {
 
 // shell starts sh -c script in a group, with its stdout readable line by
 // line.
-func shell(t *testing.T, script string) (*Group, *bufio.Reader) {
+func shell(t *testing.T, script string) (*proc.Group, *bufio.Reader) {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
 	r, w, err := os.Pipe()
@@ -77,7 +78,7 @@ func shell(t *testing.T, script string) (*Group, *bufio.Reader) {
 	}
 	t.Cleanup(func() { _ = r.Close() })
 	cmd.Stdout = w
-	g, err := Start(cmd)
+	g, err := proc.Start(cmd)
 	_ = w.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +124,7 @@ func TestWaitStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {
-			g, err := Start(exec.Command("sh", "-c", tt.script))
+			g, err := proc.Start(exec.Command("sh", "-c", tt.script))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,16 +155,16 @@ func TestWaitStatus(t *testing.T) {
 // state is the process state letter of pid, 0 when there is no such
 // process.
 func state(pid int) byte {
-	st, err := readStat(pid)
+	p, err := proc.ReadProcess(pid)
 	if err != nil {
 		return 0
 	}
-	return st.state
+	return p.State
 }
 
 func TestStartError(t *testing.T) {
 	proctest.Cleanup(t)
-	_, err := Start(exec.Command("/nonexistent/snodod-test-binary"))
+	_, err := proc.Start(exec.Command("/nonexistent/snodod-test-binary"))
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Start = %v, want a not-exist error", err)
 	}
@@ -175,18 +176,21 @@ func TestGroupAndStartTime(t *testing.T) {
 	if _, err := out.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	st, err := readStat(g.PID())
+	p, err := proc.ReadProcess(g.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.pgid != g.PID() {
-		t.Errorf("pgid = %d, want the leader's pid %d (own group)", st.pgid, g.PID())
+	if p.PGID != g.PID() {
+		t.Errorf("pgid = %d, want the leader's pid %d (own group)", p.PGID, g.PID())
 	}
-	if st.pgid == syscall.Getpgrp() {
+	if p.PGID == syscall.Getpgrp() {
 		t.Errorf("child shares the test's process group")
 	}
-	if g.StartTime() == 0 || g.StartTime() != st.startTime {
-		t.Errorf("StartTime = %d, /proc says %d", g.StartTime(), st.startTime)
+	if p.PPID != os.Getpid() {
+		t.Errorf("ppid = %d, want the test's pid %d", p.PPID, os.Getpid())
+	}
+	if g.StartTime() == 0 || g.StartTime() != p.StartTime {
+		t.Errorf("StartTime = %d, /proc says %d", g.StartTime(), p.StartTime)
 	}
 	if sig := exitSignal(g.Stop(time.Minute)); sig != syscall.SIGTERM {
 		t.Errorf("Stop: killed by %v, want SIGTERM", sig)
@@ -310,25 +314,5 @@ func TestPdeathsig(t *testing.T) {
 			_ = parent.Wait()
 			waitDead(t, child)
 		})
-	}
-}
-
-func TestParseStat(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    stat
-		wantErr bool
-	}{
-		{"42 (sleep) S 1 42 42 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 12345 100 1 0", stat{'S', 1, 42, 12345}, false},
-		{"42 (a) (b) c) R 7 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 1 1", stat{'R', 7, 9, 99}, false},
-		{"42 (short) S 1 2 3", stat{}, true},
-		{"42 no-name S", stat{}, true},
-		{"42 (x) S one 2 3 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 1 1", stat{}, true},
-	}
-	for _, tt := range tests {
-		got, err := parseStat([]byte(tt.in))
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("parseStat(%q) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
 	}
 }

@@ -10,8 +10,6 @@
 package proctest
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snodod/snodod/internal/proc"
 )
 
 // Subreaper makes the calling process a child subreaper. Call it from
@@ -70,7 +70,7 @@ type child struct {
 func reapZombies() []child {
 	var live []child
 	for _, c := range Children() {
-		if state(c) == 'Z' {
+		if !Alive(c) {
 			var ws syscall.WaitStatus
 			_, _ = syscall.Wait4(c, &ws, syscall.WNOHANG, nil)
 			continue
@@ -84,18 +84,11 @@ func reapZombies() []child {
 // zombie.
 func Children() []int {
 	self := os.Getpid()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
+	all, _ := proc.Processes()
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, err := parentOf(pid); err == nil && ppid == self {
-			out = append(out, pid)
+	for _, p := range all {
+		if p.PPID == self {
+			out = append(out, p.PID)
 		}
 	}
 	return out
@@ -103,36 +96,8 @@ func Children() []int {
 
 // Alive reports whether pid is a process that has not exited (a zombie has).
 func Alive(pid int) bool {
-	s := state(pid)
-	return s != 0 && s != 'Z' && s != 'X'
-}
-
-func stat(pid int) []string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
-}
-
-func state(pid int) byte {
-	f := stat(pid)
-	if len(f) < 1 {
-		return 0
-	}
-	return f[0][0]
-}
-
-func parentOf(pid int) (int, error) {
-	f := stat(pid)
-	if len(f) < 2 {
-		return 0, errors.New("no stat")
-	}
-	return strconv.Atoi(f[1])
+	p, err := proc.ReadProcess(pid)
+	return err == nil && !p.Exited()
 }
 
 func cmdline(pid int) string {
