@@ -78,9 +78,9 @@ func relist(ctx context.Context, conn *Conn, cat *catalog, method string) (*cata
 
 // capabilities is an upstream's capabilities object, as far as views need it.
 type capabilities struct {
-	Tools       *listChanged `json:"tools"`
-	Prompts     *listChanged `json:"prompts"`
-	Resources   *struct {
+	Tools     *listChanged `json:"tools"`
+	Prompts   *listChanged `json:"prompts"`
+	Resources *struct {
 		listChanged
 		Subscribe bool `json:"subscribe"`
 	} `json:"resources"`

@@ -27,7 +27,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	closed   bool
-	sessions map[string]bool   // upstreams with a share = "session" instance for it
+	sessions map[string]bool      // upstreams with a share = "session" instance for it
 	subs     map[subscription]int // resource subscriptions held, by upstream and URI
 }
 
