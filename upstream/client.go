@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/snodod/snodod/protocol"
@@ -118,15 +119,32 @@ func (s *Session) Notify(ss *server.SessionState, method string, params json.Raw
 	s.srv.Notify(ss, method, params)
 }
 
-// Dispatch serves req on the view's server, tagged with the session. A
-// list of a view with upstreams that have no catalog yet (never started,
-// no cache) first starts them and waits, up to the request's end
-// (upstreams.md §4: lazy start on "a list with no cache").
+// Dispatch serves req on the view's server, tagged with the session.
+// A request that needs an upstream that has no catalog yet (never
+// started, no cache) first starts it and waits, up to the request's end
+// (upstreams.md §4: lazy start on "a list with no cache", and never
+// "Unknown tool" for a server that is merely not listed yet): lists and
+// reads for every such upstream of the view, a call or a prompt for the
+// one its prefix names.
 func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
 	ctx = context.WithValue(ctx, clientKey{}, s.Client)
+	var needs func(*upstream) bool
 	switch req.Method {
-	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
-		if perr := s.Client.m.ensureListed(ctx, s.Client); perr != nil {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "completion/complete":
+		needs = func(*upstream) bool { return true }
+	case "tools/call", "prompts/get":
+		if s.Client.View != "" {
+			needs = func(*upstream) bool { return true }
+			break
+		}
+		m, _ := protocol.Members(req.Params)
+		name, _ := protocol.String(m["name"])
+		prefix, _, found := strings.Cut(name, "__")
+		needs = func(u *upstream) bool { return found && u.conf().Prefix == prefix }
+	}
+	if needs != nil {
+		if perr := s.Client.m.ensureListed(ctx, s.Client, needs); perr != nil {
 			return server.Outcome{Err: perr}
 		}
 	}
@@ -166,7 +184,7 @@ func (s *Session) Close() {
 // ensureListed starts, in parallel, the upstreams of c's view that have
 // nothing to list, and waits for them; a pass-through upstream that
 // cannot start answers its error.
-func (m *Manager) ensureListed(ctx context.Context, c *Client) *protocol.Error {
+func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstream) bool) *protocol.Error {
 	var ups []*upstream
 	if c.View != "" {
 		if u := m.upstream(c.View); u != nil {
@@ -180,7 +198,7 @@ func (m *Manager) ensureListed(ctx context.Context, c *Client) *protocol.Error {
 	var first error
 	for _, u := range ups {
 		cfg := u.conf()
-		if cfg.Disabled || cfg.Start == "manual" || u.currentCatalog() != nil {
+		if cfg.Disabled || cfg.Start == "manual" || u.currentCatalog() != nil || !needs(u) {
 			continue
 		}
 		wg.Go(func() {

@@ -111,6 +111,7 @@ type client struct {
 	t    *testing.T
 	h    *harness
 	in   *os.File // the client's writing end
+	out  *os.File // its reading end
 	sess *Session
 	done chan struct{}
 
@@ -141,7 +142,7 @@ func (h *harness) connect(view, cwd, version string) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &client{t: t, h: h, in: inW, sess: sess, done: make(chan struct{}),
+	c := &client{t: t, h: h, in: inW, out: outR, sess: sess, done: make(chan struct{}),
 		pending: map[string]chan map[string]json.RawMessage{}, noted: make(chan struct{}, 1)}
 	tr := &stdio.Transport{In: inR, Out: outW, Dispatcher: sess, Executor: h.exec, Logger: slog.New(slog.DiscardHandler)}
 	served := make(chan struct{})
@@ -154,12 +155,12 @@ func (h *harness) connect(view, cwd, version string) *client {
 	go func() {
 		defer close(c.done)
 		c.read(outR)
-		outR.Close()
 	}()
 	t.Cleanup(func() {
 		c.in.Close()
 		<-served
 		<-c.done
+		outR.Close()
 		sess.Close()
 	})
 	if version != "" {
@@ -170,6 +171,12 @@ func (h *harness) connect(view, cwd, version string) *client {
 		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	}
 	return c
+}
+
+// gone closes both of the client's ends, as a client that exits does.
+func (c *client) gone() {
+	c.in.Close()
+	c.out.Close()
 }
 
 func (c *client) send(line string) {

@@ -126,11 +126,22 @@ func (u *upstream) call(ctx context.Context, in *instance, o *owner, method stri
 		}
 		raw, err := in.callOnce(ctx, conn, o, method, params, req)
 		var exit *ExitError
+		ended := errors.As(err, &exit) || errors.Is(err, ErrClosed)
+		if ended && attempt == 0 {
+			// The supervision loop takes the end of the process once it is
+			// reaped: wait for that, so the retry finds the next one.
+			select {
+			case <-conn.Done():
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(in.u.m.stopGrace()):
+			}
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrClosed) && attempt == 0:
 			continue // it was stopping and got nothing: the next instance serves
-		case errors.As(err, &exit) && sideEffectFree(method) && attempt == 0:
+		case exit != nil && sideEffectFree(method) && attempt == 0:
 			continue
 		case errors.As(err, &exit) || errors.Is(err, ErrClosed):
 			return nil, in.exitedDuring(exit)
