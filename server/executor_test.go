@@ -202,6 +202,7 @@ func TestExecutorLimits(t *testing.T) {
 	const (
 		conc  = "max_concurrency must be a positive integer"
 		queue = "max_queue must be a positive integer"
+		connQ = "the per-connection queue must not be negative"
 		tmo   = "request_timeout must be a positive duration"
 	)
 	tests := []struct {
@@ -210,12 +211,13 @@ func TestExecutorLimits(t *testing.T) {
 		want   ExecutorLimits
 		errs   []string
 	}{
-		{"zero means defaults", ExecutorLimits{}, ExecutorLimits{32, 256, 30 * time.Second}, nil},
-		{"set values kept", ExecutorLimits{1, 2, time.Millisecond}, ExecutorLimits{1, 2, time.Millisecond}, nil},
+		{"zero means defaults", ExecutorLimits{}, ExecutorLimits{32, 256, 0, 30 * time.Second}, nil},
+		{"set values kept", ExecutorLimits{1, 2, 3, time.Millisecond}, ExecutorLimits{1, 2, 3, time.Millisecond}, nil},
 		{"negative concurrency", ExecutorLimits{MaxConcurrency: -1}, ExecutorLimits{}, []string{conc}},
 		{"negative queue", ExecutorLimits{MaxQueue: -1}, ExecutorLimits{}, []string{queue}},
 		{"negative timeout", ExecutorLimits{RequestTimeout: -1}, ExecutorLimits{}, []string{tmo}},
-		{"all three", ExecutorLimits{-1, -1, -time.Second}, ExecutorLimits{}, []string{conc, queue, tmo}},
+		{"negative connection queue", ExecutorLimits{ConnQueue: -1}, ExecutorLimits{}, []string{connQ}},
+		{"all four", ExecutorLimits{-1, -1, -1, -time.Second}, ExecutorLimits{}, []string{conc, queue, connQ, tmo}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
