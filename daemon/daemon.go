@@ -48,10 +48,6 @@ type Options struct {
 	Version string
 	// Logger receives the daemon's log; nil means slog.Default().
 	Logger *slog.Logger
-	// TestFaults enables the control socket's "fault" operation, a test
-	// hook that makes a session's coordinator fail. The environment
-	// variable SNODOD_TEST_FAULTS=1 enables it too.
-	TestFaults bool
 }
 
 // Daemon hosts sessions on the session socket and on descriptors handed
@@ -62,7 +58,6 @@ type Daemon struct {
 	log     *slog.Logger
 	started time.Time
 	uid     int
-	faults  bool
 	notify  *notifier
 
 	// gen is what new sessions use: the configuration, and the server and
@@ -110,7 +105,6 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		log:      opts.Logger,
 		started:  time.Now(),
 		uid:      os.Geteuid(),
-		faults:   opts.TestFaults || os.Getenv("SNODOD_TEST_FAULTS") == "1",
 		sessions: map[uint64]*session.Session{},
 		changed:  make(chan struct{}, 1),
 		ready:    make(chan struct{}),
