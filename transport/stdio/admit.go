@@ -206,4 +206,3 @@ func (c *coordinator) complete(w *work, o server.Outcome) {
 		c.writeResult(w.id, o.Result)
 	}
 }
-
