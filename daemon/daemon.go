@@ -123,6 +123,13 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
+// sessionQueue is how many requests each session may have waiting for an
+// executor slot in places of its own, besides the executor.max_queue
+// places all sessions share: however many sessions daemon.max_sessions
+// admits, each can have requests waiting, and a few busy sessions cannot
+// fill the queue for the others (issue 9, bug 10; docs/config.md).
+const sessionQueue = 4
+
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
@@ -136,6 +143,7 @@ func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error
 	limits := server.ExecutorLimits{
 		MaxConcurrency: cfg.Executor.MaxConcurrency,
 		MaxQueue:       cfg.Executor.MaxQueue,
+		ConnQueue:      sessionQueue,
 		RequestTimeout: cfg.Session.RequestTimeout,
 	}
 	if prev != nil && prev.exec.Limits() == limits {
