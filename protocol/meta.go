@@ -35,7 +35,7 @@ const (
 	msgMetaKey             = "_meta contains an invalid key or non-JSON value"
 	msgVersionString       = MetaProtocolVersion + " must be a string"
 	msgVersionMissing      = "Missing required " + MetaProtocolVersion + " metadata"
-	msgCapabilitiesMissing = "Missing required client capabilities metadata"
+	msgCapabilitiesMissing = "Missing required " + MetaClientCapabilities + " metadata"
 	msgCapabilitiesObject  = "Client capabilities must be an object"
 	msgLogLevel            = "Invalid MCP request log level"
 	msgClientInfo          = "Invalid client info metadata"
@@ -69,7 +69,8 @@ type unsupportedVersionData struct {
 //     io.modelcontextprotocol/protocolVersion metadata", not a string:
 //     "io.modelcontextprotocol/protocolVersion must be a string";
 //   - io.modelcontextprotocol/clientCapabilities absent: "Missing required
-//     client capabilities metadata", not an object: "Client capabilities must
+//     io.modelcontextprotocol/clientCapabilities metadata" (the key named, as
+//     for the version: issue 9), not an object: "Client capabilities must
 //     be an object".
 //
 // params are the request's params split into members (Members), nil when

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -202,6 +203,7 @@ func TestExecutorLimits(t *testing.T) {
 	const (
 		conc  = "max_concurrency must be a positive integer"
 		queue = "max_queue must be a positive integer"
+		connQ = "the per-connection queue must not be negative"
 		tmo   = "request_timeout must be a positive duration"
 	)
 	tests := []struct {
@@ -210,12 +212,13 @@ func TestExecutorLimits(t *testing.T) {
 		want   ExecutorLimits
 		errs   []string
 	}{
-		{"zero means defaults", ExecutorLimits{}, ExecutorLimits{32, 256, 30 * time.Second}, nil},
-		{"set values kept", ExecutorLimits{1, 2, time.Millisecond}, ExecutorLimits{1, 2, time.Millisecond}, nil},
+		{"zero means defaults", ExecutorLimits{}, ExecutorLimits{32, 256, 0, 30 * time.Second}, nil},
+		{"set values kept", ExecutorLimits{1, 2, 3, time.Millisecond}, ExecutorLimits{1, 2, 3, time.Millisecond}, nil},
 		{"negative concurrency", ExecutorLimits{MaxConcurrency: -1}, ExecutorLimits{}, []string{conc}},
 		{"negative queue", ExecutorLimits{MaxQueue: -1}, ExecutorLimits{}, []string{queue}},
 		{"negative timeout", ExecutorLimits{RequestTimeout: -1}, ExecutorLimits{}, []string{tmo}},
-		{"all three", ExecutorLimits{-1, -1, -time.Second}, ExecutorLimits{}, []string{conc, queue, tmo}},
+		{"negative connection queue", ExecutorLimits{ConnQueue: -1}, ExecutorLimits{}, []string{connQ}},
+		{"all four", ExecutorLimits{-1, -1, -1, -time.Second}, ExecutorLimits{}, []string{conc, queue, connQ, tmo}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -354,45 +357,103 @@ func TestExecutorCancelRunning(t *testing.T) {
 	settle(t, e, r)
 }
 
+// The executor's timers run on a fake clock (testing/synctest): a
+// deadline fires at exactly RequestTimeout, queue time does not count, and
+// an idle worker exits after exactly workerIdle.
+
 func TestExecutorTimeout(t *testing.T) {
-	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: 20 * time.Millisecond})
-	c := e.Conn()
-	s := r.blocking("s")
-	s.stubborn = true
-	mustSubmit(t, c, "s", s)
-	d := recv(t, r.deliveries, "the timeout")
-	if d.name != "s" || d.out.Err != protocol.ErrTimedOut {
-		t.Fatalf("delivery = %+v, want ErrTimedOut for s", d)
-	}
-	recv(t, s.cancelled, "the timed-out handler's context to end")
-	expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1})
-	expectStats(t, "conn", c.Stats(), ExecutorStats{})
-	mustSubmit(t, c, "s", r.instant("s again"))
-	s.Release()
-	expectDeliveries(t, r, "s again") // the late result of s is discarded
-	settle(t, e, r)
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 20 * time.Millisecond
+		r := newRecorder()
+		e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
+		c := e.Conn()
+		s := r.blocking("s")
+		s.stubborn = true
+		start := time.Now()
+		mustSubmit(t, c, "s", s)
+		d := recv(t, r.deliveries, "the timeout")
+		if d.name != "s" || d.out.Err != protocol.ErrTimedOut {
+			t.Fatalf("delivery = %+v, want ErrTimedOut for s", d)
+		}
+		if took := time.Since(start); took != timeout {
+			t.Fatalf("timed out after %v, want exactly %v", took, timeout)
+		}
+		recv(t, s.cancelled, "the timed-out handler's context to end")
+		expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1})
+		expectStats(t, "conn", c.Stats(), ExecutorStats{})
+		mustSubmit(t, c, "s", r.instant("s again"))
+		s.Release()
+		expectDeliveries(t, r, "s again") // the late result of s is discarded
+		settle(t, e, r)
+		e.Close()
+	})
 }
 
 func TestExecutorQueueTimeNotCounted(t *testing.T) {
-	const timeout = 100 * time.Millisecond
-	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
-	c := e.Conn()
-	blocker := r.blocking("blocker")
-	blocker.stubborn = true
-	mustSubmit(t, c, "blocker", blocker)
-	mustSubmit(t, c, "q", r.instant("q"))
-	queuedAt := time.Now()
-	if d := recv(t, r.deliveries, "blocker's timeout"); d.out.Err != protocol.ErrTimedOut {
-		t.Fatalf("blocker delivery = %+v, want ErrTimedOut", d)
-	}
-	blocker.Release()
-	expectDeliveries(t, r, "q")
-	if waited := time.Since(queuedAt); waited < timeout {
-		t.Fatalf("q waited only %v, the test proves nothing", waited)
-	}
-	idle(t, e)
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 100 * time.Millisecond
+		r := newRecorder()
+		e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
+		c := e.Conn()
+		blocker, q := r.blocking("blocker"), r.blocking("q")
+		blocker.stubborn = true
+		mustSubmit(t, c, "blocker", blocker)
+		mustSubmit(t, c, "q", q)
+		if d := recv(t, r.deliveries, "blocker's timeout"); d.out.Err != protocol.ErrTimedOut {
+			t.Fatalf("blocker delivery = %+v, want ErrTimedOut", d)
+		}
+		time.Sleep(timeout) // q has now waited twice its timeout, queued
+		blocker.Release()
+		recv(t, q.started, "q to start")
+		time.Sleep(timeout - time.Nanosecond)
+		synctest.Wait()
+		if closed(q.cancelled) {
+			t.Fatal("q timed out counting its time in the queue")
+		}
+		q.Release()
+		expectDeliveries(t, r, "q")
+		idle(t, e)
+		e.Close()
+	})
+}
+
+// A worker whose queue is empty waits workerIdle for new work (Submit
+// hands it over) and then exits: an idle executor has no goroutines.
+func TestExecutorWorkerIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		e := newExec(t, ExecutorLimits{})
+		c := e.Conn()
+		idleWorkers := func() int {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return len(e.idle)
+		}
+		mustSubmit(t, c, "a", r.instant("a"))
+		expectDeliveries(t, r, "a")
+		synctest.Wait()
+		if n := idleWorkers(); n != 1 {
+			t.Fatalf("%d idle workers after a job, want 1", n)
+		}
+		time.Sleep(workerIdle - time.Nanosecond)
+		synctest.Wait()
+		mustSubmit(t, c, "b", r.instant("b")) // taken by the idle worker
+		if n := idleWorkers(); n != 0 {
+			t.Fatalf("%d idle workers after a hand-over, want 0", n)
+		}
+		expectDeliveries(t, r, "b")
+		synctest.Wait()
+		time.Sleep(workerIdle - time.Nanosecond)
+		synctest.Wait()
+		if n := idleWorkers(); n != 1 {
+			t.Fatalf("%d idle workers just before workerIdle, want 1", n)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait() // the worker exits; the bubble would report it otherwise
+		if n := idleWorkers(); n != 0 {
+			t.Fatalf("%d idle workers after workerIdle, want 0", n)
+		}
+	})
 }
 
 // A handler that panics (or leaves its goroutine) fails its request only:
@@ -556,6 +617,98 @@ func TestExecutorQueueReserve(t *testing.T) {
 			settle(t, e, r)
 		})
 	}
+}
+
+// Each connection's own queue places (ConnQueue), at their exact
+// boundary: a connection is never refused while it has fewer than
+// ConnQueue items waiting, however full the shared places are; beyond
+// them it competes for the shared places under the reserve rule.
+func TestExecutorConnQueue(t *testing.T) {
+	type step struct {
+		conn    string
+		refused bool
+	}
+	// ConnQueue 2, MaxQueue 4 (a reserve of 1: a connection already in
+	// the shared places is refused once they hold 3).
+	steps := []step{
+		{"A", false}, {"A", false}, // A's own places
+		{"A", false}, {"A", false}, {"A", false}, // shared 1 to 3
+		{"A", true},                // shared 3: the reserve is not A's
+		{"B", false}, {"B", false}, // B's own places, shared full or not
+		{"B", false}, // shared 4: B had none there yet
+		{"B", true},  // shared full
+		{"C", false}, {"C", false}, // C's own places: still admitted
+		{"C", true}, // shared full
+	}
+	r := newRecorder()
+	e := newExec(t, ExecutorLimits{MaxConcurrency: 1, MaxQueue: 4, ConnQueue: 2})
+	conns := map[string]*ExecConn{}
+	blocker := r.blocking("blocker")
+	mustSubmit(t, e.Conn(), "blocker", blocker)
+	for i, step := range steps {
+		c := conns[step.conn]
+		if c == nil {
+			c = e.Conn()
+			conns[step.conn] = c
+		}
+		err := submit(c, fmt.Sprint(i), r.instant(fmt.Sprint(step.conn, i)))
+		if (err != nil) != step.refused || (err != nil && err != protocol.ErrCapacity) {
+			t.Fatalf("step %d (%s) = %v, want refused %v (ErrCapacity)", i, step.conn, err, step.refused)
+		}
+	}
+	expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1, Queued: 10})
+	// Cancelling queued work frees shared places first: A, down to its own
+	// two, leaves room in the shared places for B again.
+	for _, id := range []string{"2", "3", "4"} {
+		conns["A"].Cancel(protocol.StringID(id))
+	}
+	if err := submit(conns["B"], "again", r.instant("B again")); err != nil {
+		t.Fatalf("B after A left the shared places: %v", err)
+	}
+	for _, c := range conns {
+		c.CancelAll()
+	}
+	blocker.Release()
+	expectDeliveries(t, r, "blocker")
+	settle(t, e, r)
+}
+
+// Issue 9, bug 10: with the daemon's limits (32 running, 256 shared queue
+// places, 4 of each session's own), 1,024 sessions that each have a
+// request running or waiting, and then 3 more each, are all admitted.
+func TestExecutorEverySessionHasRoom(t *testing.T) {
+	const sessions = 1024
+	r := newRecorder()
+	r.starts = make(chan string, sessions*4)
+	r.deliveries = make(chan delivery, sessions*4)
+	e := newExec(t, ExecutorLimits{ConnQueue: 4})
+	blockers := make([]*fake, 0, DefaultMaxConcurrency)
+	conns := make([]*ExecConn, sessions)
+	for i := range conns {
+		conns[i] = e.Conn()
+		f := r.instant(fmt.Sprint(i))
+		if i < DefaultMaxConcurrency {
+			f = r.blocking(fmt.Sprint(i))
+			blockers = append(blockers, f)
+		}
+		if err := submit(conns[i], "first", f); err != nil {
+			t.Fatalf("session %d's first request: %v", i, err)
+		}
+	}
+	for round := range 3 {
+		for i, c := range conns {
+			if err := submit(c, fmt.Sprint("more", round), r.instant("more")); err != nil {
+				t.Fatalf("session %d's request %d: %v", i, round+2, err)
+			}
+		}
+	}
+	for _, c := range conns {
+		c.CancelAll()
+	}
+	for _, f := range blockers {
+		f.Release()
+	}
+	idle(t, e)
 }
 
 func TestExecutorContext(t *testing.T) {
