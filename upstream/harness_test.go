@@ -173,6 +173,13 @@ func (h *harness) connect(view, cwd, version string) *client {
 	return c
 }
 
+// onRequest sets how the client answers requests from snodod.
+func (c *client) onRequest(f func(method string, params json.RawMessage) (any, *protocol.Error)) {
+	c.mu.Lock()
+	c.answer = f
+	c.mu.Unlock()
+}
+
 // gone closes both of the client's ends, as a client that exits does.
 func (c *client) gone() {
 	c.in.Close()
