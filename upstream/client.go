@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -128,7 +129,9 @@ func (s *Session) Notify(ss *server.SessionState, method string, params json.Raw
 // one its prefix names.
 func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
 	ctx = context.WithValue(ctx, clientKey{}, s.Client)
+	m := s.Client.m
 	var needs func(*upstream) bool
+	var target *upstream // the one upstream the request is for, if known
 	switch req.Method {
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read",
 		"resources/subscribe", "completion/complete":
@@ -138,14 +141,32 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 			needs = func(*upstream) bool { return true }
 			break
 		}
-		m, _ := protocol.Members(req.Params)
-		name, _ := protocol.String(m["name"])
+		members, _ := protocol.Members(req.Params)
+		name, _ := protocol.String(members["name"])
 		prefix, _, found := strings.Cut(name, "__")
 		needs = func(u *upstream) bool { return found && u.conf().Prefix == prefix }
+		for _, u := range m.sorted() {
+			if needs(u) {
+				target = u
+			}
+		}
 	}
-	if needs != nil {
-		if perr := s.Client.m.ensureListed(ctx, s.Client, needs); perr != nil {
-			return server.Outcome{Err: perr}
+	if needs == nil {
+		return s.srv.Dispatch(ctx, req)
+	}
+	if s.Client.View != "" {
+		target = m.upstream(s.Client.View)
+	}
+	failed := m.ensureListed(ctx, s.Client, needs)
+	if target != nil && target.currentCatalog() == nil && ctx.Err() == nil {
+		// Never listed, and cannot be now: its state says why, rather
+		// than "Unknown tool" (upstreams.md §7).
+		var f *failure
+		if errors.As(failed[target], &f) {
+			return server.Outcome{Err: f.rpcError()}
+		}
+		if in, err := target.instanceFor(s.Client); err == nil {
+			return server.Outcome{Err: in.unavailable().rpcError()}
 		}
 	}
 	return s.srv.Dispatch(ctx, req)
@@ -181,24 +202,16 @@ func (s *Session) Close() {
 	}
 }
 
-// ensureListed starts, in parallel, the upstreams of c's view that have
-// nothing to list, and waits for them; a pass-through upstream that
-// cannot start answers its error.
-func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstream) bool) *protocol.Error {
-	var ups []*upstream
-	if c.View != "" {
-		if u := m.upstream(c.View); u != nil {
-			ups = append(ups, u)
-		}
-	} else {
-		ups = m.sorted()
-	}
+// ensureListed starts, in parallel, the upstreams needs selects that have
+// nothing to list, and waits for them (or for ctx); it returns why those
+// that could not start did not.
+func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstream) bool) map[*upstream]error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var first error
-	for _, u := range ups {
+	failed := map[*upstream]error{}
+	for _, u := range m.sorted() {
 		cfg := u.conf()
-		if cfg.Disabled || cfg.Start == "manual" || u.currentCatalog() != nil || !needs(u) {
+		if cfg.Disabled || cfg.Start == "manual" || u.currentCatalog() != nil || !needs(u) || c.View != "" && u.name != c.View {
 			continue
 		}
 		wg.Go(func() {
@@ -208,16 +221,11 @@ func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstr
 			}
 			if err != nil {
 				mu.Lock()
-				first = err
+				failed[u] = err
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	if c.View != "" && first != nil && ctx.Err() == nil {
-		if f, ok := first.(*failure); ok {
-			return f.rpcError()
-		}
-	}
-	return nil
+	return failed
 }

@@ -200,6 +200,10 @@ func (in *instance) acquire(ctx context.Context, throughBackoff bool) (*Conn, er
 				in.mu.Unlock()
 				return nil, in.unavailable()
 			}
+			if in.u.m.atChildLimit() {
+				in.mu.Unlock()
+				return nil, in.u.m.childrenFull(in)
+			}
 			in.ask()
 		case StateStarting:
 		case StateBackoff:
@@ -212,15 +216,16 @@ func (in *instance) acquire(ctx context.Context, throughBackoff bool) (*Conn, er
 				in.mu.Unlock()
 				return nil, in.unavailable()
 			}
+			if in.u.m.atChildLimit() {
+				in.mu.Unlock()
+				return nil, in.u.m.childrenFull(in)
+			}
 			in.ask()
 		default: // disabled, draining
 			in.mu.Unlock()
 			return nil, in.unavailable()
 		}
 		in.mu.Unlock()
-		if err := in.u.m.childrenFull(in); err != nil {
-			return nil, err
-		}
 		if !reported && state != StateBackoff {
 			reported = true
 			_ = server.ReportProgress(ctx, server.Progress{Progress: 0, Message: "starting " + in.u.name})

@@ -296,17 +296,18 @@ func (m *Manager) releaseChild() {
 	m.childMu.Unlock()
 }
 
-// childrenFull is the -31002 failure of a start that would pass
-// upstreams.max_children, or nil.
-func (m *Manager) childrenFull(in *instance) error {
+// atChildLimit reports whether upstreams.max_children processes run.
+func (m *Manager) atChildLimit() bool {
 	m.childMu.Lock()
-	n, limit := m.children, m.limits.MaxChildren
-	m.childMu.Unlock()
-	if n < limit {
-		return nil
-	}
+	defer m.childMu.Unlock()
+	return m.children >= m.limits.MaxChildren
+}
+
+// childrenFull is the -31002 failure of a start that would pass
+// upstreams.max_children; in.mu must not be held.
+func (m *Manager) childrenFull(in *instance) error {
 	f := in.failureNow(CodeLimit, fmt.Sprintf("snodod: upstream %q cannot start: %d upstream processes are running (upstreams.max_children = %d); stop one (snodod upstream stop NAME) or raise the limit",
-		in.u.name, n, limit))
+		in.u.name, m.limits.MaxChildren, m.limits.MaxChildren))
 	f.asError = true
 	return f
 }
