@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -372,4 +373,19 @@ func importNote(u Upstream) string {
 		return ""
 	}
 	return " (imported from " + u.Source.Name + ")"
+}
+
+// StateDir returns snodod's state directory, where the upstreams' catalog
+// cache and process record live: $XDG_STATE_HOME/snodod when
+// XDG_STATE_HOME is an absolute path, else $HOME/.local/state/snodod,
+// else "" (none). env is in os.Environ form; nil means the process's.
+func StateDir(env []string) string {
+	m := envMap(env)
+	if d := m["XDG_STATE_HOME"]; filepath.IsAbs(d) {
+		return filepath.Join(d, "snodod")
+	}
+	if h := m["HOME"]; h != "" {
+		return filepath.Join(h, ".local", "state", "snodod")
+	}
+	return ""
 }

@@ -117,7 +117,10 @@ func (d *Daemon) serveConn(c *net.UnixConn) {
 		d.log.Error("connection dropped", "error", err)
 		return
 	}
-	d.start(id, g, dev)
+	if _, err := d.start(id, g, dev, "", ""); err != nil {
+		d.log.Error("connection dropped", "error", err)
+		return
+	}
 	d.log.Info("session started", "session", id, "via", "socket", "peer_pid", peer.PID, "peer_uid", peer.UID)
 }
 

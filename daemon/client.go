@@ -137,6 +137,15 @@ type Handover struct {
 // caller keeps its own copies; it should not read in or write out while the
 // session runs.
 func Connect(ctx context.Context, path string, in, out *os.File) (*Handover, error) {
+	return ConnectView(ctx, path, in, out, "", "")
+}
+
+// ConnectView is Connect asking for a view: view "" is the aggregated
+// view, a name the upstream passed through (snodod connect NAME); cwd is
+// the client's working directory, for share = "cwd" and "session"
+// upstreams. An unknown view is a *RefusedError naming the configured
+// ones.
+func ConnectView(ctx context.Context, path string, in, out *os.File, view, cwd string) (*Handover, error) {
 	c, err := Dial(ctx, path)
 	if err != nil {
 		return nil, err
@@ -147,7 +156,7 @@ func Connect(ctx context.Context, path string, in, out *os.File) (*Handover, err
 	var r *bufio.Reader
 	err = session.Control(in, func(inFD int) error {
 		return session.Control(out, func(outFD int) error {
-			r, err = roundTrip(c, Request{Op: "connect"}, &head, inFD, outFD)
+			r, err = roundTrip(c, Request{Op: "connect", View: view, Cwd: cwd}, &head, inFD, outFD)
 			return err
 		})
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/internal/faults"
+	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/session"
 )
 
@@ -21,6 +22,12 @@ import (
 //	      {"ended":true,"error":""}  (error: why it ended, "" when cleanly)
 //	{"op":"status"}                 → {"ok":true, ...Status}
 //	{"op":"fault","session":7}      → {"ok":true}   (SNODOD_TEST_FAULTS=1 only)
+//	{"op":"upstream","name":"gh","action":"restart"} → {"ok":true}
+//	{"op":"logs","name":"gh","follow":true} → {"ok":true}, then {"log":"…"} lines
+//
+// A connect may name a view ("view": an upstream to pass through; absent:
+// the aggregated view) and the client's working directory ("cwd"), which
+// share = "cwd" and "session" upstreams start in (upstreams.md §3).
 //
 // A refused or malformed request gets {"ok":false,"error":"…"} and the
 // connection is closed. The descriptors of "connect" are sent in the same
@@ -38,6 +45,15 @@ type Request struct {
 	Relay bool `json:"relay,omitempty"`
 	// Session is the session a "fault" (a test hook) is meant for.
 	Session uint64 `json:"session,omitempty"`
+	// View, for connect, is the upstream to pass through; "" is the
+	// aggregated view. Cwd is the client's working directory.
+	View string `json:"view,omitempty"`
+	Cwd  string `json:"cwd,omitempty"`
+	// Name is the upstream an "upstream" or "logs" request is about;
+	// Action is start, stop or restart; Follow keeps a logs reply open.
+	Name   string `json:"name,omitempty"`
+	Action string `json:"action,omitempty"`
+	Follow bool   `json:"follow,omitempty"`
 }
 
 // Reply is the first answer to a request (a status reply carries the
@@ -131,8 +147,12 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		reply(c, statusReply{OK: true, Status: d.Status()})
 	case "fault":
 		reply(c, d.fault(req.Session))
+	case "upstream":
+		reply(c, d.upstreamOp(req))
+	case "logs":
+		d.serveLogs(c, req)
 	default:
-		reply(c, Reply{Error: fmt.Sprintf("unknown op %q; the ops are connect, status and fault", req.Op)})
+		reply(c, Reply{Error: fmt.Sprintf("unknown op %q; the ops are connect, status, upstream, logs and fault", req.Op)})
 	}
 }
 
@@ -150,6 +170,12 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 		return nil, false
 	}
 	in, out := files[0], files[1]
+	if err := d.ups.Has(req.View); err != nil {
+		writeLineNow(out, refusalLine(&protocol.Error{Code: protocol.CodeInvalidRequest, Message: "snodod connect " + req.View + ": " + err.Error()}))
+		closeFiles(files)
+		reply(c, Reply{Error: err.Error()})
+		return nil, false
+	}
 	id, g, refusal := d.admit(peer)
 	if refusal != nil {
 		// The MCP client reads the passed standard output: it gets the
@@ -170,8 +196,12 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 		reply(c, Reply{Error: "cannot serve the passed descriptors: " + err.Error()})
 		return nil, false
 	}
-	s := d.start(id, g, dev)
-	d.log.Info("session started", "session", id, "via", "connect", "peer_pid", peer.PID, "peer_uid", peer.UID)
+	s, err := d.start(id, g, dev, req.View, req.Cwd)
+	if err != nil {
+		reply(c, Reply{Error: err.Error()})
+		return nil, false
+	}
+	d.log.Info("session started", "session", id, "via", "connect", "view", req.View, "peer_pid", peer.PID, "peer_uid", peer.UID)
 	if !reply(c, Reply{OK: true, Session: id}) {
 		d.log.Info("connect client left before its reply; the session goes on", "session", id)
 		return nil, false

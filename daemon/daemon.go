@@ -19,6 +19,7 @@ import (
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/session"
+	"github.com/snodod/snodod/upstream"
 )
 
 // drainMargin is added to daemon.shutdown_grace to bound a whole drain:
@@ -46,6 +47,9 @@ type Options struct {
 	// Version is the build version: serverInfo.version when server.version
 	// is empty, and what the status tool and `snodod status` report.
 	Version string
+	// StateDir is where the upstreams' catalog cache and process record
+	// live; "" means config.StateDir ($XDG_STATE_HOME/snodod).
+	StateDir string
 	// Logger receives the daemon's log; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -59,6 +63,7 @@ type Daemon struct {
 	started time.Time
 	uid     int
 	notify  *notifier
+	ups     *upstream.Manager // the hosted servers (upstreams.go)
 
 	// gen is what new sessions use: the configuration, and the server and
 	// executor built from it. Reload replaces it; sessions keep the one
@@ -115,6 +120,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		d.log = slog.Default()
 	}
 	d.notify = newNotifier(d.log)
+	if err := d.openUpstreams(cfg); err != nil {
+		return nil, err
+	}
 	g, err := d.build(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -140,6 +148,7 @@ func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error
 	if d.opts.Catalog != nil {
 		d.opts.Catalog(srv)
 	}
+	d.attachUpstreams(srv, cfg)
 	limits := server.ExecutorLimits{
 		MaxConcurrency: cfg.Executor.MaxConcurrency,
 		MaxQueue:       cfg.Executor.MaxQueue,
@@ -203,6 +212,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	root := suture.New("snodod", suture.Spec{EventHook: hook, Timeout: grace})
 	d.sessionsSup = suture.New("sessions", suture.Spec{EventHook: hook, Timeout: grace})
 	root.Add(d.sessionsSup)
+	root.Add(d.ups)
 	var acceptors []suture.ServiceToken
 	for _, l := range listeners {
 		acceptors = append(acceptors, root.Add(&acceptor{d: d, l: l}))

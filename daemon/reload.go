@@ -31,6 +31,7 @@ func (d *Daemon) Reload() error {
 		var g *generation
 		if g, err = d.build(cfg, d.gen.Load()); err == nil {
 			old := d.gen.Swap(g).cfg
+			d.ups.Apply(cfg)
 			d.warnRestartOnly(old, cfg)
 			d.log.Info("configuration reloaded; new sessions use it", "file", cfg.File())
 			if d.opts.OnReload != nil {

@@ -63,13 +63,22 @@ func (d *Daemon) unreserve(id uint64) {
 }
 
 // start starts session id on dev, under the sessions supervisor, with the
-// generation admit returned. It must be called while the connection is
-// counted in handshakes: the drain waits for those before it cancels the
-// sessions, so no session is added to a stopped supervisor.
-func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.Session {
+// generation admit returned, serving view ("" the aggregated view, else
+// an upstream passed through) to a client working in cwd. It must be
+// called while the connection is counted in handshakes: the drain waits
+// for those before it cancels the sessions, so no session is added to a
+// stopped supervisor. On error (an unknown view) it closes dev and
+// releases id.
+func (d *Daemon) start(id uint64, g *generation, dev *session.Device, view, cwd string) (*session.Session, error) {
 	cfg := g.cfg
+	disp, end, err := d.dispatcher(id, g, view, cwd)
+	if err != nil {
+		dev.Close()
+		d.unreserve(id)
+		return nil, err
+	}
 	s := session.New(id, dev, session.Config{
-		Dispatcher:       g.srv,
+		Dispatcher:       disp,
 		Executor:         g.exec,
 		MaxLineBytes:     cfg.Session.MaxLineBytes,
 		MaxSubscriptions: cfg.Session.MaxSubscriptions,
@@ -78,7 +87,10 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 		RestartIntensity: cfg.Session.RestartIntensity,
 		RestartWindow:    cfg.Session.RestartWindow,
 		Logger:           d.log, // the session adds its id
-		Ended:            func(s *session.Session) { d.reap(id, s) },
+		Ended: func(s *session.Session) {
+			end()
+			d.reap(id, s)
+		},
 	})
 	d.mu.Lock()
 	d.sessions[id] = s
@@ -86,7 +98,7 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 	d.reapers.Add(1)
 	d.sessionsSup.Add(s)
 	d.poke()
-	return s
+	return s, nil
 }
 
 // reap forgets a session once it has ended; the session has closed its

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/session"
+	"github.com/snodod/snodod/upstream"
 )
 
 // Status is what `snodod status` shows: the daemon, each session, and the
@@ -19,6 +20,8 @@ type Status struct {
 	// Sessions are ordered by id (oldest first).
 	Sessions []SessionStatus `json:"sessions"`
 	Executor ExecutorStatus  `json:"executor"`
+	// Upstreams has one row per hosted server instance (upstreams.md §8).
+	Upstreams []upstream.Status `json:"upstreams"`
 }
 
 // SessionStatus is one session's row.
@@ -83,5 +86,6 @@ func (d *Daemon) Status() *Status {
 			MaxConcurrency: limits.MaxConcurrency, MaxQueue: limits.MaxQueue,
 			RequestTimeout: limits.RequestTimeout.String(),
 		},
+		Upstreams: d.ups.Status(),
 	}
 }

@@ -28,9 +28,12 @@ type Options struct {
 	// StateDir is the daemon's state directory
 	// ($XDG_STATE_HOME/snodod): the catalog cache lives in
 	// StateDir/upstreams, the record of running process groups in
-	// StateDir/upstreams/groups. "" keeps neither (tests, snodod stdio
-	// without a state directory).
+	// StateDir/upstreams/<RecordName>. "" keeps neither.
 	StateDir string
+	// RecordName names the record of process groups; "" is "groups". A
+	// daemon names it after its socket, so that two daemons of one user
+	// (tests, a second instance) never kill each other's children.
+	RecordName string
 	// Home is $HOME, the working directory of share = "all" instances;
 	// Cwd is the daemon's working directory, a session's when it sends
 	// none. Env is the daemon's environment (os.Environ form), which
@@ -59,7 +62,6 @@ type Manager struct {
 	log    *slog.Logger
 	limits config.Upstreams
 	sup    *suture.Supervisor
-	record *GroupRecord
 	budget *StderrBudget
 	cache  *cache
 	parks  *parking
@@ -76,9 +78,11 @@ type Manager struct {
 	// aggregates are the daemon servers showing the aggregated view: one
 	// per configuration generation still used by a session. Weak: a
 	// generation nobody uses any more is collected.
-	aggregates []aggregate
-	clients    map[*Client]struct{}
-	served     bool
+	aggregates   []aggregate
+	clients      map[*Client]struct{}
+	served       bool
+	record       *GroupRecord // opened at the first start (groupRecord)
+	recordFailed bool
 
 	viewMu sync.Mutex // one view refresh at a time
 	// collided records, per upstream, the names its items could not take
@@ -123,19 +127,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 	m.parks = newParking(m)
 	m.cache = &cache{log: m.log}
 	if opts.StateDir != "" {
-		dir := filepath.Join(opts.StateDir, "upstreams")
-		m.cache.dir = dir
-		groups := filepath.Join(dir, "groups")
-		if n, err := KillOrphans(groups, m.log); err != nil {
-			m.log.Warn("upstream orphans: cannot read the record of a previous daemon", "path", groups, "err", err)
-		} else if n > 0 {
-			m.log.Warn("killed upstream processes a previous daemon left running", "groups", n)
-		}
-		rec, err := OpenGroupRecord(groups)
-		if err != nil {
-			return nil, fmt.Errorf("record upstream process groups: %w", err)
-		}
-		m.record = rec
+		m.cache.dir = filepath.Join(opts.StateDir, "upstreams")
 	}
 	m.sup = suture.New("upstreams", suture.Spec{EventHook: m.supervisorEvent, Timeout: m.stopGrace() + drainMargin})
 	m.apply(cfg)
@@ -152,15 +144,61 @@ func (m *Manager) Serve(ctx context.Context) error {
 	}
 	m.served = true
 	m.mu.Unlock()
+	if m.cache.dir != "" {
+		m.killOrphans()
+	}
 	err := m.sup.Serve(ctx)
 	close(m.done)
+	m.mu.Lock()
 	if m.record != nil {
 		_ = m.record.Close()
 	}
+	m.mu.Unlock()
 	if ctx.Err() != nil {
 		return suture.ErrDoNotRestart
 	}
 	return err
+}
+
+func (m *Manager) recordPath() string {
+	name := m.opts.RecordName
+	if name == "" {
+		name = "groups"
+	}
+	return filepath.Join(m.cache.dir, name)
+}
+
+// killOrphans kills the process groups a crashed predecessor recorded
+// (matched by pid and start time, so a reused pid is never hit). It runs
+// when the manager starts serving, that is once the daemon owns its
+// sockets: a second daemon refused for a running one never touches its
+// children.
+func (m *Manager) killOrphans() {
+	path := m.recordPath()
+	if n, err := KillOrphans(path, m.log); err != nil {
+		m.log.Warn("upstream orphans: cannot read the record of a previous daemon", "path", path, "err", err)
+	} else if n > 0 {
+		m.log.Warn("killed upstream processes a previous daemon left running", "groups", n, "record", path)
+	}
+}
+
+// groupRecord opens the record of this manager's process groups at the
+// first start (a daemon without upstreams writes no file); nil without a
+// state directory or when it cannot be opened (logged once).
+func (m *Manager) groupRecord() *GroupRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.record != nil || m.cache.dir == "" || m.recordFailed {
+		return m.record
+	}
+	rec, err := OpenGroupRecord(m.recordPath())
+	if err != nil {
+		m.recordFailed = true
+		m.log.Error("cannot record upstream process groups; a crash of this daemon would leave them running", "path", m.recordPath(), "err", err)
+		return nil
+	}
+	m.record = rec
+	return rec
 }
 
 // String names the service for suture's logs.
@@ -322,6 +360,15 @@ func (m *Manager) unknown(name string) error {
 		return fmt.Errorf("%w: %q (no mcpServers are configured)", ErrUnknownUpstream, name)
 	}
 	return fmt.Errorf("%w: %q; the configured upstreams are %s", ErrUnknownUpstream, name, strings.Join(names, ", "))
+}
+
+// Has returns nil when name is "" (the aggregated view) or a configured
+// upstream, else an error listing the configured ones.
+func (m *Manager) Has(name string) error {
+	if name == "" || m.upstream(name) != nil {
+		return nil
+	}
+	return m.unknown(name)
 }
 
 // Start starts an upstream's shared instance (or clears a manual stop of

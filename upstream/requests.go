@@ -36,7 +36,7 @@ func (in *instance) connConfig() ConnConfig {
 		Stderr:             in.u.ring,
 		Logger:             in.u.m.log,
 		Handler:            in,
-		Record:             in.u.m.record,
+		Record:             in.u.m.groupRecord(),
 	}
 }
 

@@ -59,7 +59,7 @@ func (m *Manager) Status() []Status {
 		clients = append(clients, c)
 	}
 	m.mu.Unlock()
-	var rows []Status
+	rows := []Status{}
 	for _, u := range m.sorted() {
 		cfg := u.conf()
 		base := Status{Name: u.name, Share: cfg.Share, Start: cfg.Start, Collided: collided[u.name]}

@@ -66,7 +66,6 @@ func TestAggregatedView(t *testing.T) {
 	}
 }
 
-
 func TestPassThroughView(t *testing.T) {
 	h := newHarness(t, oneFake)
 	c := h.connect("fake", "", "")
