@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
@@ -110,8 +111,24 @@ func (m *Manager) warm(name string, c *Client) {
 	_, _ = in.acquire(ctx, false)
 }
 
-// Initialize is the view server's.
+// firstStartWait bounds how long a pass-through initialize waits for an
+// upstream that has never been listed (no cache): its serverInfo,
+// instructions and capabilities are the answer's, which a legacy client
+// reads only once.
+const firstStartWait = 10 * time.Second
+
+// Initialize is the view server's. A pass-through view whose upstream has
+// never been listed first waits for its start, at most firstStartWait
+// (the session's coordinator waits with it: nothing else of this session
+// can be served before its initialize anyway).
 func (s *Session) Initialize(ss *server.SessionState, params json.RawMessage) (any, string, *protocol.Error) {
+	if s.Client.View != "" {
+		if u := s.Client.m.upstream(s.Client.View); u != nil && u.currentCatalog() == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), min(firstStartWait, u.conf().StartTimeout))
+			s.Client.m.ensureListed(ctx, s.Client, func(*upstream) bool { return true })
+			cancel()
+		}
+	}
 	return s.srv.Initialize(ss, params)
 }
 

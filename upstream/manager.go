@@ -34,6 +34,9 @@ type Options struct {
 	// daemon names it after its socket, so that two daemons of one user
 	// (tests, a second instance) never kill each other's children.
 	RecordName string
+	// NoRecord keeps no record of process groups and kills no orphans:
+	// for a process whose children die with it (snodod stdio).
+	NoRecord bool
 	// Home is $HOME, the working directory of share = "all" instances;
 	// Cwd is the daemon's working directory, a session's when it sends
 	// none. Env is the daemon's environment (os.Environ form), which
@@ -144,7 +147,7 @@ func (m *Manager) Serve(ctx context.Context) error {
 	}
 	m.served = true
 	m.mu.Unlock()
-	if m.cache.dir != "" {
+	if m.cache.dir != "" && !m.opts.NoRecord {
 		m.killOrphans()
 	}
 	err := m.sup.Serve(ctx)
@@ -188,7 +191,7 @@ func (m *Manager) killOrphans() {
 func (m *Manager) groupRecord() *GroupRecord {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.record != nil || m.cache.dir == "" || m.recordFailed {
+	if m.record != nil || m.cache.dir == "" || m.opts.NoRecord || m.recordFailed {
 		return m.record
 	}
 	rec, err := OpenGroupRecord(m.recordPath())

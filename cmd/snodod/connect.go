@@ -16,12 +16,20 @@ import (
 )
 
 func connectUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage: snodod connect [flags]
+	fmt.Fprint(w, `Usage: snodod connect [flags] [NAME]
 
 Connects this process's standard input and output to the running daemon as
 one MCP session. This is the command an MCP client's configuration names:
 
   {"command": "snodod", "args": ["connect"]}
+
+Without NAME the session sees the aggregated view: snodod's own tools and
+every hosted server (mcpServers) under <prefix>__ names. With NAME it sees
+that one hosted server as if the client had started it itself, names,
+instructions and all: replace {"command": "npx", "args": ["-y", "server-x"]}
+with {"command": "snodod", "args": ["connect", "x"]}. The session also
+carries this process's working directory, where share = "cwd" and
+"session" servers start.
 
 It passes its standard input and output to the daemon over the control
 socket (SCM_RIGHTS), so the daemon serves the client's own pipe or terminal
@@ -76,7 +84,8 @@ func addClientFlags(fs *flag.FlagSet, o *clientOptions) {
 
 func runConnect(args []string) int {
 	fs, o := connectFlags()
-	if status, done := parseFlags(fs, args, connectUsage); done {
+	view, status, done := parseFlagsAndName(fs, args, connectUsage)
+	if done {
 		return status
 	}
 	cfg := loadConfig("connect", o.keys.options(o.config))
@@ -87,11 +96,16 @@ func runConnect(args []string) int {
 		fmt.Fprintln(os.Stderr, "snodod connect: --relay and --handover exclude each other; choose one")
 		return exitUsage
 	}
-	if o.relay || !o.handover && typedByPerson() {
+	if o.relay && view != "" {
+		fmt.Fprintf(os.Stderr, "snodod connect: --relay serves the aggregated view only; drop --relay to pass %s through\n", view)
+		return exitUsage
+	}
+	if o.relay || !o.handover && typedByPerson() && view == "" {
 		return relay(cfg.Daemon.Socket)
 	}
 	path := cfg.Daemon.ControlSocket
-	h, err := daemon.Connect(context.Background(), path, os.Stdin, os.Stdout)
+	cwd, _ := os.Getwd()
+	h, err := daemon.ConnectView(context.Background(), path, os.Stdin, os.Stdout, view, cwd)
 	if err != nil {
 		return connectFailure(path, err)
 	}

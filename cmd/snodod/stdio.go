@@ -19,10 +19,12 @@ import (
 )
 
 func stdioUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage: snodod stdio [flags]
+	fmt.Fprint(w, `Usage: snodod stdio [flags] [NAME]
 
 Serves one MCP session over newline-delimited JSON-RPC on this process's
-standard input and output, with no daemon. Standard output carries protocol
+standard input and output, with no daemon. The hosted servers of the
+configuration (mcpServers) run inside this process, for this session only:
+all of them in the aggregated view, or NAME alone passed through. Standard output carries protocol
 frames only; logs, and anything else the process prints, go to standard error.
 
 It exits 0 once input has ended and every admitted request has finished
@@ -65,7 +67,8 @@ func stdioFlags() (*flag.FlagSet, *stdioOptions) {
 
 func runStdio(args []string) int {
 	fs, o := stdioFlags()
-	if status, done := parseFlags(fs, args, stdioUsage); done {
+	view, status, done := parseFlagsAndName(fs, args, stdioUsage)
+	if done {
 		return status
 	}
 	started := time.Now()
@@ -99,6 +102,14 @@ func runStdio(args []string) int {
 	// 2026-07-28). Only one session reads it, so no thread is saved.
 	// Standard output is taken below, once the flags are known to be valid.
 	t.In, t.Out, t.Dispatcher = os.Stdin, os.Stdout, srv
+	if len(cfg.MCPServers) > 0 || view != "" {
+		disp, stopUpstreams, err := hostUpstreams(cfg, srv, view)
+		if err != nil {
+			return fail(err)
+		}
+		defer stopUpstreams()
+		t.Dispatcher = disp
+	}
 	if err := errors.Join(t.Validate(), o.limits.Validate()); err != nil {
 		printConfigError(os.Stderr, "snodod stdio: ", err)
 		fmt.Fprintln(os.Stderr, "Run 'snodod stdio --help' for the flags and their defaults.")
