@@ -58,6 +58,13 @@ func startDaemon(t *testing.T, config string, extraEnv []string, args ...string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	return startDaemonIn(t, dir, config, extraEnv, args...)
+}
+
+// startDaemonIn is startDaemon in a directory of the caller's: a second
+// daemon there finds the first one's state.
+func startDaemonIn(t *testing.T, dir, config string, extraEnv []string, args ...string) *daemonProc {
+	t.Helper()
 	d := &daemonProc{
 		dir:     dir,
 		socket:  filepath.Join(dir, "run", "snodod", "snodod.sock"),

@@ -75,14 +75,14 @@ func serverCommand(t *testing.T) *exec.Cmd {
 // isolatedEnv is this process's environment for a snodod under test: none
 // of the developer's SNODOD_* settings, configuration file, runtime
 // directory or systemd variables, but dir/config and dir/run in their
-// place, and a race detector that makes the process exit with status 66.
+// place (and dir/state, where hosted servers' catalogs are cached), and a race detector that makes the process exit with status 66.
 func isolatedEnv(dir string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(name, "SNODOD_"), strings.HasPrefix(name, "LISTEN_"),
-			name == "XDG_RUNTIME_DIR", name == "XDG_CONFIG_HOME", name == "NOTIFY_SOCKET",
+			name == "XDG_RUNTIME_DIR", name == "XDG_CONFIG_HOME", name == "XDG_STATE_HOME", name == "NOTIFY_SOCKET",
 			name == "WATCHDOG_USEC", name == "WATCHDOG_PID", name == "GORACE":
 		default:
 			env = append(env, kv)
@@ -91,6 +91,7 @@ func isolatedEnv(dir string) []string {
 	return append(env,
 		"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"),
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
 		"GORACE=exitcode=66 atexit_sleep_ms=10")
 }
 

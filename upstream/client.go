@@ -153,6 +153,12 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read",
 		"resources/subscribe", "completion/complete":
 		needs = func(*upstream) bool { return true }
+	case "server/discover":
+		// A 2026 client's handshake: a pass-through view answers with its
+		// upstream's identity, as initialize does.
+		if s.Client.View != "" {
+			needs = func(*upstream) bool { return true }
+		}
 	case "tools/call", "prompts/get":
 		if s.Client.View != "" {
 			needs = func(*upstream) bool { return true }
@@ -173,6 +179,12 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 	}
 	if s.Client.View != "" {
 		target = m.upstream(s.Client.View)
+	}
+	if req.Method == "server/discover" {
+		wait, cancel := context.WithTimeout(ctx, firstStartWait)
+		m.ensureListed(wait, s.Client, needs)
+		cancel()
+		return s.srv.Dispatch(ctx, req)
 	}
 	failed := m.ensureListed(ctx, s.Client, needs)
 	if target != nil && target.currentCatalog() == nil && ctx.Err() == nil {

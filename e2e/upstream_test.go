@@ -1,0 +1,159 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodod/snodod/daemon"
+)
+
+// Hosted servers (upstreams.md) behind the real binary: the fake upstream
+// for what only a daemon process shows (orphans after kill -9), and the
+// reference servers from npm (upstream_npm_test.go).
+
+var (
+	fakeOnce sync.Once
+	fakeBin  string
+	fakeErr  error
+)
+
+// fakeUpstream builds internal/fakeupstream once per test run.
+func fakeUpstream(t *testing.T) string {
+	t.Helper()
+	fakeOnce.Do(func() {
+		dir := filepath.Dir(binary)
+		fakeBin = filepath.Join(dir, "fakeupstream")
+		out, err := exec.Command("go", "build", "-o", fakeBin, "github.com/snodod/snodod/internal/fakeupstream").CombinedOutput()
+		if err != nil {
+			fakeErr = fmt.Errorf("build the fake upstream: %v\n%s", err, out)
+		}
+	})
+	if fakeErr != nil {
+		t.Fatal(fakeErr)
+	}
+	return fakeBin
+}
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// children returns the pids whose parent is pid.
+func children(t *testing.T, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		fields := strings.Fields(s[i+1:])
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && fields[0] != "Z" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestUpstreamOrphansAfterKill9: a daemon killed with SIGKILL leaves its
+// upstream's grandchild behind (the child itself dies with the daemon,
+// parent-death signal); the next daemon on the same sockets kills it.
+func TestUpstreamOrphansAfterKill9(t *testing.T) {
+	fake := fakeUpstream(t)
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	pidfile := filepath.Join(dir, "grandchild.pid")
+	config := fmt.Sprintf("[mcpServers.fake]\ncommand = %q\nargs = [\"-grandchild\", %q]\nstart = \"eager\"\n", fake, pidfile)
+	d := startDaemonIn(t, dir, config, nil)
+	d.awaitStatus(t, "the upstream ready", answerWithin, func(st *daemon.Status) bool {
+		return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
+	})
+	var grandchild int
+	if !await(answerWithin, func() bool {
+		b, err := os.ReadFile(pidfile)
+		grandchild, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && grandchild > 0
+	}) {
+		t.Fatal("the fake did not start its grandchild")
+	}
+	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+	d.signal(t, syscall.SIGKILL)
+	d.waitExit(t, answerWithin)
+	time.Sleep(100 * time.Millisecond) // the parent-death signal is asynchronous
+	if !alive(grandchild) {
+		t.Fatalf("the grandchild %d died with the daemon: nothing for the next one to clean up", grandchild)
+	}
+	// The next daemon has no upstreams: it still kills what the first left.
+	d2 := startDaemonIn(t, dir, "", nil)
+	if !await(answerWithin, func() bool { return !alive(grandchild) }) {
+		t.Errorf("the orphaned grandchild %d still runs after a new daemon started", grandchild)
+	}
+	if !strings.Contains(d2.stderr.String(), "killed upstream processes a previous daemon left running") {
+		t.Errorf("the new daemon did not say what it killed:\n%s", d2.stderr.String())
+	}
+}
+
+// TestUpstreamConnectViewErrors: an unknown view is refused with the
+// configured names, on the client's stdout and stderr.
+func TestUpstreamConnectViewErrors(t *testing.T) {
+	fake := fakeUpstream(t)
+	d := startDaemon(t, fmt.Sprintf("[mcpServers.fake]\ncommand = %q\n", fake), nil)
+	cmd := d.command("connect", "nope")
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("connect nope: %v", err)
+	}
+	if !strings.Contains(string(out), `the configured upstreams are fake`) || !strings.Contains(string(exit.Stderr), "the configured upstreams are fake") {
+		t.Errorf("stdout %s\nstderr %s", out, exit.Stderr)
+	}
+	// connect NAME with the Go SDK client: the pass-through view.
+	ctx, cancel := context.WithTimeout(t.Context(), answerWithin)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: d.command("connect", "fake")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if info := cs.InitializeResult().ServerInfo; info.Name != "fakeupstream" {
+		t.Errorf("serverInfo %+v, want the upstream's own", info)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"x": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+}
