@@ -58,17 +58,18 @@ func (c *call) callTool(ctx context.Context) Outcome {
 	if !ok {
 		return invalidParams("tools/call requires a string name")
 	}
+	c.s.mu.RLock()
+	e := c.s.tools[name]
+	c.s.mu.RUnlock()
+	if e != nil && e.relay != nil {
+		// The relayed server judges its arguments (a client's null among them).
+		return c.relay(ctx, e.relay.handler, name)
+	}
 	args := c.params["arguments"]
 	if args == nil {
 		args = json.RawMessage("{}")
 	} else if bytes.TrimSpace(args)[0] != '{' {
 		return invalidParams("tools/call arguments must be an object")
-	}
-	c.s.mu.RLock()
-	e := c.s.tools[name]
-	c.s.mu.RUnlock()
-	if e != nil && e.relay != nil {
-		return c.relay(ctx, e.relay.handler, name)
 	}
 	if e == nil || !c.visible(e) {
 		return invalidParams("Unknown tool: " + name)

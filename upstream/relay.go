@@ -77,6 +77,14 @@ func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, or
 		return nil, err
 	}
 	params := req.Params
+	if method == "tools/call" {
+		// Absent arguments are {} to snodod (protocol.md §6.3), and
+		// servers validating with a schema refuse an absent object (or
+		// the null some clients send for none).
+		if m, _ := protocol.Members(params); m["arguments"] == nil || string(m["arguments"]) == "null" {
+			params = withMember(params, "arguments", json.RawMessage("{}"))
+		}
+	}
 	if orig != "" {
 		if method == "completion/complete" {
 			params = withRefName(params, orig)
