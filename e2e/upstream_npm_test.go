@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 )
 
 // The reference servers from npm (pinned in e2e/node/package.json,
