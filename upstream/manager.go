@@ -91,6 +91,9 @@ type Manager struct {
 	// collided records, per upstream, the names its items could not take
 	// in the aggregated view, for status and config check.
 	collided map[string][]string
+	// shortened records, per upstream, the names over 64 characters the
+	// aggregated view lists shortened ("NAME as SHORT").
+	shortened map[string][]string
 	// formerOwners are the upstreams the aggregated view relayed at the
 	// last refresh, so that a removed one's items are removed.
 	formerOwners []string

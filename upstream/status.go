@@ -44,6 +44,7 @@ type Status struct {
 	// could not take in the aggregated view.
 	Hidden       []string `json:"hidden,omitempty"`
 	Collided     []string `json:"collided,omitempty"`
+	Shortened    []string `json:"shortened,omitempty"`
 	Unattributed int      `json:"unattributed"`
 	Dropped      int      `json:"dropped_notifications"`
 	Subscribed   int      `json:"subscribed"`
@@ -53,7 +54,7 @@ type Status struct {
 func (m *Manager) Status() []Status {
 	now := time.Now()
 	m.mu.Lock()
-	collided := m.collided
+	collided, shortened := m.collided, m.shortened
 	clients := make([]*Client, 0, len(m.clients))
 	for c := range m.clients {
 		clients = append(clients, c)
@@ -62,7 +63,7 @@ func (m *Manager) Status() []Status {
 	rows := []Status{}
 	for _, u := range m.sorted() {
 		cfg := u.conf()
-		base := Status{Name: u.name, Share: cfg.Share, Start: cfg.Start, Collided: collided[u.name]}
+		base := Status{Name: u.name, Share: cfg.Share, Start: cfg.Start, Collided: collided[u.name], Shortened: shortened[u.name]}
 		u.mu.Lock()
 		cat, cached := u.catalog, u.cached
 		u.mu.Unlock()

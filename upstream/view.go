@@ -160,9 +160,16 @@ func (m *Manager) aggregateItems(ups []*upstream) (map[string]server.RelayedItem
 	sets := map[string]server.RelayedItems{}
 	collided := map[string][]string{}
 	claimed := map[string]string{}
+	shortened := map[string][]string{}
 	for _, u := range ups {
 		prefix := u.conf().Prefix
-		sets[u.name] = m.items(u, func(n string) string { return composeName(prefix, n) }, func(key string) bool {
+		sets[u.name] = m.items(u, func(n string) string {
+			c := composeName(prefix, n)
+			if len(c) < len(prefix)+2+len(n) && !slices.Contains(shortened[u.name], n+" as "+c) {
+				shortened[u.name] = append(shortened[u.name], n+" as "+c)
+			}
+			return c
+		}, func(key string) bool {
 			if other, taken := claimed[key]; taken {
 				collided[u.name] = append(collided[u.name], key+" (taken by mcpServers."+other+")")
 				return false
@@ -172,6 +179,7 @@ func (m *Manager) aggregateItems(ups []*upstream) (map[string]server.RelayedItem
 		})
 	}
 	m.mu.Lock()
+	m.shortened = shortened
 	for _, owner := range m.formerOwners {
 		if _, ok := sets[owner]; !ok {
 			sets[owner] = server.RelayedItems{}

@@ -21,7 +21,10 @@ func configUsage(w io.Writer) {
 check validates FILE (default: the default configuration file) on top of
 the defaults, without the environment or flags, so the file is judged on
 its own. It prints "ok: FILE" and exits 0, or prints every problem, one per
-line, and exits 1.
+line, and exits 1. Each hosted server's command must be on its PATH.
+Warnings (client keys it ignores, unpinned npx or uvx packages, and, from
+the catalog cache of servers that have run, names that collide or are
+shortened over 64 characters) are printed first, and do not fail it.
 
 print shows the effective configuration (defaults, the file, SNODOD_*
 environment variables) as TOML, every key with where its value came from;
@@ -60,10 +63,12 @@ func runConfigCheck(args []string) int {
 		return usageError(flags.Name(), fmt.Sprintf("takes at most one file, got %q", flags.Args()))
 	}
 	path := flags.Arg(0)
-	if err := config.Check(path); err != nil {
+	cfg, err := config.Inspect(path)
+	if err != nil {
 		printConfigError(os.Stderr, "", err)
 		return exitFailure
 	}
+	printConfigWarnings(os.Stderr, cfg)
 	shown := path
 	if shown == "" {
 		shown = config.DefaultFile(nil)

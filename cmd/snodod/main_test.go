@@ -227,7 +227,8 @@ func TestStdioFlagErrors(t *testing.T) {
 			"snodod stdio: max_queue must be a positive integer"}},
 		{[]string{"--max-line-bytes", "ten"}, []string{`snodod stdio: invalid value "ten" for flag -max-line-bytes`}},
 		{[]string{"--nope"}, []string{"snodod stdio: flag provided but not defined: -nope"}},
-		{[]string{"extra"}, []string{`snodod stdio: unexpected argument "extra"`}},
+		{[]string{"extra"}, []string{`snodod stdio: no hosted server "extra": no mcpServers are configured`}},
+		{[]string{"one", "two"}, []string{`snodod stdio: takes at most one server name, got ["one" "two"]`}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -102,6 +102,9 @@ func runStdio(args []string) int {
 	// 2026-07-28). Only one session reads it, so no thread is saved.
 	// Standard output is taken below, once the flags are known to be valid.
 	t.In, t.Out, t.Dispatcher = os.Stdin, os.Stdout, srv
+	if view != "" && cfg.Upstream(view) == nil {
+		return usageError(fs.Name(), unknownUpstream(cfg, view))
+	}
 	if len(cfg.MCPServers) > 0 || view != "" {
 		disp, stopUpstreams, err := hostUpstreams(cfg, srv, view)
 		if err != nil {

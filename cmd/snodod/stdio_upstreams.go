@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"log/slog"
 	"os"
 
@@ -9,6 +11,19 @@ import (
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/upstream"
 )
+
+// unknownUpstream says that name is not an mcpServers entry of cfg, and
+// which are.
+func unknownUpstream(cfg *config.Config, name string) string {
+	var names []string
+	for _, u := range cfg.MCPServers {
+		names = append(names, u.Name)
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("no hosted server %q: no mcpServers are configured", name)
+	}
+	return fmt.Sprintf("no hosted server %q; the configured ones are %s", name, strings.Join(names, ", "))
+}
 
 // hostUpstreams runs cfg's hosted servers inside this snodod stdio
 // process, as the daemon would for one session: the manager serves until
