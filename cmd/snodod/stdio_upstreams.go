@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/server"
