@@ -365,3 +365,24 @@ func TestUpstreamCommandOnPath(t *testing.T) {
 		t.Errorf("problems %q, want %q", got, want)
 	}
 }
+
+// TestDocsUpstreamsExample loads the mcpServers example of docs/config.md.
+func TestDocsUpstreamsExample(t *testing.T) {
+	b, err := os.ReadFile(docsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := fenced(string(b), "toml mcpServers")
+	if len(examples) != 1 {
+		t.Fatalf("found %d mcpServers examples, want 1", len(examples))
+	}
+	home := t.TempDir()
+	writeAt(t, filepath.Join(home, ".config", "snodod", "secrets", "github"), "ghp_example\n")
+	c := mustLoad(t, Options{File: writeFile(t, "config.toml", examples[0]), Env: []string{"HOME=" + home, "XDG_RUNTIME_DIR=/run/test", "XDG_CONFIG_HOME=" + t.TempDir()}})
+	if gh := c.Upstream("github"); gh == nil || gh.Prefix != "gh" || gh.Tools.Allows("delete_repo") {
+		t.Errorf("github entry %+v", gh)
+	}
+	if b := c.Upstream("browser"); b == nil || b.Share != "session" || b.MaxInstances != 4 {
+		t.Errorf("browser entry %+v", b)
+	}
+}
