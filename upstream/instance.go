@@ -85,7 +85,6 @@ const (
 type counters struct {
 	unattributed int // server→client requests that could not be attributed
 	dropped      int // notifications dropped
-	nonIncrease  int
 }
 
 func newInstance(u *upstream, key, label, cwd string, cmd Command, roots []string) *instance {
