@@ -175,11 +175,10 @@ type Conn struct {
 	stderr *os.File
 
 	// Set by the handshake, read-only once Start returns.
-	era, version       string
-	serverInfo, caps   json.RawMessage
-	instructions       string
-	clientInfoMeta     json.RawMessage // cfg.ClientInfo as JSON, for 2026 _meta
-	discoverCapability bool
+	era, version     string
+	serverInfo, caps json.RawMessage
+	instructions     string
+	clientInfoMeta   json.RawMessage // cfg.ClientInfo as JSON, for 2026 _meta
 
 	nextID atomic.Int64
 
