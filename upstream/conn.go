@@ -8,10 +8,31 @@
 //
 // Deviations and additions (none removes or changes the contract's meaning):
 //   - ConnConfig.Record (added): the Conn records its process group in a
-//     GroupRecord itself, from the spawn to the reap.
-//   - Conn.Group (added): the child's *proc.Group, for status.
-//   - ConnConfig.Stderr may be nil (a private ring).
-//   - Handler.Request's ctx also ends when the upstream cancels that request.
+//     GroupRecord itself, from the spawn to the reap, so a daemon killed
+//     mid-start leaves nothing KillOrphans misses.
+//   - ConnConfig.ProbeTimeout and StopGrace (added): the probe's 10 s and
+//     each of Stop's 5 s waits, zero meaning those defaults; for config keys
+//     and tests.
+//   - CallOptions.LogLevel (added): stamped as io.modelcontextprotocol/logLevel
+//     for a 2026 upstream.
+//   - Conn.Group and Conn.Stats (added): the process group (for status) and
+//     the Conn's counters (dropped stdout lines, late answers, …).
+//   - StderrRing.Close, StderrBudget.Used, GroupRecord.Close (added).
+//   - Command.Env nil means an empty environment, never the daemon's.
+//   - ConnConfig.Stderr may be nil (a private ring outside any budget).
+//   - Handler.Request's ctx also ends when the upstream cancels that request
+//     (and its answer is then not sent).
+//   - "Per-hop reserved _meta keys" are the six of research §4.4
+//     (protocolVersion, clientCapabilities, clientInfo, logLevel, serverInfo,
+//     subscriptionId under io.modelcontextprotocol/) and progressToken; other
+//     reserved keys (io.modelcontextprotocol/related-task) pass through.
+//   - Done also waits for every Handler.Request to return.
+//   - Notify fails with ErrClosed once the Conn is stopping.
+//
+// Tests: the package's only TestMain is in conn_main_test.go (it builds
+// internal/fakeupstream once into fakePath, makes the test a child
+// subreaper, and runs goleak); startFake and proctest.Cleanup are there for
+// every test of the package.
 
 package upstream
 
