@@ -153,4 +153,3 @@ func lookPath(name string, env []string) (string, error) {
 	}
 	return "", fmt.Errorf("start %s: executable file not found in the upstream's PATH (%s); give command as an absolute path or set PATH in its env", name, path)
 }
-
