@@ -8,10 +8,31 @@
 //
 // Deviations and additions (none removes or changes the contract's meaning):
 //   - ConnConfig.Record (added): the Conn records its process group in a
-//     GroupRecord itself, from the spawn to the reap.
-//   - Conn.Group (added): the child's *proc.Group, for status.
-//   - ConnConfig.Stderr may be nil (a private ring).
-//   - Handler.Request's ctx also ends when the upstream cancels that request.
+//     GroupRecord itself, from the spawn to the reap, so a daemon killed
+//     mid-start leaves nothing KillOrphans misses.
+//   - ConnConfig.ProbeTimeout and StopGrace (added): the probe's 10 s and
+//     each of Stop's 5 s waits, zero meaning those defaults; for config keys
+//     and tests.
+//   - CallOptions.LogLevel (added): stamped as io.modelcontextprotocol/logLevel
+//     for a 2026 upstream.
+//   - Conn.Group and Conn.Stats (added): the process group (for status) and
+//     the Conn's counters (dropped stdout lines, late answers, …).
+//   - StderrRing.Close, StderrBudget.Used, GroupRecord.Close (added).
+//   - Command.Env nil means an empty environment, never the daemon's.
+//   - ConnConfig.Stderr may be nil (a private ring outside any budget).
+//   - Handler.Request's ctx also ends when the upstream cancels that request
+//     (and its answer is then not sent).
+//   - "Per-hop reserved _meta keys" are the six of research §4.4
+//     (protocolVersion, clientCapabilities, clientInfo, logLevel, serverInfo,
+//     subscriptionId under io.modelcontextprotocol/) and progressToken; other
+//     reserved keys (io.modelcontextprotocol/related-task) pass through.
+//   - Done also waits for every Handler.Request to return.
+//   - Notify fails with ErrClosed once the Conn is stopping.
+//
+// Tests: the package's only TestMain is in conn_main_test.go (it builds
+// internal/fakeupstream once into fakePath, makes the test a child
+// subreaper, and runs goleak); startFake and proctest.Cleanup are there for
+// every test of the package.
 
 package upstream
 
@@ -22,9 +43,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -175,11 +193,10 @@ type Conn struct {
 	stderr *os.File
 
 	// Set by the handshake, read-only once Start returns.
-	era, version       string
-	serverInfo, caps   json.RawMessage
-	instructions       string
-	clientInfoMeta     json.RawMessage // cfg.ClientInfo as JSON, for 2026 _meta
-	discoverCapability bool
+	era, version     string
+	serverInfo, caps json.RawMessage
+	instructions     string
+	clientInfoMeta   json.RawMessage // cfg.ClientInfo as JSON, for 2026 _meta
 
 	nextID atomic.Int64
 
@@ -246,98 +263,6 @@ func Start(ctx context.Context, cmd Command, cfg ConnConfig) (*Conn, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// spawn starts the child with its three pipes and the Conn's goroutines.
-func (c *Conn) spawn(cmd Command) error {
-	path, err := lookPath(cmd.Path, cmd.Env)
-	if err != nil {
-		return &ExitError{Code: -1, Err: err}
-	}
-	var files []*os.File // every pipe end, closed on failure
-	pipe := func() (r, w *os.File) {
-		if err != nil {
-			return nil, nil
-		}
-		r, w, err = os.Pipe()
-		files = append(files, r, w)
-		return r, w
-	}
-	inR, inW := pipe()
-	outR, outW := pipe()
-	errR, errW := pipe()
-	if err != nil {
-		closeAll(files)
-		return &ExitError{Code: -1, Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
-	}
-	ec := &exec.Cmd{
-		Path:   path,
-		Args:   append([]string{cmd.Path}, cmd.Args...),
-		Env:    cmd.Env,
-		Dir:    cmd.Dir,
-		Stdin:  inR,
-		Stdout: outW,
-		Stderr: errW,
-	}
-	if ec.Env == nil {
-		ec.Env = []string{} // the whole environment is the caller's: nil is none, not the daemon's
-	}
-	g, err := proc.Start(ec)
-	closeAll([]*os.File{inR, outW, errW}) // the child's ends
-	if err != nil {
-		closeAll([]*os.File{inW, outR, errR})
-		return &ExitError{Code: -1, Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
-	}
-	c.group = g
-	if c.cfg.Record != nil {
-		if err := c.cfg.Record.Add(g); err != nil {
-			c.log.Warn("cannot record the process group; a daemon crash would leave it running", "pid", g.PID(), "err", err)
-		}
-	}
-	c.stdout, c.stderr = outR, errR
-	c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
-	c.w.init(inW, c.log, c.kill)
-	watch := &lineWatch{f: outR, limit: c.cfg.MaxLineBytes, onLong: c.longLine}
-	c.reader = stdio.NewReader(watch, c.cfg.MaxLineBytes)
-	go c.w.loop()
-	go c.drainStderr()
-	go c.logStderr()
-	go c.readLoop()
-	go c.supervise()
-	c.log.Debug("upstream started", "pid", g.PID(), "command", cmd.Path)
-	return nil
-}
-
-func closeAll(files []*os.File) {
-	for _, f := range files {
-		if f != nil {
-			_ = f.Close()
-		}
-	}
-}
-
-// lookPath resolves name against the PATH of env (the child's, not the
-// daemon's: a systemd user daemon's PATH is rarely the login shell's).
-func lookPath(name string, env []string) (string, error) {
-	if strings.Contains(name, "/") {
-		return name, nil
-	}
-	path := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("start %s: executable file not found in the upstream's PATH (%s); give command as an absolute path or set PATH in its env", name, path)
 }
 
 // supervise waits for the process's end and finishes the Conn.

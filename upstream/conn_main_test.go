@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -39,8 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	fakePath = filepath.Join(dir, "fakeupstream")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	build := exec.Command(goTool, "build", "-o", fakePath, "github.com/snodod/snodod/internal/fakeupstream")
+	build := exec.Command("go", "build", "-o", fakePath, "github.com/snodod/snodod/internal/fakeupstream")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build the fake upstream:", err)

@@ -37,18 +37,7 @@ func (c *Conn) handshake(ctx context.Context) error {
 		}
 		return c.probe(ctx)
 	case protocol.Version2026:
-		cl, err := c.beginDiscover()
-		if err != nil {
-			return err
-		}
-		r, err := c.await(ctx, cl, "server/discover")
-		if err != nil {
-			return err
-		}
-		if !c.isModern(r) {
-			return fmt.Errorf("upstream %q does not speak %s (server/discover: %s); set protocol = \"auto\" or a legacy version", c.cfg.Name, protocol.Version2026, describe(r))
-		}
-		return c.adopt2026(r)
+		return c.handshakeModern(ctx, fmt.Sprintf("does not speak %s; set protocol = \"auto\" or a legacy version", protocol.Version2026))
 	case "2025-06-18", "2025-11-25":
 		return c.initialize(ctx, c.cfg.Protocol, nil)
 	default:
@@ -189,7 +178,7 @@ func (c *Conn) initialize(ctx context.Context, version string, discover *call) e
 			}
 			if namesModern(r.err) {
 				c.log.Debug("upstream refused initialize naming 2026-07-28; probing", "error", r.err)
-				return c.handshakeModern(ctx)
+				return c.handshakeModern(ctx, "refused initialize as a 2026-era server, but not so on server/discover")
 			}
 			if r.err != nil {
 				return fmt.Errorf("upstream %q refused initialize: %w", c.cfg.Name, r.err)
@@ -212,8 +201,9 @@ func (c *Conn) initialize(ctx context.Context, version string, discover *call) e
 }
 
 // handshakeModern is server/discover without a probe timeout, for a server
-// known to be 2026-era.
-func (c *Conn) handshakeModern(ctx context.Context) error {
+// known to be 2026-era; notModern says what it means if the answer is not
+// a 2026 one.
+func (c *Conn) handshakeModern(ctx context.Context, notModern string) error {
 	cl, err := c.beginDiscover()
 	if err != nil {
 		return err
@@ -223,7 +213,7 @@ func (c *Conn) handshakeModern(ctx context.Context) error {
 		return err
 	}
 	if !c.isModern(r) {
-		return fmt.Errorf("upstream %q refused initialize as a 2026-era server but server/discover says: %s", c.cfg.Name, describe(r))
+		return fmt.Errorf("upstream %q %s (server/discover: %s)", c.cfg.Name, notModern, describe(r))
 	}
 	return c.adopt2026(r)
 }

@@ -35,6 +35,9 @@ func TestHandshake(t *testing.T) {
 		{"cached legacy era", ConnConfig{KnownEra: EraLegacy}, nil, EraLegacy, "2025-11-25", []string{"initialize"}},
 		{"cached legacy era, now 2026", ConnConfig{KnownEra: EraLegacy}, []string{"-era", "2026"}, Era2026, "2026-07-28", []string{"initialize", "server/discover"}},
 		{"cached 2026 era", ConnConfig{KnownEra: Era2026}, []string{"-era", "2026"}, Era2026, "2026-07-28", []string{"server/discover"}},
+		// A start slower than a client's patience still completes within
+		// the start's own ctx (the layer above decouples the two).
+		{"slow start", ConnConfig{}, []string{"-start-delay", "300ms"}, EraLegacy, "2025-11-25", []string{"server/discover", "initialize"}},
 		{"pinned 2025-06-18", ConnConfig{Protocol: "2025-06-18"}, nil, EraLegacy, "2025-06-18", []string{"initialize"}},
 		{"pinned 2026", ConnConfig{Protocol: "2026-07-28"}, []string{"-era", "both"}, Era2026, "2026-07-28", []string{"server/discover"}},
 	}
