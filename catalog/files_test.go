@@ -111,7 +111,9 @@ func TestFileResourcesList(t *testing.T) {
 		}
 	}
 	d := result[struct {
-		Capabilities struct{ Resources struct{ Subscribe, ListChanged bool } }
+		Capabilities struct {
+			Resources struct{ Subscribe, ListChanged bool }
+		}
 	}](t, newClient(t, srv, v2026, `{}`), t.Context(), "server/discover", nil)
 	if r := d.Capabilities.Resources; !r.Subscribe || !r.ListChanged {
 		t.Errorf("resources capabilities %+v: want subscribe and listChanged", r)
