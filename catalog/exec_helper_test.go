@@ -28,6 +28,8 @@ import (
 //	            (its own and the grandchild's) to the file args[0], and
 //	            waits, ignoring SIGTERM too
 //	stubborn    a grandchild of family: ignores SIGTERM and waits
+//	gate        creates the file args[0]/started-PID, then waits until
+//	            args[0]/release exists
 const helperVar = "SNODOD_CATALOG_HELPER"
 
 func helperMain(mode string, args []string) int {
@@ -77,6 +79,14 @@ func helperMain(mode string, args []string) int {
 			return 1
 		}
 		_ = child.Wait()
+	case "gate":
+		_ = os.WriteFile(fmt.Sprintf("%s/started-%d", args[0], os.Getpid()), nil, 0o644)
+		for {
+			if _, err := os.Stat(args[0] + "/release"); err == nil {
+				return 0
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)
