@@ -153,7 +153,9 @@ func pathErr(err error) error {
 // entryPath makes p absolute: ~/ is the daemon's $HOME, and a relative
 // path is taken from the configuration file's directory.
 func entryPath(p string, ctx entryContext) string {
-	if rest, ok := strings.CutPrefix(p, "~/"); ok || p == "~" {
+	if p == "~" {
+		p = ctx.Env["HOME"]
+	} else if rest, ok := strings.CutPrefix(p, "~/"); ok {
 		p = filepath.Join(ctx.Env["HOME"], rest)
 	}
 	if !filepath.IsAbs(p) {

@@ -183,8 +183,15 @@ func (f *fields) oneOf(name, def string, values ...string) string {
 	return s
 }
 
+// knownFields, when set (by the docs test), is told each table's known
+// fields as it is done, so the test can compare them with docs/config.md.
+var knownFields func(prefix string, known []string)
+
 // done reports the fields of the table no getter asked for.
 func (f *fields) done() {
+	if knownFields != nil {
+		knownFields(f.prefix, f.known)
+	}
 	for _, name := range slices.Sorted(maps.Keys(f.table)) {
 		if slices.Contains(f.known, name) {
 			continue
