@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os/exec"
 	"strings"
@@ -94,7 +95,11 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		if progress != nil {
 			progress.wait()
 		}
-		return errorResult(fmt.Sprintf("%s: cannot start %s: %v", t.cfg.Name, t.cfg.Program, errors.Unwrap(err))), nil
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the program is named already
+		}
+		return errorResult(fmt.Sprintf("%s: cannot start %s: %v", t.cfg.Name, t.cfg.Program, err)), nil
 	}
 	timer := time.NewTimer(t.cfg.Timeout)
 	defer timer.Stop()

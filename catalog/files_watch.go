@@ -21,9 +21,6 @@ import (
 // together one list change.
 const CoalesceWindow = 100 * time.Millisecond
 
-// coalesceWindow is CoalesceWindow; tests may lengthen it.
-var coalesceWindow = CoalesceWindow
-
 // watcher follows a folder's changes with fsnotify: one watch per
 // directory (inotify does not recurse), at most max_watched_dirs of them.
 // Its loop is the only goroutine that changes the folder's listing after
@@ -31,7 +28,6 @@ var coalesceWindow = CoalesceWindow
 type watcher struct {
 	f      *folder
 	fs     *fsnotify.Watcher // nil: no watch (it could not start)
-	window time.Duration
 	dirs   map[string]bool // watched directories; the loop's own after start
 	done   chan struct{}
 	once   sync.Once
@@ -40,7 +36,7 @@ type watcher struct {
 // newWatcher returns a watcher of f with no directory watched yet; a
 // watcher that cannot start warns and watches nothing.
 func newWatcher(f *folder) *watcher {
-	w := &watcher{f: f, window: coalesceWindow, dirs: map[string]bool{}, done: make(chan struct{})}
+	w := &watcher{f: f, dirs: map[string]bool{}, done: make(chan struct{})}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		f.warn(fmt.Sprintf("resources.%s: changes are not watched: %v", f.cfg.Name, err))
@@ -97,7 +93,7 @@ func (w *watcher) loop() {
 	armed := false
 	arm := func() {
 		if !armed {
-			timer.Reset(w.window)
+			timer.Reset(CoalesceWindow)
 			armed = true
 		}
 	}
@@ -193,11 +189,13 @@ func (w *watcher) flush(pending map[string]fsnotify.Op, rescan bool) {
 	}
 	if rescan {
 		now, _ := w.walk(f.root, f.cfg.MaxListedFiles)
+		present := map[string]bool{}
 		for _, r := range now {
+			present[r] = true
 			add(r)
 		}
 		for r := range listed {
-			if !slices.Contains(now, r) {
+			if !present[r] {
 				remove(r)
 			}
 		}
