@@ -26,11 +26,11 @@ const CoalesceWindow = 100 * time.Millisecond
 // Its loop is the only goroutine that changes the folder's listing after
 // start. stop may be called more than once.
 type watcher struct {
-	f      *folder
-	fs     *fsnotify.Watcher // nil: no watch (it could not start)
-	dirs   map[string]bool // watched directories; the loop's own after start
-	done   chan struct{}
-	once   sync.Once
+	f    *folder
+	fs   *fsnotify.Watcher // nil: no watch (it could not start)
+	dirs map[string]bool   // watched directories; the loop's own after start
+	done chan struct{}
+	once sync.Once
 }
 
 // newWatcher returns a watcher of f with no directory watched yet; a

@@ -70,7 +70,6 @@ type serverKey struct {
 	versions                                   string
 	cacheTTL                                   time.Duration
 	cacheScope                                 string
-	subscribable                               bool
 }
 
 func keyOf(cfg *config.Config) serverKey {
