@@ -238,6 +238,25 @@ func quoteAll(values []string) []string {
 	return out
 }
 
+// eachEntry decodes every entry of section's table, in name order, with
+// decode, after checking the entry's name (kind words it: "tool"), and
+// reports the fields decode did not read.
+func eachEntry(section, kind string, ctx entryContext, table map[string]any, decode func(f *fields, name string)) []Problem {
+	var problems []Problem
+	for _, name := range slices.Sorted(maps.Keys(table)) {
+		f := entryFields(section, name, table[name], ctx.Source, &problems)
+		if f == nil {
+			continue
+		}
+		if !entryName.MatchString(name) {
+			f.problem("", "is not a valid "+kind+" name: "+entryNameRule)
+		}
+		decode(f, name)
+		f.done()
+	}
+	return problems
+}
+
 // entryName is what the names of tools, prompts and arguments may be:
 // letters, digits, _, - and ., as MCP recommends for tool names, at most
 // 64 bytes, so that they fit in an aggregated view's composed names.

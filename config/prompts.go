@@ -50,20 +50,9 @@ func init() {
 }
 
 func decodePrompts(ctx entryContext, table map[string]any, c *Config) []Problem {
-	var problems []Problem
-	for _, name := range slices.Sorted(maps.Keys(table)) {
-		f := entryFields("prompts", name, table[name], ctx.Source, &problems)
-		if f == nil {
-			continue
-		}
-		if !entryName.MatchString(name) {
-			f.problem("", "is not a valid prompt name: "+entryNameRule)
-		}
-		p := decodePrompt(f, name, ctx)
-		c.Prompts = append(c.Prompts, *p)
-		f.done()
-	}
-	return problems
+	return eachEntry("prompts", "prompt", ctx, table, func(f *fields, name string) {
+		c.Prompts = append(c.Prompts, *decodePrompt(f, name, ctx))
+	})
 }
 
 func decodePrompt(f *fields, name string, ctx entryContext) *Prompt {

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -53,26 +52,18 @@ func init() {
 }
 
 func decodeResources(ctx entryContext, table map[string]any, c *Config) []Problem {
-	var problems []Problem
-	for _, name := range slices.Sorted(maps.Keys(table)) {
-		f := entryFields("resources", name, table[name], ctx.Source, &problems)
-		if f == nil {
-			continue
+	return eachEntry("resources", "resource", ctx, table, func(f *fields, name string) {
+		r := decodeResource(f, name, ctx)
+		if r == nil {
+			return
 		}
-		if !entryName.MatchString(name) {
-			f.problem("", "is not a valid resource name: "+entryNameRule)
-		}
-		if r := decodeResource(f, name, ctx); r != nil {
-			for _, other := range c.Resources {
-				if within(r.Path, other.Path) || within(other.Path, r.Path) {
-					f.warn("path", fmt.Sprintf("%s and resources.%s.path (%s) overlap: their files are served twice, and the first by name lists them", r.Path, other.Name, other.Path))
-				}
+		for _, other := range c.Resources {
+			if within(r.Path, other.Path) || within(other.Path, r.Path) {
+				f.warn("path", fmt.Sprintf("%s and resources.%s.path (%s) overlap: their files are served twice, and the first by name lists them", r.Path, other.Name, other.Path))
 			}
-			c.Resources = append(c.Resources, *r)
 		}
-		f.done()
-	}
-	return problems
+		c.Resources = append(c.Resources, *r)
+	})
 }
 
 func decodeResource(f *fields, name string, ctx entryContext) *FileResource {

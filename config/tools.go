@@ -96,21 +96,11 @@ func init() {
 }
 
 func decodeTools(ctx entryContext, table map[string]any, c *Config) []Problem {
-	var problems []Problem
-	for _, name := range slices.Sorted(maps.Keys(table)) {
-		f := entryFields("tools", name, table[name], ctx.Source, &problems)
-		if f == nil {
-			continue
-		}
-		if !entryName.MatchString(name) {
-			f.problem("", "is not a valid tool name: "+entryNameRule)
-		}
+	return eachEntry("tools", "tool", ctx, table, func(f *fields, name string) {
 		if t := decodeTool(f, name, ctx); t != nil {
 			c.Tools = append(c.Tools, *t)
 		}
-		f.done()
-	}
-	return problems
+	})
 }
 
 func decodeTool(f *fields, name string, ctx entryContext) *Tool {
