@@ -94,6 +94,10 @@ func anyString() rule {
 	return scalar("must be a string", func(any) bool { return true })
 }
 
+func anyBool() rule {
+	return scalar("must be true or false", func(any) bool { return true })
+}
+
 func oneOf(values ...string) rule {
 	return scalar("must be "+join(values, "or"), func(v any) bool { return slices.Contains(values, v.(string)) })
 }
