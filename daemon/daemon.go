@@ -80,6 +80,7 @@ type Daemon struct {
 	running  bool // Run was called
 
 	sessionsSup *suture.Supervisor
+	http        *httpListener // nil without http.listen (http.go)
 	changed     chan struct{} // the session count changed (STATUS=)
 	ready       chan struct{} // closed once Run serves (tests wait for it)
 	stopped     chan struct{} // closed when Run returns
@@ -208,6 +209,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, l := range listeners {
 		acceptors = append(acceptors, root.Add(&acceptor{d: d, l: l}))
 	}
+	if err := d.startHTTP(root, cfg); err != nil {
+		return err
+	}
 	// The root's context is not ctx: the drain stops the parts in order
 	// (listeners, then sessions) instead of all at once.
 	rootCtx, cancelRoot := context.WithCancel(context.WithoutCancel(ctx))
@@ -298,6 +302,8 @@ func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken,
 	for _, l := range listeners {
 		l.close()
 	}
+	httpDone := d.drainHTTP(root)
+	defer func() { <-httpDone }()
 	d.mu.Lock()
 	d.closing = true // from now on beginHandshake refuses
 	d.mu.Unlock()

@@ -22,6 +22,8 @@ type Status struct {
 	// Warnings are what the configured catalog could not do, such as a
 	// folder with more directories than max_watched_dirs.
 	Warnings []string `json:"warnings,omitempty"`
+	// HTTP is the HTTP listener's state; nil without http.listen.
+	HTTP *HTTPStatus `json:"http,omitempty"`
 }
 
 // SessionStatus is one session's row.
@@ -87,5 +89,6 @@ func (d *Daemon) Status() *Status {
 			RequestTimeout: limits.RequestTimeout.String(),
 		},
 		Warnings: d.host.Warnings(),
+		HTTP: d.httpStatus(),
 	}
 }

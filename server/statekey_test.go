@@ -92,7 +92,9 @@ func TestStateKeyLimits(t *testing.T) {
 
 func TestToolParamHeaders(t *testing.T) {
 	s, _ := server.New(server.Options{})
-	h := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return &server.CallToolResult{}, nil }
+	h := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return &server.CallToolResult{}, nil
+	}
 	s.AddTool(&server.Tool{Name: "plain"}, h)
 	s.AddTool(&server.Tool{Name: "mirrored", InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer"}}}`)}, h)

@@ -66,6 +66,7 @@ func serveFlags() (*flag.FlagSet, *serveOptions) {
 		"request-timeout", "session.request_timeout",
 		"max-concurrency", "executor.max_concurrency",
 		"max-queue", "executor.max_queue",
+		"http", "http.listen",
 	)
 	return fs, o
 }

@@ -322,6 +322,12 @@ func TestCase53Sessions(t *testing.T) {
 	if r := post(t, e.url, legacyHeaders(id, "2025-06-18"), list); r.status != 400 || !contains(r.body, "MCP-Protocol-Version header does not match the session") {
 		t.Fatalf("other version: %d %s", r.status, r.body)
 	}
+	if r := post(t, e.url, legacyHeaders(id, "2025-03-26"), list); r.status != 200 || !contains(r.body, `"tools":[`) {
+		t.Fatalf("an older version header: %d %s", r.status, r.body)
+	}
+	if r := post(t, e.url, legacyHeaders(id, "bogus"), list); r.status != 400 {
+		t.Fatalf("a bogus version header: %d %s", r.status, r.body)
+	}
 	if r := post(t, e.url, legacyHeaders("bogus", "2025-11-25"), list); r.status != 404 || !contains(r.body, `"code":-32600`, "Session not found") {
 		t.Fatalf("bogus session: %d %s", r.status, r.body)
 	}

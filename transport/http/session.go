@@ -72,7 +72,12 @@ func (t *sessionTable) create(state *server.SessionState, version string, disp s
 // find returns the session a request names, or the status and error that
 // refuse it: 404 for an unknown or ended session (the client initializes
 // again; a session minted by another node is unknown here too), 400 for a
-// version header that is not the session's.
+// version header that is not the session's. A header naming an MCP
+// version older than every one snodod speaks (2025-03-26, 2024-11-05) is
+// tolerated: the TypeScript SDK's transports send 2025-03-26 in some
+// requests of a 2025-11-25 session, and the conformance suite's
+// server-sse-multiple-streams does (research §1.1); protocol.md §13.4 would
+// refuse it.
 func (t *sessionTable) find(r *nethttp.Request) (*session, int, *protocol.Error) {
 	t.mu.Lock()
 	s := t.byID[r.Header.Get(headerSessionID)]
@@ -80,11 +85,14 @@ func (t *sessionTable) find(r *nethttp.Request) (*session, int, *protocol.Error)
 	if s == nil {
 		return nil, nethttp.StatusNotFound, errSessionNotFound
 	}
-	if v := r.Header.Get(headerProtocolVersion); v != "" && v != s.version {
+	if v := r.Header.Get(headerProtocolVersion); v != "" && v != s.version && !olderVersions[v] {
 		return nil, nethttp.StatusBadRequest, errSessionVersion
 	}
 	return s, 0, nil
 }
+
+// olderVersions are the MCP versions before snodod's oldest.
+var olderVersions = map[string]bool{"2025-03-26": true, "2024-11-05": true}
 
 func (t *sessionTable) remove(s *session) {
 	t.mu.Lock()
@@ -224,8 +232,10 @@ func (s *session) serve(w nethttp.ResponseWriter, r *nethttp.Request, msg *proto
 	ctx = s.withClientRequests(ctx, x)
 	run := func(ctx context.Context) server.Outcome { return s.disp.Dispatch(ctx, &x.req) }
 	done := func(o server.Outcome) {
-		x.deliver(o)
+		// The id is free before the answer is written, so a client may
+		// reuse it as soon as it has read the answer.
 		s.release(x)
+		x.deliver(o)
 	}
 	if err := s.exec.Submit(ctx, msg.ID, run, done); err != nil {
 		s.release(x)
