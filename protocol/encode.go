@@ -69,6 +69,26 @@ func AppendNotification(dst []byte, method string, params any) ([]byte, error) {
 	return append(dst, "}\n"...), nil
 }
 
+// AppendRequest appends the frame
+// {"jsonrpc":"2.0","id":<id>,"method":<method>,"params":<params>} and "\n"
+// to dst, for a request snodod sends to its client (protocol.md §3.1);
+// "params" is left out when params is nil. When params cannot be encoded it
+// returns dst unchanged and the error.
+func AppendRequest(dst []byte, id ID, method string, params any) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = id.AppendJSON(dst)
+	dst = append(dst, `,"method":`...)
+	dst = AppendString(dst, method)
+	if params != nil {
+		var err error
+		if dst, err = AppendValue(append(dst, `,"params":`...), params); err != nil {
+			return dst[:start], err
+		}
+	}
+	return append(dst, "}\n"...), nil
+}
+
 // valueEncoder is a pooled json.Encoder writing straight onto a caller's
 // slice, so that a value is copied once from encoding/json's own buffer.
 type valueEncoder struct {

@@ -12,10 +12,13 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// This file holds multi-round-trip requests (protocol.md §12) as handlers
-// see them: Elicit, Sample and ListRoots either return the client's answer
-// carried by this round of the request, or ErrInputRequired, which the
-// handler returns so the runtime can answer input_required. The runtime
+// This file holds client input as handlers see it. In a legacy request
+// Elicit, Sample and ListRoots send the request to the client and wait for
+// its answer (RequestClient, clientrequest.go). In 2026 they are
+// multi-round-trip requests (protocol.md §12): they either return the
+// client's answer carried by this round of the request, or
+// ErrInputRequired, which the handler returns so the runtime can answer
+// input_required. The runtime
 // keeps no state between rounds: answers arrive in the retry's
 // inputResponses, and the request they answer is bound by the signed
 // requestState (signer.state, in cursor.go).
@@ -36,9 +39,11 @@ type InputRequest struct {
 var ErrInputRequired = errors.New("input required")
 
 // errInputUnsupported is wrapped by Elicit, Sample and ListRoots outside a
-// 2026 tools/call, prompts/get or resources/read; the runtime answers -32603
-// "Input requests are not supported in this protocol version" (legacy eras)
-// or "Internal error" (other methods, protocol.md §12.1).
+// 2026 tools/call, prompts/get or resources/read, and by RequestClient in a
+// legacy request whose transport cannot reach the client; the runtime
+// answers -32603 "Input requests are not supported in this protocol
+// version" (legacy eras) or "Internal error" (other methods, protocol.md
+// §12.1).
 var errInputUnsupported = errors.New("input requests are not supported here")
 
 // errInvalidInput is wrapped by Elicit, Sample and ListRoots for an answer
@@ -85,10 +90,17 @@ type ElicitResult struct {
 	Content map[string]any `json:"content,omitempty"`
 }
 
-// Elicit asks the client for input under key: the answer carried by this
-// round of the request, or an error wrapping ErrInputRequired. decline and
-// cancel are ordinary answers. key names the answer in inputRequests and
-// inputResponses; a handler uses one key per distinct question.
+// Elicit asks the client for input under key. decline and cancel are
+// ordinary answers.
+//
+// In a legacy request it sends elicitation/create to the client and waits
+// for the answer, at most until ctx ends (RequestClient: an undeclared
+// capability is ErrMissingClientCapability and nothing is sent); an answer
+// that does not fit (action, and content against p.RequestedSchema) is an
+// error wrapping ErrInvalidClientResponse. In 2026 it returns the answer
+// carried by this round of the request, or an error wrapping
+// ErrInputRequired; key names the answer in inputRequests and
+// inputResponses, and a handler uses one key per distinct question.
 func Elicit(ctx context.Context, key string, p ElicitParams) (*ElicitResult, error) {
 	var out ElicitResult
 	err := askInput(ctx, key, InputRequest{Method: "elicitation/create", Params: p}, func(raw json.RawMessage) bool {
@@ -168,7 +180,6 @@ func ListRoots(ctx context.Context, key string) (*ListRootsResult, error) {
 // inputs is the per-request MRTR state the runtime puts in a handler's
 // context. Handlers may ask for input from several goroutines.
 type inputs struct {
-	allowed   bool
 	responses map[string]json.RawMessage
 
 	mu    sync.Mutex
@@ -180,10 +191,10 @@ type inputsKey struct{}
 
 // withInputs returns a context whose handler's Elicit, Sample and
 // ListRoots read their answers from responses (the retry's inputResponses,
-// nil on a first round). With allowed false (legacy eras, and methods that
-// may not ask, protocol.md §12.1) they fail with errInputUnsupported.
-func withInputs(ctx context.Context, responses map[string]json.RawMessage, allowed bool) (context.Context, *inputs) {
-	in := &inputs{allowed: allowed, responses: responses}
+// nil on a first round). Without it (methods that may not ask,
+// protocol.md §12.1) they fail with errInputUnsupported.
+func withInputs(ctx context.Context, responses map[string]json.RawMessage) (context.Context, *inputs) {
+	in := &inputs{responses: responses}
 	return context.WithValue(ctx, inputsKey{}, in), in
 }
 
@@ -203,15 +214,30 @@ func (in *inputs) requested() map[string]InputRequest {
 // request, or "" when none did not. The runtime checks it before anything
 // else the handler returned: it answers invalidInputReply(key).
 func (in *inputs) invalid() string {
+	if in == nil { // a legacy request: answers are not MRTR's
+		return ""
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.bad
 }
 
-// askInput looks up the answer to r under key and decodes it with fit.
+// askInput gets the answer to r under key and decodes it with fit: in a
+// legacy request from the client at once (RequestClient), in 2026 from
+// this round's inputResponses.
 func askInput(ctx context.Context, key string, r InputRequest, fit func(json.RawMessage) bool) error {
+	if lc, _ := ctx.Value(legacyKey{}).(*legacyCall); lc != nil {
+		raw, err := RequestClient(ctx, r.Method, r.Params)
+		if err != nil {
+			return fmt.Errorf("%s %q: %w", r.Method, key, err)
+		}
+		if !fit(raw) {
+			return fmt.Errorf("%s %q: %w", r.Method, key, ErrInvalidClientResponse)
+		}
+		return nil
+	}
 	in, _ := ctx.Value(inputsKey{}).(*inputs)
-	if in == nil || !in.allowed {
+	if in == nil {
 		return fmt.Errorf("%s %q: %w", r.Method, key, errInputUnsupported)
 	}
 	raw, answered := in.responses[key]

@@ -222,13 +222,18 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 	if err := protocol.CheckLegacyMeta(c.params); err != nil {
 		return errOutcome(err)
 	}
-	ctx = withLegacyLog(ctx, c.sess)
+	ctx = withLegacy(ctx, c.sess)
 	return c.serveMethod(ctx)
 }
 
 // serveModern serves a 2026-era request whose params._meta is metaMembers.
 func (c *call) serveModern(ctx context.Context, metaMembers map[string]json.RawMessage) Outcome {
 	c.modern = true
+	if ctx.Value(legacyKey{}) != nil {
+		// Dispatched from inside a legacy handler (a relay): this request
+		// is 2026's, and asks for input through MRTR.
+		ctx = context.WithValue(ctx, legacyKey{}, (*legacyCall)(nil))
+	}
 	meta, err := protocol.DecodeMetaMembers(metaMembers)
 	if err != nil {
 		return errOutcome(err)
