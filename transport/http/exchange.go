@@ -46,11 +46,13 @@ type exchange struct {
 	last  float64
 }
 
-// note is one progress report or request-scoped notification.
+// note is one progress report, request-scoped notification, or frame
+// already encoded (a request to the client, its cancellation).
 type note struct {
 	progress *server.Progress
 	method   string
 	params   any
+	frame    []byte
 	reply    chan error
 }
 
@@ -119,8 +121,27 @@ type progressParams struct {
 	Message  string      `json:"message,omitempty"`
 }
 
+// sendFrame hands an encoded frame to the response's writer and waits for
+// it to be written. Unlike progress it is not one-at-a-time: a handler's
+// several requests to the client may be on their way at once.
+func (x *exchange) sendFrame(frame []byte) error {
+	n := &note{frame: frame, reply: make(chan error, 1)}
+	select {
+	case x.notes <- n:
+	case <-x.gone:
+		return server.ErrProgressClosed
+	}
+	return <-n.reply
+}
+
 // write writes n on rsp as an SSE event; it is called by serve only.
 func (x *exchange) write(rsp *responder, n *note) error {
+	if n.frame != nil {
+		if !rsp.event(n.frame) {
+			return server.ErrProgressClosed
+		}
+		return nil
+	}
 	method, params := n.method, n.params
 	if p := n.progress; p != nil {
 		if x.count >= maxProgressNotifications {

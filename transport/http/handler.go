@@ -202,7 +202,7 @@ func (h *Handler) post(w nethttp.ResponseWriter, r *nethttp.Request, disp server
 	case protocol.KindInvalid:
 		refuse(w, nethttp.StatusBadRequest, msg.ID, msg.Err, timeout)
 	case protocol.KindResponse:
-		h.response(w, r, body)
+		h.response(w, r, &msg)
 	case protocol.KindNotification:
 		h.notification(w, r, &msg, disp)
 	case protocol.KindRequest:
@@ -312,14 +312,14 @@ func (h *Handler) notification(w nethttp.ResponseWriter, r *nethttp.Request, msg
 
 // response handles a client's response POST: 202; in a legacy session it
 // may answer a request snodod sent (protocol.md §3.1).
-func (h *Handler) response(w nethttp.ResponseWriter, r *nethttp.Request, body []byte) {
+func (h *Handler) response(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message) {
 	if r.Header.Get(headerSessionID) != "" {
 		s, status, err := h.sessions.find(r)
 		if err != nil {
 			refuse(w, status, protocol.ID{}, err, h.o.WriteTimeout)
 			return
 		}
-		s.clientResponse(body)
+		s.clientResponse(msg)
 	}
 	newResponder(w, h.o.WriteTimeout).empty(nethttp.StatusAccepted)
 }

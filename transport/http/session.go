@@ -140,6 +140,7 @@ type session struct {
 
 	mu        sync.Mutex
 	inflight  map[protocol.ID]*exchange
+	pending   map[protocol.ID]chan clientReply // requests to the client, by id
 	streaming bool // the GET stream is open
 	closed    bool
 	idle      *time.Timer
@@ -227,9 +228,15 @@ func (s *session) serve(w nethttp.ResponseWriter, r *nethttp.Request, msg *proto
 		refuse(w, nethttp.StatusBadRequest, msg.ID, protocol.ErrDuplicateID, timeout)
 		return
 	}
-	stream := accepts(r, "text/event-stream") && (msg.Method == "tools/call" || msg.ProgressToken != nil)
+	// With SSE accepted, any request of a session may become a stream:
+	// the response is committed as SSE only when a first event (progress,
+	// a log message, a request to the client) or a keep-alive is due, and
+	// is plain JSON otherwise (protocol.md §13.1).
+	stream := accepts(r, "text/event-stream")
 	ctx := x.context(msg.ProgressToken, stream)
-	ctx = s.withClientRequests(ctx, x)
+	if stream {
+		ctx = server.WithClientRequester(ctx, &clientRequester{s: s, x: x})
+	}
 	run := func(ctx context.Context) server.Outcome { return s.disp.Dispatch(ctx, &x.req) }
 	done := func(o server.Outcome) {
 		// The id is free before the answer is written, so a client may
@@ -386,9 +393,3 @@ func (h *Handler) legacy(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 	}
 	s.serve(w, r, msg)
 }
-
-// withClientRequests and clientResponse carry requests from snodod to the
-// session's client (protocol.md §3.1); see clientrequest.go.
-func (s *session) withClientRequests(ctx context.Context, _ *exchange) context.Context { return ctx }
-
-func (s *session) clientResponse([]byte) {}
