@@ -141,7 +141,7 @@ type session struct {
 	mu        sync.Mutex
 	inflight  map[protocol.ID]*exchange
 	pending   map[protocol.ID]chan clientReply // requests to the client, by id
-	streaming bool // the GET stream is open
+	streaming bool                             // the GET stream is open
 	closed    bool
 	idle      *time.Timer
 }
