@@ -292,12 +292,24 @@ func (h *Handler) modernByHeader(r *nethttp.Request) bool {
 	return v != "" && !(h.versions.Enabled(v) && v != protocol.Version2026)
 }
 
+// modernHeader reports whether MCP-Protocol-Version names a version that
+// is not an enabled legacy one.
+func (h *Handler) modernHeader(r *nethttp.Request) bool {
+	v := r.Header.Get(headerProtocolVersion)
+	return v != "" && !olderVersions[v] && !(h.versions.Enabled(v) && v != protocol.Version2026)
+}
+
 // notification handles a notification POST: 202 and no body, always
 // once routed (transport.md §8). A legacy one reaches its session:
 // cancellation, notifications/initialized.
 func (h *Handler) notification(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
 	rsp := newResponder(w, h.o.WriteTimeout)
-	if msg.Modern || r.Header.Get(headerSessionID) == "" && h.modernByHeader(r) {
+	// A 2026 notification has no effect over HTTP, whatever session id a
+	// client still sends with it (§13.3); nor has one without a session,
+	// which is never refused: the Go SDK's 2026 client sends its
+	// cancellations bare, and takes any 4xx as the end of its connection
+	// (protocol.md §13.2 step 5 would answer 400).
+	if msg.Modern || h.modernHeader(r) || r.Header.Get(headerSessionID) == "" {
 		rsp.empty(nethttp.StatusAccepted)
 		return
 	}
