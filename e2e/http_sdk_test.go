@@ -113,3 +113,15 @@ func TestGoSDKHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestTypeScriptSDKHTTP runs e2e/node/client.mjs over Streamable HTTP
+// (the SDK's StreamableHTTPClientTransport) at every version it speaks.
+func TestTypeScriptSDKHTTP(t *testing.T) {
+	d, url := httpURL(t)
+	for _, s := range runTypeScript(t, append([]string{"--http", url}, nodeVersions...)...) {
+		t.Run(s.Version, func(t *testing.T) { checkTypeScript(t, s, true) })
+	}
+	if st := d.statusJSON(t); st.HTTP.Sessions != 0 {
+		t.Errorf("%d sessions left after the client terminated its own", st.HTTP.Sessions)
+	}
+}
