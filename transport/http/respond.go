@@ -1,7 +1,6 @@
 package http
 
 import (
-	"errors"
 	"mime"
 	nethttp "net/http"
 	"strconv"
@@ -35,8 +34,6 @@ type responder struct {
 func newResponder(w nethttp.ResponseWriter, timeout time.Duration) *responder {
 	return &responder{w: w, rc: nethttp.NewResponseController(w), timeout: timeout}
 }
-
-var errResponseFailed = errors.New("response write failed")
 
 // json writes frame (one JSON-RPC message ending in "\n") as the whole
 // response with status. On a committed stream it is written as an event
