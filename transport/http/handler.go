@@ -336,16 +336,26 @@ func (h *Handler) response(w nethttp.ResponseWriter, r *nethttp.Request, msg *pr
 	newResponder(w, h.o.WriteTimeout).empty(nethttp.StatusAccepted)
 }
 
-// get opens a legacy session's stream; without a session, 405.
-func (h *Handler) get(w nethttp.ResponseWriter, r *nethttp.Request) {
+// sessionFor finds the session a GET or DELETE names, or refuses it:
+// without a session id, 405 (there is no 2026 GET or DELETE).
+func (h *Handler) sessionFor(w nethttp.ResponseWriter, r *nethttp.Request) (*session, bool) {
 	if r.Header.Get(headerSessionID) == "" {
 		w.Header().Set("Allow", "POST")
 		refuse(w, nethttp.StatusMethodNotAllowed, protocol.ID{}, errMethodNotAllowed, h.o.WriteTimeout)
-		return
+		return nil, false
 	}
 	s, status, err := h.sessions.find(r)
 	if err != nil {
 		refuse(w, status, protocol.ID{}, err, h.o.WriteTimeout)
+		return nil, false
+	}
+	return s, true
+}
+
+// get opens a legacy session's stream.
+func (h *Handler) get(w nethttp.ResponseWriter, r *nethttp.Request) {
+	s, ok := h.sessionFor(w, r)
+	if !ok {
 		return
 	}
 	if !accepts(r, "text/event-stream") {
@@ -355,16 +365,10 @@ func (h *Handler) get(w nethttp.ResponseWriter, r *nethttp.Request) {
 	s.stream(r.Context(), newResponder(w, h.o.WriteTimeout))
 }
 
-// delete ends a legacy session (204); without a session, 405.
+// delete ends a legacy session (204).
 func (h *Handler) delete(w nethttp.ResponseWriter, r *nethttp.Request) {
-	if r.Header.Get(headerSessionID) == "" {
-		w.Header().Set("Allow", "POST")
-		refuse(w, nethttp.StatusMethodNotAllowed, protocol.ID{}, errMethodNotAllowed, h.o.WriteTimeout)
-		return
-	}
-	s, status, err := h.sessions.find(r)
-	if err != nil {
-		refuse(w, status, protocol.ID{}, err, h.o.WriteTimeout)
+	s, ok := h.sessionFor(w, r)
+	if !ok {
 		return
 	}
 	s.end()

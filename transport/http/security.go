@@ -67,12 +67,7 @@ func (g *guard) hostAllowed(r *nethttp.Request) bool {
 	if len(g.hosts) == 0 && !boundToLoopback(r) {
 		return true
 	}
-	name := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		name = h
-	} else {
-		name = strings.Trim(name, "[]")
-	}
+	name := hostName(host)
 	if loopbackName(name) {
 		return true
 	}
@@ -92,13 +87,15 @@ func (g *guard) originAllowed(origin string) bool {
 	if scheme != "http" && scheme != "https" {
 		return false
 	}
-	name := hostport
+	return loopbackName(hostName(hostport))
+}
+
+// hostName is the host of host[:port], without an IPv6 address's brackets.
+func hostName(hostport string) string {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		name = h
-	} else {
-		name = strings.Trim(name, "[]")
+		return h
 	}
-	return loopbackName(name)
+	return strings.Trim(hostport, "[]")
 }
 
 func (g *guard) authorized(header string) bool {
