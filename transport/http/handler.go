@@ -35,7 +35,13 @@ type Handler struct {
 	closeOnce sync.Once
 	closing   chan struct{} // Shutdown began
 	graceEnd  chan struct{} // the grace period ended: what runs is cancelled
-	active    sync.WaitGroup
+
+	// The requests being served, counted under a mutex rather than a
+	// WaitGroup: a request may arrive on a kept-alive connection while
+	// Shutdown waits, which a WaitGroup forbids.
+	activeMu sync.Mutex
+	active   int
+	idle     chan struct{} // closed when active drops to 0, while Shutdown waits
 }
 
 // New validates o, applies its defaults and returns a Handler.
@@ -91,11 +97,15 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 		close(h.closing)
 		time.AfterFunc(h.o.ShutdownGrace, func() { close(h.graceEnd) })
 	})
-	done := make(chan struct{})
-	go func() {
-		h.active.Wait()
-		close(done)
-	}()
+	h.activeMu.Lock()
+	if h.idle == nil {
+		h.idle = make(chan struct{})
+		if h.active == 0 {
+			close(h.idle)
+		}
+	}
+	done := h.idle
+	h.activeMu.Unlock()
 	select {
 	case <-done:
 		h.sessions.closeAll()
@@ -132,8 +142,8 @@ func viewNotFound(path string) *protocol.Error {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
-	h.active.Add(1)
-	defer h.active.Done()
+	h.enter()
+	defer h.leave()
 	timeout := h.o.WriteTimeout
 	if status, err := h.guard.check(r); err != nil {
 		refuse(w, status, protocol.ID{}, err, timeout)
@@ -162,6 +172,25 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		refuse(w, nethttp.StatusMethodNotAllowed, protocol.ID{}, errMethodNotAllowed, timeout)
 	}
+}
+
+func (h *Handler) enter() {
+	h.activeMu.Lock()
+	h.active++
+	h.activeMu.Unlock()
+}
+
+func (h *Handler) leave() {
+	h.activeMu.Lock()
+	h.active--
+	if h.active == 0 && h.idle != nil {
+		select {
+		case <-h.idle:
+		default:
+			close(h.idle)
+		}
+	}
+	h.activeMu.Unlock()
 }
 
 // route finds the view a path names: the endpoint itself, or one view
