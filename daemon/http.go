@@ -219,3 +219,7 @@ func (d *Daemon) httpStatus() *HTTPStatus {
 		Listens: st.Listens, Requests2026: st.Modern, RequestsLegacy: st.Legacy,
 	}
 }
+
+// httpSettings is cfg's http section as one line, for the reload's
+// warning that it applies only after a restart.
+func httpSettings(cfg *config.Config) string { return fmt.Sprintf("%+v", cfg.HTTP) }

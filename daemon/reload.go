@@ -63,7 +63,8 @@ func problemLines(err error) []string {
 }
 
 // warnRestartOnly logs the changed keys that a reload cannot apply: the
-// sockets are bound, and the log format is the caller's handler.
+// sockets are bound, the log format is the caller's handler, and the HTTP
+// listener keeps the settings it started with.
 func (d *Daemon) warnRestartOnly(old, cfg *config.Config) {
 	changed := func(key string, a, b string) {
 		if a != b {
@@ -73,4 +74,5 @@ func (d *Daemon) warnRestartOnly(old, cfg *config.Config) {
 	changed("daemon.socket", old.Daemon.Socket, cfg.Daemon.Socket)
 	changed("daemon.control_socket", old.Daemon.ControlSocket, cfg.Daemon.ControlSocket)
 	changed("log.format", old.Log.Format, cfg.Log.Format)
+	changed("http.*", httpSettings(old), httpSettings(cfg)) // http.go: the listener is built once
 }
