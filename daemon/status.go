@@ -89,6 +89,6 @@ func (d *Daemon) Status() *Status {
 			RequestTimeout: limits.RequestTimeout.String(),
 		},
 		Warnings: d.host.Warnings(),
-		HTTP: d.httpStatus(),
+		HTTP:     d.httpStatus(),
 	}
 }
