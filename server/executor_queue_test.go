@@ -49,45 +49,74 @@ func TestExecutorFairness(t *testing.T) {
 	}
 }
 
-func TestExecutorQueueReserve(t *testing.T) {
-	type step struct {
-		conn    string
-		refused bool
+// queueStep is one submission behind a blocker: the connection it is made
+// on, and whether it must be refused for capacity.
+type queueStep struct {
+	conn    string
+	refused bool
+}
+
+// queueRig submits steps behind a running blocker on an executor with
+// concurrency 1, one connection per name.
+type queueRig struct {
+	t       *testing.T
+	e       *Executor
+	r       *recorder
+	blocker *fake
+	conns   map[string]*ExecConn
+}
+
+func newQueueRig(t *testing.T, l ExecutorLimits) *queueRig {
+	l.MaxConcurrency = 1
+	q := &queueRig{t: t, e: newExec(t, l), r: newRecorder(), conns: map[string]*ExecConn{}}
+	q.blocker = q.r.blocking("blocker")
+	mustSubmit(t, q.e.Conn(), "blocker", q.blocker)
+	return q
+}
+
+func (q *queueRig) run(steps []queueStep) {
+	q.t.Helper()
+	for i, step := range steps {
+		c := q.conns[step.conn]
+		if c == nil {
+			c = q.e.Conn()
+			q.conns[step.conn] = c
+		}
+		err := submit(c, fmt.Sprint(i), q.r.instant(fmt.Sprint(step.conn, i)))
+		if (err != nil) != step.refused || (err != nil && err != protocol.ErrCapacity) {
+			q.t.Fatalf("step %d (%s) = %v, want refused %v (ErrCapacity)", i, step.conn, err, step.refused)
+		}
 	}
+}
+
+// end cancels what waits, releases the blocker and checks the executor
+// settles.
+func (q *queueRig) end() {
+	q.t.Helper()
+	for _, c := range q.conns {
+		c.CancelAll()
+	}
+	q.blocker.Release()
+	expectDeliveries(q.t, q.r, "blocker")
+	settle(q.t, q.e, q.r)
+}
+
+func TestExecutorQueueReserve(t *testing.T) {
 	tests := []struct {
 		queue int
-		steps []step
+		steps []queueStep
 	}{
 		// MaxQueue 8: 2 places are kept for connections with nothing queued.
-		{8, []step{{"A", false}, {"A", false}, {"A", false}, {"A", false}, {"A", false}, {"A", false},
+		{8, []queueStep{{"A", false}, {"A", false}, {"A", false}, {"A", false}, {"A", false}, {"A", false},
 			{"A", true}, {"B", false}, {"B", true}, {"C", false}, {"D", true}}},
 		// No reserve below 4: one connection may fill the queue.
-		{3, []step{{"A", false}, {"A", false}, {"A", false}, {"A", true}, {"B", true}}},
+		{3, []queueStep{{"A", false}, {"A", false}, {"A", false}, {"A", true}, {"B", true}}},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("queue %d", tt.queue), func(t *testing.T) {
-			r := newRecorder()
-			e := newExec(t, ExecutorLimits{MaxConcurrency: 1, MaxQueue: tt.queue})
-			conns := map[string]*ExecConn{}
-			blocker := r.blocking("blocker")
-			mustSubmit(t, e.Conn(), "blocker", blocker)
-			for i, step := range tt.steps {
-				c := conns[step.conn]
-				if c == nil {
-					c = e.Conn()
-					conns[step.conn] = c
-				}
-				err := submit(c, fmt.Sprint(i), r.instant(fmt.Sprint(step.conn, i)))
-				if (err != nil) != step.refused || (err != nil && err != protocol.ErrCapacity) {
-					t.Fatalf("step %d (%s) = %v, want refused %v (ErrCapacity)", i, step.conn, err, step.refused)
-				}
-			}
-			for _, c := range conns {
-				c.CancelAll()
-			}
-			blocker.Release()
-			expectDeliveries(t, r, "blocker")
-			settle(t, e, r)
+			q := newQueueRig(t, ExecutorLimits{MaxQueue: tt.queue})
+			q.run(tt.steps)
+			q.end()
 		})
 	}
 }
@@ -97,13 +126,10 @@ func TestExecutorQueueReserve(t *testing.T) {
 // ConnQueue items waiting, however full the shared places are; beyond
 // them it competes for the shared places under the reserve rule.
 func TestExecutorConnQueue(t *testing.T) {
-	type step struct {
-		conn    string
-		refused bool
-	}
 	// ConnQueue 2, MaxQueue 4 (a reserve of 1: a connection already in
 	// the shared places is refused once they hold 3).
-	steps := []step{
+	q := newQueueRig(t, ExecutorLimits{MaxQueue: 4, ConnQueue: 2})
+	q.run([]queueStep{
 		{"A", false}, {"A", false}, // A's own places
 		{"A", false}, {"A", false}, {"A", false}, // shared 1 to 3
 		{"A", true},                // shared 3: the reserve is not A's
@@ -112,38 +138,17 @@ func TestExecutorConnQueue(t *testing.T) {
 		{"B", true},                // shared full
 		{"C", false}, {"C", false}, // C's own places: still admitted
 		{"C", true}, // shared full
-	}
-	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1, MaxQueue: 4, ConnQueue: 2})
-	conns := map[string]*ExecConn{}
-	blocker := r.blocking("blocker")
-	mustSubmit(t, e.Conn(), "blocker", blocker)
-	for i, step := range steps {
-		c := conns[step.conn]
-		if c == nil {
-			c = e.Conn()
-			conns[step.conn] = c
-		}
-		err := submit(c, fmt.Sprint(i), r.instant(fmt.Sprint(step.conn, i)))
-		if (err != nil) != step.refused || (err != nil && err != protocol.ErrCapacity) {
-			t.Fatalf("step %d (%s) = %v, want refused %v (ErrCapacity)", i, step.conn, err, step.refused)
-		}
-	}
-	expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1, Queued: 10})
+	})
+	expectStats(t, "executor", q.e.Stats(), ExecutorStats{Running: 1, Queued: 10})
 	// Cancelling queued work frees shared places first: A, down to its own
 	// two, leaves room in the shared places for B again.
 	for _, id := range []string{"2", "3", "4"} {
-		conns["A"].Cancel(protocol.StringID(id))
+		q.conns["A"].Cancel(protocol.StringID(id))
 	}
-	if err := submit(conns["B"], "again", r.instant("B again")); err != nil {
+	if err := submit(q.conns["B"], "again", q.r.instant("B again")); err != nil {
 		t.Fatalf("B after A left the shared places: %v", err)
 	}
-	for _, c := range conns {
-		c.CancelAll()
-	}
-	blocker.Release()
-	expectDeliveries(t, r, "blocker")
-	settle(t, e, r)
+	q.end()
 }
 
 // Issue 9, bug 10: with the daemon's limits (32 running, 256 shared queue
