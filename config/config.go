@@ -19,8 +19,16 @@ type Config struct {
 	HTTP     HTTP     `koanf:"http"`
 	Log      Log      `koanf:"log"`
 
-	file    string
-	sources map[string]Source
+	// Tools, Resources and Prompts are the [tools.NAME], [resources.NAME]
+	// and [prompts.NAME] entries (tools.go, resources.go, prompts.go),
+	// each sorted by name; entry sections have no keys, so no koanf tag.
+	Tools     []Tool
+	Resources []FileResource
+	Prompts   []Prompt
+
+	file     string
+	sources  map[string]Source
+	warnings []Problem
 }
 
 // Session holds the limits that apply to every connection.

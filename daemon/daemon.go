@@ -38,11 +38,10 @@ type Options struct {
 	// level there).
 	OnReload func(*config.Config)
 	// Catalog registers tools, resources and prompts on every server the
-	// daemon builds, at start and on every reload, after the status tool.
+	// daemon builds, after the status tool and before the configured
+	// items. The server is kept across reloads (catalog.Host) and rebuilt
+	// only when server.* or protocol.versions change.
 	Catalog func(*server.Server)
-	// SubscribableResources advertises resources.subscribe (the catalog
-	// reports resource updates).
-	SubscribableResources bool
 	// Version is the build version: serverInfo.version when server.version
 	// is empty, and what the status tool and `snodod status` report.
 	Version string
@@ -59,6 +58,9 @@ type Daemon struct {
 	started time.Time
 	uid     int
 	notify  *notifier
+	// host keeps the server across reloads and serves the configured
+	// tools, resources and prompts (catalog.Host).
+	host *catalog.Host
 
 	// gen is what new sessions use: the configuration, and the server and
 	// executor built from it. Reload replaces it; sessions keep the one
@@ -115,8 +117,11 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		d.log = slog.Default()
 	}
 	d.notify = newNotifier(d.log)
+	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Version: d.version(), Started: d.started},
+		Register: opts.Catalog, Logger: d.log})
 	g, err := d.build(cfg, nil)
 	if err != nil {
+		d.host.Close()
 		return nil, err
 	}
 	d.gen.Store(g)
@@ -133,12 +138,9 @@ const sessionQueue = 4
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
-	srv, err := catalog.NewServer(cfg, catalog.Build{Version: d.version(), Started: d.started}, d.opts.SubscribableResources, d.log)
+	srv, err := d.host.Apply(cfg)
 	if err != nil {
 		return nil, err
-	}
-	if d.opts.Catalog != nil {
-		d.opts.Catalog(srv)
 	}
 	limits := server.ExecutorLimits{
 		MaxConcurrency: cfg.Executor.MaxConcurrency,
@@ -182,6 +184,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.running = true
 	d.mu.Unlock()
 	defer close(d.stopped)
+	defer d.host.Close() // the folders' watches
 	defer d.startDrain()
 
 	cfg := d.Config()

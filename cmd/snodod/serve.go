@@ -91,12 +91,11 @@ func runServe(args []string) int {
 	d, err := daemon.New(cfg, daemon.Options{
 		// A reload reads the same file and environment, and the flags
 		// given at start still win.
-		Reload:                func() (*config.Config, error) { return config.Load(opts) },
-		OnReload:              func(c *config.Config) { level.Set(parseLevel(c.Log.Level)) },
-		Catalog:               register,
-		SubscribableResources: o.demo,
-		Version:               buildVersion(),
-		Logger:                log,
+		Reload:   func() (*config.Config, error) { return config.Load(opts) },
+		OnReload: func(c *config.Config) { level.Set(parseLevel(c.Log.Level)) },
+		Catalog:  register,
+		Version:  buildVersion(),
+		Logger:   log,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "snodod serve: %v\n", err)
