@@ -61,8 +61,9 @@ type Session struct {
 type Executor struct {
 	// MaxConcurrency is how many requests run at once. >= 1.
 	MaxConcurrency int `koanf:"max_concurrency"`
-	// MaxQueue is how many admitted requests may wait for a slot; a request
-	// beyond it is refused. >= 1.
+	// MaxQueue is how many admitted requests may wait for a slot in the
+	// places every session shares; each session also has places of its own
+	// (the daemon's sessionQueue). >= 1.
 	MaxQueue int `koanf:"max_queue"`
 }
 

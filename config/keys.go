@@ -109,7 +109,7 @@ var specs = []*spec{
 	{name: "session.restart_intensity", rule: positiveInt(), desc: "Restarts of a failing session allowed within session.restart_window; the next failure ends it."},
 	{name: "session.restart_window", rule: positiveDuration(), desc: "The sliding window session.restart_intensity counts restarts in."},
 	{name: "executor.max_concurrency", rule: positiveInt(), desc: "Requests the shared executor runs at once."},
-	{name: "executor.max_queue", rule: positiveInt(), desc: "Requests that may wait for an executor slot; a request beyond it is refused."},
+	{name: "executor.max_queue", rule: positiveInt(), desc: "Requests that may wait for an executor slot in places every session shares; besides these, each session has 4 places of its own, so the queue holds up to max_queue + 4 × sessions and no session is refused while it has fewer than 4 waiting. A request beyond both is refused."},
 	{name: "daemon.socket", rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. Environment variables are expanded."},
 	{name: "daemon.control_socket", rule: socketPath("must be empty or an absolute path of at most 107 bytes"), desc: "Control socket (fd hand-over, status); empty: control.sock beside daemon.socket."},
 	{name: "daemon.max_sessions", rule: positiveInt(), desc: "Sessions served at once; a client beyond it is refused with one line."},

@@ -47,10 +47,6 @@ type Options struct {
 	Version string
 	// Logger receives the daemon's log; nil means slog.Default().
 	Logger *slog.Logger
-	// TestFaults enables the control socket's "fault" operation, a test
-	// hook that makes a session's coordinator fail. The environment
-	// variable SNODOD_TEST_FAULTS=1 enables it too.
-	TestFaults bool
 }
 
 // Daemon hosts sessions on the session socket and on descriptors handed
@@ -61,7 +57,6 @@ type Daemon struct {
 	log     *slog.Logger
 	started time.Time
 	uid     int
-	faults  bool
 	notify  *notifier
 	// host keeps the server across reloads and serves the configured
 	// tools, resources and prompts (catalog.Host).
@@ -113,7 +108,6 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		log:      opts.Logger,
 		started:  time.Now(),
 		uid:      os.Geteuid(),
-		faults:   opts.TestFaults || os.Getenv("SNODOD_TEST_FAULTS") == "1",
 		sessions: map[uint64]*session.Session{},
 		changed:  make(chan struct{}, 1),
 		ready:    make(chan struct{}),
@@ -135,6 +129,13 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
+// sessionQueue is how many requests each session may have waiting for an
+// executor slot in places of its own, besides the executor.max_queue
+// places all sessions share: however many sessions daemon.max_sessions
+// admits, each can have requests waiting, and a few busy sessions cannot
+// fill the queue for the others (issue 9, bug 10; docs/config.md).
+const sessionQueue = 4
+
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
@@ -145,6 +146,7 @@ func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error
 	limits := server.ExecutorLimits{
 		MaxConcurrency: cfg.Executor.MaxConcurrency,
 		MaxQueue:       cfg.Executor.MaxQueue,
+		ConnQueue:      sessionQueue,
 		RequestTimeout: cfg.Session.RequestTimeout,
 	}
 	if prev != nil && prev.exec.Limits() == limits {

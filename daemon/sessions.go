@@ -78,7 +78,6 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 		RestartIntensity: cfg.Session.RestartIntensity,
 		RestartWindow:    cfg.Session.RestartWindow,
 		Logger:           d.log, // the session adds its id
-		Faults:           d.faults,
 		Ended:            func(s *session.Session) { d.reap(id, s) },
 	})
 	d.mu.Lock()

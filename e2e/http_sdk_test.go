@@ -109,7 +109,7 @@ func TestGoSDKHTTP(t *testing.T) {
 	_, url := httpURL(t)
 	for _, version := range goVersions {
 		t.Run(version, func(t *testing.T) {
-			goSDKSuite(t, connectGoOver(t, version, streamable(url)), version, true)
+			goSDKSuite(t, connectGoOver(t, version, streamable(url)), version)
 		})
 	}
 }

@@ -59,7 +59,10 @@ func WithClientRequester(ctx context.Context, r ClientRequester) context.Context
 // Sample and ListRoots in legacy eras) when the client did not declare the
 // capability the request needs: nothing was sent. The error also wraps a
 // *protocol.Error shaped as -32021 "Missing required client capability"
-// with data.requiredCapabilities (protocol.md §12.2), for errors.As.
+// with data.requiredCapabilities (protocol.md §12.2), for errors.As (a
+// relay to a 2026 client). A tools/call, prompts/get or resources/read
+// handler that returns it is answered -32603 "Client does not support
+// <method>" (protocol.md §14.2 case 9).
 var ErrMissingClientCapability = errors.New("missing required client capability")
 
 // ErrInvalidClientResponse is wrapped by Elicit, Sample and ListRoots in

@@ -150,7 +150,9 @@ func TestClientRequestLegacyAnswers(t *testing.T) {
 }
 
 // A capability the client did not declare at initialize: nothing is sent,
-// and the handler gets ErrMissingClientCapability with the -32021 shape.
+// the handler gets ErrMissingClientCapability with the -32021 shape, and a
+// tool that returns it is answered -32603 "Client does not support
+// <method>" (protocol.md §14.2 case 9).
 func TestClientRequestMissingCapability(t *testing.T) {
 	for _, tc := range []struct {
 		caps, method string
@@ -180,8 +182,8 @@ func TestClientRequestMissingCapability(t *testing.T) {
 		if data, _ := json.Marshal(perr.Data); string(data) != `{"requiredCapabilities":`+tc.required+`}` {
 			t.Errorf("%s with %s: data %s, want requiredCapabilities %s", tc.method, tc.caps, data, tc.required)
 		}
-		if !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "Missing required client capability") {
-			t.Errorf("%s with %s: result %s", tc.method, tc.caps, got)
+		if want := `error {"code":-32603,"message":"Client does not support ` + tc.method + `"}`; got != want {
+			t.Errorf("%s with %s: answered %s, want %s", tc.method, tc.caps, got, want)
 		}
 	}
 	// ping needs no capability.

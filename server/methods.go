@@ -177,9 +177,14 @@ func (c *call) handlerError(in *inputs, err error) (Outcome, bool) {
 	if key := in.invalid(); key != "" {
 		return errOutcome(invalidInputReply(key)), true
 	}
+	var missing *missingCapabilityError
 	switch {
 	case errors.Is(err, errInputUnsupported):
 		return errOutcome(errInputNotSupported), true
+	case !c.modern && errors.As(err, &missing):
+		// A legacy client that did not declare the capability: nothing
+		// was sent (protocol.md §3.1, §14.2 case 9).
+		return errOutcome(&protocol.Error{Code: protocol.CodeInternalError, Message: "Client does not support " + missing.method}), true
 	case errors.Is(err, ErrInputRequired):
 		return c.inputRequired(in), true
 	}

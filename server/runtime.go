@@ -175,6 +175,15 @@ const msgNoDialect = "No configured protocol dialect recognized the request"
 
 var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: msgNoDialect}
 
+// The refusal of a legacy request before initialize says what to do: it is
+// the first error a person typing requests meets (issue 9).
+var (
+	errNotInitialized = &protocol.Error{Code: protocol.CodeInvalidRequest,
+		Message: msgNoDialect + ". Send initialize first (or use " + protocol.Version2026 + " _meta)"}
+	errNotInitializedLegacyOnly = &protocol.Error{Code: protocol.CodeInvalidRequest,
+		Message: msgNoDialect + ". Send initialize first"}
+)
+
 // call is one request being served: what every method handler needs.
 type call struct {
 	s       *Server
@@ -207,8 +216,15 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 func (c *call) serveLegacy(ctx context.Context) Outcome {
 	c.version = c.req.Header.Get(HeaderProtocolVersion)
 	if c.version == "" || !c.s.versions.Enabled(c.version) || c.version == protocol.Version2026 {
-		if c.req.Method == "ping" && c.version == "" {
+		switch {
+		case c.version != "":
+		case c.req.Method == "ping":
 			return Outcome{Result: struct{}{}}
+		case len(c.s.versions.Legacy()) == 0: // initialize would be refused too
+		case len(c.s.versions.Modern()) == 0:
+			return errOutcome(errNotInitializedLegacyOnly)
+		default:
+			return errOutcome(errNotInitialized)
 		}
 		return errOutcome(errNoDialect)
 	}
