@@ -24,14 +24,16 @@ test:
 # bench runs the Go micro-benchmarks, then the harness in bench/ (its own
 # module): snodod against the Go and TypeScript SDKs, mcp-go and a raw
 # floor, and snodod serve with many sessions. It prints one table and
-# rewrites docs/bench.md and docs/bench.png. BENCH_QUICK=1: one repeat with
-# smaller counts, for development.
+# rewrites docs/bench.md and docs/bench.png; then the HTTP scenario
+# (bench/cmd/httpbench) rewrites docs/bench-http.md. BENCH_QUICK=1: one
+# repeat with smaller counts, for development.
 BENCH_GOFLAGS := $(if $(filter 1,$(BENCH_QUICK)),-benchtime 200ms,)
 
 bench: build bench/node/node_modules/.package-lock.json
 	$(GO) test -run '^$$' -bench . -benchmem $(BENCH_GOFLAGS) ./...
 	cd bench && $(GO) build -o bin/ ./peers/gosdk ./peers/mcpgo ./peers/raw ./cmd/mcpbench
 	cd bench && BENCH_QUICK=$(BENCH_QUICK) bin/mcpbench -snodod ../bin/snodod -docs ../docs
+	cd bench && $(GO) build -o bin/ ./peers/gosdkhttp ./cmd/httpbench && bin/httpbench -snodod ../bin/snodod -gosdk bin/gosdkhttp -docs ../docs
 
 # The TypeScript peer's packages, exactly as bench/node/package-lock.json
 # pins them; reinstalled when the lock file changes. Without npm the

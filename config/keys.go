@@ -24,8 +24,8 @@ var defaultsTOML []byte
 type Key struct {
 	// Name is the key: section.leaf, e.g. "session.write_timeout".
 	Name string
-	// Type is "duration", "integer", "string", "list of strings" or
-	// "list of integers".
+	// Type is "duration", "integer", "string", "list of strings",
+	// "list of integers" or "boolean".
 	Type string
 	// Default is the default as a TOML value, e.g. `"5s"`, `2000000`, `[]`,
 	// before any expansion.
@@ -67,6 +67,7 @@ const (
 	kindString                   // string
 	kindStrings                  // []string
 	kindInts                     // []int
+	kindBool                     // bool
 )
 
 func (k kind) String() string {
@@ -81,6 +82,8 @@ func (k kind) String() string {
 		return "list of strings"
 	case kindInts:
 		return "list of integers"
+	case kindBool:
+		return "boolean"
 	}
 	return "invalid"
 }
@@ -121,12 +124,21 @@ var specs = []*spec{
 	{name: "server.instructions", rule: anyString(), desc: "Instructions sent by initialize and server/discover; empty: none."},
 	{name: "server.cache_ttl", rule: scalar("must be a non-negative duration", func(v any) bool { return v.(time.Duration) >= 0 }), desc: "ttlMs of cacheable 2026 results, sent as whole milliseconds."},
 	{name: "server.cache_scope", rule: oneOf("public", "private"), desc: "cacheScope of cacheable 2026 results."},
+	{name: "server.state_key_file", rule: anyString(), desc: "File holding the key (at least 32 bytes) that signs MRTR requestState and cursors; the same file on every node of a cluster. Empty: a random key per process."},
 	{name: "http.listen", rule: scalar(`must be empty or host:port, such as "127.0.0.1:8080" or ":8080"`, validListen), desc: "Streamable HTTP listener address; empty: off; a host-less :port binds 127.0.0.1."},
 	{name: "http.path", rule: scalar("must start with / and contain no ?, # or spaces", validHTTPPath), desc: "The HTTP endpoint's path."},
 	{name: "http.max_body_bytes", rule: positiveInt(), desc: "Largest HTTP request body accepted, in bytes."},
 	{name: "http.allowed_origins", rule: eachString("entries must be origins (scheme://host[:port])", validOrigin), desc: "Origins allowed besides the loopback ones."},
 	{name: "http.max_subscriptions", rule: positiveInt(), desc: "SSE listen streams the HTTP listener holds at once."},
 	{name: "http.session_idle_timeout", rule: positiveDuration(), desc: "A legacy HTTP session ends after this long without requests or streams."},
+	{name: "http.max_sessions", rule: positiveInt(), desc: "Legacy HTTP sessions alive at once; an initialize beyond it gets 503."},
+	{name: "http.allowed_hosts", rule: eachString("entries must be host names, optionally with :port", validHostEntry), desc: "Host header values accepted besides the loopback names (behind a proxy); when set, every request's Host is checked."},
+	{name: "http.auth_token_file", rule: anyString(), desc: "File holding the bearer token every HTTP request must send (Authorization: Bearer); empty: none."},
+	{name: "http.allow_unauthenticated", rule: anyBool(), desc: "Serve a non-loopback http.listen without a token (only behind something that authenticates)."},
+	{name: "http.node_id", rule: scalar("must be empty or 1 to 32 letters, digits, - or _", validNodeID), desc: "Tag of this node in legacy session ids (NODE.<hex>), for routing behind a load balancer; empty: none."},
+	{name: "http.read_timeout", rule: positiveDuration(), desc: "How long a request's headers, and then its body, may take to arrive."},
+	{name: "http.idle_timeout", rule: positiveDuration(), desc: "A keep-alive connection idle this long between requests is closed."},
+	{name: "http.max_header_bytes", rule: positiveInt(), desc: "Largest request header block accepted, in bytes; more gets 431."},
 	{name: "upstreams.import", rule: eachString("entries must be file paths", func(s string) bool { return s != "" }), desc: "Client configuration files whose mcpServers are hosted too; snodod's own entries win."},
 	{name: "upstreams.max_children", rule: positiveInt(), desc: "Upstream processes running at once, all upstreams together; a start beyond it gets -31002."},
 	{name: "upstreams.max_in_flight", rule: positiveInt(), desc: "Requests one upstream instance has in flight; more wait in its queue."},
@@ -192,6 +204,8 @@ func kindOf(t reflect.Type) kind {
 		return kindStrings
 	case t == reflect.TypeFor[[]int]():
 		return kindInts
+	case t.Kind() == reflect.Bool:
+		return kindBool
 	}
 	panic(fmt.Sprintf("config: unsupported field type %s", t))
 }

@@ -359,6 +359,7 @@ func (l *loader) build() (*Config, error) {
 		ok[s.name] = true
 	}
 	l.resolve(c, ok)
+	l.problems = append(l.problems, checkHTTP(c, ok, l.src)...)
 	ctx := entryContext{Source: Source{Kind: FromFile, Name: l.file}, File: l.file, Env: l.env, Check: l.check}
 	for _, name := range entrySectionNames() {
 		l.problems = append(l.problems, entrySections[name].decode(ctx, l.entries[name], c)...)
@@ -371,9 +372,17 @@ func (l *loader) build() (*Config, error) {
 			l.problem(Problem{Key: s.name, Message: s.allowed + ", got " + literal(bad), Source: l.src[s.name]})
 		}
 	}
-	if len(l.problems) > 0 {
-		slices.SortStableFunc(l.problems, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
-		return nil, &ValidationError{File: l.file, Problems: l.problems}
+	slices.SortStableFunc(l.problems, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
+	var errs []Problem
+	for _, p := range l.problems {
+		if p.Warning {
+			c.warnings = append(c.warnings, p)
+		} else {
+			errs = append(errs, p)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &ValidationError{File: l.file, Problems: errs}
 	}
 	return c, nil
 }

@@ -264,10 +264,6 @@ func (c *Config) Upstream(name string) *Upstream {
 	return &c.MCPServers[i]
 }
 
-// Warnings returns what `snodod config check` reports besides errors: a
-// configuration with warnings loads and runs.
-func (c *Config) Warnings() []Problem { return c.warnings }
-
 // defaultPrefix derives a prefix from an entry's name (upstreams.md §1):
 // lowered, characters outside [a-z0-9-] made "-", cut to 16 characters.
 func defaultPrefix(name string) string {
@@ -364,7 +360,18 @@ func (d *serverDecoder) problem(u Upstream, field, msg string) {
 }
 
 func (d *serverDecoder) warn(u Upstream, field, msg string) {
-	d.c.warnings = append(d.c.warnings, Problem{Key: entryKey(u.Name, field), Message: msg + importNote(u), Source: u.Source})
+	d.problems = append(d.problems, Problem{Key: entryKey(u.Name, field), Message: msg + importNote(u), Source: u.Source, Warning: true})
+}
+
+// errors counts the problems that are not warnings.
+func (d *serverDecoder) errors() int {
+	n := 0
+	for _, p := range d.problems {
+		if !p.Warning {
+			n++
+		}
+	}
+	return n
 }
 
 // importNote names the imported file an entry came from, for messages.

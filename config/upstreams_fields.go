@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// entryFields are the fields of an mcpServers entry, in the order of
+// serverFields are the fields of an mcpServers entry, in the order of
 // upstreams.md §1, each with its decoder.
-var entryFields = []string{
+var serverFields = []string{
 	"command", "args", "env", "inherit_env", "cwd", "disabled", "enabled", "prefix", "share",
 	"max_instances", "start", "start_timeout", "request_timeout", "idle_timeout", "timeout",
 	"protocol", "tools", "prompts", "resources", "roots", "restart", "ping_interval",
@@ -82,7 +82,7 @@ func (d *serverDecoder) remote(u Upstream, fields map[string]any) bool {
 // entry decodes one entry's fields into u, reporting every problem; it
 // returns false when any field is wrong.
 func (d *serverDecoder) entry(u *Upstream, fields map[string]any) bool {
-	before := len(d.problems)
+	before := d.errors()
 	u.written = fields
 	u.Share, u.Start, u.Protocol = DefaultShare, DefaultStart, DefaultProtocol
 	u.MaxInstances = DefaultMaxInstances
@@ -96,10 +96,10 @@ func (d *serverDecoder) entry(u *Upstream, fields map[string]any) bool {
 			ignored = append(ignored, f)
 			continue
 		}
-		if !slices.Contains(entryFields, f) {
+		if !slices.Contains(serverFields, f) {
 			d.problems = append(d.problems, Problem{Key: entryKey(u.Name, f), Source: u.Source, Unknown: true,
 				Message: fmt.Sprintf("unknown key %q%s", entryKey(u.Name, f), importNote(*u)) +
-					didYouMean(nearest(f, entryFields), func(s string) string { return strconv.Quote(entryKey(u.Name, s)) })})
+					didYouMean(nearest(f, serverFields), func(s string) string { return strconv.Quote(entryKey(u.Name, s)) })})
 		}
 	}
 	if len(ignored) > 0 {
@@ -153,7 +153,7 @@ func (d *serverDecoder) entry(u *Upstream, fields map[string]any) bool {
 	d.filter(u, fields, "resources", &u.Resources)
 	d.roots(u, fields, x)
 	d.restart(u, fields)
-	if len(d.problems) > before {
+	if d.errors() > before {
 		return false
 	}
 	d.warnings(u)
@@ -528,22 +528,4 @@ func kindOfValue(v any) string {
 		return "null"
 	}
 	return "a number"
-}
-
-// nearest returns the one candidate within two edits of name, if any.
-func nearest(name string, candidates []string) []string {
-	best, out := 3, []string(nil)
-	n := strings.ToLower(name)
-	for _, c := range candidates {
-		switch dist := distance(n, strings.ToLower(c)); {
-		case dist < best:
-			best, out = dist, []string{c}
-		case dist == best:
-			out = append(out, c)
-		}
-	}
-	if len(out) == 1 && best < len(n)/2+1 {
-		return out
-	}
-	return nil
 }

@@ -39,7 +39,7 @@ func (d *serverDecoder) importFile(p string) []Upstream {
 	table, err := ReadClientConfig(full)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		d.c.warnings = append(d.c.warnings, Problem{Key: "upstreams.import", Source: src,
+		d.problems = append(d.problems, Problem{Key: "upstreams.import", Source: src, Warning: true,
 			Message: "names " + full + ", which does not exist; it is skipped"})
 		return nil
 	case err != nil:

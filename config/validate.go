@@ -23,6 +23,10 @@ type Problem struct {
 	Source Source
 	// Unknown is true when Key names no configuration key.
 	Unknown bool
+	// Warning is true for a problem that does not stop the configuration
+	// from loading (Config.Warnings): `snodod config check` prints it, and
+	// the daemon logs it.
+	Warning bool
 }
 
 // String returns the problem as one line: `<key>: <message>`, followed by
@@ -88,6 +92,10 @@ func positiveInt() rule {
 
 func anyString() rule {
 	return scalar("must be a string", func(any) bool { return true })
+}
+
+func anyBool() rule {
+	return scalar("must be true or false", func(any) bool { return true })
 }
 
 func oneOf(values ...string) rule {

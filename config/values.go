@@ -47,6 +47,8 @@ func convert(k kind, raw any) (v any, ok bool) {
 			out = append(out, s)
 		}
 		return out, true
+	case kindBool:
+		return toBool(raw)
 	case kindInts:
 		items, ok := toList(raw)
 		if !ok {
@@ -131,6 +133,22 @@ func toInt(raw any) (int, bool) {
 // dateRE matches the text of a date, which TOML and YAML parse as a date
 // when it is not quoted.
 var dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// toBool reads a boolean, or the text true or false.
+func toBool(raw any) (bool, bool) {
+	switch v := raw.(type) {
+	case bool:
+		return v, true
+	case string:
+		switch strings.TrimSpace(v) {
+		case "true":
+			return true, true
+		case "false":
+			return false, true
+		}
+	}
+	return false, false
+}
 
 func toString(raw any) (string, bool) {
 	switch v := raw.(type) {

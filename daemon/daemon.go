@@ -39,11 +39,10 @@ type Options struct {
 	// level there).
 	OnReload func(*config.Config)
 	// Catalog registers tools, resources and prompts on every server the
-	// daemon builds, at start and on every reload, after the status tool.
+	// daemon builds, after the status tool and before the configured
+	// items. The server is kept across reloads (catalog.Host) and rebuilt
+	// only when server.* or protocol.versions change.
 	Catalog func(*server.Server)
-	// SubscribableResources advertises resources.subscribe (the catalog
-	// reports resource updates).
-	SubscribableResources bool
 	// Version is the build version: serverInfo.version when server.version
 	// is empty, and what the status tool and `snodod status` report.
 	Version string
@@ -64,6 +63,9 @@ type Daemon struct {
 	uid     int
 	notify  *notifier
 	ups     *upstream.Manager // the hosted servers (upstreams.go)
+	// host keeps the server across reloads and serves the configured
+	// tools, resources and prompts (catalog.Host).
+	host *catalog.Host
 
 	// gen is what new sessions use: the configuration, and the server and
 	// executor built from it. Reload replaces it; sessions keep the one
@@ -78,6 +80,7 @@ type Daemon struct {
 	running  bool // Run was called
 
 	sessionsSup *suture.Supervisor
+	http        *httpListener // nil without http.listen (http.go)
 	changed     chan struct{} // the session count changed (STATUS=)
 	ready       chan struct{} // closed once Run serves (tests wait for it)
 	stopped     chan struct{} // closed when Run returns
@@ -123,8 +126,16 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if err := d.openUpstreams(cfg); err != nil {
 		return nil, err
 	}
+	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Version: d.version(), Started: d.started},
+		Register: func(srv *server.Server) {
+			if opts.Catalog != nil {
+				opts.Catalog(srv)
+			}
+			d.attachUpstreams(srv)
+		}, Logger: d.log})
 	g, err := d.build(cfg, nil)
 	if err != nil {
+		d.host.Close()
 		return nil, err
 	}
 	d.gen.Store(g)
@@ -141,14 +152,10 @@ const sessionQueue = 4
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
-	srv, err := catalog.NewServer(cfg, catalog.Build{Version: d.version(), Started: d.started}, d.opts.SubscribableResources, d.log)
+	srv, err := d.host.Apply(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if d.opts.Catalog != nil {
-		d.opts.Catalog(srv)
-	}
-	d.attachUpstreams(srv, cfg)
 	limits := server.ExecutorLimits{
 		MaxConcurrency: cfg.Executor.MaxConcurrency,
 		MaxQueue:       cfg.Executor.MaxQueue,
@@ -191,6 +198,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.running = true
 	d.mu.Unlock()
 	defer close(d.stopped)
+	defer d.host.Close() // the folders' watches
 	defer d.startDrain()
 
 	cfg := d.Config()
@@ -216,6 +224,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var acceptors []suture.ServiceToken
 	for _, l := range listeners {
 		acceptors = append(acceptors, root.Add(&acceptor{d: d, l: l}))
+	}
+	if err := d.startHTTP(root, cfg); err != nil {
+		return err
 	}
 	// The root's context is not ctx: the drain stops the parts in order
 	// (listeners, then sessions) instead of all at once.
@@ -307,6 +318,8 @@ func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken,
 	for _, l := range listeners {
 		l.close()
 	}
+	httpDone := d.drainHTTP(root)
+	defer func() { <-httpDone }()
 	d.mu.Lock()
 	d.closing = true // from now on beginHandshake refuses
 	d.mu.Unlock()

@@ -8,10 +8,12 @@ import (
 )
 
 // Reload loads the configuration again (Options.Reload) and applies it to
-// the sessions that start after it: their limits, and a catalog and server
-// built anew. Running sessions keep what they started with. The executor
-// is shared on: it is rebuilt only when executor.* or
-// session.request_timeout changed.
+// the sessions that start after it: their limits and executor. The
+// configured tools, resources and prompts change in place on the server
+// running sessions hold too, which announces the lists that changed
+// (catalog.Host); only a change of server.* or protocol.versions builds a
+// new server, for new sessions. The executor is shared on: it is rebuilt
+// only when executor.* or session.request_timeout changed.
 //
 // A configuration that does not load is refused: every problem is logged,
 // one per line, and the running configuration stays. systemd is told
@@ -62,7 +64,8 @@ func problemLines(err error) []string {
 }
 
 // warnRestartOnly logs the changed keys that a reload cannot apply: the
-// sockets are bound, and the log format is the caller's handler.
+// sockets are bound, the log format is the caller's handler, and the HTTP
+// listener keeps the settings it started with.
 func (d *Daemon) warnRestartOnly(old, cfg *config.Config) {
 	changed := func(key string, a, b string) {
 		if a != b {
@@ -72,4 +75,5 @@ func (d *Daemon) warnRestartOnly(old, cfg *config.Config) {
 	changed("daemon.socket", old.Daemon.Socket, cfg.Daemon.Socket)
 	changed("daemon.control_socket", old.Daemon.ControlSocket, cfg.Daemon.ControlSocket)
 	changed("log.format", old.Log.Format, cfg.Log.Format)
+	changed("http.*", httpSettings(old), httpSettings(cfg)) // http.go: the listener is built once
 }

@@ -22,6 +22,11 @@ type Status struct {
 	Executor ExecutorStatus  `json:"executor"`
 	// Upstreams has one row per hosted server instance (upstreams.md §8).
 	Upstreams []upstream.Status `json:"upstreams"`
+	// Warnings are what the configured catalog could not do, such as a
+	// folder with more directories than max_watched_dirs.
+	Warnings []string `json:"warnings,omitempty"`
+	// HTTP is the HTTP listener's state; nil without http.listen.
+	HTTP *HTTPStatus `json:"http,omitempty"`
 }
 
 // SessionStatus is one session's row.
@@ -87,5 +92,7 @@ func (d *Daemon) Status() *Status {
 			RequestTimeout: limits.RequestTimeout.String(),
 		},
 		Upstreams: d.ups.Status(),
+		Warnings:  d.host.Warnings(),
+		HTTP:      d.httpStatus(),
 	}
 }

@@ -43,9 +43,10 @@ func (d *Daemon) openUpstreams(cfg *config.Config) error {
 	return nil
 }
 
-// attachUpstreams makes a generation's server show the aggregated view and
-// serve the snodod://upstreams resource.
-func (d *Daemon) attachUpstreams(srv *server.Server, cfg *config.Config) {
+// attachUpstreams makes a daemon server (built by the catalog's Host, once
+// per server: reloads keep it) show the aggregated view and serve the
+// snodod://upstreams resource.
+func (d *Daemon) attachUpstreams(srv *server.Server) {
 	srv.AddResource(&server.Resource{URI: UpstreamsURI, Name: "upstreams", MIMEType: "application/json",
 		Description: "The hosted MCP servers (mcpServers): one row per instance, as snodod status shows them."},
 		func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
@@ -55,7 +56,7 @@ func (d *Daemon) attachUpstreams(srv *server.Server, cfg *config.Config) {
 			}
 			return &server.ReadResourceResult{Contents: []server.ResourceContents{{URI: UpstreamsURI, MIMEType: "application/json", Text: string(b)}}}, nil
 		})
-	d.ups.Attach(srv, cfg.Server.Instructions)
+	d.ups.Attach(srv, srv.Instructions())
 }
 
 // dispatcher is the Dispatcher of a new session of g: the aggregated view

@@ -59,6 +59,13 @@ func AppendError(dst []byte, id ID, e *Error) []byte {
 func AppendNotification(dst []byte, method string, params any) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, `{"jsonrpc":"2.0","method":`...)
+	return appendMethodParams(dst, start, method, params)
+}
+
+// appendMethodParams ends a request or notification frame begun at
+// dst[start:]: the method, the params unless nil, and "}\n". When params
+// cannot be encoded it returns dst[:start] and the error.
+func appendMethodParams(dst []byte, start int, method string, params any) ([]byte, error) {
 	dst = AppendString(dst, method)
 	if params != nil {
 		var err error
@@ -79,14 +86,7 @@ func AppendRequest(dst []byte, id ID, method string, params any) ([]byte, error)
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = id.AppendJSON(dst)
 	dst = append(dst, `,"method":`...)
-	dst = AppendString(dst, method)
-	if params != nil {
-		var err error
-		if dst, err = AppendValue(append(dst, `,"params":`...), params); err != nil {
-			return dst[:start], err
-		}
-	}
-	return append(dst, "}\n"...), nil
+	return appendMethodParams(dst, start, method, params)
 }
 
 // valueEncoder is a pooled json.Encoder writing straight onto a caller's

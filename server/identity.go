@@ -50,6 +50,10 @@ func (s *Server) SetInfo(info Implementation) {
 	}
 }
 
+// Instructions returns the instructions initialize and server/discover
+// send now.
+func (s *Server) Instructions() string { return s.identity().instructions }
+
 // SetInstructions replaces the instructions sent by initialize and
 // server/discover.
 func (s *Server) SetInstructions(instructions string) {

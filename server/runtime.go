@@ -32,6 +32,9 @@ func New(opts Options) (*Server, error) {
 	if opts.CacheTTL < 0 {
 		errs = append(errs, errors.New("cache_ttl must not be negative"))
 	}
+	if err := checkStateKey(opts.StateKey); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -50,7 +53,7 @@ func New(opts Options) (*Server, error) {
 		log:       log,
 		versions:  versions,
 		hub:       newHub(),
-		signer:    newSigner(),
+		signer:    signerFor(opts.StateKey),
 		tools:     map[string]*toolEntry{},
 		resources: map[string]*resourceEntry{},
 		templates: map[string]*templateEntry{},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 )
 
@@ -20,11 +21,14 @@ func configUsage(w io.Writer) {
 
 check validates FILE (default: the default configuration file) on top of
 the defaults, without the environment or flags, so the file is judged on
-its own. It prints "ok: FILE" and exits 0, or prints every problem, one per
-line, and exits 1. Each hosted server's command must be on its PATH.
-Warnings (client keys it ignores, unpinned npx or uvx packages, and, from
-the catalog cache of servers that have run, names that collide or are
-shortened over 64 characters) are printed first, and do not fail it.
+its own: every key, every [tools], [resources] and [prompts] entry
+(commands found on PATH, placeholders, paths, templates, schemas, names),
+and every [mcpServers] entry (its command on the child's PATH). It prints
+"ok: FILE" and exits 0, or prints every problem, one per line, and exits
+1. Warnings (a placeholder that can become an option, client keys it
+ignores, unpinned npx or uvx packages, and, from the catalog cache of
+hosted servers that have run, names that collide or are shortened over 64
+characters) are printed as "warning: ..." lines and do not fail the check.
 
 print shows the effective configuration (defaults, the file, SNODOD_*
 environment variables) as TOML, every key with where its value came from;
@@ -64,6 +68,14 @@ func runConfigCheck(args []string) int {
 	}
 	path := flags.Arg(0)
 	cfg, err := config.Inspect(path)
+	if err == nil {
+		// The configured items as the daemon would build them: schemas the
+		// runtime compiles, names snodod serves itself. (Upstream tools
+		// and prompts join through catalog.Reserved once they are hosted.)
+		if problems := catalog.Check(cfg, catalog.Reserved{}); len(problems) > 0 {
+			err = &config.ValidationError{File: cfg.File(), Problems: problems}
+		}
+	}
 	if err != nil {
 		printConfigError(os.Stderr, "", err)
 		return exitFailure

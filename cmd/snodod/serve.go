@@ -66,6 +66,7 @@ func serveFlags() (*flag.FlagSet, *serveOptions) {
 		"request-timeout", "session.request_timeout",
 		"max-concurrency", "executor.max_concurrency",
 		"max-queue", "executor.max_queue",
+		"http", "http.listen",
 	)
 	return fs, o
 }
@@ -91,12 +92,11 @@ func runServe(args []string) int {
 	d, err := daemon.New(cfg, daemon.Options{
 		// A reload reads the same file and environment, and the flags
 		// given at start still win.
-		Reload:                func() (*config.Config, error) { return config.Load(opts) },
-		OnReload:              func(c *config.Config) { level.Set(parseLevel(c.Log.Level)) },
-		Catalog:               register,
-		SubscribableResources: o.demo,
-		Version:               buildVersion(),
-		Logger:                log,
+		Reload:   func() (*config.Config, error) { return config.Load(opts) },
+		OnReload: func(c *config.Config) { level.Set(parseLevel(c.Log.Level)) },
+		Catalog:  register,
+		Version:  buildVersion(),
+		Logger:   log,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "snodod serve: %v\n", err)

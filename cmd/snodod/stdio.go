@@ -87,13 +87,16 @@ func runStdio(args []string) int {
 	o.limits.RequestTimeout = negativeOr(o.limits.RequestTimeout, cfg.Session.RequestTimeout)
 	o.limits.MaxConcurrency = negativeOr(o.limits.MaxConcurrency, cfg.Executor.MaxConcurrency)
 	o.limits.MaxQueue = negativeOr(o.limits.MaxQueue, cfg.Executor.MaxQueue)
-	// The conformance fixture reports updates of its watched resource.
-	srv, err := catalog.NewServer(cfg, catalog.Build{Version: buildVersion(), Started: started}, o.demo, slog.Default())
-	if err != nil {
-		return fail(err)
-	}
+	var register func(*server.Server)
 	if o.demo {
-		demoCatalog(srv)
+		register = demoCatalog
+	}
+	host := catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Version: buildVersion(), Started: started}, Register: register})
+	defer host.Close() // the configured folders' watches
+	srv, err := host.Apply(cfg)
+	if err != nil {
+		printConfigError(os.Stderr, "snodod stdio: ", err)
+		return exitFailure
 	}
 	// Standard input stays as it is, usually blocking: a read(2) that
 	// waits costs less per line than the poller's EAGAIN, epoll_pwait and

@@ -309,23 +309,6 @@ func (s *rawSession) initialize(caps string) {
 	}
 }
 
-type clientRequestLine struct {
-	ID     string `json:"id"`
-	Method string `json:"method"`
-	Params struct {
-		RequestID string `json:"requestId"`
-	} `json:"params"`
-}
-
-func parseOut(t *testing.T, l string) clientRequestLine {
-	t.Helper()
-	var m clientRequestLine
-	if err := json.Unmarshal([]byte(l), &m); err != nil {
-		t.Fatalf("output %s: %v", l, err)
-	}
-	return m
-}
-
 // At most server.MaxClientRequests requests to the client are outstanding
 // on a session: the 17th is sent only once one of the 16 is answered.
 func TestClientRequestsCap(t *testing.T) {
@@ -338,11 +321,12 @@ func TestClientRequestsCap(t *testing.T) {
 	s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_many","arguments":{"n":%d}}}`, n))
 	ids := map[string]bool{}
 	for range server.MaxClientRequests {
-		m := parseOut(t, s.out.next(t))
-		if m.Method != "roots/list" || !strings.HasPrefix(m.ID, "snodod:") || ids[m.ID] {
+		m := parse(t, s.out.next(t))
+		id, _ := protocol.String(m.ID)
+		if m.Method != "roots/list" || !strings.HasPrefix(id, "snodod:") || ids[id] {
 			t.Fatalf("want a new roots/list request, got %+v", m)
 		}
-		ids[m.ID] = true
+		ids[id] = true
 	}
 	select {
 	case l := <-s.out.ch:
@@ -356,12 +340,13 @@ func TestClientRequestsCap(t *testing.T) {
 		break
 	}
 	answer(first)
-	last := parseOut(t, s.out.next(t))
-	if last.Method != "roots/list" || ids[last.ID] {
+	last := parse(t, s.out.next(t))
+	lastID, _ := protocol.String(last.ID)
+	if last.Method != "roots/list" || ids[lastID] {
 		t.Fatalf("after one answer, want the last request, got %+v", last)
 	}
 	delete(ids, first)
-	ids[last.ID] = true
+	ids[lastID] = true
 	for id := range ids {
 		answer(id)
 	}
@@ -402,7 +387,7 @@ func TestClientRequestsRestart(t *testing.T) {
 	first := serve()
 	s.initialize(`{"elicitation":{}}`)
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_elicit","arguments":{}}}`)
-	if m := parseOut(t, s.out.next(t)); m.Method != "elicitation/create" || m.ID != "snodod:1" {
+	if m := parse(t, s.out.next(t)); m.Method != "elicitation/create" || string(m.ID) != `"snodod:1"` {
 		t.Fatalf("want elicitation/create snodod:1, got %+v", m)
 	}
 	faults.Inject(state)
@@ -428,8 +413,8 @@ func TestClientRequestsRestart(t *testing.T) {
 	second := serve()
 	s.send(`{"jsonrpc":"2.0","id":"snodod:1","result":{"action":"accept","content":{"name":"late"}}}`)
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_elicit","arguments":{}}}`)
-	m := parseOut(t, s.out.next(t))
-	if m.Method != "elicitation/create" || m.ID != "snodod:2" {
+	m := parse(t, s.out.next(t))
+	if m.Method != "elicitation/create" || string(m.ID) != `"snodod:2"` {
 		t.Fatalf("after the restart want elicitation/create snodod:2 (ids never reused), got %+v", m)
 	}
 	s.send(`{"jsonrpc":"2.0","id":"snodod:2","result":{"action":"accept","content":{"name":"Bo"}}}`)
@@ -452,7 +437,7 @@ func TestClientRequestsEndOfInput(t *testing.T) {
 		s := &rawSession{t: t, ep: ep, out: newLineSource(ep.r)}
 		s.initialize(`{"elicitation":{}}`)
 		s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_elicit","arguments":{}}}`)
-		if m := parseOut(t, s.out.next(t)); m.Method != "elicitation/create" {
+		if m := parse(t, s.out.next(t)); m.Method != "elicitation/create" {
 			t.Fatalf("want elicitation/create, got %+v", m)
 		}
 		ep.closeInput()
