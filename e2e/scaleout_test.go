@@ -382,8 +382,12 @@ func TestScaleOut(t *testing.T) {
 		// A stream sees its own node's changes: change every node.
 		start := time.Now()
 		trigger := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"test_trigger_tool_change","arguments":{},` + modernMeta + `}}`
+		// The triggers finish before the nodes stop: a post failing after
+		// the subtest ended would fail a finished test.
+		var posts sync.WaitGroup
+		defer posts.Wait()
 		for _, addr := range c.addrs {
-			go func() { mcpPost(t, "http://"+addr+"/mcp", "", trigger) }()
+			posts.Go(func() { mcpPost(t, "http://"+addr+"/mcp", "", trigger) })
 		}
 		select {
 		case ev := <-events:
