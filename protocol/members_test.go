@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"maps"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -98,5 +99,49 @@ func TestMembersEmptyObjectAllocatesNothing(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("%v allocations, want 0", n)
+	}
+}
+
+func TestEachMember(t *testing.T) {
+	var got []string
+	ok := EachMember(json.RawMessage(` { "a" : 1, "b\"c":{"x":[1,"}"]} ,"d":"e" } `), func(name, value json.RawMessage) bool {
+		got = append(got, string(name)+"="+string(value))
+		return true
+	})
+	want := []string{`"a"=1`, `"b\"c"={"x":[1,"}"]}`, `"d"="e"`}
+	if !ok || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("EachMember = %v %q, want true %q", ok, got, want)
+	}
+	for _, bad := range []string{``, `[]`, `{"a":}`, `{"a":1`, `{"a":1}x`, `null`} {
+		if EachMember(json.RawMessage(bad), func(_, _ json.RawMessage) bool { return true }) {
+			t.Errorf("EachMember(%q) accepted", bad)
+		}
+	}
+	n := 0
+	EachMember(json.RawMessage(`{"a":1,"b":2}`), func(_, _ json.RawMessage) bool { n++; return false })
+	if n != 1 {
+		t.Errorf("EachMember went on after false: %d calls", n)
+	}
+}
+
+func TestSetMember(t *testing.T) {
+	for _, tc := range []struct{ obj, name, value, want string }{
+		{`{"a":1,"b":2}`, "a", `3`, `{"b":2,"a":3}`},
+		{`{"a":1,"b":2}`, "a", ``, `{"b":2}`},
+		{`{"a":1}`, "a", ``, `{}`},
+		{``, "x", `"y"`, `{"x":"y"}`},
+		{`[1]`, "x", `1`, `{"x":1}`},
+		{`{"x\u0031":1}`, "x1", `2`, `{"x\u0031":1,"x1":2}`},
+	} {
+		var obj, value json.RawMessage
+		if tc.obj != "" {
+			obj = json.RawMessage(tc.obj)
+		}
+		if tc.value != "" {
+			value = json.RawMessage(tc.value)
+		}
+		if got := string(SetMember(obj, tc.name, value)); got != tc.want {
+			t.Errorf("SetMember(%s, %q, %s) = %s, want %s", tc.obj, tc.name, tc.value, got, tc.want)
+		}
 	}
 }

@@ -92,67 +92,103 @@ func (c *call) relayInputRequired(res *RawResult) Outcome {
 	}}
 }
 
-// Members of results that belong to one era (protocol.md §5.3).
-var eraMembers = [][]byte{[]byte(`"resultType"`), []byte(`"ttlMs"`), []byte(`"cacheScope"`), []byte(protocol.MetaServerInfo)}
-
 // shapeRelayed shapes another server's result object for the client's era
 // (upstreams.md §6): for 2026, resultType "complete" when absent, the
 // serverInfo _meta member the runtime's, and for a read the cache fields
 // when absent; for legacy eras resultType, ttlMs, cacheScope and that
 // member removed, and a tool's structuredContent kept only when it is an
-// object. ok is false when raw is not an object.
+// object. ok is false when raw is not an object. The object is spliced,
+// member order kept, values never decoded: a result that needs no change
+// is returned as it is.
 func (c *call) shapeRelayed(raw json.RawMessage) (json.RawMessage, bool) {
-	if !c.modern && !bytes.Contains(raw, []byte(`"structuredContent"`)) && !containsAny(raw, eraMembers) {
-		return raw, isJSONObject(raw) // nothing to remove: as sent
+	if !c.modern {
+		// The common legacy case, a result of the era it is relayed to,
+		// is checked without allocating, and passed on as it is.
+		plain := true
+		if !protocol.EachMember(raw, func(name, value json.RawMessage) bool {
+			switch string(name) {
+			case `"resultType"`, `"ttlMs"`, `"cacheScope"`:
+				plain = false
+			case `"structuredContent"`:
+				plain = plain && (c.req.Method != "tools/call" || isJSONObject(value))
+			case `"_meta"`:
+				plain = plain && !bytes.Contains(value, []byte(protocol.MetaServerInfo))
+			}
+			return plain
+		}) {
+			return nil, false
+		}
+		if plain {
+			return raw, true
+		}
 	}
-	m, ok := protocol.Members(raw)
-	if !ok || m == nil {
-		return nil, ok && m != nil
+	out := make([]byte, 0, len(raw)+128)
+	changed, hasType, hasTTL, hasScope := false, false, false, false
+	var meta json.RawMessage
+	ok := protocol.EachMember(raw, func(name, value json.RawMessage) bool {
+		drop := false
+		switch string(name) {
+		case `"resultType"`:
+			hasType, drop = true, !c.modern
+		case `"ttlMs"`:
+			hasTTL, drop = true, !c.modern
+		case `"cacheScope"`:
+			hasScope, drop = true, !c.modern
+		case `"structuredContent"`:
+			drop = !c.modern && c.req.Method == "tools/call" && !isJSONObject(value)
+		case `"_meta"`:
+			meta, drop = value, true // rewritten at the end
+		}
+		changed = changed || drop
+		if !drop {
+			out = appendMember(out, name, value)
+		}
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
-	meta, _ := protocol.Members(m["_meta"])
-	delete(meta, protocol.MetaServerInfo)
+	var shapedMeta json.RawMessage
 	if c.modern {
-		if _, ok := m["resultType"]; !ok {
-			m["resultType"] = json.RawMessage(`"complete"`)
+		info, _ := protocol.AppendValue(nil, c.s.serverInfo(c.version))
+		shapedMeta = protocol.SetMember(meta, protocol.MetaServerInfo, info)
+		if !hasType {
+			out = appendMember(out, json.RawMessage(`"resultType"`), json.RawMessage(`"complete"`))
 		}
 		if c.req.Method == "resources/read" {
-			if _, ok := m["ttlMs"]; !ok {
-				m["ttlMs"], _ = protocol.AppendValue(nil, c.s.opts.CacheTTL.Milliseconds())
+			if !hasTTL {
+				ttl, _ := protocol.AppendValue(nil, c.s.opts.CacheTTL.Milliseconds())
+				out = appendMember(out, json.RawMessage(`"ttlMs"`), ttl)
 			}
-			if _, ok := m["cacheScope"]; !ok {
-				m["cacheScope"], _ = protocol.AppendValue(nil, c.s.opts.CacheScope)
+			if !hasScope {
+				scope, _ := protocol.AppendValue(nil, c.s.opts.CacheScope)
+				out = appendMember(out, json.RawMessage(`"cacheScope"`), scope)
 			}
 		}
-		if meta == nil {
-			meta = map[string]json.RawMessage{}
-		}
-		meta[protocol.MetaServerInfo], _ = protocol.AppendValue(nil, c.s.serverInfo(c.version))
-	} else {
-		delete(m, "resultType")
-		delete(m, "ttlMs")
-		delete(m, "cacheScope")
-		if sc, ok := m["structuredContent"]; ok && c.req.Method == "tools/call" && !isJSONObject(sc) {
-			delete(m, "structuredContent")
-		}
+		changed = true
+	} else if meta != nil {
+		shapedMeta = protocol.SetMember(meta, protocol.MetaServerInfo, nil)
+		changed = changed || len(shapedMeta) != len(meta)
 	}
-	if meta != nil || m["_meta"] != nil {
-		if len(meta) == 0 {
-			delete(m, "_meta")
-		} else {
-			m["_meta"], _ = protocol.AppendValue(nil, meta)
-		}
+	if !changed {
+		return raw, true
 	}
-	out, err := protocol.AppendValue(nil, m)
-	return out, err == nil
+	if len(shapedMeta) > 2 { // not {}
+		out = appendMember(out, json.RawMessage(`"_meta"`), shapedMeta)
+	}
+	if len(out) == 0 {
+		return json.RawMessage("{}"), true
+	}
+	out[0] = '{' // appendMember wrote a leading comma
+	return append(out, '}'), true
 }
 
-func containsAny(b []byte, subs [][]byte) bool {
-	for _, s := range subs {
-		if bytes.Contains(b, s) {
-			return true
-		}
-	}
-	return false
+// appendMember appends ,"name":value (the first comma becomes the brace).
+func appendMember(dst, name, value json.RawMessage) []byte {
+	dst = append(dst, ',')
+	dst = append(dst, name...)
+	dst = append(dst, ':')
+	return append(dst, value...)
 }
 
 // rawObject is a result object already encoded; it is written as it is

@@ -160,11 +160,11 @@ func TestRelayedCallShaping(t *testing.T) {
 			return &RawResult{Result: json.RawMessage(`{"content":[{"type":"text","text":"<ok>"}],"structuredContent":[1],"resultType":"complete","ttlMs":5,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"k":1}}`)}, nil
 		}}}})
 	legacy := h.legacy("tools/call", `{"name":"x__t","arguments":{"a":"not a string schema"},"_meta":{"progressToken":"p1"}}`)
-	if want := `{"_meta":{"k":1},"content":[{"type":"text","text":"<ok>"}]}`; legacy != want {
+	if want := `{"content":[{"type":"text","text":"<ok>"}],"_meta":{"k":1}}`; legacy != want {
 		t.Errorf("legacy:\n got %s\nwant %s", legacy, want)
 	}
 	modern := h.modern("tools/call", `"name":"x__t","arguments":{}`)
-	if want := `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"snodod","version":"1.0.0"},"k":1},"content":[{"type":"text","text":"<ok>"}],"resultType":"complete","structuredContent":[1],"ttlMs":5}`; modern != want {
+	if want := `{"content":[{"type":"text","text":"<ok>"}],"structuredContent":[1],"resultType":"complete","ttlMs":5,"_meta":{"k":1,"io.modelcontextprotocol/serverInfo":{"name":"snodod","version":"1.0.0"}}}`; modern != want {
 		t.Errorf("2026:\n got %s\nwant %s", modern, want)
 	}
 	if len(seen) != 2 || seen[0].Modern || string(seen[0].ProgressToken) != `"p1"` || seen[0].Name != "x__t" || !seen[1].Modern || seen[1].Version != "2026-07-28" {

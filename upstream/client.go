@@ -147,6 +147,9 @@ func (s *Session) Notify(ss *server.SessionState, method string, params json.Raw
 func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
 	ctx = context.WithValue(ctx, clientKey{}, s.Client)
 	m := s.Client.m
+	if m.allListed.Load() {
+		return s.srv.Dispatch(ctx, req) // the common case: nothing to start first
+	}
 	var needs func(*upstream) bool
 	var target *upstream // the one upstream the request is for, if known
 	switch req.Method {

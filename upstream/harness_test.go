@@ -51,6 +51,38 @@ func loadConfig(t *testing.T, toml string) *config.Config {
 	return cfg
 }
 
+// newBenchHarness is newHarness for a benchmark: oneFake, its log dropped.
+func newBenchHarness(b *testing.B) *harness {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(oneFake, "FAKE", fakePath)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Load(config.Options{File: path, Env: []string{"HOME=" + b.TempDir()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &harness{logs: &logBuffer{}, served: make(chan struct{})}
+	if h.m, err = New(cfg, Options{Env: []string{"PATH=/usr/bin:/bin"}, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		b.Fatal(err)
+	}
+	if h.agg, err = server.New(server.Options{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		b.Fatal(err)
+	}
+	h.m.Attach(h.agg, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() {
+		defer close(h.served)
+		_ = h.m.Serve(ctx)
+	}()
+	b.Cleanup(func() {
+		cancel()
+		<-h.served
+	})
+	return h
+}
+
 // newHarness serves toml's upstreams; stateDir "" gives a fresh one.
 func newHarness(t *testing.T, toml string, stateDir ...string) *harness {
 	t.Helper()

@@ -85,7 +85,12 @@ func (in *instance) waitForStart(ctx context.Context, eager bool) bool {
 		case <-ctx.Done():
 			return false
 		case <-in.want:
-			return true
+			in.mu.Lock()
+			stale := in.manual // asked before a stop order came through
+			in.mu.Unlock()
+			if !stale {
+				return true
+			}
 		case <-backoff:
 			return true
 		case o := <-in.control:

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"weak"
 
@@ -69,6 +70,10 @@ type Manager struct {
 	cache  *cache
 	parks  *parking
 	done   chan struct{} // closed when Serve returns
+
+	// allListed is true when every upstream has a catalog (or is
+	// disabled): no request needs to start one before it is served.
+	allListed atomic.Bool
 
 	childMu  sync.Mutex
 	children int

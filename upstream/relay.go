@@ -77,15 +77,13 @@ func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, or
 		return nil, err
 	}
 	params := req.Params
-	if method == "tools/call" {
+	if method == "tools/call" && argumentsAbsent(params) {
 		// Absent arguments are {} to snodod (protocol.md §6.3), and
 		// servers validating with a schema refuse an absent object (or
 		// the null some clients send for none).
-		if m, _ := protocol.Members(params); m["arguments"] == nil || string(m["arguments"]) == "null" {
-			params = withMember(params, "arguments", json.RawMessage("{}"))
-		}
+		params = withMember(params, "arguments", json.RawMessage("{}"))
 	}
-	if orig != "" {
+	if orig != "" && (orig != req.Name || method == "completion/complete") {
 		if method == "completion/complete" {
 			params = withRefName(params, orig)
 		} else {
@@ -292,22 +290,21 @@ func sessionKey(c *Client) any {
 }
 
 // withMember returns the params object with member name set to v (a
-// json.RawMessage is written as it is).
+// json.RawMessage written as it is), spliced, never re-encoded whole.
 func withMember(params json.RawMessage, name string, v any) json.RawMessage {
-	m, _ := protocol.Members(params)
-	if m == nil {
-		m = map[string]json.RawMessage{}
+	var raw json.RawMessage
+	switch x := v.(type) {
+	case json.RawMessage:
+		raw = x
+	case string:
+		raw = protocol.AppendString(nil, x)
+	default:
+		var err error
+		if raw, err = protocol.AppendValue(nil, v); err != nil {
+			return params
+		}
 	}
-	raw, err := protocol.AppendValue(nil, v)
-	if err != nil {
-		return params
-	}
-	m[name] = raw
-	out, err := protocol.AppendValue(nil, m)
-	if err != nil {
-		return params
-	}
-	return out
+	return protocol.SetMember(params, name, raw)
 }
 
 // withRefName sets a completion's ref.name (a prompt's name on the
@@ -315,15 +312,24 @@ func withMember(params json.RawMessage, name string, v any) json.RawMessage {
 func withRefName(params json.RawMessage, name string) json.RawMessage {
 	m, _ := protocol.Members(params)
 	ref, _ := protocol.Members(m["ref"])
-	if ref == nil {
-		return params
-	}
 	if t, _ := protocol.String(ref["type"]); t != "ref/prompt" {
 		return params
 	}
-	raw, _ := protocol.AppendValue(nil, name)
-	ref["name"] = raw
-	return withMember(params, "ref", ref)
+	return withMember(params, "ref", protocol.SetMember(m["ref"], "name", protocol.AppendString(nil, name)))
+}
+
+// argumentsAbsent reports whether a tools/call's params lack arguments,
+// or carry null, without decoding them.
+func argumentsAbsent(params json.RawMessage) bool {
+	absent := true
+	protocol.EachMember(params, func(name, value json.RawMessage) bool {
+		if string(name) == `"arguments"` {
+			absent = string(value) == "null"
+			return false
+		}
+		return true
+	})
+	return absent
 }
 
 // forwarder passes an upstream's progress to the client without blocking

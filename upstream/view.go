@@ -101,6 +101,11 @@ func (m *Manager) refreshViews() {
 	m.viewMu.Lock()
 	defer m.viewMu.Unlock()
 	ups := m.sorted()
+	all := true
+	for _, u := range ups {
+		all = all && (u.conf().Disabled || u.currentCatalog() != nil)
+	}
+	m.allListed.Store(all)
 	m.mu.Lock()
 	aggs := slices.Clone(m.aggregates)
 	passes := make(map[string]*server.Server, len(m.passViews))

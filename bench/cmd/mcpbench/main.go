@@ -49,6 +49,8 @@ func main() {
 		jsonOut  = flag.String("json", "", "also write every measurement as JSON to this file")
 		sVersion = flag.String("sessions-version", wire.V20250618, "protocol version of the snodod serve scenarios")
 		dEnv     = flag.String("daemon-env", "", "space-separated NAME=VALUE settings for snodod serve, replacing the harness's (\"none\": the defaults)")
+		hosted   = flag.Bool("hosted", true, "run the hosted-server scenarios (relay overhead, sharing)")
+		sharers  = flag.Int("sharing-clients", 100, "clients of the sharing scenario (0: skip it)")
 	)
 	flag.Parse()
 	if *repeats <= 0 {
@@ -71,6 +73,7 @@ func main() {
 	rep := &report.Report{Versions: []string{wire.V20250618, wire.V20260728}, Config: cfg, Started: time.Now()}
 	rep.Machine = machine()
 	servers, servings := serversUnderTest(*snodod, *peers, *nodeDir)
+	all := servers
 	if *only != "" {
 		keep := strings.Split(*only, ",")
 		servers = slices.DeleteFunc(servers, func(s load.Server) bool { return !slices.Contains(keep, s.Name) })
@@ -102,6 +105,9 @@ func main() {
 		}
 		if *sessions && serveOK {
 			runSessions(rep, *snodod, r, *repeats)
+		}
+		if *hosted && serveOK {
+			runHosted(rep, *snodod, peerOf(all, "raw"), sharer(all), *sharers, r, *repeats)
 		}
 	}
 	if *sessions && !serveOK {

@@ -26,6 +26,8 @@ type Daemon struct {
 	stderr *tail
 	levels *levelCounter
 	waited chan struct{}
+	// extraDirs are removed with dir (a hosted server's configuration).
+	extraDirs []string
 }
 
 // StartDaemon starts `bin serve --demo` with its sockets in a new
@@ -97,6 +99,11 @@ func (d *Daemon) Alive() bool {
 // directory and tells how the daemon ended.
 func (d *Daemon) Stop() string {
 	defer os.RemoveAll(d.dir)
+	defer func() {
+		for _, dir := range d.extraDirs {
+			os.RemoveAll(dir)
+		}
+	}()
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.waited:

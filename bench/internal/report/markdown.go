@@ -19,6 +19,7 @@ func (r *Report) Console() string {
 		b.WriteString("  - " + strings.ReplaceAll(g, "**", "") + "\n")
 	}
 	b.WriteString("\n" + r.behaviour())
+	b.WriteString(r.hosted())
 	return b.String()
 }
 

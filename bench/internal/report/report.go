@@ -31,6 +31,10 @@ type Report struct {
 	Stalled    []load.Stalled
 	// SessionsNote says why the many-session scenarios did not run, if so.
 	SessionsNote string
+	// The hosted-server scenarios (upstreams.go), one per repeat and
+	// version, and one sharing run.
+	Relays   []load.Relay
+	Sharings []load.Sharing
 
 	Config   Config
 	Machine  Machine

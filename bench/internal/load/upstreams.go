@@ -1,0 +1,232 @@
+package load
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snodod/snodod/bench/internal/wire"
+)
+
+// The hosted-server scenarios (upstreams.md): what relaying through
+// `snodod connect NAME` costs over spawning the server directly, and what
+// one shared server saves over a copy per client.
+
+// Relay is the relay-overhead scenario at one version: the same server
+// spawned directly and hosted by snodod serve behind snodod connect NAME.
+type Relay struct {
+	Version string
+	Direct  StdioResult // the server spawned by the harness
+	Relayed StdioResult // the same server behind snodod connect NAME
+	// DaemonCPU and UpstreamCPU are µs of CPU per relayed call, of the
+	// daemon and of the hosted server, over the relayed run (handshake,
+	// warm-up, sequential and pipelined calls).
+	DaemonCPU, UpstreamCPU float64
+	Problems               []string
+}
+
+// upstreamDaemon starts snodod serve hosting command as the upstream
+// "up", eagerly, with env (XDG_CONFIG_HOME and XDG_STATE_HOME of its own
+// added), and waits for the upstream's process. It returns the daemon, the
+// upstream's pid and the control socket.
+func upstreamDaemon(snodod string, command []string, maxSessions int, env []string) (*Daemon, int, string, error) {
+	dir, err := os.MkdirTemp("", "mcpbench-up-")
+	if err != nil {
+		return nil, 0, "", err
+	}
+	quoted := make([]string, len(command)-1)
+	for i, a := range command[1:] {
+		quoted[i] = strconv.Quote(a)
+	}
+	config := fmt.Sprintf("[mcpServers.up]\ncommand = %q\nargs = [%s]\nstart = \"eager\"\nprotocol = \"2025-06-18\"\nping_interval = \"0s\"\n",
+		command[0], strings.Join(quoted, ", "))
+	if err := os.MkdirAll(filepath.Join(dir, "snodod"), 0o700); err == nil {
+		err = os.WriteFile(filepath.Join(dir, "snodod", "config.toml"), []byte(config), 0o600)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, 0, "", err
+	}
+	d, err := StartDaemon(snodod, maxSessions, append(env, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, 0, "", err
+	}
+	d.extraDirs = append(d.extraDirs, dir)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if kids := children(d.PID()); len(kids) == 1 {
+			return d, kids[0], filepath.Join(filepath.Dir(d.Socket), "c.sock"), nil
+		}
+		if time.Now().After(deadline) || !d.Alive() {
+			d.Stop()
+			return nil, 0, "", fmt.Errorf("the hosted server did not start: %s", d.Stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// children returns the pids of pid's live children.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// RunRelay measures server directly and behind snodod connect NAME, at d.
+func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env []string) Relay {
+	r := Relay{Version: d.Version}
+	r.Direct = StdioResult{Server: server.Name, Version: d.Version}
+	throughput(server, d, cfg, &r.Direct)
+	dm, upPID, control, err := upstreamDaemon(snodod, server.Command, 16, env)
+	if err != nil {
+		r.Problems = append(r.Problems, err.Error())
+		return r
+	}
+	defer dm.Stop()
+	relayed := Server{Name: server.Name + " via snodod connect", Command: []string{snodod, "connect", "--control-socket", control, "up"}}
+	r.Relayed = StdioResult{Server: relayed.Name, Version: d.Version}
+	d0, err1 := ProcCPUTime(dm.PID())
+	u0, err2 := ProcCPUTime(upPID)
+	throughput(relayed, d, cfg, &r.Relayed)
+	d1, err3 := ProcCPUTime(dm.PID())
+	u1, err4 := ProcCPUTime(upPID)
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			r.Problems = append(r.Problems, "cpu: "+err.Error())
+			return r
+		}
+	}
+	calls := float64(cfg.Warmup + cfg.Sequential + cfg.Pipelined + 1)
+	r.DaemonCPU = float64(d1-d0) / float64(time.Microsecond) / calls
+	r.UpstreamCPU = float64(u1-u0) / float64(time.Microsecond) / calls
+	return r
+}
+
+// Sharing is the sharing scenario: n clients of one server, as n copies
+// (what clients do today) and as one server hosted by snodod.
+type Sharing struct {
+	Server  string
+	Clients int
+	// CopiesRSS is the resident memory of the n copies; SharedRSS that of
+	// the daemon and its one copy, ConnectRSS that of the n snodod connect
+	// processes besides (they only wait for their session's end).
+	CopiesRSS, SharedRSS, ConnectRSS float64 // bytes
+	// CopiesLastMs and SharedLastMs are the start-to-first-answer of the
+	// n-th client (an echo call after its handshake), the others running.
+	CopiesLastMs, SharedLastMs float64
+	Problems                   []string
+}
+
+// RunSharing starts n clients of server both ways, one after the other,
+// keeping them all open, and measures the memory and the last one's wait.
+func RunSharing(snodod string, server Server, d wire.Dialect, n int, env []string) Sharing {
+	s := Sharing{Server: server.Name, Clients: n}
+	firstAnswer := func(c Server) (*Proc, float64, error) {
+		p, err := Spawn(c)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !d.Stateless() {
+			req, initialized := d.Initialize()
+			if _, err := p.Call(req, 0, 60*time.Second); err != nil {
+				p.Kill()
+				return nil, 0, err
+			}
+			if err := p.Send(initialized); err != nil {
+				p.Kill()
+				return nil, 0, err
+			}
+		}
+		l, err := p.Call(d.Echo(nil, 1), 1, 60*time.Second)
+		if err == nil {
+			if what := CheckEcho(l, 1); what != "" {
+				err = fmt.Errorf("first answer: %s", what)
+			}
+		}
+		if err != nil {
+			p.Kill()
+			return nil, 0, err
+		}
+		return p, float64(l.At.Sub(p.Started())) / float64(time.Millisecond), nil
+	}
+	run := func(c Server, what string) ([]*Proc, float64, bool) {
+		var procs []*Proc
+		last := 0.0
+		for i := range n {
+			p, ms, err := firstAnswer(c)
+			if err != nil {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s: client %d: %v", what, i+1, err))
+				return procs, 0, false
+			}
+			procs = append(procs, p)
+			last = ms
+		}
+		return procs, last, true
+	}
+	closeAll := func(procs []*Proc) {
+		var wg sync.WaitGroup
+		for _, p := range procs {
+			wg.Go(func() { p.Close(5 * time.Second) })
+		}
+		wg.Wait()
+	}
+	rss := func(pids ...int) float64 {
+		total := 0.0
+		for _, pid := range pids {
+			if v, err := ProcStatus(pid, "VmRSS"); err == nil {
+				total += float64(v)
+			}
+		}
+		return total
+	}
+
+	copies, last, ok := run(server, "copies")
+	if ok {
+		s.CopiesLastMs = last
+		for _, p := range copies {
+			s.CopiesRSS += rss(p.PID())
+		}
+	}
+	closeAll(copies)
+
+	dm, upPID, control, err := upstreamDaemon(snodod, server.Command, n+16, env)
+	if err != nil {
+		s.Problems = append(s.Problems, err.Error())
+		return s
+	}
+	defer dm.Stop()
+	connect := Server{Name: "snodod connect", Command: []string{snodod, "connect", "--control-socket", control, "up"}}
+	shared, last, ok := run(connect, "shared")
+	if ok {
+		s.SharedLastMs = last
+		s.SharedRSS = rss(dm.PID(), upPID)
+		for _, p := range shared {
+			s.ConnectRSS += rss(p.PID())
+		}
+		if kids := children(dm.PID()); len(kids) != 1 {
+			s.Problems = append(s.Problems, fmt.Sprintf("%d hosted processes for %d clients, want 1", len(kids), n))
+		}
+	}
+	closeAll(shared)
+	return s
+}
