@@ -127,7 +127,7 @@ func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env
 type Sharing struct {
 	Server  string
 	Clients int
-	// CopiesRSS is the resident memory of the n copies; SharedRSS that of
+	// CopiesRSS is the memory (PSS) of the n copies; SharedRSS that of
 	// the daemon and its one copy, ConnectRSS that of the n snodod connect
 	// processes besides (they only wait for their session's end).
 	CopiesRSS, SharedRSS, ConnectRSS float64 // bytes
@@ -190,12 +190,13 @@ func RunSharing(snodod string, server Server, d wire.Dialect, n int, env []strin
 		}
 		wg.Wait()
 	}
+	// Memory is the proportional set size: pages shared between
+	// processes (the snodod binary's text, node's) count once in all,
+	// split among them, where VmRSS would count them in each.
 	rss := func(pids ...int) float64 {
 		total := 0.0
 		for _, pid := range pids {
-			if v, err := ProcStatus(pid, "VmRSS"); err == nil {
-				total += float64(v)
-			}
+			total += float64(pss(pid))
 		}
 		return total
 	}
@@ -229,4 +230,20 @@ func RunSharing(snodod string, server Server, d wire.Dialect, n int, env []strin
 	}
 	closeAll(shared)
 	return s
+}
+
+// pss is a process's proportional set size in bytes, from
+// /proc/PID/smaps_rollup; 0 when it cannot be read.
+func pss(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	for l := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(l, "Pss:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

@@ -54,7 +54,7 @@ func (r *Report) hosted() string {
 	for _, s := range r.Sharings {
 		fmt.Fprintf(&b, "\n%d clients of the %s peer, each after a handshake and one echo call, all kept open: %d copies (what clients do today), or one copy hosted by `snodod serve` behind `snodod connect NAME`.\n\n",
 			s.Clients, s.Server, s.Clients)
-		b.WriteString("| | total RSS (MiB) | start to first answer of the last client (ms) |\n|---|---|---|\n")
+		b.WriteString("| | total memory, PSS (MiB) | start to first answer of the last client (ms) |\n|---|---|---|\n")
 		fmt.Fprintf(&b, "| %d copies | %s | %s |\n", s.Clients, MiB(s.CopiesRSS), Number(s.CopiesLastMs))
 		fmt.Fprintf(&b, "| snodod + 1 copy | %s (+ %s for the %d `snodod connect` processes) | %s |\n", MiB(s.SharedRSS), MiB(s.ConnectRSS), s.Clients, Number(s.SharedLastMs))
 		for _, p := range s.Problems {
