@@ -382,6 +382,10 @@ func importNote(u Upstream) string {
 	return " (imported from " + u.Source.Name + ")"
 }
 
+// FormatDuration writes a duration as configurations do: "30m" rather
+// than "30m0s", "1h" rather than "1h0m0s".
+func FormatDuration(d time.Duration) string { return formatDuration(d) }
+
 // StateDir returns snodod's state directory, where the upstreams' catalog
 // cache and process record live: $XDG_STATE_HOME/snodod when
 // XDG_STATE_HOME is an absolute path, else $HOME/.local/state/snodod,

@@ -493,24 +493,17 @@ func pinExample(runner, pkg string) string {
 	return quote(pkg + "@1.2.3")
 }
 
-// stringList reads a list of strings.
+// stringList reads a list of strings. Unlike a keyed list, an entry's is
+// never text: args = "one" is a mistake, not a list of one.
 func stringList(v any) ([]string, bool) {
-	items, ok := v.([]any)
-	if !ok {
-		if s, isStrings := v.([]string); isStrings {
-			return s, true
-		}
+	if _, text := v.(string); text {
 		return nil, false
 	}
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		s, ok := toString(it)
-		if !ok {
-			return nil, false
-		}
-		out = append(out, s)
+	list, ok := convert(kindStrings, v)
+	if !ok {
+		return nil, false
 	}
-	return out, true
+	return list.([]string), true
 }
 
 // kindOfValue names a value's type without showing it (for secrets).

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -128,17 +129,8 @@ func seconds(d time.Duration) string {
 	return fmt.Sprintf("%d s", int64((d+time.Second/2)/time.Second))
 }
 
-// shortDuration is a configured duration as written: "10m", "90s", "1h30m".
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// shortDuration is a configured duration as written: "10m", "90s".
+func shortDuration(d time.Duration) string { return config.FormatDuration(d) }
 
 // exitWords says how an instance ended, for "exited (…) while this call
 // was running": "signal 9" or "status 1".

@@ -184,6 +184,16 @@ var errStopped = errors.New("upstream instance stopped")
 // ends gets ctx's error; the start goes on.
 func (in *instance) acquire(ctx context.Context, throughBackoff bool) (*Conn, error) {
 	reported := false
+	// demand asks the loop for a start, unless upstreams.max_children
+	// processes run; in.mu is held, and released on failure.
+	demand := func() error {
+		if in.u.m.atChildLimit() {
+			in.mu.Unlock()
+			return in.u.m.childrenFull(in)
+		}
+		in.ask()
+		return nil
+	}
 	for {
 		now := time.Now()
 		in.mu.Lock()
@@ -199,11 +209,9 @@ func (in *instance) acquire(ctx context.Context, throughBackoff bool) (*Conn, er
 				in.mu.Unlock()
 				return nil, in.unavailable()
 			}
-			if in.u.m.atChildLimit() {
-				in.mu.Unlock()
-				return nil, in.u.m.childrenFull(in)
+			if err := demand(); err != nil {
+				return nil, err
 			}
-			in.ask()
 		case StateStarting:
 		case StateBackoff:
 			if !throughBackoff {
@@ -215,11 +223,9 @@ func (in *instance) acquire(ctx context.Context, throughBackoff bool) (*Conn, er
 				in.mu.Unlock()
 				return nil, in.unavailable()
 			}
-			if in.u.m.atChildLimit() {
-				in.mu.Unlock()
-				return nil, in.u.m.childrenFull(in)
+			if err := demand(); err != nil {
+				return nil, err
 			}
-			in.ask()
 		default: // disabled, draining
 			in.mu.Unlock()
 			return nil, in.unavailable()
