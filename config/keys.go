@@ -12,6 +12,8 @@ import (
 	toml "github.com/knadh/koanf/parsers/toml/v2"
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/snodod/snodod/limits"
 )
 
 // defaultsTOML is the single source of every key's default.
@@ -38,6 +40,12 @@ type Key struct {
 	// Allowed is what the key accepts, as validation messages say it, e.g.
 	// "must be a positive duration".
 	Allowed string
+	// Flag is the command-line flag that sets the key, without dashes
+	// ("write-timeout"); "" when there is none.
+	Flag string
+	// DaemonOnly is true for a key only `snodod serve` applies; the flags
+	// of `snodod stdio` leave it out.
+	DaemonOnly bool
 }
 
 // Keys returns every configuration key in reference order (by section, as
@@ -53,6 +61,8 @@ func Keys() []Key {
 			Env:         envName(s.name),
 			Description: s.desc,
 			Allowed:     s.allowed,
+			Flag:        s.flag,
+			DaemonOnly:  s.daemonOnly,
 		})
 	}
 	return out
@@ -93,25 +103,24 @@ type spec struct {
 	rule
 	kind  kind
 	field []int // reflect index path of the field in Config
+	// flag is the command-line flag that sets the key ("" for none);
+	// daemonOnly leaves it out of `snodod stdio`'s flags.
+	flag       string
+	daemonOnly bool
+	// limit is true for a key of limits.All: its default is the limit's,
+	// not defaults.toml's.
+	limit bool
 }
 
-// specs lists every key in reference order. Adding a key means a Config
-// field with a koanf tag, a line here, a default in defaults.toml and a row
-// in docs/config.md; init and the tests refuse any of them alone.
-var specs = []*spec{
-	{name: "session.write_timeout", rule: positiveDuration(), desc: "How long one outbound frame may take to write; a device that misses it is dead."},
-	{name: "session.max_line_bytes", rule: positiveInt(), desc: "Longest request line accepted, in bytes, without its newline."},
-	{name: "session.max_subscriptions", rule: positiveInt(), desc: "Per connection: open listen streams plus resource URIs subscribed with resources/subscribe."},
-	{name: "session.request_timeout", rule: positiveDuration(), desc: "Deadline of one request in the shared executor."},
-	{name: "session.restart_intensity", rule: positiveInt(), desc: "Restarts of a failing session allowed within session.restart_window; the next failure ends it."},
-	{name: "session.restart_window", rule: positiveDuration(), desc: "The sliding window session.restart_intensity counts restarts in."},
-	{name: "executor.max_concurrency", rule: positiveInt(), desc: "Requests the shared executor runs at once."},
-	{name: "executor.max_queue", rule: positiveInt(), desc: "Requests that may wait for an executor slot; a request beyond it is refused."},
-	{name: "daemon.socket", rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. Environment variables are expanded."},
-	{name: "daemon.control_socket", rule: socketPath("must be empty or an absolute path of at most 107 bytes"), desc: "Control socket (fd hand-over, status); empty: control.sock beside daemon.socket."},
-	{name: "daemon.max_sessions", rule: positiveInt(), desc: "Sessions served at once; a client beyond it is refused with one line."},
+// keyed lists the keys that are not limits, in reference order within
+// their section. Adding a key means a Config field with a koanf tag, a line
+// here, a default in defaults.toml and a row in docs/config.md; init and the
+// tests refuse any of them alone. A limit is added to package limits
+// instead: init makes its spec, and its default is limits.All's.
+var keyed = []*spec{
+	{name: "daemon.socket", flag: "socket", daemonOnly: true, rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. Environment variables are expanded."},
+	{name: "daemon.control_socket", flag: "control-socket", daemonOnly: true, rule: socketPath("must be empty or an absolute path of at most 107 bytes"), desc: "Control socket (fd hand-over, status); empty: control.sock beside daemon.socket."},
 	{name: "daemon.allowed_uids", rule: eachInt("entries must be user ids from 0 to 4294967294", validUID), desc: "Peer uids accepted besides the daemon's own."},
-	{name: "daemon.shutdown_grace", rule: positiveDuration(), desc: "How long a drain (SIGTERM, SIGINT) lets in-flight requests finish."},
 	{name: "protocol.versions", rule: versionsRule(), desc: "Enabled MCP versions, in any order; empty means all three."},
 	{name: "server.name", rule: scalar("must be a non-empty string", func(v any) bool { return v != "" }), desc: "serverInfo.name."},
 	{name: "server.version", rule: anyString(), desc: "serverInfo.version; empty: the build version."},
@@ -127,9 +136,14 @@ var specs = []*spec{
 	{name: "http.allowed_origins", rule: eachString("entries must be origins (scheme://host[:port])", validOrigin), desc: "Origins allowed besides the loopback ones."},
 	{name: "http.max_subscriptions", rule: positiveInt(), desc: "SSE listen streams the HTTP listener holds at once."},
 	{name: "http.session_idle_timeout", rule: positiveDuration(), desc: "A legacy HTTP session ends after this long without requests or streams."},
-	{name: "log.level", rule: oneOf("debug", "info", "warn", "error"), desc: "Lowest level logged."},
+	{name: "log.level", flag: "log-level", rule: oneOf("debug", "info", "warn", "error"), desc: "Lowest level logged."},
 	{name: "log.format", rule: oneOf("text", "json"), desc: "Log line format."},
 }
+
+// specs lists every key, limits and keyed ones, in reference order: by
+// section, in the order sections first appear in limits.All and then in
+// keyed, limits last within a section. Filled by init.
+var specs []*spec
 
 // specByName indexes specs; filled by init.
 var specByName = map[string]*spec{}
@@ -137,15 +151,21 @@ var specByName = map[string]*spec{}
 // sections holds the section names ("session", …); filled by init.
 var sections = map[string]bool{}
 
-// init binds every spec to its Config field by koanf tag and panics when a
-// field has no spec or a spec no field: both are programming errors that
-// every test run catches.
+// init binds every keyed spec to its Config field by koanf tag, makes the
+// limits' specs from limits.All, bound to their fields of Config.Limits, and
+// orders them all. It panics when a field has no spec or a spec no field:
+// both are programming errors that every test run catches.
 func init() {
 	fields := map[string][]int{}
 	kinds := map[string]kind{}
 	t := reflect.TypeFor[Config]()
+	limitsIndex := -1
 	for i := range t.NumField() {
 		sec := t.Field(i)
+		if sec.Type == reflect.TypeFor[limits.Limits]() {
+			limitsIndex = i
+			continue
+		}
 		secName := sec.Tag.Get("koanf")
 		if secName == "" {
 			continue
@@ -158,18 +178,77 @@ func init() {
 			kinds[name] = kindOf(f.Type)
 		}
 	}
-	for _, s := range specs {
+	for _, s := range keyed {
 		idx, ok := fields[s.name]
 		if !ok {
 			panic(fmt.Sprintf("config: key %s has no Config field", s.name))
 		}
 		s.field, s.kind = idx, kinds[s.name]
-		specByName[s.name] = s
 		delete(fields, s.name)
 	}
 	for name := range fields {
-		panic(fmt.Sprintf("config: Config field for %s has no entry in specs", name))
+		panic(fmt.Sprintf("config: Config field for %s has no entry in keyed", name))
 	}
+	specs = orderSpecs(limitSpecs(limitsIndex), keyed)
+	for _, s := range specs {
+		if specByName[s.name] != nil {
+			panic("config: key " + s.name + " defined twice")
+		}
+		specByName[s.name] = s
+		section, _, _ := strings.Cut(s.name, ".")
+		sections[section] = true
+	}
+}
+
+// limitSpecs makes a spec of every limit, bound to its field of the
+// Config field at index i, which holds the limits.Limits.
+func limitSpecs(i int) []*spec {
+	if i < 0 {
+		panic("config: Config has no limits.Limits field")
+	}
+	var ls limits.Limits
+	lv := reflect.ValueOf(&ls).Elem()
+	var out []*spec
+	for _, l := range limits.All() {
+		j := slices.IndexFunc(reflect.VisibleFields(lv.Type()), func(f reflect.StructField) bool {
+			return lv.FieldByIndex(f.Index).Addr().Interface() == l.Field(&ls)
+		})
+		if j < 0 {
+			panic("config: limit " + l.Key + " has no field in limits.Limits")
+		}
+		s := &spec{name: l.Key, desc: l.Description, field: []int{i, j}, limit: true, flag: l.Flag, daemonOnly: l.Daemon}
+		if l.IsDuration() {
+			s.kind, s.rule = kindDuration, positiveDuration()
+		} else {
+			s.kind, s.rule = kindInt, positiveInt()
+		}
+		if s.allowed != l.Allowed() {
+			panic("config: limit " + l.Key + ": the rule's text differs from limits' Allowed")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// orderSpecs returns lims and keys in reference order: sections in the
+// order they first appear in lims, then keys; within a section the keyed
+// specs first, then the limits, each in their own order.
+func orderSpecs(lims, keys []*spec) []*spec {
+	rank := map[string]int{}
+	all := slices.Concat(lims, keys)
+	for _, s := range all {
+		section, _, _ := strings.Cut(s.name, ".")
+		if _, ok := rank[section]; !ok {
+			rank[section] = len(rank)
+		}
+	}
+	out := slices.Concat(keys, lims)
+	slices.SortStableFunc(out, func(a, b *spec) int {
+		sa, _, _ := strings.Cut(a.name, ".")
+		sb, _, _ := strings.Cut(b.name, ".")
+		return rank[sa] - rank[sb]
+	})
+	return out
 }
 
 func kindOf(t reflect.Type) kind {
@@ -205,19 +284,26 @@ type defaultSet struct {
 	values map[string]any // converted to each key's kind, for Keys
 }
 
-// defaults parses defaults.toml once. It panics when the file does not
-// define exactly the keys of specs, each convertible: the file is part of
-// the binary, so that is a programming error.
+// defaults parses defaults.toml once and adds the limits' defaults. It
+// panics when the file does not define exactly the keyed keys, each
+// convertible: the file is part of the binary, so that is a programming
+// error.
 var defaults = sync.OnceValue(func() defaultSet {
 	k := koanf.New(".")
 	if err := k.Load(rawbytes.Provider(defaultsTOML), toml.Parser()); err != nil {
 		panic("config: defaults.toml: " + err.Error())
 	}
 	set := defaultSet{raw: map[string]any{}, values: map[string]any{}}
+	for _, l := range limits.All() {
+		set.raw[l.Key], set.values[l.Key] = l.Default, l.Default
+	}
 	for _, key := range k.Keys() {
 		s, ok := specByName[key]
 		if !ok {
 			panic("config: defaults.toml sets unknown key " + key)
+		}
+		if s.limit {
+			panic("config: defaults.toml sets " + key + ", a limit: its default is in package limits")
 		}
 		raw := k.Get(key)
 		v, ok := convert(s.kind, raw)

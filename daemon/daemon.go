@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/session"
 )
@@ -93,17 +94,24 @@ type Daemon struct {
 
 // generation is one configuration and what was built from it.
 type generation struct {
-	cfg  *config.Config
-	srv  *server.Server
-	exec *server.Executor
+	cfg *config.Config
+	// limits are cfg.Limits with zero fields at their defaults (a
+	// hand-built Config may leave them zero).
+	limits limits.Limits
+	srv    *server.Server
+	exec   *server.Executor
 }
 
 // New builds the daemon's first generation (catalog, server, shared
-// executor) from cfg, which must be valid (config.Load's result). It
-// listens on nothing: Run does.
+// executor) from cfg: config.Load's result, or a Config built by hand, in
+// which every zero limit means its default (package limits) and only
+// Daemon.Socket must be set. It listens on nothing: Run does.
 func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if cfg == nil {
 		return nil, errors.New("daemon.New: nil configuration")
+	}
+	if cfg.Daemon.Socket == "" {
+		return nil, errors.New("daemon.New: the configuration names no session socket; set Daemon.Socket, or start from config.Load's defaults")
 	}
 	d := &Daemon{
 		opts:     opts,
@@ -139,19 +147,23 @@ func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error
 	if d.opts.Catalog != nil {
 		d.opts.Catalog(srv)
 	}
-	limits := server.ExecutorLimits{
-		MaxConcurrency: cfg.Executor.MaxConcurrency,
-		MaxQueue:       cfg.Executor.MaxQueue,
-		RequestTimeout: cfg.Session.RequestTimeout,
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
 	}
-	if prev != nil && prev.exec.Limits() == limits {
-		return &generation{cfg: cfg, srv: srv, exec: prev.exec}, nil
+	lim := cfg.Limits.WithDefaults()
+	el := server.ExecutorLimits{
+		MaxConcurrency: lim.MaxConcurrency,
+		MaxQueue:       lim.MaxQueue,
+		RequestTimeout: lim.RequestTimeout,
 	}
-	exec, err := server.NewExecutor(limits)
+	if prev != nil && prev.exec.Limits() == el {
+		return &generation{cfg: cfg, limits: lim, srv: srv, exec: prev.exec}, nil
+	}
+	exec, err := server.NewExecutor(el)
 	if err != nil {
 		return nil, fmt.Errorf("build the executor: %w", err)
 	}
-	return &generation{cfg: cfg, srv: srv, exec: exec}, nil
+	return &generation{cfg: cfg, limits: lim, srv: srv, exec: exec}, nil
 }
 
 func (d *Daemon) version() string {
@@ -193,7 +205,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 
-	grace := cfg.Daemon.ShutdownGrace + drainMargin
+	grace := d.gen.Load().limits.ShutdownGrace + drainMargin
 	hook := d.supervisorEvent
 	// The supervisors' own stop timeout only decides when suture gives up
 	// waiting and logs; the drain below waits for the sessions itself, with
@@ -288,7 +300,7 @@ func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
 func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken, listeners []*listener, cancelRoot context.CancelFunc, rootDone <-chan error) {
 	d.notify.send("STOPPING=1")
 	d.startDrain()
-	d.log.Info("draining: no new sessions; running ones finish their requests", "sessions", d.count(), "grace", d.Config().Daemon.ShutdownGrace)
+	d.log.Info("draining: no new sessions; running ones finish their requests", "sessions", d.count(), "grace", d.gen.Load().limits.ShutdownGrace)
 	for _, tok := range acceptors {
 		_ = root.RemoveAndWait(tok, time.Second)
 	}
@@ -310,7 +322,7 @@ func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken,
 
 // drainSessions waits for every session to end, bounded by the grace.
 func (d *Daemon) drainSessions() {
-	bound := d.Config().Daemon.ShutdownGrace + drainMargin
+	bound := d.gen.Load().limits.ShutdownGrace + drainMargin
 	done := make(chan struct{})
 	go func() {
 		d.reapers.Wait()
@@ -341,5 +353,5 @@ func (d *Daemon) count() int {
 }
 
 func (d *Daemon) statusLine() string {
-	return fmt.Sprintf("STATUS=%d sessions (max %d)", d.count(), d.Config().Daemon.MaxSessions)
+	return fmt.Sprintf("STATUS=%d sessions (max %d)", d.count(), d.gen.Load().limits.MaxSessions)
 }

@@ -337,7 +337,7 @@ func TestShutdownDrains(t *testing.T) {
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > r.cfg.Daemon.ShutdownGrace+drainMargin {
+	if took := time.Since(start); took > r.cfg.Limits.ShutdownGrace+drainMargin {
 		t.Errorf("drain took %v", took)
 	}
 	// No new sessions once draining: the socket is gone.

@@ -46,8 +46,8 @@ func (d *Daemon) admit(peer session.Peer) (uint64, *generation, *protocol.Error)
 	switch {
 	case d.closing:
 		return 0, nil, errShuttingDown
-	case len(d.sessions) >= g.cfg.Daemon.MaxSessions:
-		return 0, nil, capacityError(g.cfg.Daemon.MaxSessions)
+	case len(d.sessions) >= g.limits.MaxSessions:
+		return 0, nil, capacityError(g.limits.MaxSessions)
 	}
 	d.nextID++
 	id := d.nextID
@@ -67,19 +67,13 @@ func (d *Daemon) unreserve(id uint64) {
 // counted in handshakes: the drain waits for those before it cancels the
 // sessions, so no session is added to a stopped supervisor.
 func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.Session {
-	cfg := g.cfg
 	s := session.New(id, dev, session.Config{
-		Dispatcher:       g.srv,
-		Executor:         g.exec,
-		MaxLineBytes:     cfg.Session.MaxLineBytes,
-		MaxSubscriptions: cfg.Session.MaxSubscriptions,
-		WriteTimeout:     cfg.Session.WriteTimeout,
-		ShutdownGrace:    cfg.Daemon.ShutdownGrace,
-		RestartIntensity: cfg.Session.RestartIntensity,
-		RestartWindow:    cfg.Session.RestartWindow,
-		Logger:           d.log, // the session adds its id
-		Faults:           d.faults,
-		Ended:            func(s *session.Session) { d.reap(id, s) },
+		Dispatcher: g.srv,
+		Executor:   g.exec,
+		Limits:     g.limits,
+		Logger:     d.log, // the session adds its id
+		Faults:     d.faults,
+		Ended:      func(s *session.Session) { d.reap(id, s) },
 	})
 	d.mu.Lock()
 	d.sessions[id] = s

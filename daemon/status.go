@@ -76,7 +76,7 @@ func (d *Daemon) Status() *Status {
 		Version:     d.version(),
 		PID:         os.Getpid(),
 		Started:     d.started,
-		MaxSessions: g.cfg.Daemon.MaxSessions,
+		MaxSessions: g.limits.MaxSessions,
 		Sessions:    rows,
 		Executor: ExecutorStatus{
 			Running: load.Running, Queued: load.Queued,

@@ -4,30 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/thejerf/suture/v4"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
-)
-
-// Defaults of the restart limits.
-const (
-	DefaultRestartIntensity = 5
-	DefaultRestartWindow    = 10 * time.Second
 )
 
 // ErrTooManyFailures is Err's cause when a session failed more than
 // RestartIntensity times within RestartWindow.
 var ErrTooManyFailures = errors.New("session failed too often")
 
-// Config is what every session of a daemon shares. Limits follow the
+// Config is what every session of a daemon shares. Its Limits follow the
 // net/http.Server convention: zero means the default, negative is refused
 // (Validate; a session given an invalid Config ends at once, before any
 // byte is read, with the error as Err).
@@ -37,15 +30,11 @@ type Config struct {
 	// Executor runs requests; nil gives each transport instance its own.
 	Executor *server.Executor
 
-	// MaxLineBytes, MaxSubscriptions, WriteTimeout and ShutdownGrace are
-	// the transport's limits (transport.md §15).
-	MaxLineBytes, MaxSubscriptions int
-	WriteTimeout, ShutdownGrace    time.Duration
-
-	// RestartIntensity failures of the transport are allowed within
-	// RestartWindow (defaults 5 and 10 s); the next one ends the session.
-	RestartIntensity int
-	RestartWindow    time.Duration
+	// Limits are the transport's limits (transport.md §15) and the
+	// restart limits: RestartIntensity failures of the transport are
+	// allowed within RestartWindow (defaults 5 and 10 s); the next one
+	// ends the session.
+	Limits limits.Limits
 
 	// Logger receives the session's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
@@ -61,20 +50,12 @@ type Config struct {
 	Ended func(*Session)
 }
 
-// Validate reports every invalid field at once: the transport's limits
-// with the messages of transport.md §15, and the restart limits.
+// Validate reports every invalid field at once: each negative limit with
+// the message of transport.md §15, and a missing Dispatcher.
 func (c *Config) Validate() error {
-	probe := stdio.Transport{
-		In: strings.NewReader(""), Out: io.Discard, Dispatcher: c.Dispatcher,
-		MaxLineBytes: c.MaxLineBytes, WriteTimeout: c.WriteTimeout,
-		MaxSubscriptions: c.MaxSubscriptions, ShutdownGrace: c.ShutdownGrace,
-	}
-	errs := []error{probe.Validate()}
-	if c.RestartIntensity < 0 {
-		errs = append(errs, errors.New("restart_intensity must be a positive integer"))
-	}
-	if c.RestartWindow < 0 {
-		errs = append(errs, errors.New("restart_window must be a positive duration"))
+	errs := []error{c.Limits.Validate()}
+	if c.Dispatcher == nil {
+		errs = append(errs, errors.New("a session needs a Dispatcher"))
 	}
 	return errors.Join(errs...)
 }
@@ -121,11 +102,8 @@ type Session struct {
 // New returns the session that will serve dev with id. The Session closes
 // dev when it ends; Serve must be called (once) for that to happen.
 func New(id uint64, dev *Device, cfg Config) *Session {
-	if cfg.RestartIntensity == 0 {
-		cfg.RestartIntensity = DefaultRestartIntensity
-	}
-	if cfg.RestartWindow == 0 {
-		cfg.RestartWindow = DefaultRestartWindow
+	if cfg.Limits.Validate() == nil {
+		cfg.Limits = cfg.Limits.WithDefaults() // else start ends the session
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -142,7 +120,7 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 		cfg:     cfg,
 		log:     withSession(log, id),
 		started: time.Now(),
-		rt:      server.NewSessionState(cfg.MaxSubscriptions),
+		rt:      server.NewSessionState(cfg.Limits.MaxSubscriptions),
 		done:    make(chan struct{}),
 	}
 }
@@ -180,23 +158,20 @@ func (s *Session) start() bool {
 		return false
 	}
 	s.mu.Lock()
-	s.ownReader = stdio.NewReader(s.dev.input(), s.cfg.MaxLineBytes)
+	s.ownReader = stdio.NewReader(s.dev.input(), s.cfg.Limits.MaxLineBytes)
 	s.mu.Unlock()
 	// Every instance serves with the same Transport, kept in the Session
 	// rather than on Serve's stack.
 	s.tr = stdio.Transport{
-		Reader:           s.ownReader,
-		Out:              s.dev.output(),
-		Dispatcher:       s.cfg.Dispatcher,
-		Executor:         s.cfg.Executor,
-		MaxLineBytes:     s.cfg.MaxLineBytes,
-		WriteTimeout:     s.cfg.WriteTimeout,
-		MaxSubscriptions: s.cfg.MaxSubscriptions,
-		ShutdownGrace:    s.cfg.ShutdownGrace,
-		State:            s.rt,
-		Fault:            s.fault,
-		Counters:         &s.counters,
-		Logger:           s.log,
+		Reader:     s.ownReader,
+		Out:        s.dev.output(),
+		Dispatcher: s.cfg.Dispatcher,
+		Executor:   s.cfg.Executor,
+		Limits:     s.cfg.Limits,
+		State:      s.rt,
+		Fault:      s.fault,
+		Counters:   &s.counters,
+		Logger:     s.log,
 	}
 	s.log.Debug("session started", "kind", s.dev.Kind(), "pid", s.dev.peer.PID, "uid", s.dev.peer.UID)
 	return true
@@ -235,17 +210,17 @@ func (s *Session) failed(err error) (restart bool) {
 	s.mu.Lock()
 	keep := s.failures[:0]
 	for _, t := range s.failures {
-		if now.Sub(t) < s.cfg.RestartWindow {
+		if now.Sub(t) < s.cfg.Limits.RestartWindow {
 			keep = append(keep, t)
 		}
 	}
 	s.failures = append(keep, now)
 	n := len(s.failures)
 	s.mu.Unlock()
-	if n > s.cfg.RestartIntensity {
+	if n > s.cfg.Limits.RestartIntensity {
 		s.log.Error("session failed too often; ending it",
-			"failures", n, "window", s.cfg.RestartWindow.String(), "device", s.dev.Kind(), "err", err)
-		s.end(fmt.Errorf("%w: %d failures within %v: %w", ErrTooManyFailures, n, s.cfg.RestartWindow, err))
+			"failures", n, "window", s.cfg.Limits.RestartWindow.String(), "device", s.dev.Kind(), "err", err)
+		s.end(fmt.Errorf("%w: %d failures within %v: %w", ErrTooManyFailures, n, s.cfg.Limits.RestartWindow, err))
 		return false
 	}
 	s.restarts.Add(1)

@@ -90,9 +90,9 @@ func runConfigPrint(args []string) int {
 	if status, done := parseFlags(fs, args, configUsage); done {
 		return status
 	}
-	cfg := loadConfig("config print", config.Options{File: *file})
+	cfg, status := loadConfig("config print", config.Options{File: *file})
 	if cfg == nil {
-		return exitFailure
+		return status
 	}
 	var err error
 	if *asJSON {
@@ -108,14 +108,35 @@ func runConfigPrint(args []string) int {
 }
 
 // loadConfig loads the configuration for the command name ("serve",
-// "config print"); on failure it reports every problem and returns nil.
-func loadConfig(name string, opts config.Options) *config.Config {
+// "config print"). On failure it reports every problem and returns nil and
+// the exit status: a usage error (2) when every problem is a flag's, with
+// where to look next, else a failure (1).
+func loadConfig(name string, opts config.Options) (*config.Config, int) {
 	cfg, err := config.Load(opts)
 	if err != nil {
 		printConfigError(os.Stderr, "snodod "+name+": ", err)
-		return nil
+		if fromFlags(err) {
+			fmt.Fprintf(os.Stderr, "Run 'snodod %s --help' for the flags and their defaults.\n", name)
+			return nil, exitUsage
+		}
+		return nil, exitFailure
 	}
-	return cfg
+	return cfg, exitOK
+}
+
+// fromFlags reports whether err is a *config.ValidationError all of whose
+// problems came from flags.
+func fromFlags(err error) bool {
+	var ve *config.ValidationError
+	if !errors.As(err, &ve) {
+		return false
+	}
+	for _, p := range ve.Problems {
+		if p.Source.Kind != config.FromFlag {
+			return false
+		}
+	}
+	return true
 }
 
 // printConfigError writes a loading error: one line per problem of a
@@ -133,32 +154,44 @@ func printConfigError(w io.Writer, prefix string, err error) {
 	}
 }
 
-// keyFlags are command-line shortcuts for configuration keys. Their values
-// are handed to config.Load as text, read as an environment value is, so
-// a bad one is reported by the configuration's validation with the flag's
-// name: `daemon.max_sessions: must be a positive integer, got "x" (flag
-// --max-sessions)`.
+// keyFlags are the command-line flags of configuration keys, the same
+// mechanism for every command: each key's flag name, help text and type
+// come from config.Keys (and so, for a limit, from package limits), and its
+// value is handed to config.Load as text, read as an environment value is.
+// A bad value is then reported by the configuration's validation with the
+// flag's name, the same way in every command:
+// `session.request_timeout: must be a positive duration with a unit, such
+// as "5s", got "5" (flag --request-timeout)`.
 type keyFlags struct {
 	fs     *flag.FlagSet
 	values map[string]*string // flag name → value
 	keys   map[string]string  // flag name → key
 }
 
-func addKeyFlags(fs *flag.FlagSet, pairs ...string) *keyFlags {
+// addKeyFlags adds to fs the flag of every key with one that want accepts.
+func addKeyFlags(fs *flag.FlagSet, want func(config.Key) bool) *keyFlags {
 	k := &keyFlags{fs: fs, values: map[string]*string{}, keys: map[string]string{}}
-	info := map[string]config.Key{}
 	for _, key := range config.Keys() {
-		info[key.Name] = key
-	}
-	for i := 0; i+1 < len(pairs); i += 2 {
-		name, key := pairs[i], pairs[i+1]
-		about := info[key]
-		k.keys[name] = key
+		if key.Flag == "" || !want(key) {
+			continue
+		}
+		k.keys[key.Flag] = key.Name
 		// The backquoted type is the value's name in -help: "-max-sessions integer".
-		k.values[name] = fs.String(name, "", fmt.Sprintf("%s (%s: `%s`, default %s)",
-			strings.TrimSuffix(about.Description, "."), key, about.Type, about.Default))
+		k.values[key.Flag] = fs.String(key.Flag, "", fmt.Sprintf("%s (%s: `%s`, default %s)",
+			strings.TrimSuffix(key.Description, "."), key.Name, key.Type, key.Default))
 	}
 	return k
+}
+
+// allKeys accepts every key: `snodod serve` has every key's flag.
+func allKeys(config.Key) bool { return true }
+
+// sessionKeys accepts the keys `snodod stdio` applies.
+func sessionKeys(k config.Key) bool { return !k.DaemonOnly }
+
+// socketKeys accepts the keys that find the daemon, for its clients.
+func socketKeys(k config.Key) bool {
+	return k.Name == "daemon.socket" || k.Name == "daemon.control_socket"
 }
 
 // options returns the configuration options of the flags that were given.

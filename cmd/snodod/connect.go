@@ -68,10 +68,7 @@ func connectFlags() (*flag.FlagSet, *clientOptions) {
 // addClientFlags adds the flags that find the daemon's sockets.
 func addClientFlags(fs *flag.FlagSet, o *clientOptions) {
 	fs.StringVar(&o.config, "config", "", "the configuration `file` that names the sockets (default: $XDG_CONFIG_HOME/snodod/config.toml, if it exists)")
-	o.keys = addKeyFlags(fs,
-		"socket", "daemon.socket",
-		"control-socket", "daemon.control_socket",
-	)
+	o.keys = addKeyFlags(fs, socketKeys)
 }
 
 func runConnect(args []string) int {
@@ -79,9 +76,9 @@ func runConnect(args []string) int {
 	if status, done := parseFlags(fs, args, connectUsage); done {
 		return status
 	}
-	cfg := loadConfig("connect", o.keys.options(o.config))
+	cfg, status := loadConfig("connect", o.keys.options(o.config))
 	if cfg == nil {
-		return exitFailure
+		return status
 	}
 	if o.relay && o.handover {
 		fmt.Fprintln(os.Stderr, "snodod connect: --relay and --handover exclude each other; choose one")

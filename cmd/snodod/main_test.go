@@ -212,38 +212,50 @@ func TestStdioDemoCalls(t *testing.T) {
 	}
 }
 
-func TestStdioFlagErrors(t *testing.T) {
+// TestFlagErrors: serve and stdio read a limit flag the same way, as its
+// configuration key, and refuse a bad value with the same line and exit
+// status 2, a zero included.
+func TestFlagErrors(t *testing.T) {
 	tests := []struct {
 		args []string
 		want []string
 	}{
-		{[]string{"--max-line-bytes", "-1"}, []string{"snodod stdio: max_line_bytes must be a positive integer"}},
-		{[]string{"--write-timeout", "-1s"}, []string{"snodod stdio: write_timeout must be a positive duration"}},
-		{[]string{"--request-timeout=-1s"}, []string{"snodod stdio: request_timeout must be a positive duration"}},
-		{[]string{"--max-concurrency", "-1"}, []string{"snodod stdio: max_concurrency must be a positive integer"}},
-		{[]string{"--max-subscriptions", "-1"}, []string{"snodod stdio: max_subscriptions must be a positive integer"}},
-		{[]string{"--max-queue", "-1", "--max-line-bytes", "-5"}, []string{
-			"snodod stdio: max_line_bytes must be a positive integer",
-			"snodod stdio: max_queue must be a positive integer"}},
-		{[]string{"--max-line-bytes", "ten"}, []string{`snodod stdio: invalid value "ten" for flag -max-line-bytes`}},
-		{[]string{"--nope"}, []string{"snodod stdio: flag provided but not defined: -nope"}},
-		{[]string{"extra"}, []string{`snodod stdio: unexpected argument "extra"`}},
+		{[]string{"--max-line-bytes", "-1"}, []string{"session.max_line_bytes: must be a positive integer, got -1 (flag --max-line-bytes)"}},
+		{[]string{"--max-line-bytes", "0"}, []string{"session.max_line_bytes: must be a positive integer, got 0 (flag --max-line-bytes)"}},
+		{[]string{"--write-timeout", "-1s"}, []string{"session.write_timeout: must be a positive duration, got \"-1s\" (flag --write-timeout)"}},
+		{[]string{"--request-timeout", "5"}, []string{"session.request_timeout: must be a positive duration with a unit, such as \"5s\", got \"5\" (flag --request-timeout)"}},
+		{[]string{"--request-timeout=0s"}, []string{"session.request_timeout: must be a positive duration, got \"0s\" (flag --request-timeout)"}},
+		{[]string{"--max-concurrency", "-1"}, []string{"executor.max_concurrency: must be a positive integer, got -1 (flag --max-concurrency)"}},
+		{[]string{"--max-subscriptions", "-1"}, []string{"session.max_subscriptions: must be a positive integer, got -1 (flag --max-subscriptions)"}},
+		{[]string{"--max-queue", "-1", "--max-line-bytes", "ten"}, []string{
+			"executor.max_queue: must be a positive integer, got -1 (flag --max-queue)",
+			"session.max_line_bytes: must be a positive integer, got \"ten\" (flag --max-line-bytes)"}},
+		{[]string{"--log-level", "loud"}, []string{"log.level: must be debug, info, warn or error, got \"loud\" (flag --log-level)"}},
+		{[]string{"--nope"}, []string{"flag provided but not defined: -nope"}},
+		{[]string{"extra"}, []string{`unexpected argument "extra"`}},
 	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			r := runSnodod(t, initLine+"\n", append([]string{"stdio"}, tt.args...)...)
-			if r.status != 2 || r.stdout != "" {
-				t.Errorf("exit status %d, stdout %q; want 2 and nothing", r.status, r.stdout)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(r.stderr, w+"\n") && !strings.Contains(r.stderr, w+":") {
-					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+	for _, cmd := range []string{"stdio", "serve"} {
+		for _, tt := range tests {
+			t.Run(cmd+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+				dir := sockDir(t)
+				args := append([]string{cmd, "--socket", filepath.Join(dir, "s.sock")}, tt.args...)
+				if cmd == "stdio" {
+					args = append([]string{cmd}, tt.args...)
 				}
-			}
-			if !strings.Contains(r.stderr, "snodod stdio --help") {
-				t.Errorf("stderr does not say where to look next:\n%s", r.stderr)
-			}
-		})
+				r := runIn(t, isolated(dir), initLine+"\n", args...)
+				if r.status != 2 || r.stdout != "" {
+					t.Errorf("exit status %d, stdout %q; want 2 and nothing", r.status, r.stdout)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(r.stderr, "snodod "+cmd+": "+w+"\n") {
+						t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+					}
+				}
+				if !strings.Contains(r.stderr, "snodod "+cmd+" --help") {
+					t.Errorf("stderr does not say where to look next:\n%s", r.stderr)
+				}
+			})
+		}
 	}
 }
 
@@ -266,7 +278,8 @@ func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"stdio", "--help"}, {"help", "stdio"}} {
 		r := runSnodod(t, "", args...)
 		if r.status != 0 || !strings.HasPrefix(r.stdout, "Usage: snodod stdio [flags]") ||
-			!strings.Contains(r.stdout, "-max-line-bytes int") || !strings.Contains(r.stdout, "(default 2000000)") {
+			!strings.Contains(r.stdout, "-max-line-bytes integer\n") ||
+			!strings.Contains(r.stdout, "its newline included (session.max_line_bytes: integer, default 2000000)") {
 			t.Errorf("snodod %q: exit status %d, stdout:\n%s", args, r.status, r.stdout)
 		}
 	}

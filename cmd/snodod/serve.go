@@ -54,19 +54,7 @@ func serveFlags() (*flag.FlagSet, *serveOptions) {
 	fs := newFlagSet("serve")
 	fs.BoolVar(&o.demo, "demo", false, "register the demo tools (echo, sleep, big, fail, panic) and the conformance fixture, as 'snodod stdio --demo' does")
 	fs.StringVar(&o.config, "config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml, if it exists)")
-	o.keys = addKeyFlags(fs,
-		"socket", "daemon.socket",
-		"control-socket", "daemon.control_socket",
-		"max-sessions", "daemon.max_sessions",
-		"shutdown-grace", "daemon.shutdown_grace",
-		"log-level", "log.level",
-		"max-line-bytes", "session.max_line_bytes",
-		"write-timeout", "session.write_timeout",
-		"max-subscriptions", "session.max_subscriptions",
-		"request-timeout", "session.request_timeout",
-		"max-concurrency", "executor.max_concurrency",
-		"max-queue", "executor.max_queue",
-	)
+	o.keys = addKeyFlags(fs, allKeys)
 	return fs, o
 }
 
@@ -76,9 +64,9 @@ func runServe(args []string) int {
 		return status
 	}
 	opts := o.keys.options(o.config)
-	cfg := loadConfig("serve", opts)
+	cfg, status := loadConfig("serve", opts)
 	if cfg == nil {
-		return exitFailure
+		return status
 	}
 	level := new(slog.LevelVar)
 	log := newLogger(cfg, level)

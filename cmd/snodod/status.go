@@ -45,9 +45,9 @@ func runStatus(args []string) int {
 	if status, done := parseFlags(fs, args, statusUsage); done {
 		return status
 	}
-	cfg := loadConfig("status", o.keys.options(o.config))
+	cfg, status := loadConfig("status", o.keys.options(o.config))
 	if cfg == nil {
-		return exitFailure
+		return status
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -42,7 +42,11 @@ func (t *Transport) open() (*coordinator, error) {
 	var ownExec *server.Executor
 	if exec == nil {
 		var err error
-		if exec, err = server.NewExecutor(server.ExecutorLimits{}); err != nil {
+		if exec, err = server.NewExecutor(server.ExecutorLimits{
+			MaxConcurrency: t.Limits.MaxConcurrency,
+			MaxQueue:       t.Limits.MaxQueue,
+			RequestTimeout: t.Limits.RequestTimeout,
+		}); err != nil {
 			return nil, err
 		}
 		ownExec = exec
@@ -54,18 +58,19 @@ func (t *Transport) open() (*coordinator, error) {
 	reader := t.Reader
 	var ownReader *Reader
 	if reader == nil {
-		reader = NewReader(t.In, t.MaxLineBytes)
+		reader = NewReader(t.In, t.Limits.MaxLineBytes)
 		ownReader = reader
 	}
+	lim := t.Limits.WithDefaults()
 	c := &coordinator{
 		log:    log,
 		disp:   t.Dispatcher,
 		exec:   exec.Conn(),
-		w:      newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
+		w:      newFrameWriter(t.Out, lim.WriteTimeout),
 		reader: reader,
 		fault:  t.Fault,
 		sess:   t.State,
-		grace:  orDefault(t.ShutdownGrace, DefaultShutdownGrace),
+		grace:  lim.ShutdownGrace,
 		// A few outcomes may wait while the coordinator writes; more
 		// would cost every idle connection memory and gain nothing, as
 		// the coordinator takes them all before each write (gather).
@@ -77,7 +82,7 @@ func (t *Transport) open() (*coordinator, error) {
 		ownReader: ownReader,
 	}
 	if c.sess == nil {
-		c.sess = server.NewSessionState(orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions))
+		c.sess = server.NewSessionState(lim.MaxSubscriptions)
 		c.ownSess = c.sess
 	}
 	if v := c.sess.Negotiated(); v != "" {
