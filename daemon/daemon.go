@@ -71,6 +71,9 @@ type Daemon struct {
 	// they started with.
 	gen      atomic.Pointer[generation]
 	reloadMu sync.Mutex // one reload at a time
+	// first is the configuration the daemon started with: the one whose
+	// sockets and log format stay in force until a restart.
+	first *config.Config
 
 	mu       sync.Mutex
 	sessions map[uint64]*session.Session
@@ -134,6 +137,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.gen.Store(g)
+	d.first = cfg
 	return d, nil
 }
 
