@@ -71,9 +71,10 @@ func (c *Config) Validate() error {
 // restarted at once on the same Device, stdio.Reader and server.SessionState: no
 // byte is lost and the client sees no close. End of input (EOF, a hang-up),
 // a terminal write failure, the end of Serve's ctx (daemon shutdown: the
-// transport drains within ShutdownGrace) or more than RestartIntensity
-// failures within RestartWindow end the session: Serve closes the Device
-// and returns suture.ErrDoNotRestart.
+// transport drains within ShutdownGrace), Kill (no grace) or more than
+// RestartIntensity failures within RestartWindow end the session: Serve
+// closes the Device, logs one line saying why (see end.go) and returns
+// suture.ErrDoNotRestart.
 //
 // The methods other than Serve may be called from any goroutine.
 type Session struct {
@@ -94,7 +95,10 @@ type Session struct {
 	mu        sync.Mutex
 	err       error // why the session ended; set once, with ended
 	ended     bool
-	failures  []time.Time // within the restart window, oldest first
+	drained   bool                    // ended by the end of Serve's ctx
+	cancel    context.CancelCauseFunc // ends the running instance; set by Serve
+	killed    error                   // Kill's cause, for a Serve yet to start
+	failures  []time.Time             // within the restart window, oldest first
 	ownReader *stdio.Reader
 	tr        stdio.Transport // set by Serve, used only by its goroutine
 }
@@ -139,6 +143,14 @@ func (s *Session) Serve(ctx context.Context) error {
 			s.cfg.Ended(s)
 		}
 	}()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	s.cancel = cancel
+	if s.killed != nil {
+		cancel(s.killed)
+	}
+	s.mu.Unlock()
 	// Serve keeps its frame small (see start): an idle session's
 	// coordinator runs on this goroutine, and its stack is most of what an
 	// idle session costs.
@@ -189,8 +201,7 @@ func (s *Session) close() {
 	if err := s.dev.Close(); err != nil {
 		s.log.Warn("closing the device failed", "err", err)
 	}
-	s.log.Debug("session ended", "err", s.Err(), "restarts", s.restarts.Load(),
-		"bytes_in", s.bytesIn(), "bytes_out", s.dev.BytesOut())
+	s.logEnd()
 }
 
 // end records why the session ended, once.
@@ -250,8 +261,9 @@ func (s *Session) Fault() {
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Err says why the session ended: nil for end of input or shutdown, an
-// *stdio.OutputError for a terminal write failure, ErrTooManyFailures, or
-// an invalid Config. It is nil while the session runs.
+// *stdio.OutputError for a terminal write failure, ErrTooManyFailures, an
+// error matching stdio.ErrKilled after Kill, or an invalid Config. It is
+// nil while the session runs.
 func (s *Session) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -280,8 +292,18 @@ func (s *Session) after(ctx context.Context, err error) (restart bool) {
 		}
 		err = nil // failed while shutting down: it ends all the same
 	}
+	if err == nil && ctx.Err() != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, stdio.ErrKilled) {
+			err = cause
+		} else {
+			s.mu.Lock()
+			s.drained = true
+			s.mu.Unlock()
+		}
+	}
 	var out *stdio.OutputError
 	switch {
+	case errors.Is(err, stdio.ErrKilled):
 	case errors.As(err, &out):
 		// The transport has logged the failure, with the session's id.
 		s.log.Debug("session output failed; ending it", "err", err)

@@ -236,7 +236,7 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 			c.handleMessage(m)
 		case <-ctxDone:
 			ctxDone = nil
-			c.shutdown()
+			c.shutdown(ctx)
 		}
 	}
 	return c.failed
@@ -387,6 +387,7 @@ func (c *coordinator) handleData(line []byte) {
 }
 
 func (c *coordinator) request(msg *protocol.Message) {
+	c.stats.request()
 	if _, ok := c.inflight[msg.ID]; ok {
 		c.writeError(msg.ID, protocol.ErrDuplicateID)
 		return
@@ -462,6 +463,12 @@ var versionHeaders = map[string]http.Header{
 // finding the connection gone. Each line read restarts it; the grace
 // period still bounds the whole shutdown.
 const shutdownLinger = 25 * time.Millisecond
+
+// ErrKilled, as the cause of Serve's context (context.WithCancelCause),
+// ends the connection as a shutdown does but without the grace period:
+// what is admitted is cancelled and answered "Session closed by server" at
+// once. Serve then returns nil, as after a shutdown.
+var ErrKilled = errors.New("session killed")
 
 // ErrSessionFailed is returned by Serve when the coordinator itself failed
 // (a panic, or an injected fault): the device is still good, and a new
@@ -583,10 +590,15 @@ func (c *coordinator) endInput() {
 
 // shutdown begins the daemon shutdown of §12.4: listen streams are ended
 // with notifications/cancelled, new requests are refused, admitted ones may
-// finish within the grace period.
-func (c *coordinator) shutdown() {
+// finish within the grace period, which is none when ctx was cancelled
+// with ErrKilled.
+func (c *coordinator) shutdown(ctx context.Context) {
 	c.closing = true
-	c.graceEnd = time.NewTimer(c.grace)
+	grace := c.grace
+	if errors.Is(context.Cause(ctx), ErrKilled) {
+		grace = 0
+	}
+	c.graceEnd = time.NewTimer(grace)
 	for _, w := range c.inflight {
 		if w.stream == nil || c.failed != nil {
 			continue
