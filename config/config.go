@@ -72,6 +72,9 @@ type Server struct {
 	// Instructions is sent by initialize and server/discover; empty sends
 	// none.
 	Instructions string `koanf:"instructions"`
+	// Demo also serves the demo tools and the conformance fixture (the
+	// catalog package's Demo and Everything), as --demo does.
+	Demo bool `koanf:"demo"`
 	// CacheTTL is the ttlMs of cacheable 2026 results, sent as whole
 	// milliseconds. >= 0.
 	CacheTTL time.Duration `koanf:"cache_ttl"`

@@ -26,8 +26,8 @@ var defaultsTOML []byte
 type Key struct {
 	// Name is the key: section.leaf, e.g. "session.write_timeout".
 	Name string
-	// Type is "duration", "integer", "string", "list of strings" or
-	// "list of integers".
+	// Type is "duration", "integer", "string", "boolean", "list of
+	// strings" or "list of integers".
 	Type string
 	// Default is the default as a TOML value, e.g. `"5s"`, `2000000`, `[]`,
 	// before any expansion.
@@ -77,6 +77,7 @@ const (
 	kindString                   // string
 	kindStrings                  // []string
 	kindInts                     // []int
+	kindBool                     // bool
 )
 
 func (k kind) String() string {
@@ -91,6 +92,8 @@ func (k kind) String() string {
 		return "list of strings"
 	case kindInts:
 		return "list of integers"
+	case kindBool:
+		return "boolean"
 	}
 	return "invalid"
 }
@@ -129,6 +132,7 @@ var keyed = []*spec{
 	{name: "server.website_url", rule: scalar("must be empty or an http or https URL", validWebsite), desc: "serverInfo.websiteUrl; empty: none."},
 	{name: "server.instructions", rule: anyString(), desc: "Instructions sent by initialize and server/discover; empty: none."},
 	{name: "server.cache_ttl", rule: scalar("must be a non-negative duration", func(v any) bool { return v.(time.Duration) >= 0 }), desc: "ttlMs of cacheable 2026 results, sent as whole milliseconds."},
+	{name: "server.demo", flag: "demo", rule: anyBool(), desc: "Also serve the demo tools (echo, sleep, big, fail, panic) and the conformance fixture."},
 	{name: "server.cache_scope", rule: oneOf("public", "private"), desc: "cacheScope of cacheable 2026 results."},
 	{name: "http.listen", rule: scalar(`must be empty or host:port, such as "127.0.0.1:8080" or ":8080"`, validListen), desc: "Streamable HTTP listener address; empty: off; a host-less :port binds 127.0.0.1."},
 	{name: "http.path", rule: scalar("must start with / and contain no ?, # or spaces", validHTTPPath), desc: "The HTTP endpoint's path."},
@@ -263,6 +267,8 @@ func kindOf(t reflect.Type) kind {
 		return kindStrings
 	case t == reflect.TypeFor[[]int]():
 		return kindInts
+	case t.Kind() == reflect.Bool:
+		return kindBool
 	}
 	panic(fmt.Sprintf("config: unsupported field type %s", t))
 }

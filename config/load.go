@@ -337,6 +337,14 @@ func (l *loader) build() (*Config, error) {
 	for _, s := range specs {
 		raw := l.raw[s.name]
 		v, converted := convert(s.kind, raw)
+		if items, isList := toList(raw); !converted && isList && s.entry != nil {
+			for _, it := range items {
+				if !s.entry(it) {
+					l.problem(Problem{Key: s.name, Message: s.allowed + ", got " + literal(it), Source: l.src[s.name]})
+				}
+			}
+			continue
+		}
 		if !converted {
 			allowed := s.allowed
 			if s.kind == kindDuration && unitless(raw) {

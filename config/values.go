@@ -19,6 +19,8 @@ import (
 //     "1m30s"); a number is refused (it has no unit) unless it is 0.
 //   - integer: any Go integer, an integral float (JSON numbers), or decimal
 //     text.
+//   - boolean: true or false, or text strconv.ParseBool accepts ("true",
+//     "1", "false", "0").
 //   - string: text. A date (TOML 2026-07-28, YAML's unquoted
 //     2026-07-28) reads as its text, so unquoted versions work.
 //   - list: a list whose entries convert, or text: comma-separated entries
@@ -33,6 +35,8 @@ func convert(k kind, raw any) (v any, ok bool) {
 		return toInt(raw)
 	case kindString:
 		return toString(raw)
+	case kindBool:
+		return toBool(raw)
 	case kindStrings:
 		items, ok := toList(raw)
 		if !ok {
@@ -63,6 +67,19 @@ func convert(k kind, raw any) (v any, ok bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// toBool reads a boolean, or its text as strconv.ParseBool does ("true",
+// "false", "1", "0", …).
+func toBool(raw any) (bool, bool) {
+	switch v := raw.(type) {
+	case bool:
+		return v, true
+	case string:
+		b, err := strconv.ParseBool(v)
+		return b, err == nil
+	}
+	return false, false
 }
 
 func toDuration(raw any) (time.Duration, bool) {

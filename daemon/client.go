@@ -110,6 +110,13 @@ func QueryStatus(ctx context.Context, path string) (*Status, error) {
 	return &st, nil
 }
 
+// Kill asks the daemon at the control socket path to end session id, and
+// returns once it has ended. A session the daemon does not know is a
+// *RefusedError.
+func Kill(ctx context.Context, path string, id uint64) error {
+	return ask(ctx, path, Request{Op: "kill", Session: id}, nil)
+}
+
 // Fault asks the daemon at path to trigger session id's fault hook (a
 // daemon started with SNODOD_TEST_FAULTS=1 only).
 func Fault(ctx context.Context, path string, id uint64) error {
@@ -188,5 +195,6 @@ func (h *Handover) Wait() error {
 	}
 }
 
-// Close ends the control connection; the session goes on.
+// Close ends the control connection, and with it the session: the daemon
+// kills a session whose connect client left.
 func (h *Handover) Close() error { return h.c.Close() }

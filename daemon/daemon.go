@@ -91,8 +91,9 @@ type Daemon struct {
 	startDrain context.CancelFunc
 	// handshakes counts connections between accept and their session's
 	// start (or refusal); waiters counts control connections waiting for
-	// their session's end; reapers counts sessions not yet reaped.
-	handshakes, waiters, reapers sync.WaitGroup
+	// their session's end; reapers counts sessions not yet reaped; late
+	// counts the control connections answered during the drain.
+	handshakes, waiters, reapers, late sync.WaitGroup
 }
 
 // generation is one configuration and what was built from it.
@@ -144,9 +145,13 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
-	srv, err := catalog.NewServer(cfg, catalog.Build{Version: d.version(), Started: d.started}, d.opts.SubscribableResources, d.log)
+	srv, err := catalog.NewServer(cfg, catalog.Build{Version: d.version(), Started: d.started}, d.opts.SubscribableResources || cfg.Server.Demo, d.log)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Server.Demo { // server.demo, or --demo
+		catalog.Demo(srv)
+		catalog.Everything(srv)
 	}
 	if d.opts.Catalog != nil {
 		d.opts.Catalog(srv)
@@ -176,6 +181,10 @@ func (d *Daemon) version() string {
 	}
 	return "dev"
 }
+
+// Ready is closed once Run listens on its sockets and serves; it stays
+// open when Run fails before (another daemon is running, say).
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
 // Config returns the configuration new sessions use.
 func (d *Daemon) Config() *config.Config { return d.gen.Load().cfg }
@@ -207,6 +216,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		for _, l := range listeners {
 			l.close()
 		}
+		d.late.Wait() // control connections answered while draining
 	}()
 
 	grace := d.gen.Load().limits.ShutdownGrace + drainMargin
@@ -309,7 +319,11 @@ func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken,
 		_ = root.RemoveAndWait(tok, time.Second)
 	}
 	for _, l := range listeners {
-		l.close()
+		if l.name == "control" {
+			d.answerWhileDraining(l) // status says "draining" until Run returns
+		} else {
+			l.stop()
+		}
 	}
 	d.mu.Lock()
 	d.closing = true // from now on beginHandshake refuses

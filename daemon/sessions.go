@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/session"
@@ -26,6 +28,34 @@ func uidError(uid int) *protocol.Error {
 
 // refusalLine is the one JSON-RPC line a refused client gets.
 func refusalLine(e *protocol.Error) []byte { return protocol.AppendError(nil, protocol.ID{}, e) }
+
+// RefusalMessage reports whether line (with or without its newline) is the
+// line the daemon writes to a client it refuses, before closing the
+// connection (the uid is not allowed, daemon.max_sessions is reached, or
+// the daemon is draining), and returns the refusal's message. A session
+// never writes such a line, so a relay can tell a refusal from a session
+// by the first line it reads.
+func RefusalMessage(line []byte) (string, bool) {
+	var v struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(line, &v) != nil || v.JSONRPC != "2.0" || string(v.ID) != "null" || v.Error == nil {
+		return "", false
+	}
+	m := v.Error.Message
+	switch {
+	case v.Error.Code == errShuttingDown.Code && m == errShuttingDown.Message,
+		v.Error.Code == protocol.CodeInternalError && strings.HasPrefix(m, "Server session capacity exhausted (daemon.max_sessions = "),
+		v.Error.Code == protocol.CodeInvalidRequest && strings.HasPrefix(m, "Connection refused: uid "):
+		return m, true
+	}
+	return "", false
+}
 
 // uidAllowed reports whether a peer with uid may use the daemon: the
 // daemon's own uid, or one listed in daemon.allowed_uids. Root is not
@@ -73,7 +103,7 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 		Limits:     g.limits,
 		Logger:     d.log, // the session adds its id
 		Faults:     d.faults,
-		Ended:      func(s *session.Session) { d.reap(id, s) },
+		Ended:      func(*session.Session) { d.reap(id) },
 	})
 	d.mu.Lock()
 	d.sessions[id] = s
@@ -85,17 +115,13 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 }
 
 // reap forgets a session once it has ended; the session has closed its
-// device by then. The session calls it as it ends.
-func (d *Daemon) reap(id uint64, s *session.Session) {
+// device and logged its end, with why, by then. The session calls it as it
+// ends.
+func (d *Daemon) reap(id uint64) {
 	defer d.reapers.Done()
 	d.mu.Lock()
 	delete(d.sessions, id)
 	d.mu.Unlock()
-	if err := s.Err(); err != nil {
-		d.log.Info("session ended", "session", id, "error", err)
-	} else {
-		d.log.Debug("session ended", "session", id)
-	}
 	d.poke()
 }
 

@@ -12,6 +12,9 @@ import (
 // Status is what `snodod status` shows: the daemon, each session, and the
 // shared executor's load. It is the control socket's answer to "status".
 type Status struct {
+	// State is "running", or "draining" once a drain has begun: no new
+	// sessions, and the ones listed are finishing.
+	State       string    `json:"state"`
 	Version     string    `json:"version"`
 	PID         int       `json:"pid"`
 	Started     time.Time `json:"started"`
@@ -72,7 +75,12 @@ func (d *Daemon) Status() *Status {
 	}
 	slices.SortFunc(rows, func(a, b SessionStatus) int { return cmp.Compare(a.ID, b.ID) })
 	load, limits := g.exec.Stats(), g.exec.Limits()
+	state := "running"
+	if d.draining.Err() != nil {
+		state = "draining"
+	}
 	return &Status{
+		State:       state,
 		Version:     d.version(),
 		PID:         os.Getpid(),
 		Started:     d.started,

@@ -15,8 +15,8 @@ import (
 
 func configUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
-  snodod config check [FILE]
-  snodod config print [--json] [--config FILE]
+  snodod config check [FILE | --config FILE]
+  snodod config print [--json] [FILE | --config FILE]
 
 check validates FILE (default: the default configuration file) on top of
 the defaults, without the environment or flags, so the file is judged on
@@ -49,6 +49,7 @@ func runConfig(args []string) int {
 
 func runConfigCheck(args []string) int {
 	flags := newFlagSet("config check")
+	file := flags.String("config", "", "the configuration `file` to check (or name it as the argument)")
 	if err := flags.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			configUsage(os.Stdout)
@@ -56,10 +57,10 @@ func runConfigCheck(args []string) int {
 		}
 		return usageError(flags.Name(), err.Error())
 	}
-	if flags.NArg() > 1 {
-		return usageError(flags.Name(), fmt.Sprintf("takes at most one file, got %q", flags.Args()))
+	path, ok := fileArg(flags, *file)
+	if !ok {
+		return exitUsage
 	}
-	path := flags.Arg(0)
 	if err := config.Check(path); err != nil {
 		printConfigError(os.Stderr, "", err)
 		return exitFailure
@@ -76,6 +77,23 @@ func runConfigCheck(args []string) int {
 	return exitOK
 }
 
+// fileArg returns the file a config subcommand names, as its argument or
+// with --config (both are accepted by both subcommands); naming two files
+// is a usage error, reported here.
+func fileArg(flags *flag.FlagSet, fromFlag string) (path string, ok bool) {
+	switch {
+	case flags.NArg() > 1:
+		usageError(flags.Name(), fmt.Sprintf("takes at most one file, got %q", flags.Args()))
+		return "", false
+	case flags.NArg() == 1 && fromFlag != "" && flags.Arg(0) != fromFlag:
+		usageError(flags.Name(), fmt.Sprintf("names two files, %q and --config %q; give one", flags.Arg(0), fromFlag))
+		return "", false
+	case flags.NArg() == 1:
+		return flags.Arg(0), true
+	}
+	return fromFlag, true
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "no default file: neither XDG_CONFIG_HOME nor HOME is set"
@@ -86,11 +104,19 @@ func orNone(s string) string {
 func runConfigPrint(args []string) int {
 	fs := newFlagSet("config print")
 	asJSON := fs.Bool("json", false, "print JSON instead of TOML")
-	file := fs.String("config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml)")
-	if status, done := parseFlags(fs, args, configUsage); done {
-		return status
+	file := fs.String("config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml), or name it as the argument")
+	switch err := fs.Parse(args); {
+	case err == flag.ErrHelp:
+		configUsage(os.Stdout)
+		return exitOK
+	case err != nil:
+		return usageError(fs.Name(), err.Error())
 	}
-	cfg, status := loadConfig("config print", config.Options{File: *file})
+	path, ok := fileArg(fs, *file)
+	if !ok {
+		return exitUsage
+	}
+	cfg, status := loadConfig("config print", config.Options{File: path})
 	if cfg == nil {
 		return status
 	}
@@ -120,6 +146,23 @@ func loadConfig(name string, opts config.Options) (*config.Config, int) {
 			return nil, exitUsage
 		}
 		return nil, exitFailure
+	}
+	return cfg, exitOK
+}
+
+// loadClientConfig loads the configuration for a client of the daemon
+// (connect, status, kill), which needs only the socket paths: a problem
+// elsewhere is shown as a warning, and the command goes on.
+func loadClientConfig(name string, opts config.Options) (*config.Config, int) {
+	cfg, warnings, err := config.LoadClient(opts)
+	if err != nil {
+		return loadConfig(name, opts) // reports it as every command does
+	}
+	for _, w := range warnings {
+		printConfigError(os.Stderr, "snodod "+name+": warning: ", w)
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(os.Stderr, "snodod %s: warning: going on, as only the socket paths are needed here; 'snodod config check' shows the problems the daemon would refuse\n", name)
 	}
 	return cfg, exitOK
 }
@@ -165,17 +208,22 @@ func printConfigError(w io.Writer, prefix string, err error) {
 type keyFlags struct {
 	fs     *flag.FlagSet
 	values map[string]*string // flag name → value
+	bools  map[string]*bool   // flag name → value, for a boolean key
 	keys   map[string]string  // flag name → key
 }
 
 // addKeyFlags adds to fs the flag of every key with one that want accepts.
 func addKeyFlags(fs *flag.FlagSet, want func(config.Key) bool) *keyFlags {
-	k := &keyFlags{fs: fs, values: map[string]*string{}, keys: map[string]string{}}
+	k := &keyFlags{fs: fs, values: map[string]*string{}, bools: map[string]*bool{}, keys: map[string]string{}}
 	for _, key := range config.Keys() {
 		if key.Flag == "" || !want(key) {
 			continue
 		}
 		k.keys[key.Flag] = key.Name
+		if key.Type == "boolean" { // --demo, or --demo=false
+			k.bools[key.Flag] = fs.Bool(key.Flag, false, fmt.Sprintf("%s (%s)", strings.TrimSuffix(key.Description, "."), key.Name))
+			continue
+		}
 		// The backquoted type is the value's name in -help: "-max-sessions integer".
 		k.values[key.Flag] = fs.String(key.Flag, "", fmt.Sprintf("%s (%s: `%s`, default %s)",
 			strings.TrimSuffix(key.Description, "."), key.Name, key.Type, key.Default))
@@ -199,7 +247,11 @@ func (k *keyFlags) options(file string) config.Options {
 	o := config.Options{File: file, Overrides: map[string]any{}, Flags: map[string]string{}}
 	k.fs.Visit(func(f *flag.Flag) {
 		if key, ok := k.keys[f.Name]; ok {
-			o.Overrides[key] = *k.values[f.Name]
+			if b, ok := k.bools[f.Name]; ok {
+				o.Overrides[key] = *b
+			} else {
+				o.Overrides[key] = *k.values[f.Name]
+			}
 			o.Flags[key] = "--" + f.Name
 		}
 	})

@@ -9,6 +9,7 @@
 //	serve     run the daemon: many MCP sessions over its sockets
 //	connect   connect standard input and output to the daemon as one session
 //	status    show the daemon's sessions and load
+//	kill      end one session of the daemon
 //	config    check a configuration file, or print the effective configuration
 //	stdio     serve one MCP session on this process's standard input and output
 //	version   print the snodod version
@@ -59,6 +60,7 @@ func init() {
 		{"serve", "run the daemon: many MCP sessions over its sockets", runServe, serveUsage},
 		{"connect", "connect standard input and output to the daemon as one session", runConnect, connectUsage},
 		{"status", "show the daemon's sessions and load", runStatus, statusUsage},
+		{"kill", "end one session of the daemon: snodod kill ID", runKill, killUsage},
 		{"config", "check a configuration file, or print the effective configuration", runConfig, configUsage},
 		{"stdio", "serve one MCP session on this process's standard input and output", runStdio, stdioUsage},
 		{"version", "print the snodod version", runVersion, versionUsage},
@@ -79,6 +81,8 @@ func run(args []string) int {
 	switch args[0] {
 	case "-h", "-help", "--help":
 		return runHelp(args[1:])
+	case "-v", "-version", "--version":
+		return runVersion(args[1:])
 	}
 	if c := lookup(args[0]); c != nil {
 		return c.run(args[1:])
@@ -102,7 +106,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, "\nRun 'snodod <command> --help' for a command's flags.\n")
+	fmt.Fprint(w, "\nRun 'snodod <command> --help' for a command's flags; 'snodod --version' prints the version.\n")
 }
 
 // newFlagSet returns a command's flag set. Parse errors are reported by
@@ -138,6 +142,10 @@ func usageError(name, message string) int {
 }
 
 func runHelp(args []string) int {
+	if len(args) == 1 && isHelpFlag(args[0]) {
+		helpUsage(os.Stdout)
+		return exitOK
+	}
 	switch len(args) {
 	case 0:
 		usage(os.Stdout)
@@ -153,6 +161,9 @@ func runHelp(args []string) int {
 	}
 	return exitUsage
 }
+
+// isHelpFlag reports whether arg asks for help, as the flag package reads it.
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
 func helpUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: snodod help [command]\n\nShows the commands, or one command's usage and flags.\n")

@@ -283,6 +283,13 @@ func TestHelp(t *testing.T) {
 			t.Errorf("snodod %q: exit status %d, stdout:\n%s", args, r.status, r.stdout)
 		}
 	}
+	// help's own help (issue 9, bug 7).
+	for _, args := range [][]string{{"help", "--help"}, {"help", "-h"}, {"help", "help"}} {
+		r := runSnodod(t, "", args...)
+		if r.status != 0 || !strings.HasPrefix(r.stdout, "Usage: snodod help [command]") {
+			t.Errorf("snodod %q: exit status %d, stdout:\n%s\nstderr:\n%s", args, r.status, r.stdout, r.stderr)
+		}
+	}
 	for _, args := range [][]string{{}, {"bogus"}, {"help", "bogus"}} {
 		r := runSnodod(t, "", args...)
 		if r.status != 2 || !strings.Contains(r.stderr, "snodod help") {
@@ -292,10 +299,13 @@ func TestHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	r := runSnodod(t, "", "version")
 	want := fmt.Sprintf("snodod dev (%s %s/%s)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	if r.status != 0 || r.stdout != want {
-		t.Errorf("exit status %d, stdout %q; want 0 and %q", r.status, r.stdout, want)
+	// --version and -v as well as the command (issue 9, bug 7).
+	for _, arg := range []string{"version", "--version", "-v"} {
+		r := runSnodod(t, "", arg)
+		if r.status != 0 || r.stdout != want {
+			t.Errorf("snodod %s: exit status %d, stdout %q; want 0 and %q", arg, r.status, r.stdout, want)
+		}
 	}
 }
 

@@ -45,7 +45,7 @@ func runStatus(args []string) int {
 	if status, done := parseFlags(fs, args, statusUsage); done {
 		return status
 	}
-	cfg, status := loadConfig("status", o.keys.options(o.config))
+	cfg, status := loadClientConfig("status", o.keys.options(o.config))
 	if cfg == nil {
 		return status
 	}
@@ -80,8 +80,12 @@ func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
 	if len(st.Sessions) == 1 {
 		plural = ""
 	}
-	fmt.Fprintf(w, "snodod %s, pid %d, up %s: %d session%s (max %d)\n",
-		st.Version, st.PID, age(now, st.Started), len(st.Sessions), plural, st.MaxSessions)
+	state := ""
+	if st.State == "draining" {
+		state = ", draining (no new sessions; these are finishing)"
+	}
+	fmt.Fprintf(w, "snodod %s, pid %d, up %s%s: %d session%s (max %d)\n",
+		st.Version, st.PID, age(now, st.Started), state, len(st.Sessions), plural, st.MaxSessions)
 	if len(st.Sessions) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

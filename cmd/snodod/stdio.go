@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/catalog"
-	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -25,8 +24,15 @@ standard input and output, with no daemon. Standard output carries protocol
 frames only; logs, and anything else the process prints, go to standard error.
 
 It exits 0 once input has ended and every admitted request has finished
-(SIGINT and SIGTERM end input early), 1 after a terminal failure such as a
-write that timed out or an invalid configuration, and 2 on a usage error.
+(SIGINT and SIGTERM end input early; a second signal exits at once, with
+status 1), 1 after a terminal failure such as a write that timed out or an
+invalid configuration, and 2 on a usage error.
+
+A terminal on standard input is put into raw mode for the session and
+restored at exit, as the transport contract wants of a pty: lines of any
+length pass, nothing is echoed or edited. --cooked leaves the terminal's
+line discipline, for typing requests by hand (lines are then cut at 4,095
+bytes).
 
 It reads the same configuration as 'snodod serve' (the defaults, the file,
 SNODOD_* environment variables; see 'snodod config print'). Each flag below
@@ -42,16 +48,16 @@ Flags:
 
 // stdioOptions are the flags of snodod stdio.
 type stdioOptions struct {
-	demo   bool
 	config string
+	cooked bool
 	keys   *keyFlags
 }
 
 func stdioFlags() (*flag.FlagSet, *stdioOptions) {
 	o := &stdioOptions{}
 	fs := newFlagSet("stdio")
-	fs.BoolVar(&o.demo, "demo", false, "register the demo tools (echo, sleep, big, fail, panic) and the conformance fixture")
 	fs.StringVar(&o.config, "config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml, if it exists)")
+	fs.BoolVar(&o.cooked, "cooked", false, "leave a terminal on standard input in its line discipline (echo, line editing), to type requests by hand; lines over 4,095 bytes are then cut")
 	o.keys = addKeyFlags(fs, sessionKeys)
 	return fs, o
 }
@@ -68,12 +74,13 @@ func runStdio(args []string) int {
 	}
 	slog.SetDefault(newLogger(cfg, new(slog.LevelVar)))
 	// The conformance fixture reports updates of its watched resource.
-	srv, err := catalog.NewServer(cfg, catalog.Build{Version: buildVersion(), Started: started}, o.demo, slog.Default())
+	srv, err := catalog.NewServer(cfg, catalog.Build{Version: buildVersion(), Started: started}, cfg.Server.Demo, slog.Default())
 	if err != nil {
 		return fail(err)
 	}
-	if o.demo {
-		demoCatalog(srv)
+	if cfg.Server.Demo {
+		catalog.Demo(srv)
+		catalog.Everything(srv)
 	}
 	// Standard input stays as it is, usually blocking: a read(2) that
 	// waits costs less per line than the poller's EAGAIN, epoll_pwait and
@@ -83,6 +90,11 @@ func runStdio(args []string) int {
 	// The transport makes its executor from the limits and closes it.
 	t := &stdio.Transport{In: os.Stdin, Dispatcher: srv, Limits: cfg.Limits}
 
+	restoreTerminal, err := stdioTerminal(o.cooked)
+	if err != nil {
+		return fail(err)
+	}
+	defer restoreTerminal()
 	out, restore, err := takeStdout()
 	if err != nil {
 		return fail(err)
@@ -95,12 +107,10 @@ func runStdio(args []string) int {
 	// session: with SIGPIPE ignored, writes to a closed pipe fail with
 	// EPIPE instead (a failed frame then ends the session with status 1).
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignal(slog.Default(), restoreTerminal)
 	defer stop()
-	// After the first signal, a second one kills the process at once.
-	context.AfterFunc(ctx, stop)
 
-	slog.Info("serving one MCP session on stdin and stdout", "version", buildVersion(), "demo", o.demo)
+	slog.Info("serving one MCP session on stdin and stdout", "version", buildVersion(), "demo", cfg.Server.Demo)
 	err = t.Serve(ctx)
 	if err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
 		return fail(err)
@@ -117,11 +127,4 @@ func runStdio(args []string) int {
 func fail(err error) int {
 	fmt.Fprintf(os.Stderr, "snodod stdio: %v\n", err)
 	return exitFailure
-}
-
-// demoCatalog registers the demo tools and the conformance fixture, as
-// --demo asks of serve and stdio.
-func demoCatalog(s *server.Server) {
-	catalog.Demo(s)
-	catalog.Everything(s)
 }

@@ -1,0 +1,78 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A client needs only the socket paths: a typo elsewhere in the file, a
+// stray variable or a file that does not parse is a warning, and the
+// sockets still come from every layer that could be read (issue 9, bug 3).
+func TestLoadClient(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		env        []string
+		warnings   []string
+		socket     string
+	}{
+		{"clean", "[daemon]\nsocket = \"/x/s.sock\"\n", nil, nil, "/x/s.sock"},
+		{"typo", "[log]\nlevl = \"debug\"\n[daemon]\nsocket = \"/x/s.sock\"\n", nil,
+			[]string{`unknown key "log.levl"; did you mean "log.level"?`}, "/x/s.sock"},
+		{"bad value", "[session]\nwrite_timeout = 5\n[daemon]\nsocket = \"/x/s.sock\"\n", nil,
+			[]string{`session.write_timeout: must be a positive duration with a unit, such as "5s", got 5`}, "/x/s.sock"},
+		{"stray variable", "[daemon]\nsocket = \"/x/s.sock\"\n", []string{"SNODOD_LOG__LEVL=debug"},
+			[]string{"unknown variable SNODOD_LOG__LEVL; did you mean SNODOD_LOG__LEVEL?"}, "/x/s.sock"},
+		{"no parse", "[daemon\nsocket = \"/x/s.sock\"\n", []string{"SNODOD_DAEMON__SOCKET=/y/s.sock"},
+			[]string{"config file "}, "/y/s.sock"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "config.toml", tc.file)
+			c, warnings, err := LoadClient(Options{File: path, Env: testEnv(t, tc.env...)})
+			if err != nil {
+				t.Fatalf("LoadClient: %v", err)
+			}
+			var lines []string
+			for _, w := range warnings {
+				var ve *ValidationError
+				if errors.As(w, &ve) {
+					for _, p := range ve.Problems {
+						lines = append(lines, p.String())
+					}
+				} else {
+					lines = append(lines, w.Error())
+				}
+			}
+			if len(lines) != len(tc.warnings) {
+				t.Fatalf("warnings %q, want %q", lines, tc.warnings)
+			}
+			for i := range lines {
+				if !strings.HasPrefix(lines[i], tc.warnings[i]) {
+					t.Errorf("warning %q, want %q", lines[i], tc.warnings[i])
+				}
+			}
+			if c.Daemon.Socket != tc.socket || c.Daemon.ControlSocket != strings.TrimSuffix(tc.socket, "s.sock")+"control.sock" {
+				t.Errorf("sockets %q %q", c.Daemon.Socket, c.Daemon.ControlSocket)
+			}
+			if _, err := Load(Options{File: path, Env: testEnv(t, tc.env...)}); (err != nil) != (len(tc.warnings) > 0) {
+				t.Errorf("Load: %v", err)
+			}
+		})
+	}
+}
+
+// The sockets' own problems, and an explicit file that is missing, are
+// errors still.
+func TestLoadClientErrors(t *testing.T) {
+	path := writeFile(t, "config.toml", "[daemon]\nsocket = \"relative.sock\"\n[log]\nlevl = 1\n")
+	_, _, err := LoadClient(Options{File: path, Env: testEnv(t)})
+	if got := problemLines(t, err); !slices.Contains(got, `daemon.socket: must be an absolute path of at most 107 bytes, got "relative.sock"`) {
+		t.Errorf("problems %q", got)
+	}
+	_, _, err = LoadClient(Options{File: path + ".missing", Env: testEnv(t)})
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
