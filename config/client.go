@@ -3,6 +3,10 @@ package config
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 )
 
 // clientKeys are what a client of the daemon (`snodod connect`, `status`,
@@ -57,4 +61,37 @@ func LoadClient(opts Options) (c *Config, warnings []error, err error) {
 		return nil, nil, ve
 	}
 	return c, append(warnings, ve), nil
+}
+
+// DefaultSocketDirs returns, when neither socket path was configured (both
+// are the defaults), the other directories a daemon started by default in
+// another environment listens in, for a client to try when the daemon
+// does not answer where c says. MCP clients start their servers with a
+// minimal environment (the TypeScript SDK passes no XDG_RUNTIME_DIR), and
+// a daemon may have been started without one (sudo, cron) or with one:
+// the candidates are $XDG_RUNTIME_DIR/snodod, /run/user/<uid>/snodod,
+// $TMPDIR/snodod-<uid> and /tmp/snodod-<uid>, each once, c's own
+// directory left out, in that order. It returns nil when a socket path
+// was configured: then that is where the daemon is.
+func (c *Config) DefaultSocketDirs() []string {
+	if c.Source("daemon.socket").Kind != FromDefault || c.Source("daemon.control_socket").Kind != FromDefault {
+		return nil
+	}
+	own := filepath.Dir(c.Daemon.ControlSocket)
+	var dirs []string
+	add := func(d string) {
+		if d != "" && d != own && !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	if x := c.env["XDG_RUNTIME_DIR"]; filepath.IsAbs(x) {
+		add(filepath.Join(x, "snodod"))
+	}
+	id := strconv.Itoa(os.Getuid())
+	if fi, err := os.Stat(filepath.Join("/run/user", id)); err == nil && fi.IsDir() {
+		add(filepath.Join("/run/user", id, "snodod"))
+	}
+	add(filepath.Join(tempDir(c.env), "snodod-"+id))
+	add(filepath.Join("/tmp", "snodod-"+id))
+	return dirs
 }

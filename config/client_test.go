@@ -3,7 +3,10 @@ package config
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -74,5 +77,26 @@ func TestLoadClientErrors(t *testing.T) {
 	_, _, err = LoadClient(Options{File: path + ".missing", Env: testEnv(t)})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// With the default socket paths, a client also looks where a daemon
+// started in another environment would listen; with a configured path,
+// only there.
+func TestDefaultSocketDirs(t *testing.T) {
+	tmp := t.TempDir()
+	id := strconv.Itoa(os.Getuid())
+	c := mustLoad(t, Options{Env: testEnv(t, "TMPDIR="+tmp)}) // XDG_RUNTIME_DIR=/run/test
+	got := c.DefaultSocketDirs()
+	want := []string{filepath.Join(tmp, "snodod-"+id), "/tmp/snodod-" + id}
+	if _, err := os.Stat("/run/user/" + id); err == nil {
+		want = append([]string{"/run/user/" + id + "/snodod"}, want...)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("DefaultSocketDirs() = %q, want %q", got, want)
+	}
+	c = mustLoad(t, Options{Env: testEnv(t, "SNODOD_DAEMON__SOCKET=/x/s.sock")})
+	if got := c.DefaultSocketDirs(); got != nil {
+		t.Errorf("with a configured socket: %q", got)
 	}
 }

@@ -30,6 +30,7 @@ type Config struct {
 
 	file    string
 	sources map[string]Source
+	env     map[string]string // the environment Load read, for DefaultSocketDirs
 }
 
 // Daemon holds the settings of `snodod serve`.

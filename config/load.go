@@ -331,7 +331,7 @@ func (l *loader) readOverrides(overrides map[string]any, flags map[string]string
 // build converts every key, resolves the derived values and checks every
 // rule, collecting all problems before deciding.
 func (l *loader) build() (*Config, error) {
-	c := &Config{file: l.file, sources: l.src}
+	c := &Config{file: l.file, sources: l.src, env: l.env}
 	rv := reflect.ValueOf(c).Elem()
 	ok := map[string]bool{} // converted, and not already refused
 	for _, s := range specs {

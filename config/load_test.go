@@ -38,7 +38,7 @@ var wantDefaults = Config{
 // sections returns c's exported part, for comparisons.
 func sectionsOf(c *Config) Config {
 	out := *c
-	out.file, out.sources = "", nil
+	out.file, out.sources, out.env = "", nil, nil
 	return out
 }
 

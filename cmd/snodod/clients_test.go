@@ -220,3 +220,49 @@ func TestConfigFileSpellings(t *testing.T) {
 		t.Errorf("check uids: %d %q, want 1 and %q", r.status, r.stderr, want)
 	}
 }
+
+// TestClientsFindDefaultDaemon: with the default socket paths, a client
+// whose environment differs from the daemon's (an MCP client starts
+// connect with a minimal one) still finds it in the other default
+// directories (friction point).
+func TestClientsFindDefaultDaemon(t *testing.T) {
+	if _, err := os.Stat(fmt.Sprintf("/run/user/%d", os.Getuid())); err == nil {
+		t.Skip("/run/user/<uid> exists: a daemon started without XDG_RUNTIME_DIR would listen in the user's own runtime directory")
+	}
+	dir := sockDir(t)
+	var env []string
+	for _, kv := range isolated(dir) {
+		if !strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
+	serveEnv := append(env, "TMPDIR="+dir) // the daemon: $TMPDIR/snodod-<uid>
+	p := &serveProcess{stderr: new(bytes.Buffer), env: serveEnv}
+	p.cmd = exec.Command(binary, "serve", "--demo")
+	p.cmd.Env, p.cmd.Stderr = serveEnv, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.stop(t)
+		}
+	})
+	clientEnv := append(env, "TMPDIR="+dir, "XDG_RUNTIME_DIR="+filepath.Join(dir, "elsewhere"))
+	var r result
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if r = runIn(t, clientEnv, "", "status"); r.status == 0 {
+			break
+		}
+	}
+	if r.status != 0 || !strings.Contains(r.stdout, "0 sessions") {
+		t.Fatalf("status: %d\n%s%s\nserve: %s", r.status, r.stdout, r.stderr, p.stderr.String())
+	}
+	r = runIn(t, clientEnv, lines(initLine), "connect")
+	if r.status != 0 || !strings.HasPrefix(r.stdout, `{"jsonrpc":"2.0","id":1,"result":{`) {
+		t.Errorf("connect: %d\n%s%s", r.status, r.stdout, r.stderr)
+	}
+	if status := p.stop(t); status != 0 {
+		t.Errorf("serve: %d\n%s", status, p.stderr.String())
+	}
+}

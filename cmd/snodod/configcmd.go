@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/snodod/snodod/config"
@@ -165,6 +166,30 @@ func loadClientConfig(name string, opts config.Options) (*config.Config, int) {
 		fmt.Fprintf(os.Stderr, "snodod %s: warning: going on, as only the socket paths are needed here; 'snodod config check' shows the problems the daemon would refuse\n", name)
 	}
 	return cfg, exitOK
+}
+
+// findDaemon returns the sockets of the daemon a client talks to: cfg's,
+// unless nothing is there, the paths are the defaults, and a daemon
+// started in another environment listens in one of the other default
+// directories (see config.Config.DefaultSocketDirs): an MCP client that
+// starts 'snodod connect' without XDG_RUNTIME_DIR still finds the daemon
+// the user started from a login shell, and the other way round.
+func findDaemon(cfg *config.Config) (socket, control string) {
+	socket, control = cfg.Daemon.Socket, cfg.Daemon.ControlSocket
+	if isSocket(control) {
+		return socket, control
+	}
+	for _, dir := range cfg.DefaultSocketDirs() {
+		if c := filepath.Join(dir, "control.sock"); isSocket(c) {
+			return filepath.Join(dir, filepath.Base(socket)), c
+		}
+	}
+	return socket, control
+}
+
+func isSocket(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().Type() == fs.ModeSocket
 }
 
 // fromFlags reports whether err is a *config.ValidationError all of whose

@@ -90,11 +90,11 @@ func runConnect(args []string) int {
 	if cfg == nil {
 		return status
 	}
+	socket, path := findDaemon(cfg)
 	person := typedByPerson()
 	if o.relay || !o.handover && person {
-		return relay(cfg.Daemon.Socket)
+		return relay(socket)
 	}
-	path := cfg.Daemon.ControlSocket
 	h, err := daemon.Connect(context.Background(), path, os.Stdin, os.Stdout)
 	if err != nil {
 		return connectFailure(path, err)

@@ -61,7 +61,8 @@ func runKill(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := daemon.Kill(ctx, cfg.Daemon.ControlSocket, id); err != nil {
+	_, control := findDaemon(cfg)
+	if err := daemon.Kill(ctx, control, id); err != nil {
 		var unreachable *daemon.UnreachableError
 		var refused *daemon.RefusedError
 		switch {

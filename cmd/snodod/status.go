@@ -51,7 +51,8 @@ func runStatus(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := daemon.QueryStatus(ctx, cfg.Daemon.ControlSocket)
+	_, control := findDaemon(cfg)
+	st, err := daemon.QueryStatus(ctx, control)
 	if err != nil {
 		var unreachable *daemon.UnreachableError
 		if errors.As(err, &unreachable) {
