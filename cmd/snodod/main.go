@@ -31,8 +31,8 @@ import (
 )
 
 // version is the build version, set with
-// go build -ldflags "-X main.version=v1.2.3". When empty, the module
-// version recorded in the binary is used, else "dev".
+// go build -ldflags "-X main.version=v1.2.3" (make build does, from git
+// describe). When empty, buildVersion reads the binary's build info.
 var version string
 
 // Exit statuses.
@@ -182,13 +182,45 @@ func versionUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: snodod version\n\nPrints the snodod version, and the Go version and platform it was built with.\n")
 }
 
-// buildVersion returns the version of this binary.
+// buildVersion returns the version of this binary: the -ldflags override,
+// else what its build info says (versionOf).
 func buildVersion() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
 	}
-	return "dev"
+	return versionOf(bi)
+}
+
+// versionOf reads a version from build info: the module's version, as
+// `go install github.com/snodod/snodod/cmd/snodod@v1.2.3` records it, or
+// the pseudo-version (revision, and +dirty for uncommitted changes) that
+// `go build` records in a git checkout; else, from the VCS stamp alone,
+// "dev-<revision>" with "-dirty"; else "dev" (a build with
+// -buildvcs=false, or outside a checkout).
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev string
+	var dirty bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	v := "dev-" + rev[:min(12, len(rev))]
+	if dirty {
+		v += "-dirty"
+	}
+	return v
 }
