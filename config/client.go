@@ -25,7 +25,7 @@ var clientKeys = []string{"daemon.socket", "daemon.control_socket"}
 // Each warning is a *FileError or a *ValidationError; err is what Load
 // would return.
 func LoadClient(opts Options) (c *Config, warnings []error, err error) {
-	l := newLoader(opts.Env)
+	l := newLoader(opts.Env, opts.EnvPrefix)
 	if err := l.readFile(opts.File); err != nil {
 		var fe *FileError
 		if !errors.As(err, &fe) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A client needs only the socket paths: a typo elsewhere in the file, a
@@ -98,5 +99,23 @@ func TestDefaultSocketDirs(t *testing.T) {
 	c = mustLoad(t, Options{Env: testEnv(t, "SNODOD_DAEMON__SOCKET=/x/s.sock")})
 	if got := c.DefaultSocketDirs(); got != nil {
 		t.Errorf("with a configured socket: %q", got)
+	}
+}
+
+// An embedder's own prefix replaces SNODOD_ for the variables: the
+// default's are then not configuration, and messages name the new ones.
+func TestEnvPrefix(t *testing.T) {
+	c := mustLoad(t, Options{EnvPrefix: "MYAPP_", Env: testEnv(t,
+		"MYAPP_SESSION__WRITE_TIMEOUT=2s", "SNODOD_SESSION__WRITE_TIMEOUT=3s")})
+	if c.Limits.WriteTimeout != 2*time.Second || c.Source("session.write_timeout").String() != "env MYAPP_SESSION__WRITE_TIMEOUT" {
+		t.Errorf("write_timeout %v from %s", c.Limits.WriteTimeout, c.Source("session.write_timeout"))
+	}
+	_, err := Load(Options{EnvPrefix: "MYAPP_", Env: testEnv(t, "MYAPP_SESSION__WRITE_TIMOUT=1s", "MYAPP_LOG_LEVEL=debug")})
+	want := []string{
+		"MYAPP_LOG_LEVEL is not a configuration variable; did you mean MYAPP_LOG__LEVEL? (a double underscore separates the section from the key)",
+		"unknown variable MYAPP_SESSION__WRITE_TIMOUT; did you mean MYAPP_SESSION__WRITE_TIMEOUT?",
+	}
+	if got := problemLines(t, err); !slices.Equal(got, want) {
+		t.Errorf("problems %q, want %q", got, want)
 	}
 }

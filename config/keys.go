@@ -273,15 +273,19 @@ func kindOf(t reflect.Type) kind {
 	panic(fmt.Sprintf("config: unsupported field type %s", t))
 }
 
-// envPrefix starts every configuration variable.
-const envPrefix = "SNODOD_"
+// DefaultEnvPrefix starts every configuration variable, unless
+// Options.EnvPrefix names another (a program embedding the daemon may want
+// its own).
+const DefaultEnvPrefix = "SNODOD_"
 
 // envName is the variable that sets key: session.write_timeout →
 // SNODOD_SESSION__WRITE_TIMEOUT (a double underscore between section and
 // leaf, because leaves contain single underscores).
-func envName(key string) string {
+func envName(key string) string { return envNameWith(DefaultEnvPrefix, key) }
+
+func envNameWith(prefix, key string) string {
 	section, leaf, _ := strings.Cut(key, ".")
-	return envPrefix + strings.ToUpper(section) + "__" + strings.ToUpper(leaf)
+	return prefix + strings.ToUpper(section) + "__" + strings.ToUpper(leaf)
 }
 
 // defaultSet is the parsed embedded defaults.

@@ -47,6 +47,11 @@ type Options struct {
 	// Version is the build version: serverInfo.version when server.version
 	// is empty, and what the status tool and `snodod status` report.
 	Version string
+	// Name is the product's name in the status tool ("Name 1.0.0, up
+	// 1h"), and serverInfo.name when the configuration's is empty; empty
+	// means "snodod". A program that embeds the daemon names itself here
+	// (and may read its own environment variables: config.Options.EnvPrefix).
+	Name string
 	// Logger receives the daemon's log; nil means slog.Default().
 	Logger *slog.Logger
 	// TestFaults enables the control socket's "fault" operation, a test
@@ -145,7 +150,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
-	srv, err := catalog.NewServer(cfg, catalog.Build{Version: d.version(), Started: d.started}, d.opts.SubscribableResources || cfg.Server.Demo, d.log)
+	srv, err := catalog.NewServer(cfg, catalog.Build{Name: d.opts.Name, Version: d.version(), Started: d.started}, d.opts.SubscribableResources || cfg.Server.Demo, d.log)
 	if err != nil {
 		return nil, err
 	}
