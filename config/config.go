@@ -28,9 +28,17 @@ type Config struct {
 	HTTP     HTTP     `koanf:"http"`
 	Log      Log      `koanf:"log"`
 
-	file    string
-	sources map[string]Source
-	env     map[string]string // the environment Load read, for DefaultSocketDirs
+	// Tools, Resources and Prompts are the [tools.NAME], [resources.NAME]
+	// and [prompts.NAME] entries (tools.go, resources.go, prompts.go),
+	// each sorted by name; entry sections have no keys, so no koanf tag.
+	Tools     []Tool
+	Resources []FileResource
+	Prompts   []Prompt
+
+	file     string
+	sources  map[string]Source
+	warnings []Problem
+	env      map[string]string // the environment Load read, for DefaultSocketDirs
 }
 
 // Daemon holds the settings of `snodod serve`.

@@ -198,6 +198,16 @@ func uncode(s string) string {
 	return s
 }
 
+// section returns the text of doc's "## title" section, up to the next
+// section of that level.
+func section(doc, title string) string {
+	_, rest, _ := strings.Cut(doc, "\n## "+title+"\n")
+	if i := strings.Index(rest, "\n## "); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
 // fenced returns the contents of the fenced code blocks of doc whose info
 // string is lang, in order.
 func fenced(doc, lang string) []string {
@@ -229,9 +239,10 @@ func TestDocsExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	tomls, yamls := fenced(doc, "toml"), fenced(doc, "yaml")
+	examples := section(doc, "Examples") // the entries' sections have examples of their own
+	tomls, yamls := fenced(examples, "toml"), fenced(examples, "yaml")
 	if len(tomls) != 1 || len(yamls) != 1 {
-		t.Fatalf("found %d TOML and %d YAML examples, want one of each", len(tomls), len(yamls))
+		t.Fatalf("found %d TOML and %d YAML examples under ## Examples, want one of each", len(tomls), len(yamls))
 	}
 	fromTOML := mustLoad(t, Options{File: writeFile(t, "config.toml", tomls[0]), Env: testEnv(t)})
 	fromYAML := mustLoad(t, Options{File: writeFile(t, "config.yaml", yamls[0]), Env: testEnv(t)})

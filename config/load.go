@@ -74,12 +74,19 @@ func Load(opts Options) (*Config, error) {
 // file is judged on its own; socket paths are still expanded from the
 // process's environment. It returns nil or Load's errors.
 func Check(path string) error {
+	_, err := Inspect(path)
+	return err
+}
+
+// Inspect is Check that also returns the configuration the file gives
+// when it is valid, for the checks other packages add and for its
+// Warnings.
+func Inspect(path string) (*Config, error) {
 	l := newLoader(nil, "")
 	if err := l.readFile(path); err != nil {
-		return err
+		return nil, err
 	}
-	_, err := l.build()
-	return err
+	return l.build()
 }
 
 // FileError is a configuration file that could not be read or parsed.
@@ -378,9 +385,17 @@ func (l *loader) build() (*Config, error) {
 			l.problem(Problem{Key: s.name, Message: s.allowed + ", got " + literal(bad), Source: l.src[s.name]})
 		}
 	}
-	if len(l.problems) > 0 {
-		slices.SortStableFunc(l.problems, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
-		return nil, &ValidationError{File: l.file, Problems: l.problems}
+	slices.SortStableFunc(l.problems, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
+	var errs []Problem
+	for _, p := range l.problems {
+		if p.Warning {
+			c.warnings = append(c.warnings, p)
+		} else {
+			errs = append(errs, p)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &ValidationError{File: l.file, Problems: errs}
 	}
 	return c, nil
 }

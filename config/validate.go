@@ -23,6 +23,10 @@ type Problem struct {
 	Source Source
 	// Unknown is true when Key names no configuration key.
 	Unknown bool
+	// Warning is true for a problem that does not stop the configuration
+	// from loading (Config.Warnings): `snodod config check` prints it, and
+	// the daemon logs it.
+	Warning bool
 }
 
 // String returns the problem as one line: `<key>: <message>`, followed by

@@ -39,11 +39,10 @@ type Options struct {
 	// level there).
 	OnReload func(*config.Config)
 	// Catalog registers tools, resources and prompts on every server the
-	// daemon builds, at start and on every reload, after the status tool.
+	// daemon builds, after the status tool and before the configured
+	// items. The server is kept across reloads (catalog.Host) and rebuilt
+	// only when server.* or protocol.versions change.
 	Catalog func(*server.Server)
-	// SubscribableResources advertises resources.subscribe (the catalog
-	// reports resource updates).
-	SubscribableResources bool
 	// Version is the build version: serverInfo.version when server.version
 	// is empty, and what the status tool and `snodod status` report.
 	Version string
@@ -70,6 +69,9 @@ type Daemon struct {
 	uid     int
 	faults  bool
 	notify  *notifier
+	// host keeps the server across reloads and serves the configured
+	// tools, resources and prompts (catalog.Host).
+	host *catalog.Host
 
 	// gen is what new sessions use: the configuration, and the server and
 	// executor built from it. Reload replaces it; sessions keep the one
@@ -138,8 +140,11 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		d.log = slog.Default()
 	}
 	d.notify = newNotifier(d.log)
+	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Name: opts.Name, Version: d.version(), Started: d.started},
+		Register: opts.Catalog, Logger: d.log})
 	g, err := d.build(cfg, nil)
 	if err != nil {
+		d.host.Close()
 		return nil, err
 	}
 	d.gen.Store(g)
@@ -150,18 +155,12 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
-	srv, err := catalog.NewServer(cfg, catalog.Build{Name: d.opts.Name, Version: d.version(), Started: d.started}, d.opts.SubscribableResources || cfg.Server.Demo, d.log)
-	if err != nil {
+	// Before Apply, which changes what running sessions see.
+	if err := cfg.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Server.Demo { // server.demo, or --demo
-		catalog.Demo(srv)
-		catalog.Everything(srv)
-	}
-	if d.opts.Catalog != nil {
-		d.opts.Catalog(srv)
-	}
-	if err := cfg.Limits.Validate(); err != nil {
+	srv, err := d.host.Apply(cfg)
+	if err != nil {
 		return nil, err
 	}
 	lim := cfg.Limits.WithDefaults()
@@ -210,6 +209,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.running = true
 	d.mu.Unlock()
 	defer close(d.stopped)
+	defer d.host.Close() // the folders' watches
 	defer d.startDrain()
 
 	cfg := d.Config()

@@ -8,10 +8,12 @@ import (
 )
 
 // Reload loads the configuration again (Options.Reload) and applies it to
-// the sessions that start after it: their limits, and a catalog and server
-// built anew. Running sessions keep what they started with. The executor
-// is shared on: it is rebuilt only when executor.* or
-// session.request_timeout changed.
+// the sessions that start after it: their limits and executor. The
+// configured tools, resources and prompts change in place on the server
+// running sessions hold too, which announces the lists that changed
+// (catalog.Host); only a change of server.* or protocol.versions builds a
+// new server, for new sessions. The executor is shared on: it is rebuilt
+// only when executor.* or session.request_timeout changed.
 //
 // A configuration that does not load is refused: every problem is logged,
 // one per line, and the running configuration stays. systemd is told

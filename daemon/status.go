@@ -22,6 +22,9 @@ type Status struct {
 	// Sessions are ordered by id (oldest first).
 	Sessions []SessionStatus `json:"sessions"`
 	Executor ExecutorStatus  `json:"executor"`
+	// Warnings are what the configured catalog could not do, such as a
+	// folder with more directories than max_watched_dirs.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // SessionStatus is one session's row.
@@ -91,5 +94,6 @@ func (d *Daemon) Status() *Status {
 			MaxConcurrency: limits.MaxConcurrency, MaxQueue: limits.MaxQueue,
 			RequestTimeout: limits.RequestTimeout.String(),
 		},
+		Warnings: d.host.Warnings(),
 	}
 }

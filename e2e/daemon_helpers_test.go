@@ -533,12 +533,17 @@ func (c *connectProc) wait(t *testing.T, want int) {
 }
 
 // connectGoVia connects a Go SDK client to the daemon through `snodod
-// connect` at version. Closing the session when the test ends closes
-// connect's input: the session ends and connect must exit 0, silently.
-func connectGoVia(t *testing.T, d *daemonProc, version string) *goClient {
+// connect` at version, with the client options opts makes for c (none
+// when nil). Closing the session when the test ends closes connect's
+// input: the session ends and connect must exit 0, silently.
+func connectGoVia(t *testing.T, d *daemonProc, version string, opts ...func(c *goClient) *mcp.ClientOptions) *goClient {
 	t.Helper()
 	c := &goClient{rec: &recorder{}, progress: map[any][]*mcp.ProgressNotificationParams{}}
-	client := mcp.NewClient(&mcp.Implementation{Name: "snodod-e2e-connect", Version: "1"}, nil)
+	var options *mcp.ClientOptions
+	for _, o := range opts {
+		options = o(c)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "snodod-e2e-connect", Version: "1"}, options)
 	cmd := d.command("connect")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr

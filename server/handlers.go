@@ -175,6 +175,9 @@ func (c *call) readResource(ctx context.Context) Outcome {
 	if errors.Is(err, ErrResourceNotFound) || err == nil && (res == nil || len(res.Contents) == 0) {
 		return c.notFound(uri)
 	}
+	if perr := refusal(err); perr != nil {
+		return errOutcome(perr)
+	}
 	if err != nil {
 		c.s.log.Error("resource read failed", "uri", uri, "err", err)
 		return errOutcome(errInternal)
@@ -236,6 +239,9 @@ func (c *call) getPrompt(ctx context.Context) Outcome {
 	res, err := e.handler(ctx, &GetPromptRequest{Name: name, Arguments: args, Version: c.version})
 	if o, handled := c.handlerError(in, err); handled {
 		return o
+	}
+	if perr := refusal(err); perr != nil {
+		return errOutcome(perr)
 	}
 	if err != nil || res == nil {
 		c.s.log.Error("prompt failed", "prompt", name, "err", err)

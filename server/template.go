@@ -6,8 +6,10 @@ import (
 	"strings"
 )
 
-// uriTemplate matches URIs against a level-1 RFC 6570 template: each
-// {name} matches one or more characters other than "/".
+// uriTemplate matches URIs against an RFC 6570 template of simple and
+// reserved expansions: each {name} matches one or more characters other
+// than "/", each {+name} one or more characters, "/" included (a path
+// under a folder). Values are matched as written, percent-encoding kept.
 type uriTemplate struct {
 	re    *regexp.Regexp
 	names []string
@@ -28,11 +30,16 @@ func compileTemplate(t string) (*uriTemplate, error) {
 			return nil, fmt.Errorf("unclosed { in %q", t)
 		}
 		name := rest[open+1 : open+end]
+		name, reserved := strings.CutPrefix(name, "+")
 		if name == "" || strings.ContainsAny(name, "{+#./;?&=,!@|") {
-			return nil, fmt.Errorf("unsupported expression {%s} in %q: only {name} is supported", name, t)
+			return nil, fmt.Errorf("unsupported expression {%s} in %q: only {name} and {+name} are supported", rest[open+1:open+end], t)
 		}
 		b.WriteString(regexp.QuoteMeta(rest[:open]))
-		b.WriteString("([^/]+)")
+		if reserved {
+			b.WriteString("(.+)")
+		} else {
+			b.WriteString("([^/]+)")
+		}
 		names = append(names, name)
 		rest = rest[open+end+1:]
 	}

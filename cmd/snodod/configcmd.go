@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 )
 
@@ -21,8 +22,11 @@ func configUsage(w io.Writer) {
 
 check validates FILE (default: the default configuration file) on top of
 the defaults, without the environment or flags, so the file is judged on
-its own. It prints "ok: FILE" and exits 0, or prints every problem, one per
-line, and exits 1.
+its own: every key, and every [tools], [resources] and [prompts] entry
+(commands found on PATH, placeholders, paths, templates, schemas, names).
+It prints "ok: FILE" and exits 0, or prints every problem, one per line,
+and exits 1. Warnings (a placeholder that can become an option, say) are
+printed as "warning: ..." lines and do not fail the check.
 
 print shows the effective configuration (defaults, the file, SNODOD_*
 environment variables) as TOML, every key with where its value came from;
@@ -62,9 +66,21 @@ func runConfigCheck(args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	if err := config.Check(path); err != nil {
+	cfg, err := config.Inspect(path)
+	if err == nil {
+		// The configured items as the daemon would build them: schemas the
+		// runtime compiles, names snodod serves itself. (Upstream tools
+		// and prompts join through catalog.Reserved once they are hosted.)
+		if problems := catalog.Check(cfg, catalog.Reserved{}); len(problems) > 0 {
+			err = &config.ValidationError{File: cfg.File(), Problems: problems}
+		}
+	}
+	if err != nil {
 		printConfigError(os.Stderr, "", err)
 		return exitFailure
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(os.Stderr, "warning: %s\n", w)
 	}
 	shown := path
 	if shown == "" {

@@ -106,6 +106,9 @@ func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
 	e := st.Executor
 	fmt.Fprintf(w, "executor: %d running (max %d), %d queued (max %d), request timeout %s\n",
 		e.Running, e.MaxConcurrency, e.Queued, e.MaxQueue, e.RequestTimeout)
+	for _, warning := range st.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 }
 
 // age is how long ago t was, to the second.

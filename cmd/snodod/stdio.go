@@ -73,14 +73,13 @@ func runStdio(args []string) int {
 		return status
 	}
 	slog.SetDefault(newLogger(cfg, new(slog.LevelVar)))
-	// The conformance fixture reports updates of its watched resource.
-	srv, err := catalog.NewServer(cfg, catalog.Build{Version: buildVersion(), Started: started}, cfg.Server.Demo, slog.Default())
+	// The demo catalog (server.demo) comes with the Host.
+	host := catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Version: buildVersion(), Started: started}})
+	defer host.Close() // the configured folders' watches
+	srv, err := host.Apply(cfg)
 	if err != nil {
-		return fail(err)
-	}
-	if cfg.Server.Demo {
-		catalog.Demo(srv)
-		catalog.Everything(srv)
+		printConfigError(os.Stderr, "snodod stdio: ", err)
+		return exitFailure
 	}
 	// Standard input stays as it is, usually blocking: a read(2) that
 	// waits costs less per line than the poller's EAGAIN, epoll_pwait and

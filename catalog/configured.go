@@ -1,0 +1,198 @@
+package catalog
+
+import (
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/server"
+)
+
+// configured is the part of one server's catalog built from configuration:
+// the exec tools, file resources and prompt templates of [tools],
+// [resources] and [prompts]. apply makes the server serve a new
+// configuration's items, touching only what changed, so running sessions
+// see one list change per kind that changed and nothing else; an entry
+// whose configuration is unchanged keeps its state (a tool's running
+// calls, a folder's watch). One goroutine at a time calls apply and close
+// (Host serialises them).
+type configured struct {
+	srv *server.Server
+	log *slog.Logger
+
+	tools   map[string]*execTool
+	prompts map[string]config.Prompt
+	folders map[string]*folder
+}
+
+func newConfigured(srv *server.Server, log *slog.Logger) *configured {
+	return &configured{srv: srv, log: log, tools: map[string]*execTool{},
+		prompts: map[string]config.Prompt{}, folders: map[string]*folder{}}
+}
+
+// names returns the tool and prompt names c registered.
+func (c *configured) names() (tools, prompts map[string]bool) {
+	tools, prompts = map[string]bool{}, map[string]bool{}
+	for n := range c.tools {
+		tools[n] = true
+	}
+	for n := range c.prompts {
+		prompts[n] = true
+	}
+	return tools, prompts
+}
+
+// apply replaces c's items with cfg's. cfg has passed check.
+func (c *configured) apply(cfg *config.Config) {
+	want := map[string]config.Tool{}
+	for _, t := range cfg.Tools {
+		want[t.Name] = t
+	}
+	// A removed entry is removed; a changed one is registered again below,
+	// which replaces it (its running calls finish as they started).
+	var gone []string
+	for name, t := range c.tools {
+		w, ok := want[name]
+		if !ok {
+			gone = append(gone, name)
+		}
+		if !ok || !reflect.DeepEqual(w, t.cfg) {
+			delete(c.tools, name)
+		}
+	}
+	if len(gone) > 0 {
+		c.srv.RemoveTools(gone...)
+	}
+	for _, t := range cfg.Tools {
+		if _, kept := c.tools[t.Name]; !kept {
+			et := newExecTool(t, c.log)
+			c.srv.AddTool(et.definition(), et.call)
+			c.tools[t.Name] = et
+		}
+	}
+
+	wantPrompts := map[string]config.Prompt{}
+	for _, p := range cfg.Prompts {
+		wantPrompts[p.Name] = p
+	}
+	gone = gone[:0]
+	for name, p := range c.prompts {
+		w, ok := wantPrompts[name]
+		if !ok {
+			gone = append(gone, name)
+		}
+		if !ok || !reflect.DeepEqual(w, p) {
+			delete(c.prompts, name)
+		}
+	}
+	if len(gone) > 0 {
+		c.srv.RemovePrompts(gone...)
+	}
+	for _, p := range cfg.Prompts {
+		if _, kept := c.prompts[p.Name]; !kept {
+			if err := addPrompt(c.srv, p); err != nil {
+				c.log.Error("prompt not served", "err", err) // check parsed it: not expected
+				continue
+			}
+			c.prompts[p.Name] = p
+		}
+	}
+
+	wantFolders := map[string]config.FileResource{}
+	for _, r := range cfg.Resources {
+		wantFolders[r.Name] = r
+	}
+	for name, f := range c.folders {
+		if w, ok := wantFolders[name]; !ok || !reflect.DeepEqual(w, f.cfg) {
+			f.stop(true) // its watch ends with it
+			delete(c.folders, name)
+		}
+	}
+	for _, r := range cfg.Resources {
+		if _, kept := c.folders[r.Name]; !kept {
+			f := newFolder(c.srv, r, c.log)
+			f.start()
+			c.folders[r.Name] = f
+		}
+	}
+}
+
+// close ends every folder's watch. The items stay registered: a server a
+// reload replaced keeps serving the sessions that use it.
+func (c *configured) close() {
+	var wg sync.WaitGroup
+	for _, f := range c.folders {
+		wg.Go(func() { f.stop(false) })
+	}
+	wg.Wait()
+}
+
+// warnings returns what the folders could not do, sorted.
+func (c *configured) warnings() []string {
+	var out []string
+	for _, f := range c.folders {
+		out = append(out, f.Warnings()...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Reserved are the tool and prompt names something other than the
+// configuration already serves in the same view, each with who serves it
+// ("snodod's own status tool"). A configured name among them is refused,
+// as the configuration alone settles collisions (upstreams.md §2).
+type Reserved struct {
+	Tools   map[string]string
+	Prompts map[string]string
+}
+
+// Check reports the problems of cfg's tools, resources and prompts that
+// the config package cannot see by itself, every one at once, keyed like
+// config's (tools.NAME.input_schema): a schema the runtime does not
+// compile, and names reserved already serves: snodod's own status tool
+// always, and whatever the caller adds (the demo tools under --demo; an
+// aggregated view's upstream tools and prompts, when upstreams are
+// hosted: this is where they join). `snodod config check` and every
+// (re)load run it.
+func Check(cfg *config.Config, reserved Reserved) []config.Problem {
+	src := config.Source{Kind: config.FromFile, Name: cfg.File()}
+	var problems []config.Problem
+	add := func(key, msg string) {
+		problems = append(problems, config.Problem{Key: key, Message: msg, Source: src})
+	}
+	for _, t := range cfg.Tools {
+		if err := server.CheckSchema(t.InputSchema); err != nil {
+			add("tools."+t.Name+".input_schema", "is not a JSON Schema the runtime accepts: "+err.Error())
+		}
+		if t.OutputSchema != nil {
+			if err := server.CheckSchema(t.OutputSchema); err != nil {
+				add("tools."+t.Name+".output_schema", "is not a JSON Schema the runtime accepts: "+err.Error())
+			}
+		}
+		if owner, taken := reservedTool(reserved, t.Name); taken {
+			add("tools."+t.Name, fmt.Sprintf("the name is taken by %s; choose another name", owner))
+		}
+	}
+	for _, p := range cfg.Prompts {
+		if owner, taken := reserved.Prompts[p.Name]; taken {
+			add("prompts."+p.Name, fmt.Sprintf("the name is taken by %s; choose another name", owner))
+		}
+	}
+	slices.SortStableFunc(problems, func(a, b config.Problem) int { return strings.Compare(a.Key, b.Key) })
+	return problems
+}
+
+// reservedTool reports who serves name: reserved, or snodod's status tool.
+func reservedTool(r Reserved, name string) (string, bool) {
+	if owner, ok := r.Tools[name]; ok {
+		return owner, true
+	}
+	if name == "status" {
+		return "snodod's own status tool", true
+	}
+	return "", false
+}

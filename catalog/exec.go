@@ -1,0 +1,250 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/server"
+)
+
+// Limits of every exec tool run that have no configuration key.
+const (
+	// StopGrace is how long a run's process group has between SIGTERM
+	// and SIGKILL when it is cancelled or times out.
+	StopGrace = 2 * time.Second
+	// StderrTailBytes is how much of stderr a failed run's result shows:
+	// the end, where the reason usually is.
+	StderrTailBytes = 2 << 10
+	// MaxProgressLineBytes is the longest progress line read from fd 3;
+	// a longer one is skipped.
+	MaxProgressLineBytes = 64 << 10
+)
+
+// execTool runs one [tools.NAME] entry: its program in a process group of
+// its own (internal/proc), argv built from the arguments without a shell
+// (exec_argv.go), at most max_concurrency runs at once. call may be called
+// concurrently.
+type execTool struct {
+	cfg   config.Tool
+	slots chan struct{}
+	log   *slog.Logger
+}
+
+func newExecTool(cfg config.Tool, log *slog.Logger) *execTool {
+	return &execTool{cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrency), log: log.With("tool", cfg.Name)}
+}
+
+// definition is the tool as tools/list shows it.
+func (t *execTool) definition() *server.Tool {
+	d := &server.Tool{Name: t.cfg.Name, Title: t.cfg.Title, Description: t.cfg.Description,
+		InputSchema: t.cfg.InputSchema, OutputSchema: t.cfg.OutputSchema}
+	if a := t.cfg.Annotations; a != nil {
+		d.Annotations = &server.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint,
+			DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+	}
+	return d
+}
+
+// call runs the tool once. A cancelled request (ctx ended) stops the
+// group and returns ctx's error, which the runtime never writes. A run
+// that exits non-zero, is killed or times out gives an isError result with
+// the status and the end of stderr.
+func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+	select {
+	case t.slots <- struct{}{}:
+		defer func() { <-t.slots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	values := callValues(req.Arguments, t.cfg.Arguments)
+	cmd := exec.Command(t.cfg.Program, expandArgs(t.cfg.Args, values)...)
+	cmd.Dir = t.cfg.Dir
+	cmd.Env = append([]string{}, t.cfg.Env...) // never nil: nil would be the daemon's whole environment
+	if t.cfg.HasStdin {
+		cmd.Stdin = strings.NewReader(expandStdin(t.cfg.Stdin, values))
+	}
+	stdout := &headBuffer{max: t.cfg.MaxOutputBytes}
+	stderr := &tailBuffer{max: StderrTailBytes}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// A process that escaped the group (setsid) may hold the pipes open
+	// after the group ended; Wait gives up on them after this.
+	cmd.WaitDelay = StopGrace
+	var progress *progressReader
+	if t.cfg.Progress {
+		var err error
+		if progress, err = newProgressReader(ctx, cmd, t.log); err != nil {
+			return nil, fmt.Errorf("%s: open the progress pipe: %w", t.cfg.Name, err)
+		}
+	}
+	g, err := proc.Start(cmd)
+	if progress != nil {
+		progress.started() // closes this process's copy of the write end
+	}
+	if err != nil {
+		if progress != nil {
+			progress.wait()
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the program is named already
+		}
+		return errorResult(fmt.Sprintf("%s: cannot start %s: %v", t.cfg.Name, t.cfg.Program, err)), nil
+	}
+	timer := time.NewTimer(t.cfg.Timeout)
+	defer timer.Stop()
+	timedOut := false
+	select {
+	case <-g.Done():
+	case <-ctx.Done():
+		_ = g.Stop(StopGrace)
+		if progress != nil {
+			progress.wait()
+		}
+		return nil, ctx.Err()
+	case <-timer.C:
+		timedOut = true
+		_ = g.Stop(StopGrace)
+	}
+	werr := g.Wait()
+	if progress != nil {
+		progress.wait() // every report precedes the result
+	}
+	switch {
+	case timedOut:
+		return t.failure(fmt.Sprintf("timed out after %s (tools.%s.timeout); its process group was stopped", t.cfg.Timeout, t.cfg.Name), stdout, stderr), nil
+	case werr != nil:
+		return t.failure(exitText(werr), stdout, stderr), nil
+	}
+	return t.success(stdout)
+}
+
+// success shapes the output of a run that exited 0.
+func (t *execTool) success(stdout *headBuffer) (*server.CallToolResult, error) {
+	if t.cfg.Output == "json" {
+		if stdout.cut() {
+			return errorResult(fmt.Sprintf("%s: the JSON output is longer than tools.%s.max_output_bytes (%d bytes)",
+				t.cfg.Name, t.cfg.Name, t.cfg.MaxOutputBytes)), nil
+		}
+		var v any
+		dec := json.NewDecoder(strings.NewReader(string(stdout.buf)))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil || dec.More() {
+			if err == nil {
+				err = errors.New("more than one JSON value")
+			}
+			return errorResult(fmt.Sprintf("%s: the output is not one JSON value (output = \"json\"): %v", t.cfg.Name, err)), nil
+		}
+		// Without content, the runtime adds the JSON as a text block.
+		return &server.CallToolResult{Content: []server.Content{}, StructuredContent: v}, nil
+	}
+	return &server.CallToolResult{Content: []server.Content{server.TextContent(stdout.text(t.cfg.Name))}}, nil
+}
+
+// failure is the isError result of a run that did not succeed: why, the
+// end of stderr, and what stdout held.
+func (t *execTool) failure(why string, stdout *headBuffer, stderr *tailBuffer) *server.CallToolResult {
+	msg := t.cfg.Name + ": " + why
+	if tail := stderr.text(); tail != "" {
+		msg += "\nstderr:\n" + tail
+	}
+	res := errorResult(msg)
+	if len(stdout.buf) > 0 {
+		res.Content = append(res.Content, server.TextContent(stdout.text(t.cfg.Name)))
+	}
+	return res
+}
+
+// exitText says how a run ended: "exited with status 2", "killed by
+// signal 9 (killed)".
+func exitText(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("killed by signal %d (%s)", ws.Signal(), ws.Signal())
+		}
+		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		return "its output stayed open after it exited (a process it started escaped its group)"
+	}
+	return err.Error()
+}
+
+// headBuffer keeps the first max bytes written and counts the rest, so a
+// chatty tool is never blocked on a full pipe.
+type headBuffer struct {
+	max   int
+	buf   []byte
+	total int64
+}
+
+func (b *headBuffer) Write(p []byte) (int, error) {
+	b.total += int64(len(p))
+	if room := b.max - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *headBuffer) cut() bool { return b.total > int64(len(b.buf)) }
+
+// text is the output as valid UTF-8, with a note when it was cut.
+func (b *headBuffer) text(tool string) string {
+	s := strings.ToValidUTF8(string(b.buf), "\uFFFD")
+	if b.cut() {
+		s = strings.ToValidUTF8(string(trimPartialRune(b.buf)), "\uFFFD")
+		s += fmt.Sprintf("\n[output cut at %d bytes of %d: raise tools.%s.max_output_bytes to see more]", b.max, b.total, tool)
+	}
+	return s
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence at the end of b, left
+// by a cut.
+func trimPartialRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			return b
+		}
+	}
+	return b
+}
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 2*b.max {
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.max:]...)
+	}
+	return len(p), nil
+}
+
+// text is the last max bytes, starting at a rune boundary.
+func (b *tailBuffer) text() string {
+	tail := b.buf
+	if len(tail) > b.max {
+		tail = tail[len(tail)-b.max:]
+	}
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return strings.ToValidUTF8(strings.TrimRight(string(tail), "\n"), "\uFFFD")
+}

@@ -1,0 +1,175 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/snodod/snodod/server"
+)
+
+// This file opens a file under a served folder, enforcing the confinement
+// rules at read time on the path as the kernel resolves it
+// (docs/config.md, "Resources"): nothing outside the root, unless
+// follow_symlinks lets a symlink lead out, and then still only a regular
+// file; never a device, FIFO, socket or directory, nothing of /proc or
+// /sys. openat2(2) with RESOLVE_BENEATH does the resolution, so a path
+// cannot be swapped for a symlink between a check and the open.
+
+// refused is a read the confinement rules refuse: -32602 with a message
+// naming the rule.
+func refused(uri, rule string) error {
+	return &server.InvalidParamsError{Message: "Resource refused: " + rule, Data: map[string]string{"uri": uri}}
+}
+
+// cleanRel checks a path taken from a URI (percent-decoded already) and
+// returns it cleaned, or the refusal naming the rule it breaks.
+func cleanRel(uri, rel, root string) (string, error) {
+	switch {
+	case strings.ContainsRune(rel, 0):
+		return "", refused(uri, "the path holds a NUL byte")
+	case strings.HasPrefix(rel, "/"):
+		return "", refused(uri, "an absolute path is not served; paths are relative to "+root)
+	}
+	for _, seg := range strings.Split(rel, "/") {
+		if seg == ".." {
+			return "", refused(uri, `".." is not allowed in a path: nothing outside `+root+" is served")
+		}
+	}
+	return filepath.Clean(rel), nil
+}
+
+// procSuperMagic and sysfsMagic are the f_type of procfs and sysfs: their
+// "regular files" are the kernel's, never a user's documents.
+const (
+	procSuperMagic = 0x9fa0
+	sysfsMagic     = 0x62656572
+)
+
+// openConfined opens rel under root for reading. The file must be a
+// regular file reached without leaving root (or, with follow, through any
+// symlink). It returns the open file and its info, or a refusal, or an
+// error wrapping server.ErrResourceNotFound.
+func openConfined(uri, root, rel string, follow bool) (*os.File, fs.FileInfo, error) {
+	dir, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the root %s: %w", root, err)
+	}
+	defer unix.Close(dir)
+	resolve := uint64(unix.RESOLVE_NO_MAGICLINKS)
+	if !follow {
+		resolve |= unix.RESOLVE_BENEATH
+	}
+	// First without opening the file for reading: opening a FIFO would
+	// wait for a writer, and opening a device may act on it.
+	pathFD, err := openat2(dir, rel, unix.O_PATH|unix.O_CLOEXEC, resolve)
+	if errors.Is(err, unix.EXDEV) && !follow {
+		// RESOLVE_BENEATH refuses every absolute symlink, also one that
+		// points inside the root: resolve it, and go on if it stays in.
+		if inside, ok := resolvedInside(root, rel); ok {
+			rel = inside
+			pathFD, err = openat2(dir, rel, unix.O_PATH|unix.O_CLOEXEC, resolve)
+		}
+	}
+	if err != nil {
+		return nil, nil, openError(uri, root, err)
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(pathFD, &st)
+	if err == nil {
+		err = checkKind(uri, pathFD, st.Mode)
+	}
+	unix.Close(pathFD)
+	if err != nil {
+		return nil, nil, err
+	}
+	fd, err := openat2(dir, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, resolve)
+	if err != nil {
+		return nil, nil, openError(uri, root, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(root, rel))
+	var again unix.Stat_t
+	if err := unix.Fstat(fd, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino || again.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		return nil, nil, refused(uri, "the file changed while it was being opened; try again")
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+func openat2(dir int, rel string, flags int, resolve uint64) (int, error) {
+	for {
+		fd, err := unix.Openat2(dir, rel, &unix.OpenHow{Flags: uint64(flags), Resolve: resolve})
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// resolvedInside resolves every symlink of root/rel and returns the result
+// relative to root when it stays inside root.
+func resolvedInside(root, rel string) (string, bool) {
+	real, err := filepath.EvalSymlinks(filepath.Join(root, rel))
+	if err != nil {
+		return "", false
+	}
+	inside, err := filepath.Rel(root, real)
+	if err != nil || inside == ".." || strings.HasPrefix(inside, "../") {
+		return "", false
+	}
+	return inside, true
+}
+
+// checkKind refuses anything but a regular file outside /proc and /sys.
+func checkKind(uri string, fd int, mode uint32) error {
+	var kind string
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		var sfs unix.Statfs_t
+		if err := unix.Fstatfs(fd, &sfs); err != nil {
+			return err
+		}
+		if sfs.Type == procSuperMagic || sfs.Type == sysfsMagic {
+			return refused(uri, "files of /proc and /sys are not served")
+		}
+		return nil
+	case unix.S_IFDIR:
+		kind = "a directory"
+	case unix.S_IFIFO:
+		kind = "a FIFO"
+	case unix.S_IFSOCK:
+		kind = "a socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		kind = "a device"
+	default:
+		kind = "not a regular file"
+	}
+	return refused(uri, "only regular files are served, and this is "+kind)
+}
+
+// openError words an openat2 failure for the client.
+func openError(uri, root string, err error) error {
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		return fmt.Errorf("%s: %w", uri, server.ErrResourceNotFound)
+	case errors.Is(err, unix.EXDEV):
+		return refused(uri, "a symlink leads outside "+root+"; set follow_symlinks = true to serve what it points to")
+	case errors.Is(err, unix.ELOOP):
+		return refused(uri, "too many levels of symlinks (a symlink loop), or a /proc link")
+	case errors.Is(err, unix.ENOSYS):
+		return fmt.Errorf("open %s: file resources need openat2(2), Linux 5.6 or later: %w", uri, err)
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return &server.InvalidParamsError{Message: "Resource not readable: permission denied (snodod reads files as its own user)",
+			Data: map[string]string{"uri": uri}}
+	}
+	return fmt.Errorf("open %s: %w", uri, err)
+}

@@ -1,0 +1,142 @@
+// Package proc starts and stops child processes as whole process groups, so
+// that nothing a child spawns outlives it (upstreams.md §4: npx, uvx and
+// shell wrappers leave the real server as a grandchild). It is used for
+// hosted MCP servers (upstream/) and for exec tools (catalog/).
+//
+// Every child is the leader of a new process group (Setpgid) and gets
+// SIGKILL when the thread that started it exits (Pdeathsig). Signals go to
+// the group, never to the leader alone. The package never reads or writes
+// the child's stdio: the caller wires exec.Cmd's Stdin, Stdout and Stderr.
+//
+// It is Linux-only (Pdeathsig, waitid WNOWAIT, /proc start times).
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Group is one started child and its process group. Its methods may be
+// called from any goroutine.
+type Group struct {
+	cmd       *exec.Cmd
+	pid       int
+	startTime uint64 // field 22 of /proc/PID/stat, read while the child is ours
+
+	mu     sync.Mutex
+	exited bool // the leader has exited: the group is signalled no more
+
+	done chan struct{}
+	err  error // the leader's wait status, set before done is closed
+}
+
+// Start starts cmd as the leader of its own process group (Setpgid) with
+// the parent-death signal SIGKILL (Pdeathsig), returning the running group.
+// The caller supplies cmd.Stdin, cmd.Stdout and cmd.Stderr as for exec.Cmd;
+// cmd.SysProcAttr is replaced. Start reaps the leader itself (see Wait): the
+// caller must not call cmd.Wait. Since exec.Cmd.Wait closes the pipes of
+// cmd.StdoutPipe and friends as soon as the child exits, callers that read
+// a child's output after its exit pass the write end of an os.Pipe instead
+// (or an io.Writer, which Wait finishes copying).
+//
+// Pdeathsig caveat: Linux sends it when the *thread* that forked the child
+// exits, not the process (golang/go#27505). Start therefore forks from a
+// goroutine locked to its OS thread until the leader is reaped, so the Go
+// runtime never retires that thread while the child runs (one thread per
+// running child, blocked in waitid). A daemon killed with SIGKILL thus kills
+// its direct children; their own children are not covered by Pdeathsig,
+// which is why the daemon records groups (KillOrphans in upstream/).
+func Start(cmd *exec.Cmd) (*Group, error) {
+	cmd.SysProcAttr = sysProcAttr()
+	g := &Group{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go g.run(started)
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// run starts the child and reaps it, on one locked thread (see Start).
+func (g *Group) run(started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := g.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	g.pid = g.cmd.Process.Pid
+	g.startTime, _ = StartTime(g.pid)
+	started <- nil
+
+	// Wait for the leader's exit without reaping it: while it is a zombie
+	// its pid, and so the group id, cannot be reused, so what is left of
+	// the group can be killed without hitting a stranger.
+	waitExited(g.pid)
+	g.mu.Lock()
+	_ = syscall.Kill(-g.pid, syscall.SIGKILL)
+	g.exited = true
+	g.mu.Unlock()
+	g.err = g.cmd.Wait()
+	close(g.done)
+}
+
+// PID is the leader's process id, which is also the group id.
+func (g *Group) PID() int { return g.pid }
+
+// StartTime is the leader's start time in clock ticks since boot (field 22
+// of /proc/PID/stat), 0 where /proc is unavailable. With the pid it names
+// the process across a pid's reuse (orphan matching).
+func (g *Group) StartTime() uint64 { return g.startTime }
+
+// Signal sends sig to the whole group (kill(-pgid)). Once the leader has
+// exited it returns os.ErrProcessDone and signals nothing, so a recycled
+// pgid is never hit.
+func (g *Group) Signal(sig syscall.Signal) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.exited {
+		return os.ErrProcessDone
+	}
+	return syscall.Kill(-g.pid, sig)
+}
+
+// Stop ends the group: SIGTERM to the group, then SIGKILL to the group after
+// grace (at once when grace <= 0), then waits for the leader and returns its
+// wait status as Wait does. Members of the group that outlive the leader
+// get SIGKILL as soon as it exits (see Wait). Stop is safe to call more than
+// once and concurrently with Wait; every call returns the same result.
+func (g *Group) Stop(grace time.Duration) error {
+	if grace > 0 {
+		_ = g.Signal(syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		select {
+		case <-g.done:
+			t.Stop()
+			return g.err
+		case <-t.C:
+		}
+	}
+	_ = g.Signal(syscall.SIGKILL)
+	<-g.done
+	return g.err
+}
+
+// Wait waits for the leader to exit and returns its status with
+// exec.Cmd.Wait's semantics (an *exec.ExitError for a non-zero status or a
+// signal; with non-*os.File stdio it also waits for the copying, bounded by
+// cmd.WaitDelay). The leader is reaped once, by the Group; every call
+// returns the same result. When the leader exits, the rest of its group is
+// killed (SIGKILL) before the leader is reaped, so no member outlives it
+// and nothing keeps the child's pipes open.
+func (g *Group) Wait() error {
+	<-g.done
+	return g.err
+}
+
+// Done is closed once the leader has been reaped.
+func (g *Group) Done() <-chan struct{} { return g.done }

@@ -1,0 +1,90 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The Conn's overhead against the fake upstream's echo tool. Direct is the
+// floor: the same request written and its answer read on bare pipes, with
+// no Conn (one line in, one line out, nothing parsed).
+//
+//	go test -run '^$' -bench Conn -benchtime 2s ./upstream
+
+var echoParams = []byte(`{"name":"echo","arguments":{"text":"hello"}}`)
+
+func BenchmarkConnSequential(b *testing.B) {
+	c := startFake(b, ConnConfig{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Call(ctx, "tools/call", echoParams, CallOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDirectSequential(b *testing.B) {
+	cmd := exec.Command(fakePath, "-no-strict-ids")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = in.Close(); _ = cmd.Wait() }()
+	out := bufio.NewReader(outPipe)
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + string(echoParams) + "}\n")
+	for b.Loop() {
+		if _, err := in.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := out.ReadSlice('\n'); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkConnPipelined keeps 64 calls in flight from 64 goroutines and
+// reports calls per second.
+func BenchmarkConnPipelined(b *testing.B) {
+	c := startFake(b, ConnConfig{})
+	ctx := context.Background()
+	const callers = 64
+	start := time.Now()
+	var wg sync.WaitGroup
+	work := make(chan struct{}, callers)
+	errs := make(chan error, callers)
+	for range callers {
+		wg.Go(func() {
+			for range work {
+				if _, err := c.Call(ctx, "tools/call", echoParams, CallOptions{}); err != nil {
+					errs <- fmt.Errorf("call: %w", err)
+					return
+				}
+			}
+		})
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+}

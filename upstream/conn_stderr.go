@@ -1,0 +1,139 @@
+package upstream
+
+import (
+	"bytes"
+	"sync"
+)
+
+// The child's stderr is read from its first byte, so that a server that
+// writes a lot before it answers (validation warnings, npm's output) never
+// blocks on a full pipe (research §3 #6). Every byte goes to the ring at
+// once; lines go to the daemon's log through a bounded queue, and when the
+// log is slower than the child, lines are dropped and counted rather than
+// the child waiting.
+const (
+	stderrReadBytes = 32 << 10
+	maxLogLine      = 4 << 10 // longer lines are logged in pieces
+	logQueue        = 256     // lines waiting for the log
+)
+
+type stream string
+
+const (
+	streamStderr stream = "stderr"
+	streamStdout stream = "stdout" // lines that were not JSON-RPC
+)
+
+type logLine struct {
+	stream stream
+	text   string
+}
+
+// drainStderr reads the child's stderr until its end.
+func (c *Conn) drainStderr() {
+	defer close(c.stderrDone)
+	buf := make([]byte, stderrReadBytes)
+	var partial []byte
+	for {
+		n, err := c.stderr.Read(buf)
+		b := buf[:n]
+		_, _ = c.cfg.Stderr.Write(b)
+		c.tail.Write(b)
+		for len(b) > 0 {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				room := maxLogLine - len(partial)
+				if len(b) > room {
+					c.logText(streamStderr, append(partial, b[:room]...))
+					partial, b = partial[:0], b[room:]
+					continue
+				}
+				partial = append(partial, b...)
+				break
+			}
+			line := b[:i]
+			if len(partial) > 0 {
+				line = append(partial, line...)
+				partial = partial[:0]
+			}
+			for len(line) > maxLogLine {
+				c.logText(streamStderr, line[:maxLogLine])
+				line = line[maxLogLine:]
+			}
+			c.logText(streamStderr, line)
+			b = b[i+1:]
+		}
+		if err != nil {
+			if len(partial) > 0 {
+				c.logText(streamStderr, partial)
+			}
+			return
+		}
+	}
+}
+
+// logText queues one line for the log without ever waiting.
+func (c *Conn) logText(s stream, text []byte) {
+	text = bytes.TrimRight(text, "\r")
+	if len(text) == 0 {
+		return
+	}
+	select {
+	case c.lines <- logLine{s, string(text)}:
+	default:
+		c.logDropped.Add(1)
+	}
+}
+
+// logStderr writes queued lines to the log until logStop, then what is
+// left.
+func (c *Conn) logStderr() {
+	defer close(c.logDone)
+	write := func(l logLine) {
+		if n := c.logDropped.Swap(0); n > 0 {
+			c.log.Warn("upstream output lines not logged: the log is slower than the upstream", "lines", n)
+		}
+		c.log.Info(l.text, "stream", string(l.stream))
+	}
+	for {
+		select {
+		case l := <-c.lines:
+			write(l)
+		case <-c.logStop:
+			for {
+				select {
+				case l := <-c.lines:
+					write(l)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// tailBuffer keeps one instance's last stderrTailBytes of stderr, for its
+// ExitError (the ring is shared with earlier instances).
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(p) >= stderrTailBytes {
+		t.buf = append(t.buf[:0], p[len(p)-stderrTailBytes:]...)
+		return
+	}
+	if over := len(t.buf) + len(p) - stderrTailBytes; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return tailString(t.buf, stderrTailBytes)
+}

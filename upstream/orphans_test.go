@@ -1,0 +1,202 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/proc/proctest"
+)
+
+// roleEnv makes the test binary a helper process; helperEnv passes it what
+// it needs.
+const (
+	roleEnv   = "UPSTREAM_TEST_ROLE"
+	helperEnv = "UPSTREAM_TEST_ARGS"
+)
+
+// helperMain plays a daemon ("daemon" role): it records its instances in
+// the group record named by helperEnv's first field and starts one Conn on
+// the fake upstream (helperEnv's second field) whose grandchild ignores
+// SIGTERM (pid file: the third field), prints "ready", and waits for stdin
+// to end. The test kills it with SIGKILL instead.
+func helperMain(role string) int {
+	if role != "daemon" {
+		fmt.Fprintln(os.Stderr, "unknown role", role)
+		return 2
+	}
+	args := strings.Split(os.Getenv(helperEnv), "\n")
+	rec, err := OpenGroupRecord(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cmd := Command{Path: args[1], Args: []string{"-grandchild", args[2], "-ignore-term"}}
+	c, err := Start(context.Background(), cmd, ConnConfig{Name: "orphan", Record: rec})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("ready", c.PID())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// A daemon killed with SIGKILL leaves its upstream's grandchild (its
+// leader died by the parent-death signal); the next daemon's KillOrphans
+// kills it.
+func TestKillOrphansAfterDaemonCrash(t *testing.T) {
+	proctest.Cleanup(t)
+	dir := t.TempDir()
+	record := filepath.Join(dir, "state", "groups")
+	pidfile := filepath.Join(dir, "grandchild.pid")
+	daemon := exec.Command(os.Args[0], "-test.run=^$")
+	daemon.Env = append(os.Environ(), roleEnv+"=daemon", helperEnv+"="+record+"\n"+fakePath+"\n"+pidfile)
+	stdin, err := daemon.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := daemon.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon.Stderr = os.Stderr
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ready ") {
+		_ = daemon.Process.Kill()
+		_ = daemon.Wait()
+		t.Fatalf("daemon helper: %q, %v", line, err)
+	}
+	leader, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
+	grandchild := readPIDFile(t, pidfile)
+
+	if err := daemon.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = daemon.Wait()
+	eventually(t, "the leader's parent-death signal", func() bool { return !proctest.Alive(leader) })
+	if !proctest.Alive(grandchild) {
+		t.Fatalf("grandchild %d died with the daemon: nothing left to test", grandchild)
+	}
+
+	n, err := KillOrphans(record, quiet)
+	if err != nil || n != 1 {
+		t.Fatalf("KillOrphans = %d, %v; want 1 group killed", n, err)
+	}
+	eventually(t, "the orphaned grandchild's death", func() bool { return !proctest.Alive(grandchild) })
+	if n, err := KillOrphans(record, quiet); err != nil || n != 0 {
+		t.Errorf("second KillOrphans = %d, %v; want 0 (the record was emptied)", n, err)
+	}
+}
+
+func readPIDFile(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// A recorded pid now used by another process (another start time) is never
+// killed; the recorded process itself is.
+func TestKillOrphansMatchesStartTime(t *testing.T) {
+	proctest.Cleanup(t)
+	g, err := proc.Start(exec.Command("sleep", "1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop(0)
+	path := filepath.Join(t.TempDir(), "groups")
+	write := func(startTime uint64) {
+		body := fmt.Sprintf("%s\nboot %s\n%d %d\n", recordHeader, proc.BootID(), g.PID(), startTime)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(g.StartTime() + 1)
+	if n, err := KillOrphans(path, quiet); err != nil || n != 0 {
+		t.Fatalf("KillOrphans on a recycled pid = %d, %v; want 0", n, err)
+	}
+	if !proctest.Alive(g.PID()) {
+		t.Fatal("a process with another start time was killed")
+	}
+	write(g.StartTime())
+	if n, err := KillOrphans(path, quiet); err != nil || n != 1 {
+		t.Fatalf("KillOrphans on the recorded process = %d, %v; want 1", n, err)
+	}
+	var ee *exec.ExitError
+	if err := g.Wait(); !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("recorded process ended with %v, want SIGKILL", err)
+	}
+}
+
+func TestKillOrphansRecordFiles(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, body string
+		want       string // error substring, "" for none
+	}{
+		{"missing", "", ""},
+		{"other boot", recordHeader + "\nboot not-this-boot\n2 1\n", ""},
+		{"not a record", "hello\n", "not a snodod group record"},
+		{"bad line", recordHeader + "\nboot x\nnonsense\n", `"nonsense" is not "PID STARTTIME"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
+			if tt.body != "" {
+				if err := os.WriteFile(path, []byte(tt.body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := KillOrphans(path, quiet)
+			if tt.want == "" && (err != nil || n != 0) {
+				t.Errorf("KillOrphans = %d, %v; want 0, nil", n, err)
+			}
+			if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("KillOrphans error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// The Conn records its group from the spawn to the reap.
+func TestConnRecordsGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "groups")
+	rec, err := OpenGroupRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startFake(t, ConnConfig{Record: rec})
+	entry := fmt.Sprintf("\n%d %d\n", c.PID(), c.Group().StartTime())
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), entry) {
+		t.Errorf("record while running = %q, want it to hold %q", b, entry)
+	}
+	stop(c)
+	if b, _ := os.ReadFile(path); strings.Contains(string(b), entry) {
+		t.Errorf("record after Stop = %q, still holding the group", b)
+	}
+
+}
+
+var quiet = slog.New(slog.DiscardHandler)
