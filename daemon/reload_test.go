@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/server"
 )
 
 // lockedBuffer is a bytes.Buffer a logger and the test share.
@@ -60,5 +61,30 @@ func TestReloadRestartOnlyKeys(t *testing.T) {
 		if step.want == "" && strings.Contains(got, "applies only after a restart") || !strings.Contains(got, step.want) {
 			t.Errorf("reload %d to %s logged:\n%s\nwant %q", i+1, step.format, got, step.want)
 		}
+	}
+}
+
+// server.demo applies on reload: sessions that start afterwards get the
+// demo tools (the key exists so that a unit file can turn --demo on).
+func TestReloadDemo(t *testing.T) {
+	dir := shortDir(t)
+	var next *config.Config
+	r := startDaemon(t, testConfig(t, dir, nil), Options{
+		Catalog: func(*server.Server) {}, // no demo but the key's
+		Reload:  func() (*config.Config, error) { return next, nil },
+	})
+	before := dialSession(t, r.cfg.Daemon.Socket)
+	before.initialize()
+	if got := before.call(2, "echo", `{"text":"x"}`); !strings.Contains(got, `"error"`) && !strings.Contains(got, `"isError":true`) {
+		t.Fatalf("echo without the demo: %s", got)
+	}
+	next = testConfig(t, dir, map[string]any{"server.demo": true})
+	if err := r.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	after := dialSession(t, r.cfg.Daemon.Socket)
+	after.initialize()
+	if got := after.call(2, "echo", `{"text":"x"}`); !strings.Contains(got, `"text":"x"`) {
+		t.Errorf("echo after server.demo = true: %s", got)
 	}
 }
