@@ -14,8 +14,10 @@ FUZZPKGS := ./protocol
 # checkout, a worktree included, whose VCS stamp go build misses; empty
 # outside one, and the binary then reads its build info.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
-# Installed by npm ci; newer than the lock file once it is installed.
+# Installed by npm ci; newer than the lock file once it is installed: the
+# TypeScript client, and the conformance suite with the Node 22 it runs on.
 E2E_NODE := e2e/node/node_modules/.package-lock.json
+E2E_CONFORMANCE := e2e/conformance/node_modules/.package-lock.json
 
 .PHONY: build test bench fuzz lint
 
@@ -26,29 +28,31 @@ build:
 # table; bench/ is a separate module so peer SDKs stay out of snodod's).
 # The TypeScript e2e test's packages are installed first (below), so a
 # fresh clone runs it instead of skipping it.
-test: $(E2E_NODE)
+test: $(E2E_NODE) $(E2E_CONFORMANCE)
 	$(GO) test -race -count=1 ./...
 	cd bench && $(GO) test -count=1 ./...
 
-# The official TypeScript client the e2e test runs, exactly as
-# e2e/node/package-lock.json pins it; installed again when the lock file
-# changes. Without npm, make test fails and says what to install.
-$(E2E_NODE): e2e/node/package-lock.json
-	@command -v npm >/dev/null || { echo "make test runs the TypeScript e2e test, which needs Node.js 20 or later and npm: install them (apt-get install nodejs npm), then run make test again, or install the packages yourself with: npm ci --prefix e2e/node"; exit 1; }
-	npm ci --prefix e2e/node --no-audit --no-fund
+# The e2e tests' npm packages, exactly as each package-lock.json pins them;
+# installed again when the lock file changes. Without npm, make test fails
+# and says what to install.
+e2e/%/node_modules/.package-lock.json: e2e/%/package-lock.json
+	@command -v npm >/dev/null || { echo "make test runs e2e tests on Node.js packages, which need Node.js 20 or later and npm: install them (apt-get install nodejs npm), then run make test again, or install the packages yourself with: npm ci --prefix e2e/$*"; exit 1; }
+	npm ci --prefix e2e/$* --no-audit --no-fund
 	@touch $@
 
 # bench runs the Go micro-benchmarks, then the harness in bench/ (its own
 # module): snodod against the Go and TypeScript SDKs, mcp-go and a raw
 # floor, and snodod serve with many sessions. It prints one table and
-# rewrites docs/bench.md and docs/bench.png. BENCH_QUICK=1: one repeat with
-# smaller counts, for development.
+# rewrites docs/bench.md and docs/bench.png; then the HTTP scenario
+# (bench/cmd/httpbench) rewrites docs/bench-http.md. BENCH_QUICK=1: one
+# repeat with smaller counts, for development.
 BENCH_GOFLAGS := $(if $(filter 1,$(BENCH_QUICK)),-benchtime 200ms,)
 
 bench: build bench/node/node_modules/.package-lock.json
 	$(GO) test -run '^$$' -bench . -benchmem $(BENCH_GOFLAGS) ./...
 	cd bench && $(GO) build -o bin/ ./peers/gosdk ./peers/mcpgo ./peers/raw ./cmd/mcpbench
 	cd bench && BENCH_QUICK=$(BENCH_QUICK) bin/mcpbench -snodod ../bin/snodod -docs ../docs
+	cd bench && $(GO) build -o bin/ ./peers/gosdkhttp ./cmd/httpbench && bin/httpbench -snodod ../bin/snodod -gosdk bin/gosdkhttp -docs ../docs
 
 # The TypeScript peer's packages, exactly as bench/node/package-lock.json
 # pins them; reinstalled when the lock file changes. Without npm the

@@ -14,9 +14,11 @@ import (
 )
 
 // This file holds the fixture's tools that ask the client for input:
-// sampling, elicitation and roots, as multi-round-trip requests
-// (protocol.md §12). In legacy eras the runtime refuses them (-32603
-// "Input requests are not supported in this protocol version").
+// sampling, elicitation and roots. In 2026 they are multi-round-trip
+// requests (protocol.md §12); in legacy eras the same calls send the
+// request to the client and wait for its answer (§3.1), which is what the
+// legacy scenarios tools-call-sampling, tools-call-elicitation,
+// elicitation-sep1034-defaults and elicitation-sep1330-enums check.
 
 type promptArgs struct {
 	Prompt string `json:"prompt" jsonschema:"The prompt to send to the LLM"`
@@ -38,9 +40,10 @@ func inputTool(s *server.Server, name, description string, h func(ctx context.Co
 		})
 }
 
-// everythingInputTools registers the tools that ask the client for input
-// (protocol.md §12). A handler returns the error Elicit, Sample or
-// ListRoots gave it: the runtime turns it into input_required.
+// everythingInputTools registers the tools that ask the client for input.
+// A handler returns the error Elicit, Sample or ListRoots gave it: in 2026
+// the runtime turns ErrInputRequired into input_required (protocol.md
+// §12); in legacy eras it is a failure of the call.
 func everythingInputTools(s *server.Server) {
 	server.AddTool(s, &server.Tool{Name: "test_sampling", Description: "Tests server-initiated sampling (LLM completion request)"},
 		func(ctx context.Context, _ *server.CallToolRequest, in promptArgs) (*server.CallToolResult, any, error) {

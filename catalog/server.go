@@ -21,7 +21,8 @@ type Build struct {
 
 // NewServer builds the runtime cfg describes (server info, instructions,
 // protocol versions, cache fields) with the daemon's own status tool
-// registered. subscribable advertises resources.subscribe, for catalogs
+// registered, signing with the key of server.state_key_file when one is
+// configured. subscribable advertises resources.subscribe, for catalogs
 // that report resource updates (the demo's watched resource). Callers add
 // their own tools to the returned server.
 func NewServer(cfg *config.Config, b Build, subscribable bool, log *slog.Logger) (*server.Server, error) {
@@ -37,6 +38,13 @@ func NewServer(cfg *config.Config, b Build, subscribable bool, log *slog.Logger)
 	if info == "" { // a Config built by hand
 		info = name
 	}
+	var stateKey []byte
+	if cfg.Server.StateKeyFile != "" {
+		var err error
+		if stateKey, err = server.LoadStateKey(cfg.Server.StateKeyFile); err != nil {
+			return nil, err
+		}
+	}
 	srv, err := server.New(server.Options{
 		Info: server.Implementation{
 			Name:        info,
@@ -51,6 +59,7 @@ func NewServer(cfg *config.Config, b Build, subscribable bool, log *slog.Logger)
 		CacheScope:            cfg.Server.CacheScope,
 		SubscribableResources: subscribable,
 		Logger:                log,
+		StateKey:              stateKey,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build the server: %w", err)

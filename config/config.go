@@ -90,6 +90,10 @@ type Server struct {
 	// CacheScope is the cacheScope of cacheable 2026 results: "public" or
 	// "private".
 	CacheScope string `koanf:"cache_scope"`
+	// StateKeyFile holds the key that signs MRTR requestState and
+	// cursors; every node of a cluster reads the same one. Empty: a random
+	// key per process.
+	StateKeyFile string `koanf:"state_key_file"`
 }
 
 // HTTP holds the Streamable HTTP listener's settings (protocol.md §13).
@@ -110,6 +114,29 @@ type HTTP struct {
 	// SessionIdleTimeout ends a legacy HTTP session after this long without
 	// requests or streams. > 0.
 	SessionIdleTimeout time.Duration `koanf:"session_idle_timeout"`
+	// MaxSessions caps the legacy HTTP sessions alive at once. >= 1.
+	MaxSessions int `koanf:"max_sessions"`
+	// AllowedHosts are Host values accepted besides the loopback names;
+	// when set, every request's Host is checked (a proxy forwards its
+	// public name).
+	AllowedHosts []string `koanf:"allowed_hosts"`
+	// AuthTokenFile holds the bearer token every request must carry.
+	// Empty: none, which Load allows only on a loopback Listen unless
+	// AllowUnauthenticated is set.
+	AuthTokenFile string `koanf:"auth_token_file"`
+	// AllowUnauthenticated serves a non-loopback Listen without a token.
+	AllowUnauthenticated bool `koanf:"allow_unauthenticated"`
+	// NodeID tags the legacy session ids this node mints, so a load
+	// balancer can route a session to its node. Empty: untagged.
+	NodeID string `koanf:"node_id"`
+	// ReadTimeout bounds the arrival of a request's headers, and then of
+	// its body. > 0.
+	ReadTimeout time.Duration `koanf:"read_timeout"`
+	// IdleTimeout closes a keep-alive connection idle between requests.
+	// > 0.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// MaxHeaderBytes bounds a request's header block. >= 1.
+	MaxHeaderBytes int `koanf:"max_header_bytes"`
 }
 
 // Log holds the daemon's log settings.

@@ -59,7 +59,7 @@ func TestSuggest(t *testing.T) {
 	for name, want := range map[string][]string{
 		"log.levl":              {"log.level"},
 		"http.max_body_byte":    {"http.max_body_bytes"},
-		"executor.max_sessions": {"daemon.max_sessions"},
+		"executor.max_sessions": {"daemon.max_sessions", "http.max_sessions"},
 		"nothing.like.it":       nil,
 		"a":                     nil,
 	} {

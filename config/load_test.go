@@ -31,6 +31,8 @@ var wantDefaults = Config{
 	HTTP: HTTP{
 		Path: "/mcp", MaxBodyBytes: 2000000, AllowedOrigins: []string{},
 		MaxSubscriptions: 256, SessionIdleTimeout: 30 * time.Minute,
+		MaxSessions: 1024, AllowedHosts: []string{}, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 65536,
 	},
 	Log: Log{Level: "info", Format: "text"},
 }

@@ -70,8 +70,8 @@ func TestLimitBoundaries(t *testing.T) {
 			)
 		}
 	}
-	if ints != 8 || durations != 5 {
-		t.Fatalf("found %d positive integer and %d positive duration keys, want 8 and 5", ints, durations)
+	if ints != 10 || durations != 7 {
+		t.Fatalf("found %d positive integer and %d positive duration keys, want 10 and 7", ints, durations)
 	}
 	runRows(t, rows)
 }

@@ -19,8 +19,7 @@ import (
 //     "1m30s"); a number is refused (it has no unit) unless it is 0.
 //   - integer: any Go integer, an integral float (JSON numbers), or decimal
 //     text.
-//   - boolean: true or false, or text strconv.ParseBool accepts ("true",
-//     "1", "false", "0").
+//   - boolean: true or false, or that text.
 //   - string: text. A date (TOML 2026-07-28, YAML's unquoted
 //     2026-07-28) reads as its text, so unquoted versions work.
 //   - list: a list whose entries convert, or text: comma-separated entries
@@ -35,8 +34,6 @@ func convert(k kind, raw any) (v any, ok bool) {
 		return toInt(raw)
 	case kindString:
 		return toString(raw)
-	case kindBool:
-		return toBool(raw)
 	case kindStrings:
 		items, ok := toList(raw)
 		if !ok {
@@ -51,6 +48,8 @@ func convert(k kind, raw any) (v any, ok bool) {
 			out = append(out, s)
 		}
 		return out, true
+	case kindBool:
+		return toBool(raw)
 	case kindInts:
 		items, ok := toList(raw)
 		if !ok {
@@ -67,19 +66,6 @@ func convert(k kind, raw any) (v any, ok bool) {
 		return out, true
 	}
 	return nil, false
-}
-
-// toBool reads a boolean, or its text as strconv.ParseBool does ("true",
-// "false", "1", "0", …).
-func toBool(raw any) (bool, bool) {
-	switch v := raw.(type) {
-	case bool:
-		return v, true
-	case string:
-		b, err := strconv.ParseBool(v)
-		return b, err == nil
-	}
-	return false, false
 }
 
 func toDuration(raw any) (time.Duration, bool) {
@@ -148,6 +134,22 @@ func toInt(raw any) (int, bool) {
 // dateRE matches the text of a date, which TOML and YAML parse as a date
 // when it is not quoted.
 var dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// toBool reads a boolean, or the text true or false.
+func toBool(raw any) (bool, bool) {
+	switch v := raw.(type) {
+	case bool:
+		return v, true
+	case string:
+		switch strings.TrimSpace(v) {
+		case "true":
+			return true, true
+		case "false":
+			return false, true
+		}
+	}
+	return false, false
+}
 
 func toString(raw any) (string, bool) {
 	switch v := raw.(type) {

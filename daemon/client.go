@@ -117,12 +117,6 @@ func Kill(ctx context.Context, path string, id uint64) error {
 	return ask(ctx, path, Request{Op: "kill", Session: id}, nil)
 }
 
-// Fault asks the daemon at path to trigger session id's fault hook (a
-// daemon started with SNODOD_TEST_FAULTS=1 only).
-func Fault(ctx context.Context, path string, id uint64) error {
-	return ask(ctx, path, Request{Op: "fault", Session: id}, nil)
-}
-
 // ask sends one request on a new control connection and reads its reply
 // into v (when not nil); ctx ending closes the connection.
 func ask(ctx context.Context, path string, req Request, v any) error {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/session"
 )
 
@@ -39,7 +40,7 @@ type Request struct {
 	// Relay, for connect, asks for a byte relay instead of descriptor
 	// hand-over; the daemon refuses it (use the session socket).
 	Relay bool `json:"relay,omitempty"`
-	// Session is the session a "kill" or "fault" is meant for.
+	// Session is the session a "kill" or "fault" (a test hook) is meant for.
 	Session uint64 `json:"session,omitempty"`
 }
 
@@ -233,16 +234,17 @@ func (d *Daemon) kill(id uint64, peer session.Peer) Reply {
 	}
 }
 
-// fault triggers the test hook of session id.
+// fault makes session id's coordinator fail once, as a bug would: a test
+// hook for restarts (internal/faults), refused unless the process armed it
+// (SNODOD_TEST_FAULTS=1).
 func (d *Daemon) fault(id uint64) Reply {
-	if !d.faults {
-		return Reply{Error: "fault injection is off; start the daemon with SNODOD_TEST_FAULTS=1"}
+	if !faults.Armed() {
+		return Reply{Error: "fault injection is off; start the daemon with " + faults.EnvVar + "=1"}
 	}
 	s := d.session(id)
-	if s == nil {
+	if s == nil || !faults.Inject(s) {
 		return Reply{Error: fmt.Sprintf("no session %d", id)}
 	}
-	s.Fault()
 	return Reply{OK: true}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/session"
 )
 
@@ -245,14 +246,18 @@ func TestControlRequests(t *testing.T) {
 
 func TestControlFault(t *testing.T) {
 	dir := shortDir(t)
-	r := startDaemon(t, testConfig(t, dir, nil), Options{TestFaults: true})
+	t.Cleanup(faults.Arm())
+	r := startDaemon(t, testConfig(t, dir, nil), Options{})
 	c := dialSession(t, r.cfg.Daemon.Socket)
 	c.initialize()
-	var refused *RefusedError
-	if err := Fault(t.Context(), r.cfg.Daemon.ControlSocket, 99); !errors.As(err, &refused) || refused.Message != "no session 99" {
-		t.Errorf("Fault(99): %v", err)
+	fault := func(id uint64) error {
+		return ask(t.Context(), r.cfg.Daemon.ControlSocket, Request{Op: "fault", Session: id}, nil)
 	}
-	if err := Fault(t.Context(), r.cfg.Daemon.ControlSocket, 1); err != nil {
+	var refused *RefusedError
+	if err := fault(99); !errors.As(err, &refused) || refused.Message != "no session 99" {
+		t.Errorf("fault 99: %v", err)
+	}
+	if err := fault(1); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a restart", func() bool {

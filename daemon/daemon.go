@@ -53,10 +53,6 @@ type Options struct {
 	Name string
 	// Logger receives the daemon's log; nil means slog.Default().
 	Logger *slog.Logger
-	// TestFaults enables the control socket's "fault" operation, a test
-	// hook that makes a session's coordinator fail. The environment
-	// variable SNODOD_TEST_FAULTS=1 enables it too.
-	TestFaults bool
 }
 
 // Daemon hosts sessions on the session socket and on descriptors handed
@@ -67,7 +63,6 @@ type Daemon struct {
 	log     *slog.Logger
 	started time.Time
 	uid     int
-	faults  bool
 	notify  *notifier
 	// host keeps the server across reloads and serves the configured
 	// tools, resources and prompts (catalog.Host).
@@ -89,6 +84,7 @@ type Daemon struct {
 	running  bool // Run was called
 
 	sessionsSup *suture.Supervisor
+	http        *httpListener // nil without http.listen (http.go)
 	changed     chan struct{} // the session count changed (STATUS=)
 	ready       chan struct{} // closed once Run serves (tests wait for it)
 	stopped     chan struct{} // closed when Run returns
@@ -129,7 +125,6 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		log:      opts.Logger,
 		started:  time.Now(),
 		uid:      os.Geteuid(),
-		faults:   opts.TestFaults || os.Getenv("SNODOD_TEST_FAULTS") == "1",
 		sessions: map[uint64]*session.Session{},
 		changed:  make(chan struct{}, 1),
 		ready:    make(chan struct{}),
@@ -152,6 +147,13 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
+// sessionQueue is how many requests each session may have waiting for an
+// executor slot in places of its own, besides the executor.max_queue
+// places all sessions share: however many sessions daemon.max_sessions
+// admits, each can have requests waiting, and a few busy sessions cannot
+// fill the queue for the others (issue 9, bug 10; docs/config.md).
+const sessionQueue = 4
+
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
@@ -167,6 +169,7 @@ func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error
 	el := server.ExecutorLimits{
 		MaxConcurrency: lim.MaxConcurrency,
 		MaxQueue:       lim.MaxQueue,
+		ConnQueue:      sessionQueue,
 		RequestTimeout: lim.RequestTimeout,
 	}
 	if prev != nil && prev.exec.Limits() == el {
@@ -235,6 +238,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var acceptors []suture.ServiceToken
 	for _, l := range listeners {
 		acceptors = append(acceptors, root.Add(&acceptor{d: d, l: l}))
+	}
+	if err := d.startHTTP(root, cfg); err != nil {
+		return err
 	}
 	// The root's context is not ctx: the drain stops the parts in order
 	// (listeners, then sessions) instead of all at once.
@@ -330,6 +336,8 @@ func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken,
 			l.stop()
 		}
 	}
+	httpDone := d.drainHTTP(root)
+	defer func() { <-httpDone }()
 	d.mu.Lock()
 	d.closing = true // from now on beginHandshake refuses
 	d.mu.Unlock()

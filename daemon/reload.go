@@ -64,9 +64,10 @@ func problemLines(err error) []string {
 
 // warnRestartOnly logs the keys whose configured value differs from the one
 // still in force since the start, which a reload cannot apply: the sockets
-// are bound, and the log format is the caller's handler. The running value
-// is the first configuration's, not the previous reload's: a reload that
-// was not applied changed nothing.
+// are bound, the log format is the caller's handler, and the HTTP listener
+// keeps the settings it started with. The running value is the first
+// configuration's, not the previous reload's: a reload that was not applied
+// changed nothing.
 func (d *Daemon) warnRestartOnly(cfg *config.Config) {
 	old := d.first
 	changed := func(key string, a, b string) {
@@ -77,4 +78,5 @@ func (d *Daemon) warnRestartOnly(cfg *config.Config) {
 	changed("daemon.socket", old.Daemon.Socket, cfg.Daemon.Socket)
 	changed("daemon.control_socket", old.Daemon.ControlSocket, cfg.Daemon.ControlSocket)
 	changed("log.format", old.Log.Format, cfg.Log.Format)
+	changed("http.*", httpSettings(old), httpSettings(cfg)) // http.go: the listener is built once
 }

@@ -102,7 +102,6 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device) *session.S
 		Executor:   g.exec,
 		Limits:     g.limits,
 		Logger:     d.log, // the session adds its id
-		Faults:     d.faults,
 		Ended:      func(*session.Session) { d.reap(id) },
 	})
 	d.mu.Lock()

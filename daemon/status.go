@@ -25,6 +25,8 @@ type Status struct {
 	// Warnings are what the configured catalog could not do, such as a
 	// folder with more directories than max_watched_dirs.
 	Warnings []string `json:"warnings,omitempty"`
+	// HTTP is the HTTP listener's state; nil without http.listen.
+	HTTP *HTTPStatus `json:"http,omitempty"`
 }
 
 // SessionStatus is one session's row.
@@ -95,5 +97,6 @@ func (d *Daemon) Status() *Status {
 			RequestTimeout: limits.RequestTimeout.String(),
 		},
 		Warnings: d.host.Warnings(),
+		HTTP:     d.httpStatus(),
 	}
 }

@@ -163,6 +163,36 @@ func (d *daemonProc) status(ctx context.Context) (*daemon.Status, error) {
 	return daemon.QueryStatus(ctx, d.control)
 }
 
+// fault makes session id's coordinator fail once, as a bug would, through
+// the control socket's "fault" operation: a test hook the daemon honours
+// only when run with SNODOD_TEST_FAULTS=1 (internal/faults). It returns
+// once the failed instance has answered what it had in flight.
+func (d *daemonProc) fault(ctx context.Context, id uint64) error {
+	c, err := daemon.Dial(ctx, d.control)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	req, err := json.Marshal(daemon.Request{Op: "fault", Session: id})
+	if err != nil {
+		return err
+	}
+	if _, err := c.Write(append(req, '\n')); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("read the fault reply: %w", err)
+	}
+	var reply daemon.Reply
+	if err := json.Unmarshal(line, &reply); err != nil || !reply.OK {
+		return fmt.Errorf("fault refused: %s", line)
+	}
+	return nil
+}
+
 // awaitStatus polls the status until cond holds, for up to within, and
 // returns the status that satisfied it.
 func (d *daemonProc) awaitStatus(t *testing.T, what string, within time.Duration, cond func(*daemon.Status) bool) *daemon.Status {

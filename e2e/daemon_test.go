@@ -283,7 +283,7 @@ func TestDaemonRestart(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), answerWithin)
 	defer cancel()
-	if err := daemon.Fault(ctx, d.control, st.Sessions[0].ID); err != nil {
+	if err := d.fault(ctx, st.Sessions[0].ID); err != nil {
 		t.Fatalf("fault: %v", err)
 	}
 	r, err := s.answer("2", answerWithin)
@@ -320,7 +320,7 @@ func TestDaemonRestart(t *testing.T) {
 	if err := s.send(batch...); err != nil {
 		t.Fatal(err)
 	}
-	if err := daemon.Fault(ctx, d.control, st.Sessions[0].ID); err != nil {
+	if err := d.fault(ctx, st.Sessions[0].ID); err != nil {
 		t.Fatalf("second fault: %v", err)
 	}
 	answers := map[int]int{}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,6 +48,15 @@ func (c *goClient) locked(f func()) {
 // checked, when the test ends.
 func connectGo(t *testing.T, version string) *goClient {
 	t.Helper()
+	cmd := &mcp.CommandTransport{Command: serverCommand(t)}
+	return connectGoOver(t, version, func(rec *recorder) mcp.Transport { return &recordingTransport{inner: cmd, rec: rec} })
+}
+
+// connectGoOver connects the Go SDK client at version over the transport
+// transport makes, which reports every message to rec; the session is
+// closed when the test ends.
+func connectGoOver(t *testing.T, version string, transport func(rec *recorder) mcp.Transport) *goClient {
+	t.Helper()
 	c := &goClient{rec: &recorder{}, progress: map[any][]*mcp.ProgressNotificationParams{}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "snodod-e2e-go", Version: "1"}, &mcp.ClientOptions{
 		// roots without listChanged, plus the elicitation and sampling
@@ -77,16 +85,16 @@ func connectGo(t *testing.T, version string) *goClient {
 		},
 	})
 	client.AddRoots(&mcp.Root{URI: "file:///tmp/e2e", Name: "e2e"})
-	transport := &recordingTransport{inner: &mcp.CommandTransport{Command: serverCommand(t)}, rec: c.rec}
-	cs, err := client.Connect(t.Context(), transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := client.Connect(t.Context(), transport(c.rec), &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect at %s: %v", version, err)
 	}
 	c.cs = cs
 	t.Cleanup(func() {
-		// Closing ends input; snodod exits 0 once its requests finished.
+		// Over stdio, closing ends input; snodod exits 0 once its
+		// requests finished. Over HTTP it ends the session (DELETE).
 		if err := cs.Close(); err != nil {
-			t.Errorf("close: snodod did not exit cleanly: %v", err)
+			t.Errorf("close: snodod did not end the session cleanly: %v", err)
 		}
 	})
 	return c
@@ -143,166 +151,174 @@ func (c *goClient) call(t *testing.T, ctx context.Context, name string, args map
 // version it speaks: the client proposes the version, through initialize
 // (legacy) or server/discover and per-request _meta (2026).
 func TestGoSDK(t *testing.T) {
-	for _, version := range []string{"2025-06-18", "2025-11-25", v2026} {
+	for _, version := range goVersions {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
-			c := connectGo(t, version)
-			ctx := t.Context()
-			if got := c.cs.InitializeResult(); got == nil || got.ProtocolVersion != version || got.ServerInfo == nil || got.ServerInfo.Name != "snodod" {
-				t.Fatalf("negotiated %+v, want %s with snodod", got, version)
-			}
-
-			t.Run("tools", func(t *testing.T) {
-				list, err := c.cs.ListTools(ctx, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var names []string
-				for _, tool := range list.Tools {
-					names = append(names, tool.Name)
-				}
-				for _, want := range []string{"echo", "sleep", "status", "test_simple_text", "test_input_required_result_elicitation"} {
-					if !slices.Contains(names, want) {
-						t.Errorf("tools/list lacks %s: %q", want, names)
-					}
-				}
-				if got := text(t, c.call(t, ctx, "echo", map[string]any{"text": "hello"})); got != "hello" {
-					t.Errorf("echo = %q", got)
-				}
-				res := c.call(t, ctx, "test_image_content", nil)
-				if img, ok := res.Content[0].(*mcp.ImageContent); !ok || img.MIMEType != "image/png" || base64.StdEncoding.EncodeToString(img.Data) != pngBase64 {
-					t.Errorf("test_image_content = %+v", res.Content)
-				}
-				if res := c.call(t, ctx, "fail", nil); !res.IsError {
-					t.Errorf("fail: isError false")
-				}
-			})
-
-			t.Run("resources", func(t *testing.T) {
-				for uri, want := range map[string]string{
-					"test://static-text":     "This is the content of the static text resource.",
-					"test://template/7/data": `{"id":"7","templateTest":true,"data":"Data for ID: 7"}`,
-				} {
-					res, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-					if err != nil {
-						t.Fatalf("read %s: %v", uri, err)
-					}
-					if len(res.Contents) != 1 || res.Contents[0].Text != want {
-						t.Errorf("read %s = %+v", uri, res.Contents)
-					}
-				}
-			})
-
-			t.Run("prompts and completion", func(t *testing.T) {
-				res, err := c.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments",
-					Arguments: map[string]string{"arg1": "a", "arg2": "b"}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tc, ok := res.Messages[0].Content.(*mcp.TextContent); len(res.Messages) != 1 || !ok || tc.Text != "Prompt with arguments: arg1='a', arg2='b'" {
-					t.Errorf("prompt = %+v", res.Messages)
-				}
-				comp, err := c.cs.Complete(ctx, &mcp.CompleteParams{
-					Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "test_prompt_with_arguments"},
-					Argument: mcp.CompleteParamsArgument{Name: "arg1", Value: "pa"}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if want := []string{"paris", "park", "party"}; !slices.Equal(comp.Completion.Values, want) {
-					t.Errorf("completion = %+v, want %q", comp.Completion, want)
-				}
-			})
-
-			t.Run("progress", func(t *testing.T) {
-				// Long enough for several 100 ms ticks even on a loaded
-				// machine, where a late ticker drops ticks.
-				params := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 800}}
-				token := "progress-" + version
-				params.SetProgressToken(token)
-				res, err := c.cs.CallTool(ctx, params)
-				if err != nil || text(t, res) != "done" {
-					t.Fatalf("sleep = %+v, %v", res, err)
-				}
-				// On the wire, progress precedes the response.
-				id, _ := c.rec.sentID("tools/call", token)
-				before := 0
-				for _, e := range c.rec.incoming() {
-					if e.Method == "" && string(e.ID) == string(id) {
-						break
-					}
-					if e.Method == "notifications/progress" && strings.Contains(string(e.Params), token) {
-						before++
-					}
-				}
-				if before < 2 {
-					t.Errorf("%d progress notifications before the result, want about 7", before)
-				}
-				// The SDK hands notifications to its handler asynchronously.
-				var reports []*mcp.ProgressNotificationParams
-				await(eventWithin, func() bool {
-					c.locked(func() { reports = slices.Clone(c.progress[token]) })
-					return len(reports) >= before
-				})
-				last := 0.0
-				for _, p := range reports {
-					if p.Progress <= last || p.Total != 800 {
-						t.Errorf("progress %+v after %v", p, last)
-					}
-					last = p.Progress
-				}
-				if len(reports) != before {
-					t.Errorf("ProgressNotificationHandler saw %d notifications, want %d", len(reports), before)
-				}
-			})
-
-			t.Run("cancel", func(t *testing.T) { testGoCancel(t, c) })
-
-			t.Run("logging", func(t *testing.T) {
-				if version != v2026 {
-					if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				c.call(t, ctx, "test_tool_with_logging", nil)
-				want := []string{"Tool execution started", "Tool processing data", "Tool execution completed"}
-				if version == v2026 {
-					want = nil // protocol.md §5.3: no notifications/message in 2026
-				}
-				// On the wire, a request's log messages precede its response.
-				id, _ := c.rec.sentID("tools/call", "test_tool_with_logging")
-				var wire []string
-				for _, e := range c.rec.incoming() {
-					if e.Method == "" && string(e.ID) == string(id) {
-						break
-					}
-					if e.Method == "notifications/message" {
-						var p struct{ Data string }
-						_ = json.Unmarshal(e.Params, &p)
-						wire = append(wire, p.Data)
-					}
-				}
-				if !slices.Equal(wire, want) {
-					t.Errorf("log messages before the result %q, want %q", wire, want)
-				}
-				// The SDK hands notifications to its handler asynchronously.
-				var seen []string
-				if !await(eventWithin, func() (ok bool) { c.locked(func() { seen = slices.Clone(c.logs) }); return slices.Equal(seen, want) }) {
-					t.Errorf("LoggingMessageHandler saw %q, want %q", seen, want)
-				}
-			})
-
-			t.Run("subscribe", func(t *testing.T) { testGoSubscribe(t, c, version) })
-
-			t.Run("list changed", func(t *testing.T) {
-				c.call(t, ctx, "test_trigger_tool_change", nil)
-				if !await(eventWithin, func() (ok bool) { c.locked(func() { ok = c.toolsChanged > 0 }); return }) {
-					t.Error("no notifications/tools/list_changed after a tools change")
-				}
-			})
-
-			t.Run("input required", func(t *testing.T) { testGoInput(t, c, version) })
+			goSDKSuite(t, connectGo(t, version), version)
 		})
 	}
+}
+
+// goVersions are the versions the Go SDK client speaks.
+var goVersions = []string{"2025-06-18", "2025-11-25", v2026}
+
+// goSDKSuite is what TestGoSDK checks over a connected client at version,
+// over stdio and over HTTP alike.
+func goSDKSuite(t *testing.T, c *goClient, version string) {
+	ctx := t.Context()
+	if got := c.cs.InitializeResult(); got == nil || got.ProtocolVersion != version || got.ServerInfo == nil || got.ServerInfo.Name != "snodod" {
+		t.Fatalf("negotiated %+v, want %s with snodod", got, version)
+	}
+
+	t.Run("tools", func(t *testing.T) {
+		list, err := c.cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range list.Tools {
+			names = append(names, tool.Name)
+		}
+		for _, want := range []string{"echo", "sleep", "status", "test_simple_text", "test_input_required_result_elicitation"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("tools/list lacks %s: %q", want, names)
+			}
+		}
+		if got := text(t, c.call(t, ctx, "echo", map[string]any{"text": "hello"})); got != "hello" {
+			t.Errorf("echo = %q", got)
+		}
+		res := c.call(t, ctx, "test_image_content", nil)
+		if img, ok := res.Content[0].(*mcp.ImageContent); !ok || img.MIMEType != "image/png" || base64.StdEncoding.EncodeToString(img.Data) != pngBase64 {
+			t.Errorf("test_image_content = %+v", res.Content)
+		}
+		if res := c.call(t, ctx, "fail", nil); !res.IsError {
+			t.Errorf("fail: isError false")
+		}
+	})
+
+	t.Run("resources", func(t *testing.T) {
+		for uri, want := range map[string]string{
+			"test://static-text":     "This is the content of the static text resource.",
+			"test://template/7/data": `{"id":"7","templateTest":true,"data":"Data for ID: 7"}`,
+		} {
+			res, err := c.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			if err != nil {
+				t.Fatalf("read %s: %v", uri, err)
+			}
+			if len(res.Contents) != 1 || res.Contents[0].Text != want {
+				t.Errorf("read %s = %+v", uri, res.Contents)
+			}
+		}
+	})
+
+	t.Run("prompts and completion", func(t *testing.T) {
+		res, err := c.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments",
+			Arguments: map[string]string{"arg1": "a", "arg2": "b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc, ok := res.Messages[0].Content.(*mcp.TextContent); len(res.Messages) != 1 || !ok || tc.Text != "Prompt with arguments: arg1='a', arg2='b'" {
+			t.Errorf("prompt = %+v", res.Messages)
+		}
+		comp, err := c.cs.Complete(ctx, &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "test_prompt_with_arguments"},
+			Argument: mcp.CompleteParamsArgument{Name: "arg1", Value: "pa"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"paris", "park", "party"}; !slices.Equal(comp.Completion.Values, want) {
+			t.Errorf("completion = %+v, want %q", comp.Completion, want)
+		}
+	})
+
+	t.Run("progress", func(t *testing.T) {
+		// Long enough for several 100 ms ticks even on a loaded
+		// machine, where a late ticker drops ticks.
+		params := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 800}}
+		token := "progress-" + version
+		params.SetProgressToken(token)
+		res, err := c.cs.CallTool(ctx, params)
+		if err != nil || text(t, res) != "done" {
+			t.Fatalf("sleep = %+v, %v", res, err)
+		}
+		// On the wire, progress precedes the response.
+		id, _ := c.rec.sentID("tools/call", token)
+		before := 0
+		for _, e := range c.rec.incoming() {
+			if e.Method == "" && string(e.ID) == string(id) {
+				break
+			}
+			if e.Method == "notifications/progress" && strings.Contains(string(e.Params), token) {
+				before++
+			}
+		}
+		if before < 2 {
+			t.Errorf("%d progress notifications before the result, want about 7", before)
+		}
+		// The SDK hands notifications to its handler asynchronously.
+		var reports []*mcp.ProgressNotificationParams
+		await(eventWithin, func() bool {
+			c.locked(func() { reports = slices.Clone(c.progress[token]) })
+			return len(reports) >= before
+		})
+		last := 0.0
+		for _, p := range reports {
+			if p.Progress <= last || p.Total != 800 {
+				t.Errorf("progress %+v after %v", p, last)
+			}
+			last = p.Progress
+		}
+		if len(reports) != before {
+			t.Errorf("ProgressNotificationHandler saw %d notifications, want %d", len(reports), before)
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) { testGoCancel(t, c) })
+
+	t.Run("logging", func(t *testing.T) {
+		if version != v2026 {
+			if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.call(t, ctx, "test_tool_with_logging", nil)
+		want := []string{"Tool execution started", "Tool processing data", "Tool execution completed"}
+		if version == v2026 {
+			want = nil // protocol.md §5.3: no notifications/message in 2026
+		}
+		// On the wire, a request's log messages precede its response.
+		id, _ := c.rec.sentID("tools/call", "test_tool_with_logging")
+		var wire []string
+		for _, e := range c.rec.incoming() {
+			if e.Method == "" && string(e.ID) == string(id) {
+				break
+			}
+			if e.Method == "notifications/message" {
+				var p struct{ Data string }
+				_ = json.Unmarshal(e.Params, &p)
+				wire = append(wire, p.Data)
+			}
+		}
+		if !slices.Equal(wire, want) {
+			t.Errorf("log messages before the result %q, want %q", wire, want)
+		}
+		// The SDK hands notifications to its handler asynchronously.
+		var seen []string
+		if !await(eventWithin, func() (ok bool) { c.locked(func() { seen = slices.Clone(c.logs) }); return slices.Equal(seen, want) }) {
+			t.Errorf("LoggingMessageHandler saw %q, want %q", seen, want)
+		}
+	})
+
+	t.Run("subscribe", func(t *testing.T) { testGoSubscribe(t, c, version) })
+
+	t.Run("list changed", func(t *testing.T) {
+		c.call(t, ctx, "test_trigger_tool_change", nil)
+		if !await(eventWithin, func() (ok bool) { c.locked(func() { ok = c.toolsChanged > 0 }); return }) {
+			t.Error("no notifications/tools/list_changed after a tools change")
+		}
+	})
+
+	t.Run("input required", func(t *testing.T) { testGoInput(t, c, version) })
 }
 
 // testGoCancel cancels a running call, then checks that the connection
@@ -375,17 +391,11 @@ func testGoSubscribe(t *testing.T, c *goClient, version string) {
 }
 
 // testGoInput calls tools that ask the client for input: answered through
-// the SDK's multi-round-trip middleware in 2026, refused in legacy eras.
+// the SDK's multi-round-trip middleware in 2026, and in legacy eras by the
+// SDK's handlers for the requests snodod sends it (protocol.md §3.1), with
+// the same results.
 func testGoInput(t *testing.T, c *goClient, version string) {
 	ctx := t.Context()
-	if version != v2026 {
-		_, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation"})
-		var werr *jsonrpc.Error
-		if !errors.As(err, &werr) || werr.Code != -32603 || werr.Message != "Input requests are not supported in this protocol version" {
-			t.Errorf("input request in %s: %v, want -32603", version, err)
-		}
-		return
-	}
 	if got := text(t, c.call(t, ctx, "test_input_required_result_elicitation", nil)); got != "Hello, Gopher!" {
 		t.Errorf("elicitation = %q", got)
 	}

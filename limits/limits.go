@@ -60,7 +60,9 @@ type Limits struct {
 	// MaxConcurrency is how many requests the executor runs at once.
 	MaxConcurrency int
 	// MaxQueue is how many admitted requests may wait for an executor
-	// slot; a request beyond it is refused.
+	// slot in the places every session shares; the daemon gives each
+	// session places of its own besides (its sessionQueue). A request
+	// beyond both is refused.
 	MaxQueue int
 	// MaxSessions is how many sessions the daemon serves at once.
 	MaxSessions int
@@ -134,7 +136,7 @@ var all = []Limit{
 		Description: "Requests the shared executor runs at once.",
 		field:       func(l *Limits) any { return &l.MaxConcurrency }},
 	{Key: "executor.max_queue", Flag: "max-queue", Default: DefaultMaxQueue,
-		Description: "Requests that may wait for an executor slot; a request beyond it is refused.",
+		Description: "Requests that may wait for an executor slot in places every session shares; besides these, each session has 4 places of its own, so the queue holds up to max_queue + 4 × sessions and no session is refused while it has fewer than 4 waiting. A request beyond both is refused.",
 		field:       func(l *Limits) any { return &l.MaxQueue }},
 	{Key: "daemon.max_sessions", Flag: "max-sessions", Default: DefaultMaxSessions, Daemon: true,
 		Description: "Sessions served at once; a client beyond it is refused with one line.",

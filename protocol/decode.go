@@ -48,7 +48,7 @@ func (s *scanner) classify() Message {
 	jsonrpc, id, method, params := t[fieldJSONRPC], t[fieldID], t[fieldMethod], t[fieldParams]
 	switch {
 	case method.kind == kindNone && (t[fieldResult].kind != kindNone || t[fieldError].kind != kindNone):
-		return Message{Kind: KindResponse}
+		return s.response()
 	case method.kind == kindString && id.kind == kindNone:
 		return s.withParams(Message{Kind: KindNotification, Method: s.method(method)})
 	}
@@ -87,6 +87,43 @@ func (s *scanner) withParams(m Message) Message {
 		m.ProgressToken = bytes.Clone(s.data[tok.start:tok.end])
 	}
 	return m
+}
+
+// response copies what a client response carries: its id, when bounded,
+// and its result and error members.
+func (s *scanner) response() Message {
+	m := Message{Kind: KindResponse}
+	m.ID, _ = s.boundedID(s.top[fieldID])
+	if r := s.top[fieldResult]; r.kind != kindNone {
+		m.Result = bytes.Clone(s.data[r.start:r.end])
+	}
+	if e := s.top[fieldError]; e.kind != kindNone {
+		m.ErrorObject = bytes.Clone(s.data[e.start:e.end])
+	}
+	return m
+}
+
+// DecodeErrorObject reads a JSON-RPC error object from a client's response:
+// an object with an integer code and a string message, and data kept raw
+// when present. It reports false for anything else.
+func DecodeErrorObject(raw json.RawMessage) (*Error, bool) {
+	members, ok := Members(raw)
+	if !ok || members == nil {
+		return nil, false
+	}
+	code, ok := parseID(members["code"])
+	if !ok || code.kind != idInt {
+		return nil, false
+	}
+	message, ok := String(members["message"])
+	if !ok {
+		return nil, false
+	}
+	e := &Error{Code: code.num, Message: message}
+	if data, present := members["data"]; present {
+		e.Data = data
+	}
+	return e, true
 }
 
 // parseID reads a bounded id from JSON text, whitespace around it allowed.

@@ -211,11 +211,55 @@ var decodeCases = []struct {
 	{"notification wrong jsonrpc", `{"jsonrpc":"1.0","method":"x","params":5}`, notification("x")},
 	{"notification no jsonrpc", `{"method":"x","params":[]}`, notification("x")},
 	// §16 case 25 and §5 row 2: responses.
-	{"result", `{"jsonrpc":"2.0","id":999,"result":{}}`, response},
-	{"error", `{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"x"}}`, response},
+	{"result", `{"jsonrpc":"2.0","id":999,"result":{}}`, want{kind: KindResponse, id: IntID(999)}},
+	{"error", `{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"x"}}`, want{kind: KindResponse, id: IntID(5)}},
+	{"snodod id", `{"jsonrpc":"2.0","id":"snodod:1","result":{}}`, want{kind: KindResponse, id: StringID("snodod:1")}},
 	{"result without anything", `{"result":null}`, response},
 	{"response with bad id", `{"id":1.5,"result":1}`, response},
 	{"method not string with result", `{"jsonrpc":"2.0","method":1,"result":{}}`, want{kind: KindInvalid, err: ErrMethodType}},
+}
+
+// TestDecodeResponse pins what a client response carries (transport.md
+// §7.1): its result and error members as they were sent.
+func TestDecodeResponse(t *testing.T) {
+	for _, tc := range []struct {
+		line          string
+		result, error string
+	}{
+		{`{"jsonrpc":"2.0","id":"snodod:1","result":{"a": 1}}`, `{"a": 1}`, ""},
+		{`{"jsonrpc":"2.0","id":"snodod:2","error":{"code":-1,"message":"no"}}`, "", `{"code":-1,"message":"no"}`},
+		{`{"id":"snodod:3","result":null,"error":[]}`, "null", "[]"},
+	} {
+		m := Decode([]byte(tc.line))
+		if m.Kind != KindResponse || string(m.Result) != tc.result || string(m.ErrorObject) != tc.error {
+			t.Errorf("Decode(%s) = kind %d result %q error %q; want result %q error %q", tc.line, m.Kind, m.Result, m.ErrorObject, tc.result, tc.error)
+		}
+	}
+}
+
+func TestDecodeErrorObject(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want *Error
+	}{
+		{`{"code":-1,"message":"User declined"}`, &Error{Code: -1, Message: "User declined"}},
+		{`{"code":5,"message":"x","data":{"k":[1]}}`, &Error{Code: 5, Message: "x", Data: json.RawMessage(`{"k":[1]}`)}},
+		{`{"code":1.5,"message":"x"}`, nil},
+		{`{"code":"1","message":"x"}`, nil},
+		{`{"code":1}`, nil},
+		{`{"message":"x"}`, nil},
+		{`[]`, nil},
+		{`null`, nil},
+	} {
+		got, ok := DecodeErrorObject(json.RawMessage(tc.raw))
+		if ok != (tc.want != nil) {
+			t.Errorf("DecodeErrorObject(%s) ok = %v", tc.raw, ok)
+			continue
+		}
+		if ok && (got.Code != tc.want.Code || got.Message != tc.want.Message || fmt.Sprint(got.Data) != fmt.Sprint(tc.want.Data)) {
+			t.Errorf("DecodeErrorObject(%s) = %+v, want %+v", tc.raw, got, tc.want)
+		}
+	}
 }
 
 func TestDecode(t *testing.T) {

@@ -59,6 +59,13 @@ func AppendError(dst []byte, id ID, e *Error) []byte {
 func AppendNotification(dst []byte, method string, params any) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, `{"jsonrpc":"2.0","method":`...)
+	return appendMethodParams(dst, start, method, params)
+}
+
+// appendMethodParams ends a request or notification frame begun at
+// dst[start:]: the method, the params unless nil, and "}\n". When params
+// cannot be encoded it returns dst[:start] and the error.
+func appendMethodParams(dst []byte, start int, method string, params any) ([]byte, error) {
 	dst = AppendString(dst, method)
 	if params != nil {
 		var err error
@@ -67,6 +74,19 @@ func AppendNotification(dst []byte, method string, params any) ([]byte, error) {
 		}
 	}
 	return append(dst, "}\n"...), nil
+}
+
+// AppendRequest appends the frame
+// {"jsonrpc":"2.0","id":<id>,"method":<method>,"params":<params>} and "\n"
+// to dst, for a request snodod sends to its client (protocol.md §3.1);
+// "params" is left out when params is nil. When params cannot be encoded it
+// returns dst unchanged and the error.
+func AppendRequest(dst []byte, id ID, method string, params any) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = id.AppendJSON(dst)
+	dst = append(dst, `,"method":`...)
+	return appendMethodParams(dst, start, method, params)
 }
 
 // valueEncoder is a pooled json.Encoder writing straight onto a caller's

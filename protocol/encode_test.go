@@ -184,3 +184,22 @@ func TestAppendDoesNotAllocateForErrors(t *testing.T) {
 		t.Errorf("AppendError allocates %v times", allocs)
 	}
 }
+
+// TestAppendRequest pins the frame of a request snodod sends to its client
+// (protocol.md §3.1): envelope members in order, and params left out when
+// nil or refused whole when they cannot be encoded.
+func TestAppendRequest(t *testing.T) {
+	line, err := AppendRequest([]byte("x"), StringID("snodod:1"), "roots/list", struct{}{})
+	if err != nil || string(line) != `x{"jsonrpc":"2.0","id":"snodod:1","method":"roots/list","params":{}}`+"\n" {
+		t.Errorf("AppendRequest = %q, %v", line, err)
+	}
+	if line, _ = AppendRequest(nil, StringID("snodod:2"), "ping", nil); string(line) != `{"jsonrpc":"2.0","id":"snodod:2","method":"ping"}`+"\n" {
+		t.Errorf("without params: %q", line)
+	}
+	if m := Decode(line); m.Kind != KindRequest || m.ID != StringID("snodod:2") || m.Method != "ping" {
+		t.Errorf("Decode of our own request: %+v", m)
+	}
+	if line, err = AppendRequest([]byte("x"), StringID("snodod:3"), "m", math.NaN()); err == nil || string(line) != "x" {
+		t.Errorf("unencodable params: %q, %v", line, err)
+	}
+}

@@ -69,7 +69,9 @@ const (
 	KindBlank Kind = iota
 	// KindInvalid is a line that is answered with Message.Err and Message.ID.
 	KindInvalid
-	// KindResponse is a response from the client: dropped silently.
+	// KindResponse is a response from the client: it completes a request
+	// snodod sent to the client when its ID is one of those outstanding,
+	// and is dropped silently otherwise (transport.md §7.1).
 	KindResponse
 	// KindNotification has a string method and no id: handled inline, never answered.
 	KindNotification
@@ -81,8 +83,9 @@ const (
 // in-flight check of row 9 belongs to the connection).
 type Message struct {
 	Kind Kind
-	// ID is the request id for KindRequest, and for KindInvalid the id the
-	// error line carries (null when it cannot name the request).
+	// ID is the request id for KindRequest, for KindInvalid the id the
+	// error line carries (null when it cannot name the request), and for
+	// KindResponse the id answered (null when it is not a bounded id).
 	ID ID
 	// Method is set for KindRequest and KindNotification.
 	Method string
@@ -100,6 +103,10 @@ type Message struct {
 	ProgressToken json.RawMessage
 	// Err is the error to answer for KindInvalid.
 	Err *Error
+	// Result and ErrorObject are, for KindResponse, the raw result and
+	// error members (nil when absent). Like Params they are copies; see
+	// DecodeErrorObject.
+	Result, ErrorObject json.RawMessage
 }
 
 // Error is a JSON-RPC error object. Data is omitted when nil.

@@ -6,8 +6,8 @@ import (
 )
 
 // RequestMeta is the request metadata of a 2026-era request (protocol.md
-// §5.1), as DecodeModernMeta found it. Only the presence and shape checks of
-// §5.2 steps 2 to 5 have been applied; Check applies steps 7 and 8.
+// §5.1), as DecodeMetaMembers found it. Only the presence and shape checks of
+// §5.2 steps 3 to 5 have been applied; Check applies steps 7 and 8.
 type RequestMeta struct {
 	// ProtocolVersion is the string sent as
 	// io.modelcontextprotocol/protocolVersion, whatever it is.
@@ -30,12 +30,11 @@ type RequestMeta struct {
 
 // Messages of the _meta checks (protocol.md §4.2, §5.2), each -32602.
 const (
-	msgMetaMissing         = "Required request _meta is missing"
 	msgMetaObject          = "_meta must be an object"
 	msgMetaKey             = "_meta contains an invalid key or non-JSON value"
 	msgVersionString       = MetaProtocolVersion + " must be a string"
 	msgVersionMissing      = "Missing required " + MetaProtocolVersion + " metadata"
-	msgCapabilitiesMissing = "Missing required client capabilities metadata"
+	msgCapabilitiesMissing = "Missing required " + MetaClientCapabilities + " metadata"
 	msgCapabilitiesObject  = "Client capabilities must be an object"
 	msgLogLevel            = "Invalid MCP request log level"
 	msgClientInfo          = "Invalid client info metadata"
@@ -55,7 +54,8 @@ type unsupportedVersionData struct {
 	Supported []string `json:"supported"`
 }
 
-// DecodeModernMeta runs protocol.md §5.2 steps 2 to 5 on a 2026-era request's
+// DecodeModernMeta is what the HTTP transport does with a request routed
+// to the 2026 rules (protocol.md §13.2) before the runtime sees it: protocol.md §5.2 steps 2 to 5 on a 2026-era request's
 // params (the whole params object, nil when absent) and returns its metadata.
 // In order, each -32602:
 //
@@ -69,7 +69,8 @@ type unsupportedVersionData struct {
 //     io.modelcontextprotocol/protocolVersion metadata", not a string:
 //     "io.modelcontextprotocol/protocolVersion must be a string";
 //   - io.modelcontextprotocol/clientCapabilities absent: "Missing required
-//     client capabilities metadata", not an object: "Client capabilities must
+//     io.modelcontextprotocol/clientCapabilities metadata" (the key named, as
+//     for the version: issue 9), not an object: "Client capabilities must
 //     be an object".
 //
 // params are the request's params split into members (Members), nil when
@@ -77,7 +78,7 @@ type unsupportedVersionData struct {
 func DecodeModernMeta(params map[string]json.RawMessage) (*RequestMeta, *Error) {
 	rawMeta, ok := params["_meta"]
 	if !ok {
-		return nil, invalidParams(msgMetaMissing)
+		return nil, invalidParams("Required request _meta is missing")
 	}
 	meta, ok := Members(rawMeta)
 	if !ok {
@@ -100,9 +101,20 @@ func ModernMeta(params map[string]json.RawMessage) (meta map[string]json.RawMess
 	return meta, ok
 }
 
-// DecodeMetaMembers runs the checks of DecodeModernMeta that follow the
-// _meta object's presence (§5.2 steps 3 to 5) on _meta already split, as
-// ModernMeta gives it.
+// DecodeMetaMembers runs protocol.md §5.2 steps 3 to 5 on a 2026-era
+// request's _meta, split into members as ModernMeta gives it (step 2, the
+// presence of an object _meta, is the caller's: on stdio the era rule of
+// §1.2 guarantees it). In order, each -32602:
+//
+//   - a member name outside the §5.1 key grammar: "_meta contains an invalid
+//     key or non-JSON value";
+//   - io.modelcontextprotocol/protocolVersion absent: "Missing required
+//     io.modelcontextprotocol/protocolVersion metadata", not a string:
+//     "io.modelcontextprotocol/protocolVersion must be a string";
+//   - io.modelcontextprotocol/clientCapabilities absent: "Missing required
+//     io.modelcontextprotocol/clientCapabilities metadata" (the key named, as
+//     for the version: issue 9), not an object: "Client capabilities must
+//     be an object".
 func DecodeMetaMembers(meta map[string]json.RawMessage) (*RequestMeta, *Error) {
 	for key := range meta {
 		if !validMetaKey(key) {
@@ -136,7 +148,7 @@ func DecodeMetaMembers(meta map[string]json.RawMessage) (*RequestMeta, *Error) {
 }
 
 // Check runs protocol.md §5.2 steps 7 and 8 on metadata from
-// DecodeModernMeta, against the enabled versions. In order:
+// DecodeMetaMembers, against the enabled versions. In order:
 //
 //   - the version is not 2026-07-28, or 2026-07-28 is disabled: -32022
 //     "Unsupported protocol version" with data

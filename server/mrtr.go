@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,10 +11,13 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// This file holds multi-round-trip requests (protocol.md §12) as handlers
-// see them: Elicit, Sample and ListRoots either return the client's answer
-// carried by this round of the request, or ErrInputRequired, which the
-// handler returns so the runtime can answer input_required. The runtime
+// This file holds client input as handlers see it. In a legacy request
+// Elicit, Sample and ListRoots send the request to the client and wait for
+// its answer (RequestClient, clientrequest.go). In 2026 they are
+// multi-round-trip requests (protocol.md §12): they either return the
+// client's answer carried by this round of the request, or
+// ErrInputRequired, which the handler returns so the runtime can answer
+// input_required. The runtime
 // keeps no state between rounds: answers arrive in the retry's
 // inputResponses, and the request they answer is bound by the signed
 // requestState (signer.state, in cursor.go).
@@ -36,9 +38,11 @@ type InputRequest struct {
 var ErrInputRequired = errors.New("input required")
 
 // errInputUnsupported is wrapped by Elicit, Sample and ListRoots outside a
-// 2026 tools/call, prompts/get or resources/read; the runtime answers -32603
-// "Input requests are not supported in this protocol version" (legacy eras)
-// or "Internal error" (other methods, protocol.md §12.1).
+// 2026 tools/call, prompts/get or resources/read, and by RequestClient in a
+// legacy request whose transport cannot reach the client; the runtime
+// answers -32603 "Input requests are not supported in this protocol
+// version" (legacy eras) or "Internal error" (other methods, protocol.md
+// §12.1).
 var errInputUnsupported = errors.New("input requests are not supported here")
 
 // errInvalidInput is wrapped by Elicit, Sample and ListRoots for an answer
@@ -85,10 +89,17 @@ type ElicitResult struct {
 	Content map[string]any `json:"content,omitempty"`
 }
 
-// Elicit asks the client for input under key: the answer carried by this
-// round of the request, or an error wrapping ErrInputRequired. decline and
-// cancel are ordinary answers. key names the answer in inputRequests and
-// inputResponses; a handler uses one key per distinct question.
+// Elicit asks the client for input under key. decline and cancel are
+// ordinary answers.
+//
+// In a legacy request it sends elicitation/create to the client and waits
+// for the answer, at most until ctx ends (RequestClient: an undeclared
+// capability is ErrMissingClientCapability and nothing is sent); an answer
+// that does not fit (action, and content against p.RequestedSchema) is an
+// error wrapping ErrInvalidClientResponse. In 2026 it returns the answer
+// carried by this round of the request, or an error wrapping
+// ErrInputRequired; key names the answer in inputRequests and
+// inputResponses, and a handler uses one key per distinct question.
 func Elicit(ctx context.Context, key string, p ElicitParams) (*ElicitResult, error) {
 	var out ElicitResult
 	err := askInput(ctx, key, InputRequest{Method: "elicitation/create", Params: p}, func(raw json.RawMessage) bool {
@@ -168,7 +179,6 @@ func ListRoots(ctx context.Context, key string) (*ListRootsResult, error) {
 // inputs is the per-request MRTR state the runtime puts in a handler's
 // context. Handlers may ask for input from several goroutines.
 type inputs struct {
-	allowed   bool
 	responses map[string]json.RawMessage
 
 	mu    sync.Mutex
@@ -180,10 +190,10 @@ type inputsKey struct{}
 
 // withInputs returns a context whose handler's Elicit, Sample and
 // ListRoots read their answers from responses (the retry's inputResponses,
-// nil on a first round). With allowed false (legacy eras, and methods that
-// may not ask, protocol.md §12.1) they fail with errInputUnsupported.
-func withInputs(ctx context.Context, responses map[string]json.RawMessage, allowed bool) (context.Context, *inputs) {
-	in := &inputs{allowed: allowed, responses: responses}
+// nil on a first round). Without it (methods that may not ask,
+// protocol.md §12.1) they fail with errInputUnsupported.
+func withInputs(ctx context.Context, responses map[string]json.RawMessage) (context.Context, *inputs) {
+	in := &inputs{responses: responses}
 	return context.WithValue(ctx, inputsKey{}, in), in
 }
 
@@ -203,15 +213,30 @@ func (in *inputs) requested() map[string]InputRequest {
 // request, or "" when none did not. The runtime checks it before anything
 // else the handler returned: it answers invalidInputReply(key).
 func (in *inputs) invalid() string {
+	if in == nil { // a legacy request: answers are not MRTR's
+		return ""
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.bad
 }
 
-// askInput looks up the answer to r under key and decodes it with fit.
+// askInput gets the answer to r under key and decodes it with fit: in a
+// legacy request from the client at once (RequestClient), in 2026 from
+// this round's inputResponses.
 func askInput(ctx context.Context, key string, r InputRequest, fit func(json.RawMessage) bool) error {
+	if lc, _ := ctx.Value(legacyKey{}).(*legacyCall); lc != nil {
+		raw, err := RequestClient(ctx, r.Method, r.Params)
+		if err != nil {
+			return fmt.Errorf("%s %q: %w", r.Method, key, err)
+		}
+		if !fit(raw) {
+			return fmt.Errorf("%s %q: %w", r.Method, key, ErrInvalidClientResponse)
+		}
+		return nil
+	}
 	in, _ := ctx.Value(inputsKey{}).(*inputs)
-	if in == nil || !in.allowed {
+	if in == nil {
 		return fmt.Errorf("%s %q: %w", r.Method, key, errInputUnsupported)
 	}
 	raw, answered := in.responses[key]
@@ -231,162 +256,6 @@ func askInput(ctx context.Context, key string, r InputRequest, fit func(json.Raw
 	}
 	in.asked[key] = r
 	return fmt.Errorf("%s %q: %w", r.Method, key, ErrInputRequired)
-}
-
-// fitsRequestedSchema checks accepted content against the schema the
-// handler asked with (protocol.md §14.4 case 33: a label that is not a
-// string does not fit). An answer that fits is the handler's to use; one
-// that does not is answered "Invalid input response".
-func fitsRequestedSchema(requested any, out *ElicitResult) bool {
-	if requested == nil || out.Action != "accept" {
-		return true
-	}
-	raw, err := json.Marshal(requested)
-	if err != nil {
-		return false
-	}
-	sch, err := compileSchema(raw)
-	if err != nil {
-		return false
-	}
-	content := out.Content
-	if content == nil {
-		content = map[string]any{}
-	}
-	return sch.validateValue(content) == nil
-}
-
-// decodeElicitResult fits an elicitation answer (protocol.md §12.3): action
-// accept, decline or cancel; content, when present, an object of strings,
-// numbers, booleans and string lists. A form accept needs content; a url
-// accept carries none.
-func decodeElicitResult(raw json.RawMessage, urlMode bool, out *ElicitResult) bool {
-	var m struct {
-		Action  *string                    `json:"action"`
-		Content map[string]json.RawMessage `json:"content"`
-	}
-	if !isJSONObject(raw) || json.Unmarshal(raw, &m) != nil || m.Action == nil {
-		return false
-	}
-	switch *m.Action {
-	case "accept", "decline", "cancel":
-	default:
-		return false
-	}
-	hasContent := hasJSONMember(raw, "content")
-	if hasContent && m.Content == nil { // content: null
-		return false
-	}
-	if *m.Action == "accept" && !urlMode && !hasContent {
-		return false
-	}
-	for _, v := range m.Content {
-		if !isFormValue(v) {
-			return false
-		}
-	}
-	out.Action = *m.Action
-	if len(m.Content) > 0 {
-		out.Content = make(map[string]any, len(m.Content))
-		for k, v := range m.Content {
-			var x any
-			if json.Unmarshal(v, &x) != nil {
-				return false
-			}
-			out.Content[k] = x
-		}
-	}
-	return true
-}
-
-// isFormValue reports whether v is a string, a number, a boolean or a list
-// of strings.
-func isFormValue(v json.RawMessage) bool {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return false
-	}
-	switch c := v[0]; {
-	case c == '"', c == 't', c == 'f', c == '-', c >= '0' && c <= '9':
-		return true
-	case c == '[':
-		var list []json.RawMessage
-		if json.Unmarshal(v, &list) != nil {
-			return false
-		}
-		for _, s := range list {
-			if s = bytes.TrimSpace(s); len(s) == 0 || s[0] != '"' {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// decodeSamplingResult fits a sampling answer: a role string, a content
-// object or list, and a model string.
-func decodeSamplingResult(raw json.RawMessage, out *CreateMessageResult) bool {
-	var m struct {
-		Role       *string         `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		Model      *string         `json:"model"`
-		StopReason *string         `json:"stopReason"`
-	}
-	if !isJSONObject(raw) || json.Unmarshal(raw, &m) != nil || m.Role == nil || m.Model == nil {
-		return false
-	}
-	if c := bytes.TrimSpace(m.Content); len(c) == 0 || (c[0] != '{' && c[0] != '[') {
-		return false
-	}
-	*out = CreateMessageResult{Role: *m.Role, Content: m.Content, Model: *m.Model}
-	if m.StopReason != nil {
-		out.StopReason = *m.StopReason
-	}
-	return true
-}
-
-// decodeRootsResult fits a roots answer: roots, a list of objects with a
-// string uri (and, when present, a string name).
-func decodeRootsResult(raw json.RawMessage, out *ListRootsResult) bool {
-	var m struct {
-		Roots []json.RawMessage `json:"roots"`
-	}
-	if !isJSONObject(raw) || json.Unmarshal(raw, &m) != nil || m.Roots == nil {
-		return false
-	}
-	roots := make([]Root, 0, len(m.Roots))
-	for _, r := range m.Roots {
-		var x struct {
-			URI  *string `json:"uri"`
-			Name *string `json:"name"`
-		}
-		if !isJSONObject(r) || json.Unmarshal(r, &x) != nil || x.URI == nil {
-			return false
-		}
-		root := Root{URI: *x.URI}
-		if x.Name != nil {
-			root.Name = *x.Name
-		}
-		roots = append(roots, root)
-	}
-	out.Roots = roots
-	return true
-}
-
-func isJSONObject(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '{'
-}
-
-// hasJSONMember reports whether the object raw has the member name.
-func hasJSONMember(raw json.RawMessage, name string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return false
-	}
-	_, ok := m[name]
-	return ok
 }
 
 // missingCapabilities checks requests against the request's

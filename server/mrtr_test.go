@@ -21,7 +21,7 @@ func answering(raw string, ask func(ctx context.Context) error) (*inputs, error)
 	if raw != "" {
 		responses = map[string]json.RawMessage{"choice": json.RawMessage(raw)}
 	}
-	ctx, in := withInputs(context.Background(), responses, true)
+	ctx, in := withInputs(context.Background(), responses)
 	err := ask(ctx)
 	return in, err
 }
@@ -85,7 +85,7 @@ func TestInputElicitAnswers(t *testing.T) {
 func TestInputElicitResult(t *testing.T) {
 	ctx, _ := withInputs(context.Background(), map[string]json.RawMessage{
 		"choice": json.RawMessage(`{"action":"accept","content":{"label":"chosen","n":2,"l":["a"]}}`),
-	}, true)
+	})
 	got, err := Elicit(ctx, "choice", formParams)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestInputMissingAnswer(t *testing.T) {
 	ctx, in := withInputs(context.Background(), map[string]json.RawMessage{
 		"answered": json.RawMessage(`{"action":"decline"}`),
 		"unasked":  json.RawMessage(`{"garbage":true}`), // keys not asked are ignored
-	}, true)
+	})
 	if _, err := Elicit(ctx, "answered", formParams); err != nil {
 		t.Fatalf("answered: %v", err)
 	}
@@ -171,7 +171,7 @@ func TestInputSampleAndRootsAnswers(t *testing.T) {
 	ctx, _ := withInputs(context.Background(), map[string]json.RawMessage{
 		"s": json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`),
 		"r": json.RawMessage(`{"roots":[{"uri":"file:///a","name":"a"}]}`),
-	}, true)
+	})
 	s, err := Sample(ctx, "s", CreateMessageParams{})
 	if err != nil || s.Role != "assistant" || s.Model != "m" || string(s.Content) != `{"type":"text","text":"hi"}` {
 		t.Fatalf("sample %+v, %v", s, err)
@@ -186,7 +186,7 @@ func TestInputInvalidIsFirstKey(t *testing.T) {
 	ctx, in := withInputs(context.Background(), map[string]json.RawMessage{
 		"a": json.RawMessage(`{"action":"maybe"}`),
 		"b": json.RawMessage(`{"action":"maybe"}`),
-	}, true)
+	})
 	_, _ = Elicit(ctx, "a", formParams)
 	_, _ = Elicit(ctx, "b", formParams)
 	if in.invalid() != "a" {
@@ -195,8 +195,10 @@ func TestInputInvalidIsFirstKey(t *testing.T) {
 }
 
 func TestInputUnsupported(t *testing.T) {
-	legacy, in := withInputs(context.Background(), map[string]json.RawMessage{"choice": json.RawMessage(`{"action":"decline"}`)}, false)
-	for name, ctx := range map[string]context.Context{"legacy": legacy, "no runtime": context.Background()} {
+	// A legacy request whose transport cannot reach the client, and a
+	// context the runtime did not make.
+	noRequester := withLegacy(context.Background(), NewSessionState(0))
+	for name, ctx := range map[string]context.Context{"legacy without a requester": noRequester, "no runtime": context.Background()} {
 		if _, err := Elicit(ctx, "choice", formParams); !errors.Is(err, errInputUnsupported) || errors.Is(err, ErrInputRequired) {
 			t.Errorf("%s elicit: %v", name, err)
 		}
@@ -207,13 +209,10 @@ func TestInputUnsupported(t *testing.T) {
 			t.Errorf("%s roots: %v", name, err)
 		}
 	}
-	if in.requested() != nil || in.invalid() != "" {
-		t.Fatalf("legacy inputs recorded %v %q", in.requested(), in.invalid())
-	}
 }
 
 func TestInputConcurrentAsks(t *testing.T) {
-	ctx, in := withInputs(context.Background(), nil, true)
+	ctx, in := withInputs(context.Background(), nil)
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() { _, _ = Elicit(ctx, fmt.Sprint("k", i), formParams) })

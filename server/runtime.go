@@ -32,6 +32,9 @@ func New(opts Options) (*Server, error) {
 	if opts.CacheTTL < 0 {
 		errs = append(errs, errors.New("cache_ttl must not be negative"))
 	}
+	if err := checkStateKey(opts.StateKey); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -50,7 +53,7 @@ func New(opts Options) (*Server, error) {
 		log:       log,
 		versions:  versions,
 		hub:       newHub(),
-		signer:    newSigner(),
+		signer:    signerFor(opts.StateKey),
 		tools:     map[string]*toolEntry{},
 		resources: map[string]*resourceEntry{},
 		templates: map[string]*templateEntry{},
@@ -172,6 +175,15 @@ const msgNoDialect = "No configured protocol dialect recognized the request"
 
 var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: msgNoDialect}
 
+// The refusal of a legacy request before initialize says what to do: it is
+// the first error a person typing requests meets (issue 9).
+var (
+	errNotInitialized = &protocol.Error{Code: protocol.CodeInvalidRequest,
+		Message: msgNoDialect + ". Send initialize first (or use " + protocol.Version2026 + " _meta)"}
+	errNotInitializedLegacyOnly = &protocol.Error{Code: protocol.CodeInvalidRequest,
+		Message: msgNoDialect + ". Send initialize first"}
+)
+
 // call is one request being served: what every method handler needs.
 type call struct {
 	s       *Server
@@ -204,8 +216,15 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 func (c *call) serveLegacy(ctx context.Context) Outcome {
 	c.version = c.req.Header.Get(HeaderProtocolVersion)
 	if c.version == "" || !c.s.versions.Enabled(c.version) || c.version == protocol.Version2026 {
-		if c.req.Method == "ping" && c.version == "" {
+		switch {
+		case c.version != "":
+		case c.req.Method == "ping":
 			return Outcome{Result: struct{}{}}
+		case len(c.s.versions.Legacy()) == 0: // initialize would be refused too
+		case len(c.s.versions.Modern()) == 0:
+			return errOutcome(errNotInitializedLegacyOnly)
+		default:
+			return errOutcome(errNotInitialized)
 		}
 		return errOutcome(errNoDialect)
 	}
@@ -219,13 +238,18 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 	if err := protocol.CheckLegacyMeta(c.params); err != nil {
 		return errOutcome(err)
 	}
-	ctx = withLegacyLog(ctx, c.sess)
+	ctx = withLegacy(ctx, c.sess)
 	return c.serveMethod(ctx)
 }
 
 // serveModern serves a 2026-era request whose params._meta is metaMembers.
 func (c *call) serveModern(ctx context.Context, metaMembers map[string]json.RawMessage) Outcome {
 	c.modern = true
+	if ctx.Value(legacyKey{}) != nil {
+		// Dispatched from inside a legacy handler (a relay): this request
+		// is 2026's, and asks for input through MRTR.
+		ctx = context.WithValue(ctx, legacyKey{}, (*legacyCall)(nil))
+	}
 	meta, err := protocol.DecodeMetaMembers(metaMembers)
 	if err != nil {
 		return errOutcome(err)

@@ -28,6 +28,9 @@ type Options struct {
 	SubscribableResources bool
 	// Logger receives the runtime's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+	// StateKey, when set (at least MinStateKeyBytes), signs requestState
+	// and cursors instead of a random per-process key (statekey.go).
+	StateKey []byte
 }
 
 // Server is the MCP runtime: one catalog of tools, resources, templates,

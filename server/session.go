@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/snodod/snodod/protocol"
 )
@@ -37,6 +38,9 @@ type SessionState struct {
 	feed        *feed         // session-level notifications, once initialized
 	wake        chan struct{} // 1-buffered: feed may have grown, or was replaced
 	closed      bool
+	clientSlots chan struct{} // places for requests to the client, made on first use
+
+	clientIDs atomic.Uint64 // the last "snodod:<n>" id handed out
 }
 
 // NewSessionState returns the state of a new connection whose subscriptions are

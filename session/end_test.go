@@ -33,7 +33,7 @@ func TestEndReasons(t *testing.T) {
 		{"restart budget", func(t *testing.T) (*Device, clientEnd) { return pipeDevice(t, false, Peer{PID: 42}) },
 			func(_ *testing.T, s *Session, _ clientEnd, _ func()) {
 				for range limits.DefaultRestartIntensity + 1 {
-					s.Fault()
+					fault(s)
 				}
 			}, ReasonRestartBudget},
 	} {

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/server"
 )
 
@@ -107,8 +108,13 @@ func config(t *testing.T, cat *catalog) Config {
 		t.Fatal(err)
 	}
 	t.Cleanup(exec.Close)
-	return Config{Dispatcher: cat, Executor: exec, Faults: true}
+	t.Cleanup(faults.Arm()) // sessions made now take injected faults
+	return Config{Dispatcher: cat, Executor: exec}
 }
+
+// fault makes s's running instance fail once, as a bug in its coordinator
+// would (internal/faults); it returns once an instance took it or s ended.
+func fault(s *Session) { faults.Inject(s) }
 
 // run serves s in the background. stop cancels Serve's ctx (daemon
 // shutdown); a cleanup cancels it too and waits for Serve to return.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/thejerf/suture/v4"
 
+	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -39,10 +40,6 @@ type Config struct {
 	// Logger receives the session's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
 
-	// Faults arms Fault, for restart tests. Unarmed, Fault does nothing
-	// and the coordinator has one thing fewer to wait on.
-	Faults bool
-
 	// Ended, when set, is called once the session has ended for good and
 	// closed its device, on the session's goroutine, after Done is closed.
 	// It lets an owner forget the session without a goroutine per session
@@ -67,7 +64,7 @@ func (c *Config) Validate() error {
 // time on its own goroutine and restarts it there, so one session's
 // restarts never wait on another's, and a session costs no goroutine for
 // supervising. An instance that fails (stdio.ErrSessionFailed: a
-// coordinator panic, or Fault) has answered what it had in flight, and is
+// coordinator panic) has answered what it had in flight, and is
 // restarted at once on the same Device, stdio.Reader and server.SessionState: no
 // byte is lost and the client sees no close. End of input (EOF, a hang-up),
 // a terminal write failure, the end of Serve's ctx (daemon shutdown: the
@@ -88,7 +85,7 @@ type Session struct {
 	counters stdio.Counters       // the running instance's load
 	restarts atomic.Int64
 
-	fault   chan struct{} // Fault hands the running instance a failure
+	fault   *faults.Point // a test's injected failures; nil unless armed
 	serving atomic.Bool   // Serve was called
 	done    chan struct{} // closed once Serve has closed the device
 
@@ -113,12 +110,7 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 	if log == nil {
 		log = slog.Default()
 	}
-	var fault chan struct{}
-	if cfg.Faults {
-		fault = make(chan struct{})
-	}
-	return &Session{
-		fault:   fault,
+	s := &Session{
 		id:      id,
 		dev:     dev,
 		cfg:     cfg,
@@ -127,6 +119,8 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 		rt:      server.NewSessionState(cfg.Limits.MaxSubscriptions),
 		done:    make(chan struct{}),
 	}
+	s.fault = faults.New(s, s.done) // nil unless a test armed faults
+	return s
 }
 
 // Serve serves the device until the session ends, closes the device and
@@ -181,7 +175,6 @@ func (s *Session) start() bool {
 		Executor:   s.cfg.Executor,
 		Limits:     s.cfg.Limits,
 		State:      s.rt,
-		Fault:      s.fault,
 		Counters:   &s.counters,
 		Logger:     s.log,
 	}
@@ -198,6 +191,7 @@ func (s *Session) close() {
 		reader.Close()
 	}
 	s.rt.Close()
+	s.fault.Release()
 	if err := s.dev.Close(); err != nil {
 		s.log.Warn("closing the device failed", "err", err)
 	}
@@ -239,23 +233,6 @@ func (s *Session) failed(err error) (restart bool) {
 	return true
 }
 
-// Fault makes the running transport instance fail once, as a bug in its
-// coordinator would: it answers what is in flight and is restarted. It
-// exists for restart tests from outside (the daemon exposes it only when
-// started with SNODOD_TEST_FAULTS=1), and works only when Config.Faults
-// was set; otherwise it returns at once. Fault returns once an instance
-// took the failure, or once the session has ended (Done); before Serve it
-// waits for the first instance.
-func (s *Session) Fault() {
-	if s.fault == nil {
-		return
-	}
-	select {
-	case s.fault <- struct{}{}:
-	case <-s.done:
-	}
-}
-
 // Done is closed when the session has ended for good and its device is
 // closed.
 func (s *Session) Done() <-chan struct{} { return s.done }
@@ -280,7 +257,7 @@ func (s *Session) serveInstance(ctx context.Context) (restart bool) {
 			restart = s.failed(fmt.Errorf("%w: %v", stdio.ErrSessionFailed, v))
 		}
 	}()
-	return s.after(ctx, s.tr.Serve(ctx))
+	return s.after(ctx, s.tr.Serve(faults.With(ctx, s.fault)))
 }
 
 // after takes an instance's end: a failure is restarted (or ends a session

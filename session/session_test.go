@@ -16,7 +16,7 @@ import (
 
 var sessionClosed = errLine(`"b"`, -32603, "Session closed by server")
 
-// A failed instance (Fault) answers its in-flight request -32603 and is
+// A failed instance (an injected fault) answers its in-flight request -32603 and is
 // restarted on the same device: a line pipelined during the restart is
 // served, the legacy negotiated version survives, the client never sees a
 // close.
@@ -34,7 +34,7 @@ func TestRestartKeepsTheConnection(t *testing.T) {
 	}
 	c.send(lcall("b", "block", map[string]any{"name": "b"}))
 	cat.waitStarted(t, "b")
-	s.Fault()
+	fault(s)
 	c.send(line(3, "tools/list", map[string]any{})) // a legacy request: it needs the version
 	if l := c.next(); l != sessionClosed {
 		t.Fatalf("got %s\nwant %s", l, sessionClosed)
@@ -73,7 +73,7 @@ func TestTooManyFailuresEndTheSession(t *testing.T) {
 	c := newClient(t, end)
 
 	for range 3 {
-		s.Fault()
+		fault(s)
 	}
 	waitDone(t, s)
 	if err := s.Err(); !errors.Is(err, ErrTooManyFailures) {
@@ -96,10 +96,10 @@ func TestTooManyFailuresEndTheSession(t *testing.T) {
 	if e := ends[0]; e["level"] != "ERROR" || e["session"] != float64(9) || e["failures"] != float64(3) {
 		t.Fatalf("log line %v: want level ERROR, session 9, failures 3", e)
 	}
-	Fault := make(chan struct{})
-	go func() { s.Fault(); close(Fault) }()
+	faulted := make(chan struct{})
+	go func() { fault(s); close(faulted) }()
 	select {
-	case <-Fault: // an ended session takes no fault, and does not block
+	case <-faulted: // an ended session takes no fault, and does not block
 	case <-time.After(10 * time.Second):
 		t.Fatal("Fault blocked on an ended session")
 	}

@@ -109,6 +109,7 @@ func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
+	writeHTTPStatus(w, st.HTTP)
 }
 
 // age is how long ago t was, to the second.

@@ -4,13 +4,18 @@
 // checks the summary; this script judges nothing itself.
 //
 //   node client.mjs <snodod binary> <version>...
+//   node client.mjs --http <endpoint URL> <version>...
 //
+// With --http the client speaks Streamable HTTP to a running
+// `snodod serve --http` (e2e/http_sdk_test.go) instead of starting
+// `snodod stdio`.
 // The SDK always proposes its newest version in initialize; a wrapper
 // around the transport rewrites the proposal so that the server negotiates
 // the version asked for.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
@@ -34,16 +39,21 @@ function textOf(result) {
   return result?.content?.length === 1 && result.content[0].type === 'text' ? result.content[0].text : null;
 }
 
-async function session(binary, version) {
+async function session(binary, version, url) {
   const out = { version, errors: {} };
-  const transport = new StdioClientTransport({
-    command: binary,
-    args: ['stdio', '--demo'],
-    stderr: 'pipe',
-    env: { GORACE: 'exitcode=66' },
-  });
   let stderr = '';
-  transport.stderr.on('data', (chunk) => { stderr += chunk; });
+  let transport;
+  if (url) {
+    transport = new StreamableHTTPClientTransport(new URL(url));
+  } else {
+    transport = new StdioClientTransport({
+      command: binary,
+      args: ['stdio', '--demo'],
+      stderr: 'pipe',
+      env: { GORACE: 'exitcode=66' },
+    });
+    transport.stderr.on('data', (chunk) => { stderr += chunk; });
+  }
 
   // Propose `version`, and keep every line sent and received.
   const sent = [];
@@ -56,7 +66,8 @@ async function session(binary, version) {
     sent.push(message);
     return send(message, options);
   };
-  transport.setProtocolVersion = (v) => { out.negotiated = v; };
+  const setProtocolVersion = transport.setProtocolVersion?.bind(transport);
+  transport.setProtocolVersion = (v) => { out.negotiated = v; setProtocolVersion?.(v); };
 
   const logs = [];
   const updates = [];
@@ -150,13 +161,19 @@ async function session(binary, version) {
   });
   await step('inputRequired', async () => {
     try {
-      await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
-      out.inputRequired = { code: 0, message: 'no error' };
+      const r = await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
+      // A tool's failure is a result: isError with the reason as text.
+      out.inputRequired = { code: 0, message: r.isError ? `isError: ${textOf(r)}` : 'no error' };
     } catch (e) {
       out.inputRequired = { code: e.code, message: e.message };
     }
   });
 
+  if (url) {
+    await transport.terminateSession(); // DELETE
+    await client.close();
+    return out;
+  }
   const exited = new Promise((resolve) => {
     if (child.exitCode !== null) resolve();
     else child.once('exit', resolve);
@@ -169,11 +186,13 @@ async function session(binary, version) {
   return out;
 }
 
-const [binary, ...versions] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const url = args[0] === '--http' ? args[1] : undefined;
+const [binary, ...versions] = url ? [undefined, ...args.slice(2)] : args;
 const sessions = [];
 for (const version of versions) {
   try {
-    sessions.push(await session(binary, version));
+    sessions.push(await session(binary, version, url));
   } catch (e) {
     sessions.push({ version, errors: { session: String(e?.stack ?? e) } });
   }

@@ -41,7 +41,7 @@ func newTestCatalog() *testCatalog {
 
 func (tc *testCatalog) Release() { tc.releaseOnce.Do(func() { close(tc.release) }) }
 
-var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "No configured protocol dialect recognized the request"}
+var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "No configured protocol dialect recognized the request. Send initialize first (or use 2026-07-28 _meta)"}
 
 func (tc *testCatalog) Notify(*server.SessionState, string, json.RawMessage) {}
 

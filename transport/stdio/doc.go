@@ -8,7 +8,11 @@
 // goroutine) owns the connection's state: it decodes and classifies lines,
 // admits requests to the shared server.Executor, and writes every frame
 // itself, with a write deadline, never waiting on a handler. Handlers run
-// on the executor's workers and hand their outcomes back by message.
+// on the executor's workers and hand their outcomes back through a mailbox
+// whose post never blocks, so a worker never waits on a connection whose
+// writer is stuck. A legacy request's handler may send requests to the
+// client (server.RequestClient): the coordinator writes them and routes
+// the client's responses back (transport.md §7.1).
 //
 // Two things are done in batches, where transport.md §11.2 describes them
 // one at a time, because a hand-off between goroutines and a write(2) per

@@ -50,10 +50,6 @@ type Transport struct {
 	// Transport (a session that is restarted on the same device). When
 	// nil, Serve reads In itself with MaxLineBytes and stops on return.
 	Reader *Reader
-	// Fault, when it delivers, makes the coordinator fail as a bug would:
-	// Serve answers what is in flight and returns ErrSessionFailed. It
-	// exists so restarts can be tested from outside; nil in production.
-	Fault <-chan struct{}
 	// Counters, when set, show this connection's load (requests in flight)
 	// to other goroutines while Serve runs.
 	Counters *Counters

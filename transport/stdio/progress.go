@@ -18,8 +18,9 @@ const (
 )
 
 // requestSink carries a request's progress reports (server.ProgressReporter,
-// when it has a progressToken) and its request-scoped notifications
-// (server.Notifier). Both run on the handler's goroutine and wait for the
+// when it has a progressToken), its request-scoped notifications
+// (server.Notifier) and, in a legacy request, its requests to the client
+// (server.ClientRequester, clientrequest.go). Both run on the handler's goroutine and wait for the
 // coordinator, which owns the sequence state and writes the notification.
 // One report or notification may be outstanding at a time.
 type requestSink struct {
@@ -53,23 +54,19 @@ func (s *requestSink) send(m message) error {
 	if !s.busy.CompareAndSwap(false, true) {
 		return server.ErrProgressBusy
 	}
-	timer := time.NewTimer(progressAckTimeout)
-	defer timer.Stop()
 	reply := make(chan error, 1)
 	m.note.sink, m.note.reply = s, reply
-	select {
-	case s.c.inbox <- m:
-	case <-s.c.done:
+	if !s.c.mail.post(m) {
 		s.busy.Store(false)
 		return server.ErrProgressClosed
-	case <-timer.C:
-		return server.ErrProgressTimeout // the slot stays held: later reports are busy
 	}
+	timer := time.NewTimer(progressAckTimeout)
+	defer timer.Stop()
 	select {
 	case err := <-reply:
 		s.busy.Store(false)
 		return err
-	case <-s.c.done:
+	case <-s.c.mail.done:
 		s.busy.Store(false)
 		select {
 		case err := <-reply:
@@ -78,7 +75,7 @@ func (s *requestSink) send(m message) error {
 			return server.ErrProgressClosed
 		}
 	case <-timer.C:
-		return server.ErrProgressTimeout
+		return server.ErrProgressTimeout // the slot stays held: later reports are busy
 	}
 }
 

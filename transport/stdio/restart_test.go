@@ -6,18 +6,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
 // restartRig serves instance after instance on one device, Reader,
-// Session and fault channel, as a session does.
+// Session and fault point (internal/faults), as a session does.
 type restartRig struct {
 	ep     endpoints
 	cat    *testCatalog
 	reader *stdio.Reader
 	sess   *server.SessionState
-	fault  chan struct{}
+	point  *faults.Point
 	r      *lineSource
 	t      *testing.T
 	exec   *server.Executor
@@ -28,20 +29,27 @@ func newRestartRig(t *testing.T) *restartRig {
 	exec, _ := server.NewExecutor(server.ExecutorLimits{})
 	g := &restartRig{
 		ep: ep, cat: newTestCatalog(), reader: stdio.NewReader(ep.in, 0), sess: server.NewSessionState(0),
-		fault: make(chan struct{}), r: newLineSource(ep.r), t: t, exec: exec,
+		r: newLineSource(ep.r), t: t, exec: exec,
 	}
+	t.Cleanup(faults.Arm())
+	g.point = faults.New(g, nil)
 	t.Cleanup(func() {
+		g.point.Release()
 		g.close()
 		exec.Close()
 	})
 	return g
 }
 
+// fault makes the running instance fail once, as a bug would; it returns
+// once the instance took the failure.
+func (g *restartRig) fault() { faults.Inject(g) }
+
 // serve starts an instance; its channel gets Serve's result.
 func (g *restartRig) serve() chan error {
-	tr := &stdio.Transport{Reader: g.reader, Out: g.ep.out, Dispatcher: g.cat, Executor: g.exec, State: g.sess, Fault: g.fault}
+	tr := &stdio.Transport{Reader: g.reader, Out: g.ep.out, Dispatcher: g.cat, Executor: g.exec, State: g.sess}
 	done := make(chan error, 1)
-	go func() { done <- tr.Serve(g.t.Context()) }()
+	go func() { done <- tr.Serve(faults.With(g.t.Context(), g.point)) }()
 	return done
 }
 
@@ -66,7 +74,7 @@ func TestRestartOnSameDevice(t *testing.T) {
 	src := <-cat.sources
 	io.WriteString(ep.w, call("b", "block", `{}`)+"\n")
 	<-cat.started
-	fault <- struct{}{}
+	fault()
 	want := map[string]bool{
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s","reason":"Subscription closed by server"}}`: true,
 		errLine(`"b"`, -32603, "Session closed by server"):                                                                         true,
@@ -107,7 +115,7 @@ func TestRestartAfterEOF(t *testing.T) {
 	io.WriteString(ep.w, call("b", "block", `{}`)+"\n")
 	<-cat.started
 	ep.closeInput() // the first instance takes EOF, and waits for "b"
-	fault <- struct{}{}
+	fault()
 	if l := r.next(t); l != errLine(`"b"`, -32603, "Session closed by server") {
 		t.Fatalf("unexpected line %s", l)
 	}

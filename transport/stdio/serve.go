@@ -2,8 +2,6 @@ package stdio
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,9 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
+
+// The coordinator is split by idea: this file holds its life (open, the
+// loop, finish); admit.go the lines and what they admit; phase.go the end
+// of input, shutdown and restart; mailbox.go the messages from handlers;
+// clientrequest.go the requests to the client; frames.go the write path;
+// progress.go and stream.go what handlers and sources send.
 
 // Serve runs the connection until input has ended and every admitted request
 // has finished (it returns nil), until ctx is cancelled and the shutdown of
@@ -28,7 +33,7 @@ func (t *Transport) Serve(ctx context.Context) error {
 	// The setup is in open, and the teardown in run's finish, so that
 	// neither is on the stack for the connection's life: an idle session's
 	// coordinator then fits in a small stack.
-	c, err := t.open()
+	c, err := t.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -37,7 +42,7 @@ func (t *Transport) Serve(ctx context.Context) error {
 
 // open prepares the coordinator. What it creates because the Transport did
 // not supply it (an executor, a reader, a session) is released by release.
-func (t *Transport) open() (*coordinator, error) {
+func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 	exec := t.Executor
 	var ownExec *server.Executor
 	if exec == nil {
@@ -63,19 +68,15 @@ func (t *Transport) open() (*coordinator, error) {
 	}
 	lim := t.Limits.WithDefaults()
 	c := &coordinator{
-		log:    log,
-		disp:   t.Dispatcher,
-		exec:   exec.Conn(),
-		w:      newFrameWriter(t.Out, lim.WriteTimeout),
-		reader: reader,
-		fault:  t.Fault,
-		sess:   t.State,
-		grace:  lim.ShutdownGrace,
-		// A few outcomes may wait while the coordinator writes; more
-		// would cost every idle connection memory and gain nothing, as
-		// the coordinator takes them all before each write (gather).
-		inbox:     make(chan message, 4),
-		done:      make(chan struct{}),
+		log:       log,
+		disp:      t.Dispatcher,
+		exec:      exec.Conn(),
+		w:         newFrameWriter(t.Out, lim.WriteTimeout),
+		reader:    reader,
+		fault:     faults.From(ctx).C(),
+		sess:      t.State,
+		grace:     lim.ShutdownGrace,
+		mail:      newMailbox(),
 		inflight:  make(map[protocol.ID]*work),
 		stats:     counting{to: t.Counters},
 		ownExec:   ownExec,
@@ -105,10 +106,10 @@ func (c *coordinator) release() {
 	}
 }
 
-// coordinator is the coordinator: the one goroutine that owns a connection's state.
-// Lines arrive from the reader; outcomes, progress reports and stream events
-// arrive on inbox. It never waits on a handler, and it writes every frame
-// itself (see commit for when frames share a write).
+// coordinator is the one goroutine that owns a connection's state. Lines
+// arrive from the reader; everything else arrives in the mailbox. It never
+// waits on a handler, and it writes every frame itself (see commit for
+// when frames share a write).
 type coordinator struct {
 	log   *slog.Logger
 	disp  server.Dispatcher
@@ -118,20 +119,22 @@ type coordinator struct {
 	grace time.Duration
 
 	reader *Reader
-	fault  <-chan struct{}
-	inbox  chan message
-	done   chan struct{} // closed when the coordinator has returned
+	fault  <-chan struct{} // a test's injected failure (internal/faults); nil otherwise
+	mail   mailbox
+	spare  []message // the mailbox's other slice (see take)
 	pumps  sync.WaitGroup
 
 	inflight map[protocol.ID]*work // admitted requests and open listen streams
+	// calls are the requests sent to the client and not yet answered,
+	// by their "snodod:<n>" id; nil while there are none.
+	calls map[protocol.ID]*clientCall
 	// feedWake says when the legacy session may have a notification to
 	// write (see pollSession); nil after EOF.
 	feedWake <-chan struct{}
 	// header is Mcp-Protocol-Version: the negotiated legacy version, nil
 	// before initialize; shared by requests, read-only.
 	header   http.Header
-	eof      bool
-	closing  bool        // shutdown has begun
+	phase    phase
 	linger   *time.Timer // set while a shutdown lingers (see shutdownLinger)
 	graceEnd *time.Timer // set once shutdown has begun
 	yielded  bool        // gather yielded once since frames began to wait
@@ -147,61 +150,23 @@ type coordinator struct {
 }
 
 // work is one admitted request, and later possibly its listen stream.
-// Its request and sink live in it, one allocation for the three.
+// Its request, sink and outcome live in it, one allocation for all.
 type work struct {
 	id   protocol.ID
 	req  server.Request
 	sink requestSink
+	// outcome is set by the executor's worker before it posts msgOutcome.
+	outcome server.Outcome
 
 	stream server.Stream // set while a listen stream is open
 	cancel context.CancelFunc
 	next   chan struct{} // the previous event was written; ask for the next
 }
 
-type messageKind uint8
-
-const (
-	msgOutcome messageKind = iota
-	msgProgress
-	msgNotify
-	msgEvent
-)
-
-// message is everything that reaches the coordinator besides lines. It is
-// small, because every connection's inbox buffers several: what only the
-// rarer kinds carry is behind note.
-type message struct {
-	kind    messageKind
-	w       *work
-	outcome server.Outcome
-	note    *note
-}
-
-// note is a progress report, a request-scoped notification or a stream
-// event.
-type note struct {
-	sink     *requestSink
-	progress server.Progress
-	method   string
-	params   any
-	reply    chan error
-	event    server.Event
-	err      error
-}
-
-// send hands m to the coordinator, or drops it once the coordinator has
-// returned (its request is gone with the connection).
-func (c *coordinator) send(m message) {
-	select {
-	case c.inbox <- m:
-	case <-c.done:
-	}
-}
-
 func (c *coordinator) run(ctx context.Context) (err error) {
 	// The loop keeps its frame small and leaves the work to methods: an
 	// idle session's coordinator waits here, and a small stack is most of
-	// what an idle session costs.
+	// what an idle session costs (TestIdleCoordinatorStack).
 	defer c.finish(&err)
 	ctxDone := ctx.Done()
 	for c.failed == nil {
@@ -213,14 +178,14 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 			continue
 		}
 		var batches <-chan []lineEvent
-		if !c.eof {
+		if c.phase.inputOpen() {
 			batches = c.reader.batches
 		}
 		if len(c.out) > 0 {
 			c.gather(batches)
 			continue
 		}
-		if c.closing {
+		if c.phase.shuttingDown() {
 			if c.waitClosing(batches) {
 				return c.failed
 			}
@@ -232,8 +197,8 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 			c.pollSession()
 		case <-c.fault:
 			panic("injected fault")
-		case m := <-c.inbox:
-			c.handleMessage(m)
+		case <-c.mail.wake:
+			c.handleMail()
 		case <-ctxDone:
 			ctxDone = nil
 			c.shutdown(ctx)
@@ -247,8 +212,8 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 // grace period's end (then what is admitted is cancelled). It reports
 // whether the connection is done. It repeats run's other cases rather than
 // sharing one select with them: an idle coordinator's stack must stay
-// under a quarter of 8 KiB for the runtime to halve it, and one
-// select of every case was measured 8 bytes from that line.
+// under a quarter of 8 KiB for the runtime to halve it, and one select of
+// every case costs more of it.
 func (c *coordinator) waitClosing(batches <-chan []lineEvent) (done bool) {
 	var linger <-chan time.Time
 	if c.linger != nil {
@@ -265,8 +230,8 @@ func (c *coordinator) waitClosing(batches <-chan []lineEvent) (done bool) {
 		c.pollSession()
 	case <-c.fault:
 		panic("injected fault")
-	case m := <-c.inbox:
-		c.handleMessage(m)
+	case <-c.mail.wake:
+		c.handleMail()
 	}
 	return false
 }
@@ -293,25 +258,6 @@ func (c *coordinator) finish(err *error) {
 	}
 }
 
-// settle publishes the load and reports whether the connection is done:
-// input ended and nothing is admitted. Shutting down with nothing admitted,
-// it lingers instead, to answer the lines the client already sent
-// ("Session closed by server") before handing the device back, rather than
-// leaving them unread.
-func (c *coordinator) settle() (done bool) {
-	c.publish()
-	if !(c.eof || c.closing) || len(c.inflight) > 0 {
-		return false
-	}
-	if c.eof {
-		return true
-	}
-	if c.linger == nil {
-		c.linger = time.NewTimer(shutdownLinger)
-	}
-	return false
-}
-
 // gather is a turn of the loop while frames wait in c.out: it takes what
 // is already at hand, so that frames ready together go out in one write,
 // and writes them when nothing is. The reader or a worker this goroutine
@@ -320,8 +266,8 @@ func (c *coordinator) gather(batches <-chan []lineEvent) {
 	select {
 	case c.reader.pending = <-batches:
 		return
-	case m := <-c.inbox:
-		c.handleMessage(m)
+	case <-c.mail.wake:
+		c.handleMail()
 		return
 	default:
 	}
@@ -332,312 +278,4 @@ func (c *coordinator) gather(batches <-chan []lineEvent) {
 	}
 	c.yielded = false
 	c.flush()
-}
-
-// nextLine handles the next line the reader delivered. The rest stay in
-// the Reader, for this instance or, if it fails, the next.
-func (c *coordinator) nextLine() {
-	ev := c.reader.pending[0]
-	c.reader.pending[0] = lineEvent{} // the batch may outlive the line
-	c.reader.pending = c.reader.pending[1:]
-	c.line(ev)
-}
-
-// line handles a line from the reader; a lingering shutdown (see
-// shutdownLinger) starts its wait afresh.
-func (c *coordinator) line(ev lineEvent) {
-	if c.linger != nil {
-		c.linger.Stop()
-		c.linger = nil
-	}
-	c.lazy = true
-	c.handleLine(ev)
-	c.lazy = false
-}
-
-func (c *coordinator) handleLine(ev lineEvent) {
-	switch ev.kind {
-	case lineData:
-		c.handleData(ev.data)
-	case lineOversize:
-		c.writeError(protocol.ID{}, protocol.LineLimitError(c.reader.limit))
-	case lineEOF:
-		c.endInput()
-	case lineError:
-		c.log.Warn("stdio read failed; treating as end of input", "err", ev.err)
-		c.writeError(protocol.ID{}, protocol.ErrReadFailed)
-		c.endInput()
-	case linePanic:
-		c.writeError(protocol.ID{}, protocol.ErrReaderPanicked)
-		c.endInput()
-	}
-}
-
-func (c *coordinator) handleData(line []byte) {
-	msg := protocol.Decode(line)
-	switch msg.Kind {
-	case protocol.KindInvalid:
-		c.writeError(msg.ID, msg.Err)
-	case protocol.KindNotification:
-		c.notification(&msg)
-	case protocol.KindRequest:
-		c.request(&msg)
-	}
-	// Blank lines and client responses are dropped silently (§3.3, §7.1).
-}
-
-func (c *coordinator) request(msg *protocol.Message) {
-	c.stats.request()
-	if _, ok := c.inflight[msg.ID]; ok {
-		c.writeError(msg.ID, protocol.ErrDuplicateID)
-		return
-	}
-	if c.closing {
-		c.writeError(msg.ID, protocol.ErrSessionClosed)
-		return
-	}
-	if msg.Method == "initialize" && !msg.Modern {
-		c.initialize(msg)
-		return
-	}
-	w := &work{id: msg.ID, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}}
-	req := &w.req
-	if !msg.Modern {
-		req.Header = c.header
-	}
-	w.sink.c, w.sink.w = c, w
-	ctx := server.WithNotifier(context.Background(), &w.sink)
-	if msg.ProgressToken != nil && msg.Method != "subscriptions/listen" {
-		if token, ok := protocol.ParseID(msg.ProgressToken); ok {
-			w.sink.token = token
-			ctx = server.WithProgress(ctx, &w.sink)
-		}
-	}
-	run := func(ctx context.Context) server.Outcome { return c.disp.Dispatch(ctx, req) }
-	done := func(o server.Outcome) { c.send(message{kind: msgOutcome, w: w, outcome: o}) }
-	if err := c.exec.Submit(ctx, msg.ID, run, done); err != nil {
-		c.writeError(msg.ID, err)
-		return
-	}
-	c.inflight[msg.ID] = w
-}
-
-// initialize answers a legacy initialize inline, so a client may pipeline the
-// requests that follow it (transport.md §14).
-func (c *coordinator) initialize(msg *protocol.Message) {
-	result, version, perr := c.disp.Initialize(c.sess, msg.Params)
-	if perr != nil {
-		c.writeError(msg.ID, perr)
-		return
-	}
-	if !c.writeResult(msg.ID, result) {
-		return
-	}
-	c.sess.SetNegotiated(version)
-	c.setVersion(version)
-}
-
-// setVersion records the negotiated version whose header later legacy
-// requests carry (transport.md §14).
-func (c *coordinator) setVersion(version string) {
-	if c.header.Get(server.HeaderProtocolVersion) == version {
-		return
-	}
-	if h, ok := versionHeaders[version]; ok {
-		c.header = h
-		return
-	}
-	c.header = http.Header{server.HeaderProtocolVersion: {version}}
-}
-
-// versionHeaders are the headers of the legacy versions, shared by every
-// connection (they are read-only) so an idle connection holds none.
-var versionHeaders = map[string]http.Header{
-	protocol.Version20251125: {server.HeaderProtocolVersion: {protocol.Version20251125}},
-	protocol.Version20250618: {server.HeaderProtocolVersion: {protocol.Version20250618}},
-}
-
-// shutdownLinger is how long a shutting-down connection with nothing in
-// flight keeps reading, so requests already on their way are answered
-// "Session closed by server" (transport.md §12.4 step 2) instead of
-// finding the connection gone. Each line read restarts it; the grace
-// period still bounds the whole shutdown.
-const shutdownLinger = 25 * time.Millisecond
-
-// ErrKilled, as the cause of Serve's context (context.WithCancelCause),
-// ends the connection as a shutdown does but without the grace period:
-// what is admitted is cancelled and answered "Session closed by server" at
-// once. Serve then returns nil, as after a shutdown.
-var ErrKilled = errors.New("session killed")
-
-// ErrSessionFailed is returned by Serve when the coordinator itself failed
-// (a panic, or an injected fault): the device is still good, and a new
-// Transport with the same Reader and State continues on it.
-var ErrSessionFailed = errors.New("session coordinator failed")
-
-// abandon ends a failed instance before the device is handed on
-// (transport.md §12.4): listen streams get notifications/cancelled, admitted
-// requests get "Session closed by server".
-func (c *coordinator) abandon(cause any) error {
-	c.lazy = false
-	c.flush()
-	for id, w := range c.inflight {
-		if c.failed != nil {
-			break
-		}
-		delete(c.inflight, id)
-		if w.stream != nil {
-			c.writeNotification("notifications/cancelled", cancelledParams{RequestID: id, Reason: "Subscription closed by server"})
-			c.closeStream(w, server.ClosedByServer, "")
-			continue
-		}
-		c.exec.Cancel(id)
-		c.writeError(id, protocol.ErrSessionClosed)
-	}
-	if c.failed != nil {
-		return c.failed
-	}
-	return fmt.Errorf("%w: %v", ErrSessionFailed, cause)
-}
-
-func (c *coordinator) notification(msg *protocol.Message) {
-	if msg.Method == "notifications/cancelled" {
-		c.cancel(msg.Params)
-		return
-	}
-	// Nothing else is ever answered (§8); the runtime may note it
-	// (notifications/initialized).
-	c.disp.Notify(c.sess, msg.Method, msg.Params)
-}
-
-// cancel applies a notifications/cancelled that is valid by §9; anything else
-// has no effect.
-func (c *coordinator) cancel(params json.RawMessage) {
-	p, ok := protocol.Members(params)
-	if !ok {
-		return
-	}
-	id, ok := protocol.ParseID(p["requestId"])
-	if !ok {
-		return
-	}
-	var reason string
-	if raw, present := p["reason"]; present {
-		if reason, ok = protocol.String(raw); !ok {
-			return
-		}
-	}
-	if raw, present := p["_meta"]; present {
-		if _, ok := protocol.Members(raw); !ok {
-			return
-		}
-	}
-	w, ok := c.inflight[id]
-	if !ok {
-		return
-	}
-	if w.stream != nil {
-		c.closeStream(w, server.Cancelled, reason)
-		return
-	}
-	delete(c.inflight, id)
-	c.exec.Cancel(id)
-}
-
-func (c *coordinator) handleMessage(m message) {
-	switch m.kind {
-	case msgOutcome:
-		c.lazy = true
-		c.complete(m.w, m.outcome)
-		c.lazy = false
-	case msgProgress:
-		m.note.reply <- c.progress(m.note.sink, m.note.progress)
-	case msgNotify:
-		m.note.reply <- c.notify(m.note.sink, m.note.method, m.note.params)
-	case msgEvent:
-		c.streamEvent(m.w, m.note.event, m.note.err)
-	}
-}
-
-// complete writes a request's outcome, unless the request is no longer in
-// flight (cancelled, timed out, ended by shutdown): then nothing is written.
-func (c *coordinator) complete(w *work, o server.Outcome) {
-	if c.inflight[w.id] != w {
-		return
-	}
-	delete(c.inflight, w.id)
-	switch {
-	case o.Err != nil:
-		c.writeError(w.id, o.Err)
-	case o.Stream != nil:
-		c.openStream(w, o.Stream)
-	default:
-		c.writeResult(w.id, o.Result)
-	}
-}
-
-// endInput handles EOF (§12.1): reading stops, listen streams close silently,
-// admitted requests continue.
-func (c *coordinator) endInput() {
-	c.eof = true
-	c.feedWake = nil
-	for _, w := range c.inflight {
-		if w.stream != nil {
-			c.closeStream(w, server.Disconnected, "")
-		}
-	}
-}
-
-// shutdown begins the daemon shutdown of §12.4: listen streams are ended
-// with notifications/cancelled, new requests are refused, admitted ones may
-// finish within the grace period, which is none when ctx was cancelled
-// with ErrKilled.
-func (c *coordinator) shutdown(ctx context.Context) {
-	c.closing = true
-	grace := c.grace
-	if errors.Is(context.Cause(ctx), ErrKilled) {
-		grace = 0
-	}
-	c.graceEnd = time.NewTimer(grace)
-	for _, w := range c.inflight {
-		if w.stream == nil || c.failed != nil {
-			continue
-		}
-		c.writeNotification("notifications/cancelled", cancelledParams{RequestID: w.id, Reason: "Subscription closed by server"})
-		c.closeStream(w, server.ClosedByServer, "")
-	}
-}
-
-// expire ends the grace period: what is still admitted is cancelled and
-// answered "Session closed by server".
-func (c *coordinator) expire() {
-	for id, w := range c.inflight {
-		delete(c.inflight, id)
-		if w.stream != nil {
-			c.closeStream(w, server.ClosedByServer, "")
-			continue
-		}
-		c.exec.Cancel(id)
-		c.writeError(id, protocol.ErrSessionClosed)
-	}
-}
-
-type cancelledParams struct {
-	RequestID protocol.ID `json:"requestId"`
-	Reason    string      `json:"reason"`
-}
-
-// teardown runs when the coordinator returns, on every path.
-func (c *coordinator) teardown() {
-	close(c.done)
-	c.exec.CancelAll()
-	for _, w := range c.inflight {
-		if w.stream != nil {
-			c.closeStream(w, server.Disconnected, "")
-		}
-	}
-	clear(c.inflight)
-	c.w.close()
-	c.pumps.Wait()
-	c.publishEnd()
 }

@@ -11,11 +11,11 @@ import (
 // §9.2): the acknowledgement first, then events one at a time.
 func (c *coordinator) openStream(w *work, s server.Stream) {
 	switch {
-	case c.eof:
+	case !c.phase.inputOpen():
 		// Input ended before the stream opened: nothing is written (§12.1).
 		s.Close(server.Disconnected, "")
 		return
-	case c.closing:
+	case c.phase.shuttingDown():
 		s.Close(server.ClosedByServer, "")
 		c.writeError(w.id, protocol.ErrSessionClosed)
 		return
@@ -53,9 +53,7 @@ func (c *coordinator) pump(ctx context.Context, w *work) {
 		if ctx.Err() != nil {
 			return
 		}
-		select {
-		case c.inbox <- message{kind: msgEvent, w: w, note: &note{event: ev, err: err}}:
-		case <-ctx.Done():
+		if !c.mail.post(message{kind: msgEvent, w: w, note: &note{event: ev, err: err}}) {
 			return
 		}
 		if err != nil || ev.Done {
@@ -112,7 +110,7 @@ var ready = func() chan struct{} { c := make(chan struct{}); close(c); return c 
 // again. Session-level notifications end at EOF (transport.md §12.1).
 func (c *coordinator) pollSession() {
 	c.feedWake = nil
-	if c.eof || c.failed != nil {
+	if !c.phase.inputOpen() || c.failed != nil {
 		return
 	}
 	ev, ok, wake := c.sess.Poll()

@@ -52,6 +52,15 @@ import (
 //	!one-write <n>       send the next n input lines in a single write
 //	!eof                 close the input; Serve must return; no more input
 //	!shutdown            cancel Serve's context (daemon shutdown); no more input
+//	!answer <method> <m> from now on answer each request snodod sends to
+//	                     the client (protocol.md §3.1) with that method: m is
+//	                     the response's result or error member, e.g.
+//	                     "result":{"roots":[]} or "error":{"code":-1,"message":"no"}
+//
+// A request from snodod (a line with both method and id) is answered as
+// soon as it is read, and is recorded like any other line; one without an
+// !answer for its method is a failure (snodod never sends a request to a
+// 2026 client, protocol.md §14.4 case 42).
 //
 // Placeholders: each nextCursor and requestState in the output is
 // replaced by <cursor-N> or <state-N> (N counts occurrences), and later
@@ -303,6 +312,8 @@ type runner struct {
 	ended  bool // input closed or shut down: Serve has returned
 	got    []string
 	names  *placeholders
+	// answers are the !answer members by method.
+	answers map[string]string
 }
 
 func runTranscript(t *testing.T, tr *transcript, open func(*testing.T) endpoints) []string {
@@ -430,13 +441,20 @@ func (r *runner) next(d time.Duration) (string, bool) {
 	}
 }
 
-// record normalises and keeps one output line. It also checks that no line
-// carries both method and id: snodod never sends a request to a client
-// (protocol.md §3.1, case 42).
+// record normalises and keeps one output line. A request snodod sends to
+// the client is answered as !answer said, and one without an !answer is a
+// failure (protocol.md §3.1, §14.4 case 42).
 func (r *runner) record(raw string) string {
-	var env map[string]json.RawMessage
-	if json.Unmarshal([]byte(raw), &env) == nil && env["method"] != nil && env["id"] != nil {
-		r.t.Errorf("an output line carries both method and id: %s", raw)
+	var env struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal([]byte(raw), &env) == nil && env.Method != nil && env.ID != nil {
+		if answer, ok := r.answers[*env.Method]; ok && !r.ended {
+			r.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,` + answer + `}`)
+		} else {
+			r.t.Errorf("a request to the client without an !answer for it: %s", raw)
+		}
 	}
 	norm, err := normalizeLine(raw, r.names)
 	if err != nil {
@@ -539,6 +557,16 @@ func (r *runner) action(n int, action string) {
 			t.Fatalf("input line %d: %v", n, err)
 		}
 		time.Sleep(d)
+	case "answer":
+		method, member, ok := strings.Cut(arg, " ")
+		if !ok || !json.Valid([]byte("{"+member+"}")) {
+			t.Fatalf("input line %d: !answer needs a method and a result or error member, got %q", n, arg)
+		}
+		if r.answers == nil {
+			r.answers = map[string]string{}
+		}
+		r.answers[method] = member
+		return
 	case "eof":
 		r.endInput(false)
 		return

@@ -83,7 +83,7 @@ func TestModernRequestHasNoHeader(t *testing.T) {
 func TestLegacyBeforeInitialize(t *testing.T) {
 	h := start(t, pipes)
 	h.send(lreq(1, "tools/list", map[string]any{}))
-	h.expect(errLine("1", -32600, "No configured protocol dialect recognized the request"))
+	h.expect(errLine("1", -32600, "No configured protocol dialect recognized the request. Send initialize first (or use 2026-07-28 _meta)"))
 	h.send(lreq(2, "ping", json.RawMessage(`{}`)))
 	h.expect(`{"jsonrpc":"2.0","id":2,"result":{}}`)
 	h.finish()

@@ -1,0 +1,22 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/snodod/snodod/daemon"
+)
+
+// writeHTTPStatus writes the HTTP listener's line of `snodod status`, when
+// the daemon has one.
+func writeHTTPStatus(w io.Writer, h *daemon.HTTPStatus) {
+	if h == nil {
+		return
+	}
+	node := ""
+	if h.NodeID != "" {
+		node = ", node " + h.NodeID
+	}
+	fmt.Fprintf(w, "http: %s on %s%s%s, %d sessions (max %d), %d streams (%d listens), requests %d 2026 + %d legacy, %d restarts\n",
+		h.State, h.Listen, h.Path, node, h.Sessions, h.MaxSessions, h.Streams, h.Listens, h.Requests2026, h.RequestsLegacy, h.Restarts)
+}

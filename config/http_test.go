@@ -1,0 +1,56 @@
+package config
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestHTTPRules(t *testing.T) {
+	runRows(t, []row{
+		{"http.allowed_hosts", `["mcp.example.com", "mcp.example.com:8443", "[::1]:80", "10.0.0.7"]`, nil},
+		{"http.allowed_hosts", `["https://mcp.example.com", "a b", "x:99999", ""]`, []string{
+			`http.allowed_hosts: entries must be host names, optionally with :port, got "https://mcp.example.com"`,
+			`http.allowed_hosts: entries must be host names, optionally with :port, got "a b"`,
+			`http.allowed_hosts: entries must be host names, optionally with :port, got "x:99999"`,
+			`http.allowed_hosts: entries must be host names, optionally with :port, got ""`,
+		}},
+		{"http.node_id", `""`, nil},
+		{"http.node_id", `"a1"`, nil},
+		{"http.node_id", `"node_2-b"`, nil},
+		{"http.node_id", `"a.1"`, []string{`http.node_id: must be empty or 1 to 32 letters, digits, - or _, got "a.1"`}},
+		{"http.node_id", `"123456789012345678901234567890123"`, []string{`http.node_id: must be empty or 1 to 32 letters, digits, - or _, got "123456789012345678901234567890123"`}},
+		{"http.allow_unauthenticated", `true`, nil},
+		{"http.allow_unauthenticated", `"yes"`, []string{`http.allow_unauthenticated: must be true or false, got "yes"`}},
+		{"http.listen", `"127.0.0.2:80"`, nil},
+		{"http.listen", `"localhost:80"`, nil},
+		{"http.listen", `"0.0.0.0:8080"`, []string{`http.listen: a non-loopback address needs http.auth_token_file (a bearer token clients send) or, behind something that authenticates, http.allow_unauthenticated = true; got "0.0.0.0:8080"`}},
+		{"http.listen", `"[::]:8080"`, []string{`http.listen: a non-loopback address needs http.auth_token_file (a bearer token clients send) or, behind something that authenticates, http.allow_unauthenticated = true; got "[::]:8080"`}},
+	})
+}
+
+// A non-loopback listen loads with a token file or the explicit opt-out.
+func TestHTTPNonLoopbackListen(t *testing.T) {
+	for _, extra := range []string{`auth_token_file = "/run/secrets/token"`, `allow_unauthenticated = true`} {
+		path := writeFile(t, "config.toml", "[http]\nlisten = \"0.0.0.0:8080\"\n"+extra+"\n")
+		c := mustLoad(t, Options{File: path, Env: testEnv(t)})
+		if c.HTTP.Listen != "0.0.0.0:8080" {
+			t.Fatalf("%s: listen %q", extra, c.HTTP.Listen)
+		}
+	}
+	env := testEnv(t, "SNODOD_HTTP__ALLOW_UNAUTHENTICATED=true", "SNODOD_HTTP__LISTEN=0.0.0.0:1")
+	if c := mustLoad(t, Options{Env: env}); !c.HTTP.AllowUnauthenticated {
+		t.Fatal("SNODOD_HTTP__ALLOW_UNAUTHENTICATED=true not read")
+	}
+}
+
+func TestLoopbackListen(t *testing.T) {
+	var got []string
+	for _, l := range []string{":80", "127.0.0.1:80", "127.9.9.9:80", "[::1]:80", "localhost:80", "0.0.0.0:80", "[::]:80", "10.1.2.3:80", "example.com:80"} {
+		if LoopbackListen(l) {
+			got = append(got, l)
+		}
+	}
+	if want := []string{":80", "127.0.0.1:80", "127.9.9.9:80", "[::1]:80", "localhost:80"}; !slices.Equal(got, want) {
+		t.Fatalf("loopback: %v, want %v", got, want)
+	}
+}

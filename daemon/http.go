@@ -1,0 +1,225 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/thejerf/suture/v4"
+
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/server"
+	mcphttp "github.com/snodod/snodod/transport/http"
+)
+
+// The Streamable HTTP listener (protocol.md §13): bound by Run before the
+// daemon reports ready (a bad or busy http.listen fails the start, like the
+// sockets), served by a suture service under the root supervisor (a
+// failing server is restarted on the same listener), drained with the
+// sessions on SIGTERM, shown in Status.
+
+// HTTPStatus is the HTTP listener's row of `snodod status`.
+type HTTPStatus struct {
+	// Listen is the bound address (the port chosen when http.listen asked
+	// for :0); Path the endpoint.
+	Listen string `json:"listen"`
+	Path   string `json:"path"`
+	// State is "serving", "restarting" or "draining".
+	State    string `json:"state"`
+	Restarts int    `json:"restarts"`
+	// NodeID is http.node_id.
+	NodeID string `json:"node_id,omitempty"`
+	// Sessions are the legacy sessions alive (max MaxSessions); Streams
+	// the SSE responses open; Listens the 2026 listen streams among them.
+	Sessions    int `json:"sessions"`
+	MaxSessions int `json:"max_sessions"`
+	Streams     int `json:"streams"`
+	Listens     int `json:"listens"`
+	// Requests2026 and RequestsLegacy count the requests admitted since
+	// the start, by era.
+	Requests2026   uint64 `json:"requests_2026"`
+	RequestsLegacy uint64 `json:"requests_legacy"`
+}
+
+// httpListener is the daemon's HTTP listener and its handler.
+type httpListener struct {
+	d       *Daemon
+	ln      net.Listener
+	handler *mcphttp.Handler
+	limits  mcphttp.ServerLimits
+	grace   time.Duration
+
+	stopped chan struct{} // closed when Serve has drained, for good
+
+	mu       sync.Mutex
+	restarts int
+	state    string
+	token    suture.ServiceToken
+}
+
+// genViews resolves the aggregated view to the server new sessions use: a
+// 2026 request, or a legacy initialize, after a reload is served by the
+// reloaded catalog, and a legacy session keeps the one it began with.
+type genViews struct{ d *Daemon }
+
+func (v genViews) View(name string) (server.Dispatcher, bool) {
+	if name == "" {
+		return v.d.gen.Load().srv, true
+	}
+	return nil, false // pass-through views: wired when upstreams are
+}
+
+// startHTTP binds http.listen (a host-less :port binds 127.0.0.1) and
+// adds its service to root. Without http.listen it does nothing.
+func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config) error {
+	hc := cfg.HTTP
+	if hc.Listen == "" {
+		return nil
+	}
+	addr := hc.Listen
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	var token string
+	if hc.AuthTokenFile != "" {
+		b, err := os.ReadFile(hc.AuthTokenFile)
+		if err != nil {
+			return fmt.Errorf("http.auth_token_file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return fmt.Errorf("http.auth_token_file %s is empty; write the bearer token clients will send into it", hc.AuthTokenFile)
+		}
+	}
+	g := d.gen.Load()
+	h, err := mcphttp.New(mcphttp.Options{
+		Views:                   genViews{d},
+		Dispatcher:              g.srv,
+		Executor:                g.exec,
+		Versions:                cfg.Protocol.Versions,
+		Path:                    hc.Path,
+		MaxBodyBytes:            hc.MaxBodyBytes,
+		ReadTimeout:             hc.ReadTimeout,
+		WriteTimeout:            g.limits.WriteTimeout,
+		AllowedOrigins:          hc.AllowedOrigins,
+		AllowedHosts:            hc.AllowedHosts,
+		AuthToken:               token,
+		MaxSubscriptions:        hc.MaxSubscriptions,
+		MaxSessions:             hc.MaxSessions,
+		SessionMaxSubscriptions: g.limits.MaxSubscriptions,
+		SessionIdleTimeout:      hc.SessionIdleTimeout,
+		NodeID:                  hc.NodeID,
+		ShutdownGrace:           g.limits.ShutdownGrace,
+		Logger:                  d.log.With("listener", "http"),
+	})
+	if err != nil {
+		return fmt.Errorf("http listener: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("http.listen %s: %w; choose another address or stop what listens there", hc.Listen, err)
+	}
+	l := &httpListener{d: d, ln: ln, handler: h, grace: g.limits.ShutdownGrace, state: "serving", stopped: make(chan struct{}),
+		limits: mcphttp.ServerLimits{ReadHeaderTimeout: hc.ReadTimeout, MaxHeaderBytes: hc.MaxHeaderBytes, IdleTimeout: hc.IdleTimeout}}
+	d.http = l
+	l.token = root.Add(l)
+	d.log.Info("listening", "socket", "http", "address", ln.Addr().String(), "path", h.Path(), "node_id", hc.NodeID)
+	return nil
+}
+
+func (l *httpListener) String() string { return "http listener " + l.ln.Addr().String() }
+
+// Serve serves HTTP on the listener until ctx ends; then it drains: see
+// drainHTTP. A server that fails is restarted by the supervisor on the
+// same listener.
+func (l *httpListener) Serve(ctx context.Context) error {
+	srv := mcphttp.NewServer(l.handler, l.limits, l.d.log)
+	failed := make(chan error, 1)
+	go func() { failed <- srv.Serve(keepOpen{l.ln}) }()
+	l.setState("serving")
+	select {
+	case err := <-failed:
+		l.mu.Lock()
+		l.restarts++
+		l.state = "restarting"
+		l.mu.Unlock()
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	l.setState("draining")
+	defer close(l.stopped)
+	_ = l.ln.Close() // the accept loop ends; nothing restarts it now
+	drainCtx, cancel := context.WithTimeout(context.Background(), l.grace+drainMargin)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = l.handler.Shutdown(drainCtx)
+	}()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		srv.Close()
+	}
+	<-done
+	<-failed
+	return nil
+}
+
+func (l *httpListener) setState(s string) {
+	l.mu.Lock()
+	l.state = s
+	l.mu.Unlock()
+}
+
+// keepOpen is the listener as one http.Server sees it: Close is a no-op,
+// so a server restarted by the supervisor serves the same socket. Serve
+// closes the real one when its drain begins.
+type keepOpen struct{ net.Listener }
+
+func (keepOpen) Close() error { return nil }
+
+// drainHTTP starts stopping the HTTP listener: no new connections,
+// listen streams end, requests finish within daemon.shutdown_grace,
+// sessions end. The channel is closed once the service has stopped.
+func (d *Daemon) drainHTTP(root *suture.Supervisor) <-chan struct{} {
+	done := make(chan struct{})
+	l := d.http
+	if l == nil {
+		close(done)
+		return done
+	}
+	l.setState("draining")
+	_ = root.Remove(l.token) // cancels Serve's context; so does the root's end
+	go func() {
+		defer close(done)
+		select {
+		case <-l.stopped:
+		case <-time.After(l.grace + 2*drainMargin):
+			d.log.Warn("the HTTP listener did not stop in time", "bound", l.grace+2*drainMargin)
+		}
+	}()
+	return done
+}
+
+// httpStatus is the HTTP listener's status, nil without one.
+func (d *Daemon) httpStatus() *HTTPStatus {
+	l := d.http
+	if l == nil {
+		return nil
+	}
+	st := l.handler.Stats()
+	cfg := d.Config().HTTP
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return &HTTPStatus{
+		Listen: l.ln.Addr().String(), Path: l.handler.Path(), State: l.state, Restarts: l.restarts,
+		NodeID: cfg.NodeID, Sessions: st.Sessions, MaxSessions: cfg.MaxSessions, Streams: st.Streams,
+		Listens: st.Listens, Requests2026: st.Modern, RequestsLegacy: st.Legacy,
+	}
+}
+
+// httpSettings is cfg's http section as one line, for the reload's
+// warning that it applies only after a restart.
+func httpSettings(cfg *config.Config) string { return fmt.Sprintf("%+v", cfg.HTTP) }

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// This file holds the executor's queues: each connection's queue in
+// admission order, the turn order over connections with queued work, and
+// the hand-over of a freed slot (transport.md §13.2). Everything here runs
+// under Executor.mu.
+//
+// Counting places: a connection's first ConnQueue waiting items are in its
+// own places, the rest in the shared ones. Which items those are does not
+// matter, only how many, so an item leaving the queue (started or
+// cancelled) frees a shared place while the connection has any there.
+
+type jobState uint8
+
+const (
+	jobQueued   jobState = iota // tracked, waiting for a slot
+	jobRunning                  // tracked, handler started or about to
+	jobReleased                 // key released: outcome delivered, or cancelled, or timed out
+)
+
+// job is one submission. conn, id, run, done, ctx and cancel are fixed by
+// Submit; state and the queue links are guarded by e.mu; timer belongs to
+// the goroutine that runs the job.
+type job struct {
+	conn   *ExecConn
+	id     protocol.ID
+	run    func(context.Context) Outcome
+	done   func(Outcome)
+	ctx    context.Context
+	cancel context.CancelFunc
+	timer  *time.Timer
+	state  jobState
+	// link in conn's queue
+	next, prev *job
+}
+
+// releaseLocked stops tracking j (queued or running) without delivering an
+// outcome. A running job keeps its slot until its handler returns.
+func (c *ExecConn) releaseLocked(j *job) {
+	delete(c.jobs, j.id)
+	switch j.state {
+	case jobQueued:
+		c.unlinkLocked(j)
+	case jobRunning:
+		c.running--
+	}
+	j.state = jobReleased
+}
+
+// pushLocked appends j to c's queue, in c's own places or the shared ones,
+// and puts c in the ready list when it had nothing queued.
+func (c *ExecConn) pushLocked(j *job) {
+	j.prev, j.next = c.qTail, nil
+	if c.qTail == nil {
+		c.qHead = j
+	} else {
+		c.qTail.next = j
+	}
+	c.qTail = j
+	c.queued++
+	c.e.queued++
+	if c.queued > c.e.limits.ConnQueue {
+		c.e.shared++
+	}
+	if !c.inReady {
+		c.e.readyAppendLocked(c)
+	}
+}
+
+// unlinkLocked removes j from c's queue, and c from the ready list when its
+// queue is now empty.
+func (c *ExecConn) unlinkLocked(j *job) {
+	if j.prev == nil {
+		c.qHead = j.next
+	} else {
+		j.prev.next = j.next
+	}
+	if j.next == nil {
+		c.qTail = j.prev
+	} else {
+		j.next.prev = j.prev
+	}
+	j.next, j.prev = nil, nil
+	if c.queued > c.e.limits.ConnQueue {
+		c.e.shared-- // the last item leaves the shared places first
+	}
+	c.queued--
+	c.e.queued--
+	if c.queued == 0 && c.inReady {
+		c.e.readyRemoveLocked(c)
+	}
+}
+
+func (e *Executor) readyAppendLocked(c *ExecConn) {
+	c.readyPrev, c.readyNext = e.readyTail, nil
+	if e.readyTail == nil {
+		e.readyHead = c
+	} else {
+		e.readyTail.readyNext = c
+	}
+	e.readyTail = c
+	c.inReady = true
+}
+
+func (e *Executor) readyRemoveLocked(c *ExecConn) {
+	if c.readyPrev == nil {
+		e.readyHead = c.readyNext
+	} else {
+		c.readyPrev.readyNext = c.readyNext
+	}
+	if c.readyNext == nil {
+		e.readyTail = c.readyPrev
+	} else {
+		c.readyNext.readyPrev = c.readyPrev
+	}
+	c.readyNext, c.readyPrev = nil, nil
+	c.inReady = false
+}
+
+// nextLocked hands the slot of a returning handler to the oldest queued
+// item of the connection whose turn it is, and moves that connection to the
+// back of the turn order. With nothing queued the slot is freed and nil is
+// returned.
+func (e *Executor) nextLocked() *job {
+	c := e.readyHead
+	if c == nil {
+		e.running--
+		return nil
+	}
+	j := c.qHead
+	c.unlinkLocked(j) // drops c from the ready list when its queue empties
+	if c.inReady && c.readyNext != nil {
+		e.readyRemoveLocked(c)
+		e.readyAppendLocked(c)
+	}
+	j.state = jobRunning
+	c.running++
+	return j
+}

@@ -1,0 +1,182 @@
+package http
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+)
+
+// Defaults of the handler's limits (protocol.md §13.5). Zero in Options
+// means these.
+const (
+	DefaultPath               = "/mcp"
+	DefaultMaxBodyBytes       = 2_000_000
+	DefaultMaxSubscriptions   = 256
+	DefaultMaxSessions        = 1024
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	DefaultWriteTimeout       = 5 * time.Second
+	DefaultReadTimeout        = 30 * time.Second
+	DefaultShutdownGrace      = 10 * time.Second
+	// DefaultKeepAlive is how long an SSE stream may stay silent before a
+	// ": keep-alive" comment is written: under nginx's default 60 s
+	// proxy_read_timeout with room to spare (protocol.md §13.1).
+	DefaultKeepAlive = 15 * time.Second
+)
+
+// Views resolves the views served below the endpoint: a request for
+// Path + "/NAME" is served by View(NAME) (upstreams.md §2, a pass-through
+// view). It may be called concurrently; a view may appear and disappear
+// while the handler serves.
+type Views interface {
+	View(name string) (server.Dispatcher, bool)
+}
+
+// Options configure a Handler. Zero values mean the defaults, as in
+// net/http.Server; negative limits are refused by New.
+type Options struct {
+	// Dispatcher serves the endpoint itself (the aggregated view).
+	// Required.
+	Dispatcher server.Dispatcher
+	// Views, when set, serves Path + "/NAME".
+	Views Views
+	// Executor runs every request; it is shared with the other transports
+	// of the process. Required.
+	Executor *server.Executor
+	// Versions are the enabled protocol versions (empty: all three). They
+	// decide the routing of requests that carry no 2026 metadata
+	// (protocol.md §13.2 steps 4 and 5).
+	Versions []string
+
+	// Path is the endpoint (default "/mcp").
+	Path string
+	// MaxBodyBytes bounds a request body, checked as it arrives.
+	MaxBodyBytes int
+	// ReadTimeout bounds the reading of one request body from its first
+	// byte; a body that trickles past it is cut off (408).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the writing of one response or one SSE event. A
+	// response or stream that misses it is abandoned.
+	WriteTimeout time.Duration
+	// KeepAlive is the longest an SSE stream stays silent: a ": keep-alive"
+	// comment is written after that much idleness.
+	KeepAlive time.Duration
+	// AllowedOrigins are origins (scheme://host[:port]) allowed besides the
+	// loopback ones.
+	AllowedOrigins []string
+	// AllowedHosts are Host names (with an optional :port) accepted
+	// besides the loopback names. When set, every request's Host must be
+	// one of them or a loopback name, whatever address the listener is
+	// bound to; when empty, only a listener bound to loopback checks Host
+	// (DNS rebinding, protocol.md §13.1).
+	AllowedHosts []string
+	// AuthToken, when set, is the bearer token every request must carry in
+	// Authorization; others get 401.
+	AuthToken string
+	// MaxSubscriptions caps the 2026 listen streams the handler holds at
+	// once (across all clients).
+	MaxSubscriptions int
+	// MaxSessions caps the legacy sessions alive at once.
+	MaxSessions int
+	// SessionMaxSubscriptions caps one legacy session's subscriptions
+	// (protocol.md §9.5, session.max_subscriptions).
+	SessionMaxSubscriptions int
+	// SessionIdleTimeout ends a legacy session after this long with
+	// nothing in flight and no open stream.
+	SessionIdleTimeout time.Duration
+	// NodeID, when set, tags every session id this handler mints
+	// ("NODE.<32 hex>"), so a load balancer can route a session to its
+	// node; a session id with another tag is answered 404.
+	NodeID string
+	// ShutdownGrace is how long admitted requests may still run once
+	// Shutdown is called.
+	ShutdownGrace time.Duration
+
+	// Logger receives the handler's diagnostics; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// validNodeID is the node tag alphabet: visible ASCII that needs no
+// escaping in a header, a log line or an nginx regular expression.
+var validNodeID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// ValidNodeID reports whether id may be used as Options.NodeID.
+func ValidNodeID(id string) bool { return validNodeID.MatchString(id) }
+
+// validate reports every invalid option at once.
+func (o *Options) validate() error {
+	var errs []error
+	neg := func(bad bool, msg string) {
+		if bad {
+			errs = append(errs, errors.New(msg))
+		}
+	}
+	neg(o.Dispatcher == nil, "the HTTP handler needs a Dispatcher")
+	neg(o.Executor == nil, "the HTTP handler needs an Executor")
+	neg(o.MaxBodyBytes < 0, "max_body_bytes must be a positive integer")
+	neg(o.ReadTimeout < 0, "read_timeout must be a positive duration")
+	neg(o.WriteTimeout < 0, "write_timeout must be a positive duration")
+	neg(o.KeepAlive < 0, "keep-alive interval must be a positive duration")
+	neg(o.MaxSubscriptions < 0, "http_max_subscriptions must be a positive integer")
+	neg(o.MaxSessions < 0, "max_sessions must be a positive integer")
+	neg(o.SessionMaxSubscriptions < 0, "max_subscriptions must be a positive integer")
+	neg(o.SessionIdleTimeout < 0, "http_session_idle_timeout must be a positive duration")
+	neg(o.ShutdownGrace < 0, "shutdown_grace must be a positive duration")
+	neg(o.Path != "" && !strings.HasPrefix(o.Path, "/"), "http_path must start with /")
+	neg(o.NodeID != "" && !ValidNodeID(o.NodeID), "node_id must be 1 to 32 letters, digits, - or _")
+	for _, origin := range o.AllowedOrigins {
+		if _, ok := parseOrigin(origin); !ok {
+			errs = append(errs, fmt.Errorf("http_allowed_origins entries must be origins (scheme://host[:port]), got %q", origin))
+		}
+	}
+	if _, err := protocol.ParseVersions(o.Versions); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns o with every zero limit replaced by its default.
+func (o Options) withDefaults() Options {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if o.Path == "" {
+		o.Path = DefaultPath
+	}
+	o.Path = strings.TrimSuffix(o.Path, "/")
+	def(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	def(&o.MaxSubscriptions, DefaultMaxSubscriptions)
+	def(&o.MaxSessions, DefaultMaxSessions)
+	def(&o.SessionMaxSubscriptions, server.DefaultMaxSubscriptions)
+	defD(&o.ReadTimeout, DefaultReadTimeout)
+	defD(&o.WriteTimeout, DefaultWriteTimeout)
+	defD(&o.KeepAlive, DefaultKeepAlive)
+	defD(&o.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	defD(&o.ShutdownGrace, DefaultShutdownGrace)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// parseOrigin reads scheme://host[:port] with nothing else, lowered.
+func parseOrigin(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", false
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), true
+}

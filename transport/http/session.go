@@ -1,0 +1,395 @@
+package http
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	nethttp "net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+)
+
+// Legacy sessions (protocol.md §13.4). A session is a connection in the
+// sense of transport.md: its own recorded version, in-flight ids, log
+// level, resource subscriptions and subscription cap (a server.SessionState),
+// and its own executor connection. Its requests arrive as separate POSTs,
+// possibly at once on several connections; its state is guarded by mu.
+
+// sessionTable holds the live sessions, at most Options.MaxSessions.
+type sessionTable struct {
+	h    *Handler
+	mu   sync.Mutex
+	byID map[string]*session
+}
+
+func newSessionTable(h *Handler) *sessionTable {
+	return &sessionTable{h: h, byID: map[string]*session{}}
+}
+
+func (t *sessionTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byID)
+}
+
+func sessionCapacityError(limit int) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeInternalError,
+		Message: "Server session capacity exhausted (http.max_sessions = " + strconv.Itoa(limit) + ")"}
+}
+
+// create registers a new session, or returns nil at the cap.
+func (t *sessionTable) create(state *server.SessionState, version string, disp server.Dispatcher) *session {
+	h := t.h
+	s := &session{
+		t:        t,
+		id:       newSessionID(h.o.NodeID),
+		state:    state,
+		version:  version,
+		header:   nethttp.Header{server.HeaderProtocolVersion: {version}},
+		disp:     disp,
+		exec:     h.o.Executor.Conn(),
+		ended:    make(chan struct{}),
+		inflight: map[protocol.ID]*exchange{},
+	}
+	t.mu.Lock()
+	if len(t.byID) >= h.o.MaxSessions {
+		t.mu.Unlock()
+		return nil
+	}
+	t.byID[s.id] = s
+	t.mu.Unlock()
+	s.mu.Lock()
+	s.armIdleLocked()
+	s.mu.Unlock()
+	return s
+}
+
+// find returns the session a request names, or the status and error that
+// refuse it: 404 for an unknown or ended session (the client initializes
+// again; a session minted by another node is unknown here too), 400 for a
+// version header that is not the session's. A header naming an MCP
+// version older than every one snodod speaks (2025-03-26, 2024-11-05) is
+// tolerated: the TypeScript SDK's transports send 2025-03-26 in some
+// requests of a 2025-11-25 session, and the conformance suite's
+// server-sse-multiple-streams does (research §1.1); protocol.md §13.4 would
+// refuse it.
+func (t *sessionTable) find(r *nethttp.Request) (*session, int, *protocol.Error) {
+	t.mu.Lock()
+	s := t.byID[r.Header.Get(headerSessionID)]
+	t.mu.Unlock()
+	if s == nil {
+		return nil, nethttp.StatusNotFound, errSessionNotFound
+	}
+	if v := r.Header.Get(headerProtocolVersion); v != "" && v != s.version && !olderVersions[v] {
+		return nil, nethttp.StatusBadRequest, errSessionVersion
+	}
+	return s, 0, nil
+}
+
+// olderVersions are the MCP versions before snodod's oldest.
+var olderVersions = map[string]bool{"2025-03-26": true, "2024-11-05": true}
+
+func (t *sessionTable) remove(s *session) {
+	t.mu.Lock()
+	if t.byID[s.id] == s {
+		delete(t.byID, s.id)
+	}
+	t.mu.Unlock()
+}
+
+// closeAll ends every session (Shutdown).
+func (t *sessionTable) closeAll() {
+	t.mu.Lock()
+	all := make([]*session, 0, len(t.byID))
+	for _, s := range t.byID {
+		all = append(all, s)
+	}
+	t.mu.Unlock()
+	for _, s := range all {
+		s.end()
+	}
+}
+
+// newSessionID returns 32 lowercase hex characters from 128 random bits,
+// after "NODE." when the handler has a node tag.
+func newSessionID(node string) string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	id := hex.EncodeToString(b[:])
+	if node != "" {
+		return node + "." + id
+	}
+	return id
+}
+
+// session is one legacy session.
+type session struct {
+	t       *sessionTable
+	id      string
+	state   *server.SessionState
+	version string
+	header  nethttp.Header // Mcp-Protocol-Version: version; read-only
+	disp    server.Dispatcher
+	exec    *server.ExecConn
+	ended   chan struct{} // closed by end
+
+	mu        sync.Mutex
+	inflight  map[protocol.ID]*exchange
+	pending   map[protocol.ID]chan clientReply // requests to the client, by id
+	streaming bool                             // the GET stream is open
+	closed    bool
+	idle      *time.Timer
+}
+
+// armIdleLocked (re)starts the idle timer when nothing keeps the session
+// alive: idleness counts from the last request's end or stream's close.
+func (s *session) armIdleLocked() {
+	if s.closed || s.streaming || len(s.inflight) > 0 {
+		if s.idle != nil {
+			s.idle.Stop()
+		}
+		return
+	}
+	if s.idle == nil {
+		s.idle = time.AfterFunc(s.t.h.o.SessionIdleTimeout, s.expire)
+		return
+	}
+	s.idle.Reset(s.t.h.o.SessionIdleTimeout)
+}
+
+func (s *session) expire() {
+	s.mu.Lock()
+	busy := s.closed || s.streaming || len(s.inflight) > 0
+	s.mu.Unlock()
+	if !busy {
+		s.t.h.o.Logger.Info("HTTP session ended: idle", "session", s.id, "idle_timeout", s.t.h.o.SessionIdleTimeout)
+		s.end()
+	}
+}
+
+// end ends the session (DELETE, idle expiry, Shutdown): its requests are
+// cancelled, its subscriptions dropped, its stream closed; its id is then
+// unknown. Idempotent.
+func (s *session) end() {
+	s.t.remove(s)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.inflight = nil
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	s.exec.CancelAll()
+	s.state.Close()
+	close(s.ended)
+}
+
+// admit enters x in flight; false for an id already in flight (or an
+// ended session).
+func (s *session) admit(x *exchange) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.inflight[x.id] != nil {
+		return false
+	}
+	s.inflight[x.id] = x
+	s.armIdleLocked()
+	return true
+}
+
+// release takes x out of flight once its outcome arrived (or it was
+// withdrawn). It never blocks: the executor's worker calls it.
+func (s *session) release(x *exchange) {
+	s.mu.Lock()
+	if s.inflight[x.id] == x {
+		delete(s.inflight, x.id)
+	}
+	s.armIdleLocked()
+	s.mu.Unlock()
+}
+
+// serve serves one request of the session.
+func (s *session) serve(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message) {
+	h := s.t.h
+	timeout := h.o.WriteTimeout
+	x := newExchange(msg.ID, msg.Method)
+	x.req.Params, x.req.Header, x.req.State = msg.Params, s.header, s.state
+	x.cancelled = make(chan struct{})
+	if !s.admit(x) {
+		refuse(w, nethttp.StatusBadRequest, msg.ID, protocol.ErrDuplicateID, timeout)
+		return
+	}
+	// With SSE accepted, any request of a session may become a stream:
+	// the response is committed as SSE only when a first event (progress,
+	// a log message, a request to the client) or a keep-alive is due, and
+	// is plain JSON otherwise (protocol.md §13.1).
+	stream := accepts(r, "text/event-stream")
+	ctx := x.context(msg.ProgressToken, stream)
+	if stream {
+		ctx = server.WithClientRequester(ctx, &clientRequester{s: s, x: x})
+	}
+	run := func(ctx context.Context) server.Outcome { return s.disp.Dispatch(ctx, &x.req) }
+	done := func(o server.Outcome) {
+		// The id is free before the answer is written, so a client may
+		// reuse it as soon as it has read the answer.
+		s.release(x)
+		x.deliver(o)
+	}
+	if err := s.exec.Submit(ctx, msg.ID, run, done); err != nil {
+		s.release(x)
+		refuse(w, nethttp.StatusOK, msg.ID, err, timeout)
+		return
+	}
+	h.served[1].Add(1)
+	rsp := newResponder(w, timeout)
+	if stream {
+		h.streams.Add(1)
+		defer h.streams.Add(-1)
+	}
+	o, end := h.await(r.Context(), x, rsp, stream, s.ended)
+	switch end {
+	case endClient:
+		// A dropped stream is not a cancellation: the request runs on and
+		// its response is discarded (§13.4).
+		return
+	case endCancelled:
+		// Nothing is ever written for a cancelled request (transport.md §9).
+		rsp.empty(nethttp.StatusNoContent)
+		return
+	case endGrace, endSession:
+		s.exec.Cancel(msg.ID)
+		s.release(x)
+		rsp.json(nethttp.StatusOK, protocol.AppendError(nil, msg.ID, errClosed))
+		return
+	}
+	h.final(rsp, msg.ID, o, legacyStatus)
+}
+
+// notify handles a notification of the session: a cancellation (valid by
+// transport.md §9) withdraws its request; anything else goes to the
+// runtime (notifications/initialized).
+func (s *session) notify(msg *protocol.Message, _ server.Dispatcher) {
+	s.mu.Lock()
+	s.armIdleLocked()
+	s.mu.Unlock()
+	if msg.Method != "notifications/cancelled" {
+		s.disp.Notify(s.state, msg.Method, msg.Params)
+		return
+	}
+	id, ok := cancelledID(msg.Params)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	x := s.inflight[id]
+	if x != nil {
+		delete(s.inflight, id)
+		s.armIdleLocked()
+	}
+	s.mu.Unlock()
+	if x == nil {
+		return
+	}
+	s.exec.Cancel(id)
+	close(x.cancelled)
+}
+
+// cancelledID reads the requestId of a valid cancellation (transport.md §9).
+func cancelledID(params json.RawMessage) (protocol.ID, bool) {
+	p, ok := protocol.Members(params)
+	if !ok {
+		return protocol.ID{}, false
+	}
+	id, ok := protocol.ParseID(p["requestId"])
+	if !ok {
+		return protocol.ID{}, false
+	}
+	if raw, present := p["reason"]; present {
+		if _, ok := protocol.String(raw); !ok {
+			return protocol.ID{}, false
+		}
+	}
+	if raw, present := p["_meta"]; present {
+		if _, ok := protocol.Members(raw); !ok {
+			return protocol.ID{}, false
+		}
+	}
+	return id, true
+}
+
+// stream serves the session's GET stream; one at a time (a second is 409).
+func (s *session) stream(ctx context.Context, rsp *responder) {
+	s.mu.Lock()
+	if s.streaming || s.closed {
+		s.mu.Unlock()
+		rsp.json(nethttp.StatusConflict, protocol.AppendError(nil, protocol.ID{}, errStreamOpen))
+		return
+	}
+	s.streaming = true
+	s.armIdleLocked()
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.streaming = false
+		s.armIdleLocked()
+		s.mu.Unlock()
+	}()
+	s.t.h.sessionStream(ctx, rsp, s)
+}
+
+// initialize answers a legacy initialize and creates its session
+// (protocol.md §13.4). A stale Mcp-Session-Id on it is ignored: clients
+// keep the header across restarts.
+func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
+	timeout := h.o.WriteTimeout
+	if h.sessions.count() >= h.o.MaxSessions {
+		refuse(w, nethttp.StatusServiceUnavailable, msg.ID, sessionCapacityError(h.o.MaxSessions), timeout)
+		return
+	}
+	state := server.NewSessionState(h.o.SessionMaxSubscriptions)
+	result, version, perr := disp.Initialize(state, msg.Params)
+	if perr != nil {
+		state.Close()
+		status := nethttp.StatusOK
+		if perr.Code == protocol.CodeInvalidRequest {
+			status = nethttp.StatusBadRequest // no legacy version is enabled
+		}
+		refuse(w, status, msg.ID, perr, timeout)
+		return
+	}
+	frame, err := protocol.AppendResult(nil, msg.ID, result)
+	if err != nil {
+		state.Close()
+		refuse(w, nethttp.StatusOK, msg.ID, protocol.ErrInvalidResult, timeout)
+		return
+	}
+	state.SetNegotiated(version)
+	s := h.sessions.create(state, version, disp)
+	if s == nil {
+		state.Close()
+		refuse(w, nethttp.StatusServiceUnavailable, msg.ID, sessionCapacityError(h.o.MaxSessions), timeout)
+		return
+	}
+	h.served[1].Add(1)
+	w.Header().Set(headerSessionID, s.id)
+	newResponder(w, timeout).json(nethttp.StatusOK, frame)
+}
+
+// legacy serves a request that names a session.
+func (h *Handler) legacy(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message) {
+	s, status, err := h.sessions.find(r)
+	if err != nil {
+		refuse(w, status, msg.ID, err, h.o.WriteTimeout)
+		return
+	}
+	s.serve(w, r, msg)
+}
