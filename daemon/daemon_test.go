@@ -310,10 +310,15 @@ func TestStatusSessions(t *testing.T) {
 		}
 	}
 	exec := raw[0]["executor"].(map[string]any)
-	for _, key := range []string{"running", "queued", "max_concurrency", "max_queue"} {
+	for _, key := range []string{"running", "queued", "max_concurrency", "max_queue", "session_queue"} {
 		if _, ok := exec[key]; !ok {
 			t.Errorf("executor lacks %q: %v", key, exec)
 		}
+	}
+	// The per-session places are shown, so "queued" is never read as
+	// beyond its maximum (issue 9, bug 10).
+	if got := exec["session_queue"]; got != float64(sessionQueue) {
+		t.Errorf("session_queue = %v, want %d", got, sessionQueue)
 	}
 }
 

@@ -50,10 +50,14 @@ type SessionStatus struct {
 // limits. (After a reload that changed executor.* the sessions started
 // before it go on sharing the previous executor, which is not counted.)
 type ExecutorStatus struct {
-	Running        int    `json:"running"`
-	Queued         int    `json:"queued"`
-	MaxConcurrency int    `json:"max_concurrency"`
+	Running        int `json:"running"`
+	Queued         int `json:"queued"`
+	MaxConcurrency int `json:"max_concurrency"`
+	// MaxQueue is the queue places every session shares; each session
+	// has SessionQueue more of its own besides (docs/config.md,
+	// executor.max_queue).
 	MaxQueue       int    `json:"max_queue"`
+	SessionQueue   int    `json:"session_queue"`
 	RequestTimeout string `json:"request_timeout"`
 }
 
@@ -93,7 +97,7 @@ func (d *Daemon) Status() *Status {
 		Sessions:    rows,
 		Executor: ExecutorStatus{
 			Running: load.Running, Queued: load.Queued,
-			MaxConcurrency: limits.MaxConcurrency, MaxQueue: limits.MaxQueue,
+			MaxConcurrency: limits.MaxConcurrency, MaxQueue: limits.MaxQueue, SessionQueue: limits.ConnQueue,
 			RequestTimeout: limits.RequestTimeout.String(),
 		},
 		Warnings: d.host.Warnings(),
