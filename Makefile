@@ -10,16 +10,35 @@ FUZZTIME ?= 30s
 # The packages whose fuzz targets `make fuzz` runs.
 FUZZPKGS := ./protocol
 
+# The version `make build` stamps in (snodod version): git describe in a
+# checkout, a worktree included, whose VCS stamp go build misses; empty
+# outside one, and the binary then reads its build info.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+# Installed by npm ci; newer than the lock file once it is installed: the
+# TypeScript client, and the conformance suite with the Node 22 it runs on.
+E2E_NODE := e2e/node/node_modules/.package-lock.json
+E2E_CONFORMANCE := e2e/conformance/node_modules/.package-lock.json
+
 .PHONY: build test bench fuzz lint
 
 build:
-	$(GO) build -o bin/snodod ./cmd/snodod
+	$(GO) build $(if $(VERSION),-ldflags "-X main.version=$(VERSION)") -o bin/snodod ./cmd/snodod
 
 # The main module, then the bench harness's own tests (its statistics and
 # table; bench/ is a separate module so peer SDKs stay out of snodod's).
-test:
+# The TypeScript e2e test's packages are installed first (below), so a
+# fresh clone runs it instead of skipping it.
+test: $(E2E_NODE) $(E2E_CONFORMANCE)
 	$(GO) test -race -count=1 ./...
 	cd bench && $(GO) test -count=1 ./...
+
+# The e2e tests' npm packages, exactly as each package-lock.json pins them;
+# installed again when the lock file changes. Without npm, make test fails
+# and says what to install.
+e2e/%/node_modules/.package-lock.json: e2e/%/package-lock.json
+	@command -v npm >/dev/null || { echo "make test runs e2e tests on Node.js packages, which need Node.js 20 or later and npm: install them (apt-get install nodejs npm), then run make test again, or install the packages yourself with: npm ci --prefix e2e/$*"; exit 1; }
+	npm ci --prefix e2e/$* --no-audit --no-fund
+	@touch $@
 
 # bench runs the Go micro-benchmarks, then the harness in bench/ (its own
 # module): snodod against the Go and TypeScript SDKs, mcp-go and a raw

@@ -42,9 +42,9 @@ type Host struct {
 // HostOptions configure a Host.
 type HostOptions struct {
 	Build Build
-	// Register adds tools, resources and prompts of the caller's (the demo
-	// catalog) to every server the Host builds, after the status tool and
-	// before the configured items.
+	// Register adds tools, resources and prompts of the caller's to every
+	// server the Host builds, after the status tool and the demo catalog
+	// (when server.demo is set) and before the configured items.
 	Register func(*server.Server)
 	// Reserved, when set, names what else the view serves (an aggregated
 	// view's upstream tools and prompts): configured items may not take
@@ -70,6 +70,7 @@ type serverKey struct {
 	versions                                   string
 	cacheTTL                                   time.Duration
 	cacheScope                                 string
+	demo                                       bool
 }
 
 func keyOf(cfg *config.Config) serverKey {
@@ -80,6 +81,7 @@ func keyOf(cfg *config.Config) serverKey {
 		versions:     strings.Join(cfg.Protocol.Versions, ","),
 		cacheTTL:     cfg.Server.CacheTTL,
 		cacheScope:   cfg.Server.CacheScope,
+		demo:         cfg.Server.Demo,
 	}
 }
 
@@ -99,6 +101,10 @@ func (h *Host) Apply(cfg *config.Config) (*server.Server, error) {
 		var err error
 		if srv, err = NewServer(cfg, h.build, true, h.log); err != nil {
 			return nil, err
+		}
+		if cfg.Server.Demo { // server.demo, or --demo
+			Demo(srv)
+			Everything(srv)
 		}
 		if h.register != nil {
 			h.register(srv)

@@ -11,6 +11,10 @@ import (
 
 // Build says which build of snodod is serving, for serverInfo and status.
 type Build struct {
+	// Name is the product's name in the status tool, and serverInfo.name
+	// when server.name is empty; empty means "snodod". A program that
+	// embeds the daemon names itself here.
+	Name    string
 	Version string
 	Started time.Time
 }
@@ -26,6 +30,14 @@ func NewServer(cfg *config.Config, b Build, subscribable bool, log *slog.Logger)
 	if version == "" {
 		version = b.Version
 	}
+	name := b.Name
+	if name == "" {
+		name = "snodod"
+	}
+	info := cfg.Server.Name
+	if info == "" { // a Config built by hand
+		info = name
+	}
 	var stateKey []byte
 	if cfg.Server.StateKeyFile != "" {
 		var err error
@@ -35,7 +47,7 @@ func NewServer(cfg *config.Config, b Build, subscribable bool, log *slog.Logger)
 	}
 	srv, err := server.New(server.Options{
 		Info: server.Implementation{
-			Name:        cfg.Server.Name,
+			Name:        info,
 			Version:     version,
 			Title:       cfg.Server.Title,
 			Description: cfg.Server.Description,
@@ -52,6 +64,6 @@ func NewServer(cfg *config.Config, b Build, subscribable bool, log *slog.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("build the server: %w", err)
 	}
-	Status(srv, b.Version, b.Started)
+	StatusNamed(srv, name, b.Version, b.Started)
 	return srv, nil
 }

@@ -1,18 +1,27 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/snodod/snodod/limits"
+)
 
 // Config is snodod's effective configuration: the embedded defaults with the
 // file, the environment and the flags laid over them, converted, expanded and
-// validated. A *Config returned by Load is valid; every
-// field holds its effective value (never a zero meaning "default", except
-// Server.Version and HTTP.Listen, whose empty values are documented).
+// validated. A *Config returned by Load is valid; every field holds its
+// effective value (never a zero meaning "default", except Server.Version and
+// HTTP.Listen, whose empty values are documented).
 //
-// The koanf tags are the key names: section.leaf. A Config is not modified
-// by this package after it is returned and may be read concurrently.
+// The koanf tags are the key names, section.leaf; the limits' keys are
+// limits.All's. A Config is not modified by this package after it is
+// returned and may be read concurrently.
 type Config struct {
-	Session  Session  `koanf:"session"`
-	Executor Executor `koanf:"executor"`
+	// Limits holds the session.*, executor.* and daemon.* limits, every
+	// key that package limits describes (limits.All names each one's key).
+	// In a hand-built Config a zero field means the default, as everywhere
+	// in Go APIs; a Config from Load has every field set.
+	Limits limits.Limits
+
 	Daemon   Daemon   `koanf:"daemon"`
 	Protocol Protocol `koanf:"protocol"`
 	Server   Server   `koanf:"server"`
@@ -33,42 +42,7 @@ type Config struct {
 	file     string
 	sources  map[string]Source
 	warnings []Problem
-}
-
-// Session holds the limits that apply to every connection.
-type Session struct {
-	// WriteTimeout is how long one outbound frame may take to write; a
-	// device whose write misses it is dead (transport.md §11.3). > 0.
-	WriteTimeout time.Duration `koanf:"write_timeout"`
-	// MaxLineBytes is the longest request line accepted, in bytes, without
-	// its newline (transport.md §3.1). >= 1.
-	MaxLineBytes int `koanf:"max_line_bytes"`
-	// MaxSubscriptions caps, per connection, open listen streams plus
-	// distinct URIs subscribed with resources/subscribe (protocol.md §9.5).
-	// >= 1.
-	MaxSubscriptions int `koanf:"max_subscriptions"`
-	// RequestTimeout is the deadline of one request in the shared executor
-	// (transport.md §13.4). > 0.
-	RequestTimeout time.Duration `koanf:"request_timeout"`
-	// RestartIntensity is how many times a failing session may be restarted
-	// within RestartWindow; the next failure in that window ends the session
-	// for good with one log line. It plays the role of suture's
-	// FailureThreshold, RestartWindow that of FailureDecay. >= 1.
-	RestartIntensity int `koanf:"restart_intensity"`
-	// RestartWindow is the sliding window RestartIntensity counts restarts
-	// in. > 0.
-	RestartWindow time.Duration `koanf:"restart_window"`
-}
-
-// Executor holds the limits of the shared executor that runs every
-// session's requests (transport.md §13).
-type Executor struct {
-	// MaxConcurrency is how many requests run at once. >= 1.
-	MaxConcurrency int `koanf:"max_concurrency"`
-	// MaxQueue is how many admitted requests may wait for a slot in the
-	// places every session shares; each session also has places of its own
-	// (the daemon's sessionQueue). >= 1.
-	MaxQueue int `koanf:"max_queue"`
+	env      map[string]string // the environment Load read, for DefaultSocketDirs
 }
 
 // Daemon holds the settings of `snodod serve`.
@@ -80,15 +54,9 @@ type Daemon struct {
 	// from `snodod connect`, status). Load fills it with control.sock in
 	// Socket's directory when it is configured empty.
 	ControlSocket string `koanf:"control_socket"`
-	// MaxSessions is how many sessions are served at once; a client beyond
-	// it is refused with one line. >= 1.
-	MaxSessions int `koanf:"max_sessions"`
 	// AllowedUIDs lists the peer uids accepted besides the daemon's own.
 	// Empty: only the daemon's own uid.
 	AllowedUIDs []int `koanf:"allowed_uids"`
-	// ShutdownGrace is how long a drain (SIGTERM, SIGINT) lets in-flight
-	// requests finish. > 0.
-	ShutdownGrace time.Duration `koanf:"shutdown_grace"`
 }
 
 // Protocol holds the MCP versions served.
@@ -117,6 +85,9 @@ type Server struct {
 	// Instructions is sent by initialize and server/discover; empty sends
 	// none.
 	Instructions string `koanf:"instructions"`
+	// Demo also serves the demo tools and the conformance fixture (the
+	// catalog package's Demo and Everything), as --demo does.
+	Demo bool `koanf:"demo"`
 	// CacheTTL is the ttlMs of cacheable 2026 results, sent as whole
 	// milliseconds. >= 0.
 	CacheTTL time.Duration `koanf:"cache_ttl"`

@@ -21,8 +21,11 @@
 // key is close. Each value remembers its Source, which Print and PrintJSON
 // show for `snodod config print`; Check serves `snodod config check`.
 //
-// Keys lists every key with its type, default, variable, description and
-// rule; docs/config.md holds the same table, and docs_test.go fails when the
-// two differ. The package imports only the standard library and koanf; it
-// converts nothing into other packages' types and never watches files.
+// Keys lists every key with its type, default, variable, flag, description
+// and rule; docs/config.md holds the same table, and docs_test.go fails when
+// the two differ. The limits' keys (Config.Limits) are made from package
+// limits, which describes each limit once; the other keys are listed here.
+// The package imports only the standard library, koanf and the leaf package
+// limits; it converts nothing into other packages' types and never watches
+// files.
 package config

@@ -3,8 +3,11 @@ package config
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +24,7 @@ const (
 	tableEnd   = "<!-- keys:end -->"
 )
 
-var tableHeader = []string{"Key", "Type", "Default", "Environment variable", "Description", "Validation"}
+var tableHeader = []string{"Key", "Type", "Default", "Environment variable", "Flag", "Description", "Validation"}
 
 // TestDocsTable compares the reference table in docs/config.md with Keys()
 // in both directions, every column, so neither can change alone.
@@ -95,6 +98,7 @@ func compareKeys(doc, code []Key) []string {
 			{"type", d.Type, c.Type},
 			{"default", d.Default, c.Default},
 			{"environment variable", d.Env, c.Env},
+			{"flag", flagCell(d), flagCell(c)},
 			{"description", d.Description, c.Description},
 			{"validation", d.Allowed, c.Allowed},
 		} {
@@ -117,7 +121,7 @@ func renderTable(keys []Key) string {
 	b.WriteString("| " + strings.Join(tableHeader, " | ") + " |\n")
 	b.WriteString(strings.Repeat("|---", len(tableHeader)) + "|\n")
 	for _, k := range keys {
-		cells := []string{code(k.Name), k.Type, code(k.Default), code(k.Env), k.Description, k.Allowed}
+		cells := []string{code(k.Name), k.Type, code(k.Default), code(k.Env), flagCell(k), k.Description, k.Allowed}
 		for i, c := range cells {
 			cells[i] = strings.ReplaceAll(c, "|", `\|`)
 		}
@@ -127,6 +131,17 @@ func renderTable(keys []Key) string {
 }
 
 func code(s string) string { return "`" + s + "`" }
+
+// flagCell shows a key's flag, and says when `snodod stdio` lacks it.
+func flagCell(k Key) string {
+	switch {
+	case k.Flag == "":
+		return ""
+	case k.DaemonOnly:
+		return code("--"+k.Flag) + " (serve)"
+	}
+	return code("--" + k.Flag)
+}
 
 // parseTable reads the Markdown table between the markers: a header row as
 // tableHeader, a separator, then one row per key.
@@ -145,10 +160,13 @@ func parseTable(text string) ([]Key, error) {
 		if len(r) != len(tableHeader) {
 			return nil, fmt.Errorf("key table row %d has %d cells, want %d", i+1, len(r), len(tableHeader))
 		}
-		keys = append(keys, Key{
+		k := Key{
 			Name: uncode(r[0]), Type: r[1], Default: uncode(r[2]), Env: uncode(r[3]),
-			Description: r[4], Allowed: r[5],
-		})
+			Description: r[5], Allowed: r[6],
+		}
+		flagText, serveOnly := strings.CutSuffix(r[4], " (serve)")
+		k.Flag, k.DaemonOnly = strings.TrimPrefix(uncode(flagText), "--"), serveOnly
+		keys = append(keys, k)
 	}
 	return keys, nil
 }
@@ -249,5 +267,49 @@ versions = ["2025-06-18", "2025-06-18"]
 	_, err = Load(Options{File: path, Env: testEnv(t, "SNODOD_EXECUTOR__MAX_QUEUE=-1")})
 	if got, want := fmt.Sprint(err), strings.TrimSuffix(texts[0], "\n"); got != want {
 		t.Errorf("Load reports:\n%s\nthe docs show:\n%s", got, want)
+	}
+}
+
+// TestLineLimitProse: session.max_line_bytes counts the newline
+// (transport.md §3.1). The key table says so from package limits; this
+// catches prose anywhere in the repository (docs, README, the example
+// configuration, doc comments, help texts) that says otherwise.
+func TestLineLimitProse(t *testing.T) {
+	wrong := regexp.MustCompile(`(?i)(without|excluding|not counting|not including|minus) (its|the) (trailing )?newline|newline (is )?not (included|counted)`)
+	limit := regexp.MustCompile(`(?i)max_line_bytes|MaxLineBytes|max-line-bytes|line limit|longest (request |input )?line`)
+	// Comments and prose wrap: a sentence is read across lines, without
+	// the comment markers.
+	wrap := regexp.MustCompile(`\s*\n\s*(//|#)?\s*`)
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == ".git" || name == "node_modules" || name == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".md", ".toml", ".yaml", ".service", ".socket":
+		default:
+			return nil
+		}
+		if filepath.Base(path) == "docs_test.go" {
+			return nil // this test's own pattern
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, sentence := range strings.Split(wrap.ReplaceAllString(string(b), " "), ". ") {
+			if wrong.MatchString(sentence) && limit.MatchString(sentence) {
+				t.Errorf("%s says the line limit leaves the newline out; it counts it (transport.md §3.1): %q", path, sentence)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

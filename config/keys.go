@@ -12,6 +12,8 @@ import (
 	toml "github.com/knadh/koanf/parsers/toml/v2"
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/snodod/snodod/limits"
 )
 
 // defaultsTOML is the single source of every key's default.
@@ -24,8 +26,8 @@ var defaultsTOML []byte
 type Key struct {
 	// Name is the key: section.leaf, e.g. "session.write_timeout".
 	Name string
-	// Type is "duration", "integer", "string", "list of strings",
-	// "list of integers" or "boolean".
+	// Type is "duration", "integer", "string", "boolean", "list of
+	// strings" or "list of integers".
 	Type string
 	// Default is the default as a TOML value, e.g. `"5s"`, `2000000`, `[]`,
 	// before any expansion.
@@ -38,6 +40,12 @@ type Key struct {
 	// Allowed is what the key accepts, as validation messages say it, e.g.
 	// "must be a positive duration".
 	Allowed string
+	// Flag is the command-line flag that sets the key, without dashes
+	// ("write-timeout"); "" when there is none.
+	Flag string
+	// DaemonOnly is true for a key only `snodod serve` applies; the flags
+	// of `snodod stdio` leave it out.
+	DaemonOnly bool
 }
 
 // Keys returns every configuration key in reference order (by section, as
@@ -53,6 +61,8 @@ func Keys() []Key {
 			Env:         envName(s.name),
 			Description: s.desc,
 			Allowed:     s.allowed,
+			Flag:        s.flag,
+			DaemonOnly:  s.daemonOnly,
 		})
 	}
 	return out
@@ -96,25 +106,24 @@ type spec struct {
 	rule
 	kind  kind
 	field []int // reflect index path of the field in Config
+	// flag is the command-line flag that sets the key ("" for none);
+	// daemonOnly leaves it out of `snodod stdio`'s flags.
+	flag       string
+	daemonOnly bool
+	// limit is true for a key of limits.All: its default is the limit's,
+	// not defaults.toml's.
+	limit bool
 }
 
-// specs lists every key in reference order. Adding a key means a Config
-// field with a koanf tag, a line here, a default in defaults.toml and a row
-// in docs/config.md; init and the tests refuse any of them alone.
-var specs = []*spec{
-	{name: "session.write_timeout", rule: positiveDuration(), desc: "How long one outbound frame may take to write; a device that misses it is dead."},
-	{name: "session.max_line_bytes", rule: positiveInt(), desc: "Longest request line accepted, in bytes, without its newline."},
-	{name: "session.max_subscriptions", rule: positiveInt(), desc: "Per connection: open listen streams plus resource URIs subscribed with resources/subscribe."},
-	{name: "session.request_timeout", rule: positiveDuration(), desc: "Deadline of one request in the shared executor."},
-	{name: "session.restart_intensity", rule: positiveInt(), desc: "Restarts of a failing session allowed within session.restart_window; the next failure ends it."},
-	{name: "session.restart_window", rule: positiveDuration(), desc: "The sliding window session.restart_intensity counts restarts in."},
-	{name: "executor.max_concurrency", rule: positiveInt(), desc: "Requests the shared executor runs at once."},
-	{name: "executor.max_queue", rule: positiveInt(), desc: "Requests that may wait for an executor slot in places every session shares; besides these, each session has 4 places of its own, so the queue holds up to max_queue + 4 × sessions and no session is refused while it has fewer than 4 waiting. A request beyond both is refused."},
-	{name: "daemon.socket", rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. Environment variables are expanded."},
-	{name: "daemon.control_socket", rule: socketPath("must be empty or an absolute path of at most 107 bytes"), desc: "Control socket (fd hand-over, status); empty: control.sock beside daemon.socket."},
-	{name: "daemon.max_sessions", rule: positiveInt(), desc: "Sessions served at once; a client beyond it is refused with one line."},
+// keyed lists the keys that are not limits, in reference order within
+// their section. Adding a key means a Config field with a koanf tag, a line
+// here, a default in defaults.toml and a row in docs/config.md; init and the
+// tests refuse any of them alone. A limit is added to package limits
+// instead: init makes its spec, and its default is limits.All's.
+var keyed = []*spec{
+	{name: "daemon.socket", flag: "socket", daemonOnly: true, rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. Environment variables are expanded."},
+	{name: "daemon.control_socket", flag: "control-socket", daemonOnly: true, rule: socketPath("must be empty or an absolute path of at most 107 bytes"), desc: "Control socket (fd hand-over, status); empty: control.sock beside daemon.socket."},
 	{name: "daemon.allowed_uids", rule: eachInt("entries must be user ids from 0 to 4294967294", validUID), desc: "Peer uids accepted besides the daemon's own."},
-	{name: "daemon.shutdown_grace", rule: positiveDuration(), desc: "How long a drain (SIGTERM, SIGINT) lets in-flight requests finish."},
 	{name: "protocol.versions", rule: versionsRule(), desc: "Enabled MCP versions, in any order; empty means all three."},
 	{name: "server.name", rule: scalar("must be a non-empty string", func(v any) bool { return v != "" }), desc: "serverInfo.name."},
 	{name: "server.version", rule: anyString(), desc: "serverInfo.version; empty: the build version."},
@@ -123,9 +132,10 @@ var specs = []*spec{
 	{name: "server.website_url", rule: scalar("must be empty or an http or https URL", validWebsite), desc: "serverInfo.websiteUrl; empty: none."},
 	{name: "server.instructions", rule: anyString(), desc: "Instructions sent by initialize and server/discover; empty: none."},
 	{name: "server.cache_ttl", rule: scalar("must be a non-negative duration", func(v any) bool { return v.(time.Duration) >= 0 }), desc: "ttlMs of cacheable 2026 results, sent as whole milliseconds."},
+	{name: "server.demo", flag: "demo", rule: anyBool(), desc: "Also serve the demo tools (echo, sleep, big, fail, panic) and the conformance fixture."},
 	{name: "server.cache_scope", rule: oneOf("public", "private"), desc: "cacheScope of cacheable 2026 results."},
 	{name: "server.state_key_file", rule: anyString(), desc: "File holding the key (at least 32 bytes) that signs MRTR requestState and cursors; the same file on every node of a cluster. Empty: a random key per process."},
-	{name: "http.listen", rule: scalar(`must be empty or host:port, such as "127.0.0.1:8080" or ":8080"`, validListen), desc: "Streamable HTTP listener address; empty: off; a host-less :port binds 127.0.0.1."},
+	{name: "http.listen", flag: "http", daemonOnly: true, rule: scalar(`must be empty or host:port, such as "127.0.0.1:8080" or ":8080"`, validListen), desc: "Streamable HTTP listener address; empty: off; a host-less :port binds 127.0.0.1."},
 	{name: "http.path", rule: scalar("must start with / and contain no ?, # or spaces", validHTTPPath), desc: "The HTTP endpoint's path."},
 	{name: "http.max_body_bytes", rule: positiveInt(), desc: "Largest HTTP request body accepted, in bytes."},
 	{name: "http.allowed_origins", rule: eachString("entries must be origins (scheme://host[:port])", validOrigin), desc: "Origins allowed besides the loopback ones."},
@@ -147,9 +157,14 @@ var specs = []*spec{
 	{name: "upstreams.stderr_bytes", rule: positiveInt(), desc: "Stderr kept per upstream, in bytes, for snodod logs and error messages."},
 	{name: "upstreams.stderr_total_bytes", rule: positiveInt(), desc: "Stderr kept by all upstreams together, in bytes."},
 	{name: "upstreams.drain_timeout", rule: positiveDuration(), desc: "How long a replaced or removed upstream instance may finish its requests after a reload."},
-	{name: "log.level", rule: oneOf("debug", "info", "warn", "error"), desc: "Lowest level logged."},
+	{name: "log.level", flag: "log-level", rule: oneOf("debug", "info", "warn", "error"), desc: "Lowest level logged."},
 	{name: "log.format", rule: oneOf("text", "json"), desc: "Log line format."},
 }
+
+// specs lists every key, limits and keyed ones, in reference order: by
+// section, in the order sections first appear in limits.All and then in
+// keyed, limits last within a section. Filled by init.
+var specs []*spec
 
 // specByName indexes specs; filled by init.
 var specByName = map[string]*spec{}
@@ -157,15 +172,21 @@ var specByName = map[string]*spec{}
 // sections holds the section names ("session", …); filled by init.
 var sections = map[string]bool{}
 
-// init binds every spec to its Config field by koanf tag and panics when a
-// field has no spec or a spec no field: both are programming errors that
-// every test run catches.
+// init binds every keyed spec to its Config field by koanf tag, makes the
+// limits' specs from limits.All, bound to their fields of Config.Limits, and
+// orders them all. It panics when a field has no spec or a spec no field:
+// both are programming errors that every test run catches.
 func init() {
 	fields := map[string][]int{}
 	kinds := map[string]kind{}
 	t := reflect.TypeFor[Config]()
+	limitsIndex := -1
 	for i := range t.NumField() {
 		sec := t.Field(i)
+		if sec.Type == reflect.TypeFor[limits.Limits]() {
+			limitsIndex = i
+			continue
+		}
 		secName := sec.Tag.Get("koanf")
 		if secName == "" {
 			continue
@@ -178,18 +199,77 @@ func init() {
 			kinds[name] = kindOf(f.Type)
 		}
 	}
-	for _, s := range specs {
+	for _, s := range keyed {
 		idx, ok := fields[s.name]
 		if !ok {
 			panic(fmt.Sprintf("config: key %s has no Config field", s.name))
 		}
 		s.field, s.kind = idx, kinds[s.name]
-		specByName[s.name] = s
 		delete(fields, s.name)
 	}
 	for name := range fields {
-		panic(fmt.Sprintf("config: Config field for %s has no entry in specs", name))
+		panic(fmt.Sprintf("config: Config field for %s has no entry in keyed", name))
 	}
+	specs = orderSpecs(limitSpecs(limitsIndex), keyed)
+	for _, s := range specs {
+		if specByName[s.name] != nil {
+			panic("config: key " + s.name + " defined twice")
+		}
+		specByName[s.name] = s
+		section, _, _ := strings.Cut(s.name, ".")
+		sections[section] = true
+	}
+}
+
+// limitSpecs makes a spec of every limit, bound to its field of the
+// Config field at index i, which holds the limits.Limits.
+func limitSpecs(i int) []*spec {
+	if i < 0 {
+		panic("config: Config has no limits.Limits field")
+	}
+	var ls limits.Limits
+	lv := reflect.ValueOf(&ls).Elem()
+	var out []*spec
+	for _, l := range limits.All() {
+		j := slices.IndexFunc(reflect.VisibleFields(lv.Type()), func(f reflect.StructField) bool {
+			return lv.FieldByIndex(f.Index).Addr().Interface() == l.Field(&ls)
+		})
+		if j < 0 {
+			panic("config: limit " + l.Key + " has no field in limits.Limits")
+		}
+		s := &spec{name: l.Key, desc: l.Description, field: []int{i, j}, limit: true, flag: l.Flag, daemonOnly: l.Daemon}
+		if l.IsDuration() {
+			s.kind, s.rule = kindDuration, positiveDuration()
+		} else {
+			s.kind, s.rule = kindInt, positiveInt()
+		}
+		if s.allowed != l.Allowed() {
+			panic("config: limit " + l.Key + ": the rule's text differs from limits' Allowed")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// orderSpecs returns lims and keys in reference order: sections in the
+// order they first appear in lims, then keys; within a section the keyed
+// specs first, then the limits, each in their own order.
+func orderSpecs(lims, keys []*spec) []*spec {
+	rank := map[string]int{}
+	all := slices.Concat(lims, keys)
+	for _, s := range all {
+		section, _, _ := strings.Cut(s.name, ".")
+		if _, ok := rank[section]; !ok {
+			rank[section] = len(rank)
+		}
+	}
+	out := slices.Concat(keys, lims)
+	slices.SortStableFunc(out, func(a, b *spec) int {
+		sa, _, _ := strings.Cut(a.name, ".")
+		sb, _, _ := strings.Cut(b.name, ".")
+		return rank[sa] - rank[sb]
+	})
+	return out
 }
 
 func kindOf(t reflect.Type) kind {
@@ -210,15 +290,19 @@ func kindOf(t reflect.Type) kind {
 	panic(fmt.Sprintf("config: unsupported field type %s", t))
 }
 
-// envPrefix starts every configuration variable.
-const envPrefix = "SNODOD_"
+// DefaultEnvPrefix starts every configuration variable, unless
+// Options.EnvPrefix names another (a program embedding the daemon may want
+// its own).
+const DefaultEnvPrefix = "SNODOD_"
 
 // envName is the variable that sets key: session.write_timeout →
 // SNODOD_SESSION__WRITE_TIMEOUT (a double underscore between section and
 // leaf, because leaves contain single underscores).
-func envName(key string) string {
+func envName(key string) string { return envNameWith(DefaultEnvPrefix, key) }
+
+func envNameWith(prefix, key string) string {
 	section, leaf, _ := strings.Cut(key, ".")
-	return envPrefix + strings.ToUpper(section) + "__" + strings.ToUpper(leaf)
+	return prefix + strings.ToUpper(section) + "__" + strings.ToUpper(leaf)
 }
 
 // defaultSet is the parsed embedded defaults.
@@ -227,19 +311,26 @@ type defaultSet struct {
 	values map[string]any // converted to each key's kind, for Keys
 }
 
-// defaults parses defaults.toml once. It panics when the file does not
-// define exactly the keys of specs, each convertible: the file is part of
-// the binary, so that is a programming error.
+// defaults parses defaults.toml once and adds the limits' defaults. It
+// panics when the file does not define exactly the keyed keys, each
+// convertible: the file is part of the binary, so that is a programming
+// error.
 var defaults = sync.OnceValue(func() defaultSet {
 	k := koanf.New(".")
 	if err := k.Load(rawbytes.Provider(defaultsTOML), toml.Parser()); err != nil {
 		panic("config: defaults.toml: " + err.Error())
 	}
 	set := defaultSet{raw: map[string]any{}, values: map[string]any{}}
+	for _, l := range limits.All() {
+		set.raw[l.Key], set.values[l.Key] = l.Default, l.Default
+	}
 	for _, key := range k.Keys() {
 		s, ok := specByName[key]
 		if !ok {
 			panic("config: defaults.toml sets unknown key " + key)
+		}
+		if s.limit {
+			panic("config: defaults.toml sets " + key + ", a limit: its default is in package limits")
 		}
 		raw := k.Get(key)
 		v, ok := convert(s.kind, raw)

@@ -3,6 +3,8 @@ package config
 import (
 	"reflect"
 	"testing"
+
+	"github.com/snodod/snodod/limits"
 )
 
 func TestKeys(t *testing.T) {
@@ -18,11 +20,11 @@ func TestKeys(t *testing.T) {
 		}
 	}
 	// The Config struct and the key list are the same set: every leaf field
-	// with a koanf tag is a key.
+	// with a koanf tag is a key, and so is every field of Config.Limits.
 	fields := 0
 	ct := reflect.TypeFor[Config]()
 	for i := range ct.NumField() {
-		if f := ct.Field(i); f.Tag.Get("koanf") != "" {
+		if f := ct.Field(i); f.Tag.Get("koanf") != "" || f.Type == reflect.TypeFor[limits.Limits]() {
 			fields += f.Type.NumField()
 		}
 	}
@@ -41,7 +43,15 @@ func TestKeys(t *testing.T) {
 		}
 	}
 	if got := len(defaults().raw); got != len(keys) {
-		t.Errorf("defaults.toml sets %d keys, want %d", got, len(keys))
+		t.Errorf("the defaults set %d keys, want %d", got, len(keys))
+	}
+	// Each limit's key is bound to its own field of Config.Limits.
+	for _, l := range limits.All() {
+		var c Config
+		p := reflect.ValueOf(&c).Elem().FieldByIndex(specByName[l.Key].field).Addr().Interface()
+		if p != l.Field(&c.Limits) {
+			t.Errorf("%s is bound to another field", l.Key)
+		}
 	}
 }
 

@@ -41,6 +41,11 @@ type Options struct {
 	// Flags names the flag that set each override ("--write-timeout"), for
 	// provenance and messages; a key missing here shows as "--<key>".
 	Flags map[string]string
+	// EnvPrefix starts the configuration variables instead of
+	// DefaultEnvPrefix ("SNODOD_"), for a program that embeds the daemon
+	// under its own name: "MYAPP_" reads MYAPP_SESSION__WRITE_TIMEOUT.
+	// It should end in "_"; empty means DefaultEnvPrefix.
+	EnvPrefix string
 }
 
 // Load reads the embedded defaults, then the file, then the SNODOD_*
@@ -52,7 +57,7 @@ type Options struct {
 // file that does not exist matches fs.ErrNotExist); otherwise a
 // *ValidationError listing every problem of every layer at once.
 func Load(opts Options) (*Config, error) {
-	l := newLoader(opts.Env)
+	l := newLoader(opts.Env, opts.EnvPrefix)
 	if err := l.readFile(opts.File); err != nil {
 		return nil, err
 	}
@@ -77,7 +82,7 @@ func Check(path string) error {
 // (Config.Warnings). Checks that look at the machine, such as an
 // upstream's command on its PATH, are problems here and not in Load.
 func Inspect(path string) (*Config, error) {
-	l := newLoader(nil)
+	l := newLoader(nil, "")
 	l.check = true
 	if err := l.readFile(path); err != nil {
 		return nil, err
@@ -109,6 +114,7 @@ func (e *FileError) Unwrap() error { return e.Err }
 
 // loader accumulates the layers, lowest first, and the problems found.
 type loader struct {
+	prefix   string // of the configuration variables
 	env      map[string]string
 	environ  []string
 	file     string
@@ -122,11 +128,14 @@ type loader struct {
 	check bool
 }
 
-func newLoader(environ []string) *loader {
+func newLoader(environ []string, prefix string) *loader {
 	if environ == nil {
 		environ = os.Environ()
 	}
-	l := &loader{env: envMap(environ), environ: environ, raw: map[string]any{}, src: map[string]Source{}}
+	if prefix == "" {
+		prefix = DefaultEnvPrefix
+	}
+	l := &loader{prefix: prefix, env: envMap(environ), environ: environ, raw: map[string]any{}, src: map[string]Source{}}
 	for key, v := range defaults().raw {
 		l.set(key, v, Source{Kind: FromDefault})
 	}
@@ -273,15 +282,15 @@ func lineColumn(b []byte, offset int64) (line, column int) {
 	return line, column
 }
 
-// readEnv records the SNODOD_<SECTION>__<KEY> variables. Other SNODOD_*
-// variables without a double underscore are not configuration (tests and
-// tools use such names) and are ignored, except the near miss
-// SNODOD_<SECTION>_<KEY>, which is a problem.
+// readEnv records the SNODOD_<SECTION>__<KEY> variables (or those of
+// Options.EnvPrefix). Other SNODOD_* variables without a double underscore
+// are not configuration (tests and tools use such names) and are ignored,
+// except the near miss SNODOD_<SECTION>_<KEY>, which is a problem.
 func (l *loader) readEnv() error {
 	vars := map[string]string{}
 	k := koanf.New(".")
 	err := k.Load(env.Provider(".", env.Opt{
-		Prefix:      envPrefix,
+		Prefix:      l.prefix,
 		EnvironFunc: func() []string { return l.environ },
 		TransformFunc: func(name, value string) (string, any) {
 			key := l.envKey(name)
@@ -304,10 +313,10 @@ func (l *loader) readEnv() error {
 // when the name looks meant as configuration).
 func (l *loader) envKey(name string) string {
 	src := Source{Kind: FromEnv, Name: name}
-	section, leaf, ok := strings.Cut(strings.TrimPrefix(name, envPrefix), "__")
+	section, leaf, ok := strings.Cut(strings.TrimPrefix(name, l.prefix), "__")
 	if !ok {
 		for _, s := range specs {
-			if want := envName(s.name); strings.EqualFold(name, strings.Replace(want, "__", "_", 1)) {
+			if want := envNameWith(l.prefix, s.name); strings.EqualFold(name, strings.Replace(want, "__", "_", 1)) {
 				l.problem(Problem{Key: name, Source: src, Unknown: true, Message: fmt.Sprintf(
 					"%s is not a configuration variable; did you mean %s? (a double underscore separates the section from the key)", name, want)})
 			}
@@ -317,7 +326,7 @@ func (l *loader) envKey(name string) string {
 	key := strings.ToLower(section) + "." + strings.ToLower(leaf)
 	if _, ok := specByName[key]; !ok {
 		l.problem(Problem{Key: name, Source: src, Unknown: true,
-			Message: "unknown variable " + name + didYouMean(suggest(key), envName)})
+			Message: "unknown variable " + name + didYouMean(suggest(key), func(k string) string { return envNameWith(l.prefix, k) })})
 		return ""
 	}
 	return key
@@ -341,12 +350,20 @@ func (l *loader) readOverrides(overrides map[string]any, flags map[string]string
 // build converts every key, resolves the derived values and checks every
 // rule, collecting all problems before deciding.
 func (l *loader) build() (*Config, error) {
-	c := &Config{file: l.file, sources: l.src}
+	c := &Config{file: l.file, sources: l.src, env: l.env}
 	rv := reflect.ValueOf(c).Elem()
 	ok := map[string]bool{} // converted, and not already refused
 	for _, s := range specs {
 		raw := l.raw[s.name]
 		v, converted := convert(s.kind, raw)
+		if items, isList := toList(raw); !converted && isList && s.entry != nil {
+			for _, it := range items {
+				if !s.entry(it) {
+					l.problem(Problem{Key: s.name, Message: s.allowed + ", got " + literal(it), Source: l.src[s.name]})
+				}
+			}
+			continue
+		}
 		if !converted {
 			allowed := s.allowed
 			if s.kind == kindDuration && unitless(raw) {

@@ -10,19 +10,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/limits"
 )
 
 // wantDefaults is the configuration with nothing set, under testEnv: the
 // values the specs (transport.md §15, protocol.md §13.5) and the issue fix.
 var wantDefaults = Config{
-	Session: Session{
+	Limits: limits.Limits{
 		WriteTimeout: 5 * time.Second, MaxLineBytes: 2000000, MaxSubscriptions: 32,
 		RequestTimeout: 30 * time.Second, RestartIntensity: 5, RestartWindow: 10 * time.Second,
+		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, ShutdownGrace: 10 * time.Second,
 	},
-	Executor: Executor{MaxConcurrency: 32, MaxQueue: 256},
 	Daemon: Daemon{
 		Socket: "/run/test/snodod/snodod.sock", ControlSocket: "/run/test/snodod/control.sock",
-		MaxSessions: 1024, AllowedUIDs: []int{}, ShutdownGrace: 10 * time.Second,
+		AllowedUIDs: []int{},
 	},
 	Protocol: Protocol{Versions: []string{"2026-07-28", "2025-11-25", "2025-06-18"}},
 	Server:   Server{Name: "snodod", CacheScope: "private"},
@@ -42,7 +44,7 @@ var wantDefaults = Config{
 // sections returns c's exported part, for comparisons.
 func sectionsOf(c *Config) Config {
 	out := *c
-	out.file, out.sources = "", nil
+	out.file, out.sources, out.env = "", nil, nil
 	return out
 }
 
@@ -93,7 +95,7 @@ daemon: {allowed_uids: [1000, 1001]}
 }`,
 	}
 	want := wantDefaults
-	want.Session.WriteTimeout, want.Session.MaxLineBytes = 2*time.Second, 1000
+	want.Limits.WriteTimeout, want.Limits.MaxLineBytes = 2*time.Second, 1000
 	want.Protocol.Versions = []string{"2025-06-18", "2026-07-28"}
 	want.Daemon.AllowedUIDs = []int{1000, 1001}
 	for name, content := range files {
@@ -271,7 +273,7 @@ func TestEnvironment(t *testing.T) {
 			"SNODOD_log__format=json", // the section and key are read in any case
 			"SNODOD_TEST_STDOUT_HELPER=1",
 		)})
-		if c.Session.WriteTimeout != 2*time.Second ||
+		if c.Limits.WriteTimeout != 2*time.Second ||
 			!slices.Equal(c.Protocol.Versions, []string{"2026-07-28", "2025-06-18"}) ||
 			!slices.Equal(c.Daemon.AllowedUIDs, []int{1000, 1001}) ||
 			len(c.HTTP.AllowedOrigins) != 0 || c.Log.Level != "info" || c.Log.Format != "json" {
@@ -306,8 +308,8 @@ func TestOverrides(t *testing.T) {
 		"daemon.allowed_uids":     []int{7},
 		"server.instructions":     "be brief",
 	}})
-	if c.Session.WriteTimeout != 3*time.Second || c.Session.RequestTimeout != 4*time.Second ||
-		c.Executor.MaxQueue != 9 || !slices.Equal(c.Protocol.Versions, []string{"2025-06-18"}) ||
+	if c.Limits.WriteTimeout != 3*time.Second || c.Limits.RequestTimeout != 4*time.Second ||
+		c.Limits.MaxQueue != 9 || !slices.Equal(c.Protocol.Versions, []string{"2025-06-18"}) ||
 		!slices.Equal(c.Daemon.AllowedUIDs, []int{7}) || c.Server.Instructions != "be brief" {
 		t.Errorf("got %+v", sectionsOf(c))
 	}

@@ -71,6 +71,11 @@ type rule struct {
 	// bad returns the offending parts of v: v itself, or each offending
 	// entry of a list; nil when v is allowed.
 	bad func(v any) []any
+	// entry, for a list whose entries are judged one by one, converts one
+	// raw entry and says whether it is allowed, so that a list with an
+	// entry of the wrong type ("bob" among uids) gets one line per bad
+	// entry rather than one for the whole list.
+	entry func(raw any) bool
 }
 
 func scalar(allowed string, ok func(v any) bool) rule {
@@ -103,7 +108,10 @@ func oneOf(values ...string) rule {
 }
 
 func eachString(allowed string, ok func(string) bool) rule {
-	return rule{allowed: allowed, bad: func(v any) []any {
+	return rule{allowed: allowed, entry: func(raw any) bool {
+		s, converted := toString(raw)
+		return converted && ok(s)
+	}, bad: func(v any) []any {
 		var bad []any
 		for _, s := range v.([]string) {
 			if !ok(s) {
@@ -115,7 +123,10 @@ func eachString(allowed string, ok func(string) bool) rule {
 }
 
 func eachInt(allowed string, ok func(int) bool) rule {
-	return rule{allowed: allowed, bad: func(v any) []any {
+	return rule{allowed: allowed, entry: func(raw any) bool {
+		n, converted := toInt(raw)
+		return converted && ok(n)
+	}, bad: func(v any) []any {
 		var bad []any
 		for _, n := range v.([]int) {
 			if !ok(n) {

@@ -106,7 +106,15 @@ func TestRules(t *testing.T) {
 			`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got -1`,
 			`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got 4294967295`,
 		}},
-		{"daemon.allowed_uids", `["root"]`, []string{`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got ["root"]`}},
+		{"daemon.allowed_uids", `["root"]`, []string{`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got "root"`}},
+		// One line per bad entry, whatever makes it bad (issue 9, bug 7).
+		{"daemon.allowed_uids", `["bob", 1001]`, []string{`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got "bob"`}},
+		{"daemon.allowed_uids", `["bob", -1, 1001, 2.5]`, []string{
+			`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got "bob"`,
+			`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got -1`,
+			`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got 2.5`,
+		}},
+		{"http.allowed_origins", `["https://ok.example", 7]`, []string{`http.allowed_origins: entries must be origins (scheme://host[:port]), got 7`}},
 		{"daemon.allowed_uids", `1000`, []string{`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got 1000`}},
 		{"daemon.socket", `"/x/s.sock"`, nil},
 		{"daemon.socket", `"$XDG_RUNTIME_DIR/x.sock"`, nil},

@@ -19,6 +19,7 @@ import (
 //     "1m30s"); a number is refused (it has no unit) unless it is 0.
 //   - integer: any Go integer, an integral float (JSON numbers), or decimal
 //     text.
+//   - boolean: true or false, or that text.
 //   - string: text. A date (TOML 2026-07-28, YAML's unquoted
 //     2026-07-28) reads as its text, so unquoted versions work.
 //   - list: a list whose entries convert, or text: comma-separated entries

@@ -110,6 +110,13 @@ func QueryStatus(ctx context.Context, path string) (*Status, error) {
 	return &st, nil
 }
 
+// Kill asks the daemon at the control socket path to end session id, and
+// returns once it has ended. A session the daemon does not know is a
+// *RefusedError.
+func Kill(ctx context.Context, path string, id uint64) error {
+	return ask(ctx, path, Request{Op: "kill", Session: id}, nil)
+}
+
 // ask sends one request on a new control connection and reads its reply
 // into v (when not nil); ctx ending closes the connection.
 func ask(ctx context.Context, path string, req Request, v any) error {
@@ -191,5 +198,6 @@ func (h *Handover) Wait() error {
 	}
 }
 
-// Close ends the control connection; the session goes on.
+// Close ends the control connection, and with it the session: the daemon
+// kills a session whose connect client left.
 func (h *Handover) Close() error { return h.c.Close() }

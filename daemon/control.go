@@ -21,6 +21,7 @@ import (
 //	    → {"ok":true,"session":7}, and when the session ends
 //	      {"ended":true,"error":""}  (error: why it ended, "" when cleanly)
 //	{"op":"status"}                 → {"ok":true, ...Status}
+//	{"op":"kill","session":7}       → {"ok":true} once session 7 has ended
 //	{"op":"fault","session":7}      → {"ok":true}   (SNODOD_TEST_FAULTS=1 only)
 //	{"op":"upstream","name":"gh","action":"restart"} → {"ok":true}
 //	{"op":"logs","name":"gh","follow":true} → {"ok":true}, then {"log":"…"} lines
@@ -30,7 +31,10 @@ import (
 // share = "cwd" and "session" upstreams start in (upstreams.md §3).
 //
 // A refused or malformed request gets {"ok":false,"error":"…"} and the
-// connection is closed. The descriptors of "connect" are sent in the same
+// connection is closed. The connection of a "connect" stays open while the
+// session runs: when it ends first (the connect process exited or was
+// killed), the daemon kills the session, so that a terminal handed over is
+// restored and given back at once. The descriptors of "connect" are sent in the same
 // sendmsg(2) as the request line (see fdpass.go). "relay": true is refused:
 // a client that cannot pass descriptors connects to the session socket and
 // copies bytes itself. Peers are checked as on the session socket (the
@@ -38,12 +42,12 @@ import (
 
 // Request is one control request.
 type Request struct {
-	// Op is "connect", "status" or "fault".
+	// Op is "connect", "status", "kill" or "fault".
 	Op string `json:"op"`
 	// Relay, for connect, asks for a byte relay instead of descriptor
 	// hand-over; the daemon refuses it (use the session socket).
 	Relay bool `json:"relay,omitempty"`
-	// Session is the session a "fault" (a test hook) is meant for.
+	// Session is the session a "kill" or "fault" (a test hook) is meant for.
 	Session uint64 `json:"session,omitempty"`
 	// View, for connect, is the upstream to pass through; "" is the
 	// aggregated view. Cwd is the client's working directory.
@@ -145,6 +149,8 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		d.awaitEnd(c, s)
 	case "status":
 		reply(c, statusReply{OK: true, Status: d.Status()})
+	case "kill":
+		reply(c, d.kill(req.Session, peer))
 	case "fault":
 		reply(c, d.fault(req.Session))
 	case "upstream":
@@ -152,7 +158,7 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 	case "logs":
 		d.serveLogs(c, req)
 	default:
-		reply(c, Reply{Error: fmt.Sprintf("unknown op %q; the ops are connect, status, upstream, logs and fault", req.Op)})
+		reply(c, Reply{Error: fmt.Sprintf("unknown op %q; the ops are connect, status, kill, upstream, logs and fault", req.Op)})
 	}
 }
 
@@ -210,8 +216,10 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 }
 
 // awaitEnd tells the client when its session ends. A client that leaves
-// first (its control connection ends) does not end the session: the
-// descriptors it passed are the MCP client's, which may still be talking.
+// first (its control connection ends: the connect process exited or was
+// killed) ends the session: whoever started `snodod connect` has lost its
+// server, and a terminal it handed over must be restored and given back to
+// the shell, which reads it next.
 func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
 	gone := make(chan struct{})
 	go func() {
@@ -226,10 +234,34 @@ func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
 		}
 		reply(c, Ended{Ended: true, Error: msg})
 	case <-gone:
+		d.log.Info("the connect process of a session left; ending the session", "session", s.Stats().ID)
+		s.Kill("its snodod connect process exited")
 	case <-d.stopped:
 	}
 	c.Close()
 	<-gone
+}
+
+// killWait bounds how long a kill request waits for its session's end
+// (the transport answers what is in flight and closes at once; this only
+// covers a device whose writes block).
+const killWait = 10 * time.Second
+
+// kill ends session id for `snodod kill` and answers once it has ended:
+// its requests are cancelled, its device released, a terminal restored.
+func (d *Daemon) kill(id uint64, peer session.Peer) Reply {
+	s := d.session(id)
+	if s == nil {
+		return Reply{Error: fmt.Sprintf("no session %d; 'snodod status' lists the sessions", id)}
+	}
+	d.log.Info("killing a session", "session", id, "by_pid", peer.PID, "by_uid", peer.UID)
+	s.Kill(fmt.Sprintf("by snodod kill (pid %d)", peer.PID))
+	select {
+	case <-s.Done():
+		return Reply{OK: true, Session: id}
+	case <-time.After(killWait):
+		return Reply{Error: fmt.Sprintf("session %d is still ending after %v", id, killWait)}
+	}
 }
 
 // fault makes session id's coordinator fail once, as a bug would: a test

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/session"
 	"github.com/snodod/snodod/upstream"
@@ -46,6 +47,11 @@ type Options struct {
 	// Version is the build version: serverInfo.version when server.version
 	// is empty, and what the status tool and `snodod status` report.
 	Version string
+	// Name is the product's name in the status tool ("Name 1.0.0, up
+	// 1h"), and serverInfo.name when the configuration's is empty; empty
+	// means "snodod". A program that embeds the daemon names itself here
+	// (and may read its own environment variables: config.Options.EnvPrefix).
+	Name string
 	// StateDir is where the upstreams' catalog cache and process record
 	// live; "" means config.StateDir ($XDG_STATE_HOME/snodod).
 	StateDir string
@@ -72,6 +78,9 @@ type Daemon struct {
 	// they started with.
 	gen      atomic.Pointer[generation]
 	reloadMu sync.Mutex // one reload at a time
+	// first is the configuration the daemon started with: the one whose
+	// sockets and log format stay in force until a restart.
+	first *config.Config
 
 	mu       sync.Mutex
 	sessions map[uint64]*session.Session
@@ -90,23 +99,31 @@ type Daemon struct {
 	startDrain context.CancelFunc
 	// handshakes counts connections between accept and their session's
 	// start (or refusal); waiters counts control connections waiting for
-	// their session's end; reapers counts sessions not yet reaped.
-	handshakes, waiters, reapers sync.WaitGroup
+	// their session's end; reapers counts sessions not yet reaped; late
+	// counts the control connections answered during the drain.
+	handshakes, waiters, reapers, late sync.WaitGroup
 }
 
 // generation is one configuration and what was built from it.
 type generation struct {
-	cfg  *config.Config
-	srv  *server.Server
-	exec *server.Executor
+	cfg *config.Config
+	// limits are cfg.Limits with zero fields at their defaults (a
+	// hand-built Config may leave them zero).
+	limits limits.Limits
+	srv    *server.Server
+	exec   *server.Executor
 }
 
 // New builds the daemon's first generation (catalog, server, shared
-// executor) from cfg, which must be valid (config.Load's result). It
-// listens on nothing: Run does.
+// executor) from cfg: config.Load's result, or a Config built by hand, in
+// which every zero limit means its default (package limits) and only
+// Daemon.Socket must be set. It listens on nothing: Run does.
 func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if cfg == nil {
 		return nil, errors.New("daemon.New: nil configuration")
+	}
+	if cfg.Daemon.Socket == "" {
+		return nil, errors.New("daemon.New: the configuration names no session socket; set Daemon.Socket, or start from config.Load's defaults")
 	}
 	d := &Daemon{
 		opts:     opts,
@@ -126,7 +143,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if err := d.openUpstreams(cfg); err != nil {
 		return nil, err
 	}
-	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Version: d.version(), Started: d.started},
+	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Name: opts.Name, Version: d.version(), Started: d.started},
 		Register: func(srv *server.Server) {
 			if opts.Catalog != nil {
 				opts.Catalog(srv)
@@ -139,6 +156,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.gen.Store(g)
+	d.first = cfg
 	return d, nil
 }
 
@@ -152,24 +170,29 @@ const sessionQueue = 4
 // build makes a generation from cfg. The executor of prev is kept when its
 // limits are unchanged, so that every session keeps sharing one.
 func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error) {
+	// Before Apply, which changes what running sessions see.
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
 	srv, err := d.host.Apply(cfg)
 	if err != nil {
 		return nil, err
 	}
-	limits := server.ExecutorLimits{
-		MaxConcurrency: cfg.Executor.MaxConcurrency,
-		MaxQueue:       cfg.Executor.MaxQueue,
+	lim := cfg.Limits.WithDefaults()
+	el := server.ExecutorLimits{
+		MaxConcurrency: lim.MaxConcurrency,
+		MaxQueue:       lim.MaxQueue,
 		ConnQueue:      sessionQueue,
-		RequestTimeout: cfg.Session.RequestTimeout,
+		RequestTimeout: lim.RequestTimeout,
 	}
-	if prev != nil && prev.exec.Limits() == limits {
-		return &generation{cfg: cfg, srv: srv, exec: prev.exec}, nil
+	if prev != nil && prev.exec.Limits() == el {
+		return &generation{cfg: cfg, limits: lim, srv: srv, exec: prev.exec}, nil
 	}
-	exec, err := server.NewExecutor(limits)
+	exec, err := server.NewExecutor(el)
 	if err != nil {
 		return nil, fmt.Errorf("build the executor: %w", err)
 	}
-	return &generation{cfg: cfg, srv: srv, exec: exec}, nil
+	return &generation{cfg: cfg, limits: lim, srv: srv, exec: exec}, nil
 }
 
 func (d *Daemon) version() string {
@@ -178,6 +201,10 @@ func (d *Daemon) version() string {
 	}
 	return "dev"
 }
+
+// Ready is closed once Run listens on its sockets and serves; it stays
+// open when Run fails before (another daemon is running, say).
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
 // Config returns the configuration new sessions use.
 func (d *Daemon) Config() *config.Config { return d.gen.Load().cfg }
@@ -210,9 +237,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		for _, l := range listeners {
 			l.close()
 		}
+		d.late.Wait() // control connections answered while draining
 	}()
 
-	grace := cfg.Daemon.ShutdownGrace + drainMargin
+	grace := d.gen.Load().limits.ShutdownGrace + drainMargin
 	hook := d.supervisorEvent
 	// The supervisors' own stop timeout only decides when suture gives up
 	// waiting and logs; the drain below waits for the sessions itself, with
@@ -311,12 +339,16 @@ func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
 func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken, listeners []*listener, cancelRoot context.CancelFunc, rootDone <-chan error) {
 	d.notify.send("STOPPING=1")
 	d.startDrain()
-	d.log.Info("draining: no new sessions; running ones finish their requests", "sessions", d.count(), "grace", d.Config().Daemon.ShutdownGrace)
+	d.log.Info("draining: no new sessions; running ones finish their requests", "sessions", d.count(), "grace", d.gen.Load().limits.ShutdownGrace)
 	for _, tok := range acceptors {
 		_ = root.RemoveAndWait(tok, time.Second)
 	}
 	for _, l := range listeners {
-		l.close()
+		if l.name == "control" {
+			d.answerWhileDraining(l) // status says "draining" until Run returns
+		} else {
+			l.stop()
+		}
 	}
 	httpDone := d.drainHTTP(root)
 	defer func() { <-httpDone }()
@@ -335,7 +367,7 @@ func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken,
 
 // drainSessions waits for every session to end, bounded by the grace.
 func (d *Daemon) drainSessions() {
-	bound := d.Config().Daemon.ShutdownGrace + drainMargin
+	bound := d.gen.Load().limits.ShutdownGrace + drainMargin
 	done := make(chan struct{})
 	go func() {
 		d.reapers.Wait()
@@ -366,5 +398,5 @@ func (d *Daemon) count() int {
 }
 
 func (d *Daemon) statusLine() string {
-	return fmt.Sprintf("STATUS=%d sessions (max %d)", d.count(), d.Config().Daemon.MaxSessions)
+	return fmt.Sprintf("STATUS=%d sessions (max %d)", d.count(), d.gen.Load().limits.MaxSessions)
 }

@@ -310,10 +310,15 @@ func TestStatusSessions(t *testing.T) {
 		}
 	}
 	exec := raw[0]["executor"].(map[string]any)
-	for _, key := range []string{"running", "queued", "max_concurrency", "max_queue"} {
+	for _, key := range []string{"running", "queued", "max_concurrency", "max_queue", "session_queue"} {
 		if _, ok := exec[key]; !ok {
 			t.Errorf("executor lacks %q: %v", key, exec)
 		}
+	}
+	// The per-session places are shown, so "queued" is never read as
+	// beyond its maximum (issue 9, bug 10).
+	if got := exec["session_queue"]; got != float64(sessionQueue) {
+		t.Errorf("session_queue = %v, want %d", got, sessionQueue)
 	}
 }
 
@@ -337,7 +342,7 @@ func TestShutdownDrains(t *testing.T) {
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > r.cfg.Daemon.ShutdownGrace+drainMargin {
+	if took := time.Since(start); took > r.cfg.Limits.ShutdownGrace+drainMargin {
 		t.Errorf("drain took %v", took)
 	}
 	// No new sessions once draining: the socket is gone.

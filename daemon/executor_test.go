@@ -17,7 +17,7 @@ func TestExecutorSessionQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := d.gen.Load().exec.Limits()
-	want := server.ExecutorLimits{MaxConcurrency: cfg.Executor.MaxConcurrency, MaxQueue: 7, ConnQueue: 4, RequestTimeout: cfg.Session.RequestTimeout}
+	want := server.ExecutorLimits{MaxConcurrency: cfg.Limits.MaxConcurrency, MaxQueue: 7, ConnQueue: 4, RequestTimeout: cfg.Limits.RequestTimeout}
 	if got != want {
 		t.Fatalf("executor limits %+v, want %+v", got, want)
 	}

@@ -103,16 +103,16 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config) error {
 		Path:                    hc.Path,
 		MaxBodyBytes:            hc.MaxBodyBytes,
 		ReadTimeout:             hc.ReadTimeout,
-		WriteTimeout:            cfg.Session.WriteTimeout,
+		WriteTimeout:            g.limits.WriteTimeout,
 		AllowedOrigins:          hc.AllowedOrigins,
 		AllowedHosts:            hc.AllowedHosts,
 		AuthToken:               token,
 		MaxSubscriptions:        hc.MaxSubscriptions,
 		MaxSessions:             hc.MaxSessions,
-		SessionMaxSubscriptions: cfg.Session.MaxSubscriptions,
+		SessionMaxSubscriptions: g.limits.MaxSubscriptions,
 		SessionIdleTimeout:      hc.SessionIdleTimeout,
 		NodeID:                  hc.NodeID,
-		ShutdownGrace:           cfg.Daemon.ShutdownGrace,
+		ShutdownGrace:           g.limits.ShutdownGrace,
 		Logger:                  d.log.With("listener", "http"),
 	})
 	if err != nil {
@@ -122,7 +122,7 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("http.listen %s: %w; choose another address or stop what listens there", hc.Listen, err)
 	}
-	l := &httpListener{d: d, ln: ln, handler: h, grace: cfg.Daemon.ShutdownGrace, state: "serving", stopped: make(chan struct{}),
+	l := &httpListener{d: d, ln: ln, handler: h, grace: g.limits.ShutdownGrace, state: "serving", stopped: make(chan struct{}),
 		limits: mcphttp.ServerLimits{ReadHeaderTimeout: hc.ReadTimeout, MaxHeaderBytes: hc.MaxHeaderBytes, IdleTimeout: hc.IdleTimeout}}
 	d.http = l
 	l.token = root.Add(l)

@@ -46,14 +46,21 @@ type listener struct {
 	created bool
 }
 
-// close stops listening. A socket the daemon created is unlinked (net's
+// stop stops listening: the socket is closed and a socket the daemon
+// created is unlinked, so nobody connects to it any more. Close releases
+// the rest. Both may be called more than once.
+func (l *listener) stop() { _ = l.ln.Close() }
+
+// close stops listening and releases the lock. A socket the daemon created is unlinked (net's
 // default for a listener it made); one passed by systemd is left alone,
-// since systemd owns it and listens on it again after we exit.
+// since systemd owns it and listens on it again after we exit. The lock
+// file is removed while it is still locked, then released: a daemon that
+// opened it before the removal and locks it after finds it unlinked and
+// starts over (lockSocket), so no two daemons ever hold locks at once.
 func (l *listener) close() {
-	_ = l.ln.Close()
+	l.stop()
 	if l.lock != nil {
-		// The lock file stays: removing it would let a third daemon lock
-		// a new file while a second one holds the old, unlinked one.
+		_ = os.Remove(l.lock.Name())
 		_ = l.lock.Close()
 	}
 }
@@ -128,23 +135,43 @@ func prepareDir(dir, key string) error {
 
 // lockSocket takes an exclusive flock on path+".lock", held until the
 // returned file is closed (the kernel releases it when the process dies,
-// so a lock is never stale).
+// so a lock is never stale). A lock taken on a file that was removed or
+// replaced since it was opened (its owner's clean exit removes it) locks
+// nothing anyone else sees: it is dropped and the file opened again.
 func lockSocket(path, key string) (*os.File, error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s (%s): %w", path, key, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			if dialable(path) {
-				return nil, &AlreadyRunningError{Path: path, Key: key}
-			}
-			return nil, &AlreadyRunningError{Path: path, Key: key, Locked: true}
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("lock %s (%s): %w", path, key, err)
 		}
-		return nil, fmt.Errorf("lock %s.lock (%s): %w", path, key, err)
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				if dialable(path) {
+					return nil, &AlreadyRunningError{Path: path, Key: key}
+				}
+				return nil, &AlreadyRunningError{Path: path, Key: key, Locked: true}
+			}
+			return nil, fmt.Errorf("lock %s.lock (%s): %w", path, key, err)
+		}
+		if current(f) {
+			return f, nil
+		}
+		f.Close()
+		if attempt == 10 { // another process keeps replacing it
+			return nil, fmt.Errorf("lock %s.lock (%s): the file keeps being replaced", path, key)
+		}
 	}
-	return f, nil
+}
+
+// current reports whether the open file f is still the one at its path.
+func current(f *os.File) bool {
+	held, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(f.Name())
+	return err == nil && os.SameFile(held, now)
 }
 
 // removeStale removes a socket file that no process listens on. A Unix

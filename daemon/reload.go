@@ -32,9 +32,9 @@ func (d *Daemon) Reload() error {
 	if err == nil {
 		var g *generation
 		if g, err = d.build(cfg, d.gen.Load()); err == nil {
-			old := d.gen.Swap(g).cfg
+			d.gen.Store(g)
 			d.ups.Apply(cfg)
-			d.warnRestartOnly(old, cfg)
+			d.warnRestartOnly(cfg)
 			d.log.Info("configuration reloaded; new sessions use it", "file", cfg.File())
 			if d.opts.OnReload != nil {
 				d.opts.OnReload(cfg)
@@ -63,10 +63,14 @@ func problemLines(err error) []string {
 	return strings.Split(err.Error(), "\n")
 }
 
-// warnRestartOnly logs the changed keys that a reload cannot apply: the
-// sockets are bound, the log format is the caller's handler, and the HTTP
-// listener keeps the settings it started with.
-func (d *Daemon) warnRestartOnly(old, cfg *config.Config) {
+// warnRestartOnly logs the keys whose configured value differs from the one
+// still in force since the start, which a reload cannot apply: the sockets
+// are bound, the log format is the caller's handler, and the HTTP listener
+// keeps the settings it started with. The running value is the first
+// configuration's, not the previous reload's: a reload that was not applied
+// changed nothing.
+func (d *Daemon) warnRestartOnly(cfg *config.Config) {
+	old := d.first
 	changed := func(key string, a, b string) {
 		if a != b {
 			d.log.Warn("this setting applies only after a restart", "key", key, "running", a, "configured", b)

@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/session"
@@ -27,6 +29,34 @@ func uidError(uid int) *protocol.Error {
 // refusalLine is the one JSON-RPC line a refused client gets.
 func refusalLine(e *protocol.Error) []byte { return protocol.AppendError(nil, protocol.ID{}, e) }
 
+// RefusalMessage reports whether line (with or without its newline) is the
+// line the daemon writes to a client it refuses, before closing the
+// connection (the uid is not allowed, daemon.max_sessions is reached, or
+// the daemon is draining), and returns the refusal's message. A session
+// never writes such a line, so a relay can tell a refusal from a session
+// by the first line it reads.
+func RefusalMessage(line []byte) (string, bool) {
+	var v struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(line, &v) != nil || v.JSONRPC != "2.0" || string(v.ID) != "null" || v.Error == nil {
+		return "", false
+	}
+	m := v.Error.Message
+	switch {
+	case v.Error.Code == errShuttingDown.Code && m == errShuttingDown.Message,
+		v.Error.Code == protocol.CodeInternalError && strings.HasPrefix(m, "Server session capacity exhausted (daemon.max_sessions = "),
+		v.Error.Code == protocol.CodeInvalidRequest && strings.HasPrefix(m, "Connection refused: uid "):
+		return m, true
+	}
+	return "", false
+}
+
 // uidAllowed reports whether a peer with uid may use the daemon: the
 // daemon's own uid, or one listed in daemon.allowed_uids. Root is not
 // special: it can connect to any socket, so it too must be listed.
@@ -46,8 +76,8 @@ func (d *Daemon) admit(peer session.Peer) (uint64, *generation, *protocol.Error)
 	switch {
 	case d.closing:
 		return 0, nil, errShuttingDown
-	case len(d.sessions) >= g.cfg.Daemon.MaxSessions:
-		return 0, nil, capacityError(g.cfg.Daemon.MaxSessions)
+	case len(d.sessions) >= g.limits.MaxSessions:
+		return 0, nil, capacityError(g.limits.MaxSessions)
 	}
 	d.nextID++
 	id := d.nextID
@@ -70,7 +100,6 @@ func (d *Daemon) unreserve(id uint64) {
 // stopped supervisor. On error (an unknown view) it closes dev and
 // releases id.
 func (d *Daemon) start(id uint64, g *generation, dev *session.Device, view, cwd string) (*session.Session, error) {
-	cfg := g.cfg
 	disp, end, err := d.dispatcher(id, g, view, cwd)
 	if err != nil {
 		dev.Close()
@@ -78,18 +107,13 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device, view, cwd 
 		return nil, err
 	}
 	s := session.New(id, dev, session.Config{
-		Dispatcher:       disp,
-		Executor:         g.exec,
-		MaxLineBytes:     cfg.Session.MaxLineBytes,
-		MaxSubscriptions: cfg.Session.MaxSubscriptions,
-		WriteTimeout:     cfg.Session.WriteTimeout,
-		ShutdownGrace:    cfg.Daemon.ShutdownGrace,
-		RestartIntensity: cfg.Session.RestartIntensity,
-		RestartWindow:    cfg.Session.RestartWindow,
-		Logger:           d.log, // the session adds its id
-		Ended: func(s *session.Session) {
+		Dispatcher: disp,
+		Executor:   g.exec,
+		Limits:     g.limits,
+		Logger:     d.log, // the session adds its id
+		Ended: func(*session.Session) {
 			end()
-			d.reap(id, s)
+			d.reap(id)
 		},
 	})
 	d.mu.Lock()
@@ -102,17 +126,13 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device, view, cwd 
 }
 
 // reap forgets a session once it has ended; the session has closed its
-// device by then. The session calls it as it ends.
-func (d *Daemon) reap(id uint64, s *session.Session) {
+// device and logged its end, with why, by then. The session calls it as it
+// ends.
+func (d *Daemon) reap(id uint64) {
 	defer d.reapers.Done()
 	d.mu.Lock()
 	delete(d.sessions, id)
 	d.mu.Unlock()
-	if err := s.Err(); err != nil {
-		d.log.Info("session ended", "session", id, "error", err)
-	} else {
-		d.log.Debug("session ended", "session", id)
-	}
 	d.poke()
 }
 

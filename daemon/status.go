@@ -13,6 +13,9 @@ import (
 // Status is what `snodod status` shows: the daemon, each session, and the
 // shared executor's load. It is the control socket's answer to "status".
 type Status struct {
+	// State is "running", or "draining" once a drain has begun: no new
+	// sessions, and the ones listed are finishing.
+	State       string    `json:"state"`
 	Version     string    `json:"version"`
 	PID         int       `json:"pid"`
 	Started     time.Time `json:"started"`
@@ -50,10 +53,14 @@ type SessionStatus struct {
 // limits. (After a reload that changed executor.* the sessions started
 // before it go on sharing the previous executor, which is not counted.)
 type ExecutorStatus struct {
-	Running        int    `json:"running"`
-	Queued         int    `json:"queued"`
-	MaxConcurrency int    `json:"max_concurrency"`
+	Running        int `json:"running"`
+	Queued         int `json:"queued"`
+	MaxConcurrency int `json:"max_concurrency"`
+	// MaxQueue is the queue places every session shares; each session
+	// has SessionQueue more of its own besides (docs/config.md,
+	// executor.max_queue).
 	MaxQueue       int    `json:"max_queue"`
+	SessionQueue   int    `json:"session_queue"`
 	RequestTimeout string `json:"request_timeout"`
 }
 
@@ -80,15 +87,20 @@ func (d *Daemon) Status() *Status {
 	}
 	slices.SortFunc(rows, func(a, b SessionStatus) int { return cmp.Compare(a.ID, b.ID) })
 	load, limits := g.exec.Stats(), g.exec.Limits()
+	state := "running"
+	if d.draining.Err() != nil {
+		state = "draining"
+	}
 	return &Status{
+		State:       state,
 		Version:     d.version(),
 		PID:         os.Getpid(),
 		Started:     d.started,
-		MaxSessions: g.cfg.Daemon.MaxSessions,
+		MaxSessions: g.limits.MaxSessions,
 		Sessions:    rows,
 		Executor: ExecutorStatus{
 			Running: load.Running, Queued: load.Queued,
-			MaxConcurrency: limits.MaxConcurrency, MaxQueue: limits.MaxQueue,
+			MaxConcurrency: limits.MaxConcurrency, MaxQueue: limits.MaxQueue, SessionQueue: limits.ConnQueue,
 			RequestTimeout: limits.RequestTimeout.String(),
 		},
 		Upstreams: d.ups.Status(),

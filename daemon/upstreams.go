@@ -33,8 +33,8 @@ func (d *Daemon) openUpstreams(cfg *config.Config) error {
 	sum := sha256.Sum256([]byte(cfg.Daemon.Socket))
 	m, err := upstream.New(cfg, upstream.Options{
 		StateDir: stateDir, RecordName: "groups-" + hex.EncodeToString(sum[:6]),
-		Version: d.version(), MaxLineBytes: cfg.Session.MaxLineBytes,
-		ShutdownGrace: cfg.Daemon.ShutdownGrace, Logger: d.log,
+		Version: d.version(), MaxLineBytes: cfg.Limits.MaxLineBytes,
+		ShutdownGrace: cfg.Limits.ShutdownGrace, Logger: d.log,
 	})
 	if err != nil {
 		return err

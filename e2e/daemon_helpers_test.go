@@ -529,7 +529,9 @@ func startConnectOn(t *testing.T, d *daemonProc, tty *os.File) *connectProc {
 func startConnect(t *testing.T, cmd *exec.Cmd) *connectProc {
 	t.Helper()
 	c := &connectProc{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = c.stderr
+	if cmd.Stderr == nil { // else the test reads it, a terminal say
+		cmd.Stderr = c.stderr
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

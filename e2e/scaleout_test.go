@@ -77,7 +77,7 @@ func startCluster(t *testing.T) *cluster {
 		}
 	}
 	if err != nil {
-		t.Skip("the scale-out test needs nginx (Debian: apt-get install nginx-light; .ci/run installs it): " + err.Error())
+		skipOrFail(t, "the scale-out test needs nginx (Debian: apt-get install nginx-light; .ci/run installs it): "+err.Error())
 	}
 	dir := t.TempDir()
 	key := filepath.Join(dir, "state.key")
@@ -404,7 +404,7 @@ func TestScaleOut(t *testing.T) {
 
 	t.Run("a node dies", func(t *testing.T) {
 		if len(sessions) != 2 {
-			t.Skip("needs the sessions of the previous subtest")
+			skipOrFail(t, "needs the sessions of the previous subtest")
 		}
 		victim := sessionTag.FindStringSubmatch(sessions[0])[1]
 		d := c.nodes[victim[1]-'1']

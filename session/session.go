@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,21 +12,16 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/snodod/snodod/internal/faults"
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
-)
-
-// Defaults of the restart limits.
-const (
-	DefaultRestartIntensity = 5
-	DefaultRestartWindow    = 10 * time.Second
 )
 
 // ErrTooManyFailures is Err's cause when a session failed more than
 // RestartIntensity times within RestartWindow.
 var ErrTooManyFailures = errors.New("session failed too often")
 
-// Config is what every session of a daemon shares. Limits follow the
+// Config is what every session of a daemon shares. Its Limits follow the
 // net/http.Server convention: zero means the default, negative is refused
 // (Validate; a session given an invalid Config ends at once, before any
 // byte is read, with the error as Err).
@@ -38,15 +31,11 @@ type Config struct {
 	// Executor runs requests; nil gives each transport instance its own.
 	Executor *server.Executor
 
-	// MaxLineBytes, MaxSubscriptions, WriteTimeout and ShutdownGrace are
-	// the transport's limits (transport.md §15).
-	MaxLineBytes, MaxSubscriptions int
-	WriteTimeout, ShutdownGrace    time.Duration
-
-	// RestartIntensity failures of the transport are allowed within
-	// RestartWindow (defaults 5 and 10 s); the next one ends the session.
-	RestartIntensity int
-	RestartWindow    time.Duration
+	// Limits are the transport's limits (transport.md §15) and the
+	// restart limits: RestartIntensity failures of the transport are
+	// allowed within RestartWindow (defaults 5 and 10 s); the next one
+	// ends the session.
+	Limits limits.Limits
 
 	// Logger receives the session's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
@@ -58,20 +47,12 @@ type Config struct {
 	Ended func(*Session)
 }
 
-// Validate reports every invalid field at once: the transport's limits
-// with the messages of transport.md §15, and the restart limits.
+// Validate reports every invalid field at once: each negative limit with
+// the message of transport.md §15, and a missing Dispatcher.
 func (c *Config) Validate() error {
-	probe := stdio.Transport{
-		In: strings.NewReader(""), Out: io.Discard, Dispatcher: c.Dispatcher,
-		MaxLineBytes: c.MaxLineBytes, WriteTimeout: c.WriteTimeout,
-		MaxSubscriptions: c.MaxSubscriptions, ShutdownGrace: c.ShutdownGrace,
-	}
-	errs := []error{probe.Validate()}
-	if c.RestartIntensity < 0 {
-		errs = append(errs, errors.New("restart_intensity must be a positive integer"))
-	}
-	if c.RestartWindow < 0 {
-		errs = append(errs, errors.New("restart_window must be a positive duration"))
+	errs := []error{c.Limits.Validate()}
+	if c.Dispatcher == nil {
+		errs = append(errs, errors.New("a session needs a Dispatcher"))
 	}
 	return errors.Join(errs...)
 }
@@ -87,9 +68,10 @@ func (c *Config) Validate() error {
 // restarted at once on the same Device, stdio.Reader and server.SessionState: no
 // byte is lost and the client sees no close. End of input (EOF, a hang-up),
 // a terminal write failure, the end of Serve's ctx (daemon shutdown: the
-// transport drains within ShutdownGrace) or more than RestartIntensity
-// failures within RestartWindow end the session: Serve closes the Device
-// and returns suture.ErrDoNotRestart.
+// transport drains within ShutdownGrace), Kill (no grace) or more than
+// RestartIntensity failures within RestartWindow end the session: Serve
+// closes the Device, logs one line saying why (see end.go) and returns
+// suture.ErrDoNotRestart.
 //
 // The methods other than Serve may be called from any goroutine.
 type Session struct {
@@ -110,7 +92,10 @@ type Session struct {
 	mu        sync.Mutex
 	err       error // why the session ended; set once, with ended
 	ended     bool
-	failures  []time.Time // within the restart window, oldest first
+	drained   bool                    // ended by the end of Serve's ctx
+	cancel    context.CancelCauseFunc // ends the running instance; set by Serve
+	killed    error                   // Kill's cause, for a Serve yet to start
+	failures  []time.Time             // within the restart window, oldest first
 	ownReader *stdio.Reader
 	tr        stdio.Transport // set by Serve, used only by its goroutine
 }
@@ -118,11 +103,8 @@ type Session struct {
 // New returns the session that will serve dev with id. The Session closes
 // dev when it ends; Serve must be called (once) for that to happen.
 func New(id uint64, dev *Device, cfg Config) *Session {
-	if cfg.RestartIntensity == 0 {
-		cfg.RestartIntensity = DefaultRestartIntensity
-	}
-	if cfg.RestartWindow == 0 {
-		cfg.RestartWindow = DefaultRestartWindow
+	if cfg.Limits.Validate() == nil {
+		cfg.Limits = cfg.Limits.WithDefaults() // else start ends the session
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -134,7 +116,7 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 		cfg:     cfg,
 		log:     withSession(log, id),
 		started: time.Now(),
-		rt:      server.NewSessionState(cfg.MaxSubscriptions),
+		rt:      server.NewSessionState(cfg.Limits.MaxSubscriptions),
 		done:    make(chan struct{}),
 	}
 	s.fault = faults.New(s, s.done) // nil unless a test armed faults
@@ -155,6 +137,14 @@ func (s *Session) Serve(ctx context.Context) error {
 			s.cfg.Ended(s)
 		}
 	}()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	s.cancel = cancel
+	if s.killed != nil {
+		cancel(s.killed)
+	}
+	s.mu.Unlock()
 	// Serve keeps its frame small (see start): an idle session's
 	// coordinator runs on this goroutine, and its stack is most of what an
 	// idle session costs.
@@ -174,22 +164,19 @@ func (s *Session) start() bool {
 		return false
 	}
 	s.mu.Lock()
-	s.ownReader = stdio.NewReader(s.dev.input(), s.cfg.MaxLineBytes)
+	s.ownReader = stdio.NewReader(s.dev.input(), s.cfg.Limits.MaxLineBytes)
 	s.mu.Unlock()
 	// Every instance serves with the same Transport, kept in the Session
 	// rather than on Serve's stack.
 	s.tr = stdio.Transport{
-		Reader:           s.ownReader,
-		Out:              s.dev.output(),
-		Dispatcher:       s.cfg.Dispatcher,
-		Executor:         s.cfg.Executor,
-		MaxLineBytes:     s.cfg.MaxLineBytes,
-		WriteTimeout:     s.cfg.WriteTimeout,
-		MaxSubscriptions: s.cfg.MaxSubscriptions,
-		ShutdownGrace:    s.cfg.ShutdownGrace,
-		State:            s.rt,
-		Counters:         &s.counters,
-		Logger:           s.log,
+		Reader:     s.ownReader,
+		Out:        s.dev.output(),
+		Dispatcher: s.cfg.Dispatcher,
+		Executor:   s.cfg.Executor,
+		Limits:     s.cfg.Limits,
+		State:      s.rt,
+		Counters:   &s.counters,
+		Logger:     s.log,
 	}
 	s.log.Debug("session started", "kind", s.dev.Kind(), "pid", s.dev.peer.PID, "uid", s.dev.peer.UID)
 	return true
@@ -208,8 +195,7 @@ func (s *Session) close() {
 	if err := s.dev.Close(); err != nil {
 		s.log.Warn("closing the device failed", "err", err)
 	}
-	s.log.Debug("session ended", "err", s.Err(), "restarts", s.restarts.Load(),
-		"bytes_in", s.bytesIn(), "bytes_out", s.dev.BytesOut())
+	s.logEnd()
 }
 
 // end records why the session ended, once.
@@ -229,17 +215,17 @@ func (s *Session) failed(err error) (restart bool) {
 	s.mu.Lock()
 	keep := s.failures[:0]
 	for _, t := range s.failures {
-		if now.Sub(t) < s.cfg.RestartWindow {
+		if now.Sub(t) < s.cfg.Limits.RestartWindow {
 			keep = append(keep, t)
 		}
 	}
 	s.failures = append(keep, now)
 	n := len(s.failures)
 	s.mu.Unlock()
-	if n > s.cfg.RestartIntensity {
+	if n > s.cfg.Limits.RestartIntensity {
 		s.log.Error("session failed too often; ending it",
-			"failures", n, "window", s.cfg.RestartWindow.String(), "device", s.dev.Kind(), "err", err)
-		s.end(fmt.Errorf("%w: %d failures within %v: %w", ErrTooManyFailures, n, s.cfg.RestartWindow, err))
+			"failures", n, "window", s.cfg.Limits.RestartWindow.String(), "device", s.dev.Kind(), "err", err)
+		s.end(fmt.Errorf("%w: %d failures within %v: %w", ErrTooManyFailures, n, s.cfg.Limits.RestartWindow, err))
 		return false
 	}
 	s.restarts.Add(1)
@@ -252,8 +238,9 @@ func (s *Session) failed(err error) (restart bool) {
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Err says why the session ended: nil for end of input or shutdown, an
-// *stdio.OutputError for a terminal write failure, ErrTooManyFailures, or
-// an invalid Config. It is nil while the session runs.
+// *stdio.OutputError for a terminal write failure, ErrTooManyFailures, an
+// error matching stdio.ErrKilled after Kill, or an invalid Config. It is
+// nil while the session runs.
 func (s *Session) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -282,8 +269,18 @@ func (s *Session) after(ctx context.Context, err error) (restart bool) {
 		}
 		err = nil // failed while shutting down: it ends all the same
 	}
+	if err == nil && ctx.Err() != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, stdio.ErrKilled) {
+			err = cause
+		} else {
+			s.mu.Lock()
+			s.drained = true
+			s.mu.Unlock()
+		}
+	}
 	var out *stdio.OutputError
 	switch {
+	case errors.Is(err, stdio.ErrKilled):
 	case errors.As(err, &out):
 		// The transport has logged the failure, with the session's id.
 		s.log.Debug("session output failed; ending it", "err", err)

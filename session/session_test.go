@@ -66,7 +66,7 @@ func TestTooManyFailuresEndTheSession(t *testing.T) {
 	leakCheck(t)
 	logs, logger := captureLogs()
 	cfg := config(t, newCatalog(t))
-	cfg.Logger, cfg.RestartIntensity, cfg.RestartWindow = logger, 2, time.Minute
+	cfg.Logger, cfg.Limits.RestartIntensity, cfg.Limits.RestartWindow = logger, 2, time.Minute
 	dev, end := pipeDevice(t, false, Peer{})
 	s := New(9, dev, cfg)
 	run(t, s)
@@ -111,7 +111,7 @@ func TestTooManyFailuresEndTheSession(t *testing.T) {
 func TestSlowReaderIsCutOff(t *testing.T) {
 	leakCheck(t)
 	cfg := config(t, newCatalog(t))
-	cfg.WriteTimeout = 100 * time.Millisecond
+	cfg.Limits.WriteTimeout = 100 * time.Millisecond
 	// Blocking descriptors, as received over SCM_RIGHTS: the write
 	// deadline only works because NewDevice made them non-blocking.
 	devA, endA := pipeDevice(t, true, Peer{})
@@ -160,7 +160,7 @@ func TestShutdownDrains(t *testing.T) {
 	leakCheck(t)
 	cat := newCatalog(t)
 	cfg := config(t, cat)
-	cfg.ShutdownGrace = 10 * time.Second
+	cfg.Limits.ShutdownGrace = 10 * time.Second
 	dev, end := pipeDevice(t, false, Peer{})
 	s := New(12, dev, cfg)
 	stop := run(t, s)
@@ -195,7 +195,7 @@ func TestShutdownGraceExpires(t *testing.T) {
 	leakCheck(t)
 	cat := newCatalog(t)
 	cfg := config(t, cat)
-	cfg.ShutdownGrace = 50 * time.Millisecond
+	cfg.Limits.ShutdownGrace = 50 * time.Millisecond
 	dev, end := pipeDevice(t, false, Peer{})
 	s := New(13, dev, cfg)
 	stop := run(t, s)
@@ -269,8 +269,8 @@ func TestInvalidConfigAndServeOnce(t *testing.T) {
 		set  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.MaxLineBytes = -1 }, "max_line_bytes must be a positive integer"},
-		{func(c *Config) { c.RestartIntensity = -1 }, "restart_intensity must be a positive integer"},
+		{func(c *Config) { c.Limits.MaxLineBytes = -1 }, "max_line_bytes must be a positive integer"},
+		{func(c *Config) { c.Limits.RestartIntensity = -1 }, "restart_intensity must be a positive integer"},
 	} {
 		cfg := config(t, newCatalog(t))
 		tc.set(&cfg)

@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -75,7 +76,7 @@ type ConnConfig struct {
 	// this fingerprint: "" (probe), EraLegacy or Era2026.
 	KnownEra string
 	// MaxLineBytes is the bounded reader's limit, newline included; 0 means
-	// stdio.DefaultMaxLineBytes.
+	// limits.DefaultMaxLineBytes.
 	MaxLineBytes int
 	// ClientInfo is snodod's clientInfo in a legacy initialize and the
 	// default io.modelcontextprotocol/clientInfo of 2026 requests.
@@ -122,7 +123,7 @@ const (
 
 func (cfg *ConnConfig) defaults() {
 	if cfg.MaxLineBytes <= 0 {
-		cfg.MaxLineBytes = stdio.DefaultMaxLineBytes
+		cfg.MaxLineBytes = limits.DefaultMaxLineBytes
 	}
 	if cfg.Stderr == nil {
 		cfg.Stderr = NewStderrRing(nil, 0)

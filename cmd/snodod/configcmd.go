@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/snodod/snodod/catalog"
@@ -16,8 +17,8 @@ import (
 
 func configUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
-  snodod config check [FILE]
-  snodod config print [--json] [--config FILE]
+  snodod config check [FILE | --config FILE]
+  snodod config print [--json] [FILE | --config FILE]
 
 check validates FILE (default: the default configuration file) on top of
 the defaults, without the environment or flags, so the file is judged on
@@ -56,6 +57,7 @@ func runConfig(args []string) int {
 
 func runConfigCheck(args []string) int {
 	flags := newFlagSet("config check")
+	file := flags.String("config", "", "the configuration `file` to check (or name it as the argument)")
 	if err := flags.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			configUsage(os.Stdout)
@@ -63,10 +65,10 @@ func runConfigCheck(args []string) int {
 		}
 		return usageError(flags.Name(), err.Error())
 	}
-	if flags.NArg() > 1 {
-		return usageError(flags.Name(), fmt.Sprintf("takes at most one file, got %q", flags.Args()))
+	path, ok := fileArg(flags, *file)
+	if !ok {
+		return exitUsage
 	}
-	path := flags.Arg(0)
 	cfg, err := config.Inspect(path)
 	if err == nil {
 		// The configured items as the daemon would build them: schemas the
@@ -93,6 +95,23 @@ func runConfigCheck(args []string) int {
 	return exitOK
 }
 
+// fileArg returns the file a config subcommand names, as its argument or
+// with --config (both are accepted by both subcommands); naming two files
+// is a usage error, reported here.
+func fileArg(flags *flag.FlagSet, fromFlag string) (path string, ok bool) {
+	switch {
+	case flags.NArg() > 1:
+		usageError(flags.Name(), fmt.Sprintf("takes at most one file, got %q", flags.Args()))
+		return "", false
+	case flags.NArg() == 1 && fromFlag != "" && flags.Arg(0) != fromFlag:
+		usageError(flags.Name(), fmt.Sprintf("names two files, %q and --config %q; give one", flags.Arg(0), fromFlag))
+		return "", false
+	case flags.NArg() == 1:
+		return flags.Arg(0), true
+	}
+	return fromFlag, true
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "no default file: neither XDG_CONFIG_HOME nor HOME is set"
@@ -103,13 +122,21 @@ func orNone(s string) string {
 func runConfigPrint(args []string) int {
 	fs := newFlagSet("config print")
 	asJSON := fs.Bool("json", false, "print JSON instead of TOML")
-	file := fs.String("config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml)")
-	if status, done := parseFlags(fs, args, configUsage); done {
-		return status
+	file := fs.String("config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml), or name it as the argument")
+	switch err := fs.Parse(args); {
+	case err == flag.ErrHelp:
+		configUsage(os.Stdout)
+		return exitOK
+	case err != nil:
+		return usageError(fs.Name(), err.Error())
 	}
-	cfg := loadConfig("config print", config.Options{File: *file})
+	path, ok := fileArg(fs, *file)
+	if !ok {
+		return exitUsage
+	}
+	cfg, status := loadConfig("config print", config.Options{File: path})
 	if cfg == nil {
-		return exitFailure
+		return status
 	}
 	var err error
 	if *asJSON {
@@ -125,14 +152,76 @@ func runConfigPrint(args []string) int {
 }
 
 // loadConfig loads the configuration for the command name ("serve",
-// "config print"); on failure it reports every problem and returns nil.
-func loadConfig(name string, opts config.Options) *config.Config {
+// "config print"). On failure it reports every problem and returns nil and
+// the exit status: a usage error (2) when every problem is a flag's, with
+// where to look next, else a failure (1).
+func loadConfig(name string, opts config.Options) (*config.Config, int) {
 	cfg, err := config.Load(opts)
 	if err != nil {
 		printConfigError(os.Stderr, "snodod "+name+": ", err)
-		return nil
+		if fromFlags(err) {
+			fmt.Fprintf(os.Stderr, "Run 'snodod %s --help' for the flags and their defaults.\n", name)
+			return nil, exitUsage
+		}
+		return nil, exitFailure
 	}
-	return cfg
+	return cfg, exitOK
+}
+
+// loadClientConfig loads the configuration for a client of the daemon
+// (connect, status, kill), which needs only the socket paths: a problem
+// elsewhere is shown as a warning, and the command goes on.
+func loadClientConfig(name string, opts config.Options) (*config.Config, int) {
+	cfg, warnings, err := config.LoadClient(opts)
+	if err != nil {
+		return loadConfig(name, opts) // reports it as every command does
+	}
+	for _, w := range warnings {
+		printConfigError(os.Stderr, "snodod "+name+": warning: ", w)
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(os.Stderr, "snodod %s: warning: going on, as only the socket paths are needed here; 'snodod config check' shows the problems the daemon would refuse\n", name)
+	}
+	return cfg, exitOK
+}
+
+// findDaemon returns the sockets of the daemon a client talks to: cfg's,
+// unless nothing is there, the paths are the defaults, and a daemon
+// started in another environment listens in one of the other default
+// directories (see config.Config.DefaultSocketDirs): an MCP client that
+// starts 'snodod connect' without XDG_RUNTIME_DIR still finds the daemon
+// the user started from a login shell, and the other way round.
+func findDaemon(cfg *config.Config) (socket, control string) {
+	socket, control = cfg.Daemon.Socket, cfg.Daemon.ControlSocket
+	if isSocket(control) {
+		return socket, control
+	}
+	for _, dir := range cfg.DefaultSocketDirs() {
+		if c := filepath.Join(dir, "control.sock"); isSocket(c) {
+			return filepath.Join(dir, filepath.Base(socket)), c
+		}
+	}
+	return socket, control
+}
+
+func isSocket(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().Type() == fs.ModeSocket
+}
+
+// fromFlags reports whether err is a *config.ValidationError all of whose
+// problems came from flags.
+func fromFlags(err error) bool {
+	var ve *config.ValidationError
+	if !errors.As(err, &ve) {
+		return false
+	}
+	for _, p := range ve.Problems {
+		if p.Source.Kind != config.FromFlag {
+			return false
+		}
+	}
+	return true
 }
 
 // printConfigError writes a loading error: one line per problem of a
@@ -150,32 +239,49 @@ func printConfigError(w io.Writer, prefix string, err error) {
 	}
 }
 
-// keyFlags are command-line shortcuts for configuration keys. Their values
-// are handed to config.Load as text, read as an environment value is, so
-// a bad one is reported by the configuration's validation with the flag's
-// name: `daemon.max_sessions: must be a positive integer, got "x" (flag
-// --max-sessions)`.
+// keyFlags are the command-line flags of configuration keys, the same
+// mechanism for every command: each key's flag name, help text and type
+// come from config.Keys (and so, for a limit, from package limits), and its
+// value is handed to config.Load as text, read as an environment value is.
+// A bad value is then reported by the configuration's validation with the
+// flag's name, the same way in every command:
+// `session.request_timeout: must be a positive duration with a unit, such
+// as "5s", got "5" (flag --request-timeout)`.
 type keyFlags struct {
 	fs     *flag.FlagSet
 	values map[string]*string // flag name → value
+	bools  map[string]*bool   // flag name → value, for a boolean key
 	keys   map[string]string  // flag name → key
 }
 
-func addKeyFlags(fs *flag.FlagSet, pairs ...string) *keyFlags {
-	k := &keyFlags{fs: fs, values: map[string]*string{}, keys: map[string]string{}}
-	info := map[string]config.Key{}
+// addKeyFlags adds to fs the flag of every key with one that want accepts.
+func addKeyFlags(fs *flag.FlagSet, want func(config.Key) bool) *keyFlags {
+	k := &keyFlags{fs: fs, values: map[string]*string{}, bools: map[string]*bool{}, keys: map[string]string{}}
 	for _, key := range config.Keys() {
-		info[key.Name] = key
-	}
-	for i := 0; i+1 < len(pairs); i += 2 {
-		name, key := pairs[i], pairs[i+1]
-		about := info[key]
-		k.keys[name] = key
+		if key.Flag == "" || !want(key) {
+			continue
+		}
+		k.keys[key.Flag] = key.Name
+		if key.Type == "boolean" { // --demo, or --demo=false
+			k.bools[key.Flag] = fs.Bool(key.Flag, false, fmt.Sprintf("%s (%s)", strings.TrimSuffix(key.Description, "."), key.Name))
+			continue
+		}
 		// The backquoted type is the value's name in -help: "-max-sessions integer".
-		k.values[name] = fs.String(name, "", fmt.Sprintf("%s (%s: `%s`, default %s)",
-			strings.TrimSuffix(about.Description, "."), key, about.Type, about.Default))
+		k.values[key.Flag] = fs.String(key.Flag, "", fmt.Sprintf("%s (%s: `%s`, default %s)",
+			strings.TrimSuffix(key.Description, "."), key.Name, key.Type, key.Default))
 	}
 	return k
+}
+
+// allKeys accepts every key: `snodod serve` has every key's flag.
+func allKeys(config.Key) bool { return true }
+
+// sessionKeys accepts the keys `snodod stdio` applies.
+func sessionKeys(k config.Key) bool { return !k.DaemonOnly }
+
+// socketKeys accepts the keys that find the daemon, for its clients.
+func socketKeys(k config.Key) bool {
+	return k.Name == "daemon.socket" || k.Name == "daemon.control_socket"
 }
 
 // options returns the configuration options of the flags that were given.
@@ -183,7 +289,11 @@ func (k *keyFlags) options(file string) config.Options {
 	o := config.Options{File: file, Overrides: map[string]any{}, Flags: map[string]string{}}
 	k.fs.Visit(func(f *flag.Flag) {
 		if key, ok := k.keys[f.Name]; ok {
-			o.Overrides[key] = *k.values[f.Name]
+			if b, ok := k.bools[f.Name]; ok {
+				o.Overrides[key] = *b
+			} else {
+				o.Overrides[key] = *k.values[f.Name]
+			}
 			o.Flags[key] = "--" + f.Name
 		}
 	})

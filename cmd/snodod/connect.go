@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -35,7 +36,8 @@ It passes its standard input and output to the daemon over the control
 socket (SCM_RIGHTS), so the daemon serves the client's own pipe or terminal
 directly, then waits until the session ends. A terminal handed over is put
 into raw mode while the session lasts (no echo, no line editing), as a
-program driving a pty expects.
+program driving a pty expects. When this process exits or is killed, the
+daemon ends the session and restores the terminal.
 
 Typed into by a person (standard input is this process's controlling
 terminal), it relays instead: the terminal keeps its echo and line editing,
@@ -44,7 +46,11 @@ limited to the terminal's 4095 bytes.
 
 With --relay it always connects to the session socket and copies bytes
 both ways, for when descriptors cannot be passed; --handover always passes
-them.
+them (at your own terminal, every key then goes to the daemon: leave with
+'snodod kill ID' from another terminal, or by killing this process).
+
+The sockets come from the configuration (or --socket, --control-socket); a
+problem elsewhere in it is a warning, not a failure.
 
 Exit status: 0 when the session ended; 1, with one line on standard error,
 when the daemon cannot be reached, refuses the session, or dies first.
@@ -76,10 +82,7 @@ func connectFlags() (*flag.FlagSet, *clientOptions) {
 // addClientFlags adds the flags that find the daemon's sockets.
 func addClientFlags(fs *flag.FlagSet, o *clientOptions) {
 	fs.StringVar(&o.config, "config", "", "the configuration `file` that names the sockets (default: $XDG_CONFIG_HOME/snodod/config.toml, if it exists)")
-	o.keys = addKeyFlags(fs,
-		"socket", "daemon.socket",
-		"control-socket", "daemon.control_socket",
-	)
+	o.keys = addKeyFlags(fs, socketKeys)
 }
 
 func runConnect(args []string) int {
@@ -87,10 +90,6 @@ func runConnect(args []string) int {
 	view, status, done := parseFlagsAndName(fs, args, connectUsage)
 	if done {
 		return status
-	}
-	cfg := loadConfig("connect", o.keys.options(o.config))
-	if cfg == nil {
-		return exitFailure
 	}
 	if o.relay && o.handover {
 		fmt.Fprintln(os.Stderr, "snodod connect: --relay and --handover exclude each other; choose one")
@@ -100,18 +99,31 @@ func runConnect(args []string) int {
 		fmt.Fprintf(os.Stderr, "snodod connect: --relay serves the aggregated view only; drop --relay to pass %s through\n", view)
 		return exitUsage
 	}
-	if o.relay || !o.handover && typedByPerson() && view == "" {
-		return relay(cfg.Daemon.Socket)
+	cfg, status := loadClientConfig("connect", o.keys.options(o.config))
+	if cfg == nil {
+		return status
 	}
-	path := cfg.Daemon.ControlSocket
+	socket, path := findDaemon(cfg)
+	person := typedByPerson()
+	if o.relay || !o.handover && person && view == "" {
+		return relay(socket)
+	}
 	cwd, _ := os.Getwd()
 	h, err := daemon.ConnectView(context.Background(), path, os.Stdin, os.Stdout, view, cwd)
 	if err != nil {
 		return connectFailure(path, err)
 	}
-	// Nothing is printed on success, not even on a terminal: standard
-	// error may be the very terminal the session now writes frames to.
-	// The daemon holds its own copies now; this process only waits.
+	// A program driving a pty or a pipe is told nothing: standard error
+	// may be the very terminal the session now writes frames to. A person
+	// who forced a hand-over of their own terminal is told how to leave:
+	// it is raw now, so Ctrl-C and Ctrl-D are bytes for the daemon.
+	if person {
+		// The terminal no longer turns "\n" into "\r\n" (raw mode).
+		fmt.Fprintf(os.Stderr, "snodod connect: session %d has this terminal in raw mode: every key, Ctrl-C and Ctrl-D included, goes to the daemon; to leave, run 'snodod kill %d' in another terminal, or kill this process (pid %d)\r\n",
+			h.Session, h.Session, os.Getpid())
+	}
+	// The daemon holds its own copies now; this process only waits. When
+	// it dies, its control connection ends, and with it the session.
 	if err := h.Wait(); err != nil {
 		return connectFailure(path, err)
 	}
@@ -142,17 +154,41 @@ func connectFailure(path string, err error) int {
 // standard output. End of input half-closes the socket, so the daemon
 // finishes the requests it has and then ends the session; the relay exits
 // when the daemon closes the connection, or when standard output fails.
+// A daemon that refuses the session writes one line and closes: the relay
+// passes the line on, as a hand-over would, and exits 1 with the same
+// message.
 func relay(path string) int {
 	uc, err := daemon.Dial(context.Background(), path)
 	if err != nil {
 		return connectFailure(path, err)
 	}
 	defer uc.Close()
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		fmt.Fprintf(os.Stderr, "connected to snodod at %s (relay); type JSON-RPC lines, Ctrl-D ends\n", path)
+	}
 	go func() {
 		_, _ = io.Copy(uc, os.Stdin)
 		_ = uc.CloseWrite()
 	}()
-	if _, err := io.Copy(os.Stdout, uc); err != nil && !errors.Is(err, syscall.EPIPE) {
+	// The daemon's refusal line is short: it fits in the buffer, and so
+	// the first line is seen whole before it is passed on.
+	in := bufio.NewReaderSize(uc, 4096)
+	first, rerr := in.ReadSlice('\n')
+	if _, err := os.Stdout.Write(first); err != nil && !errors.Is(err, syscall.EPIPE) {
+		fmt.Fprintf(os.Stderr, "snodod connect: relay: %v\n", err)
+		return exitFailure
+	}
+	if msg, refused := daemon.RefusalMessage(first); refused {
+		return connectFailure(path, &daemon.RefusedError{Message: msg})
+	}
+	switch {
+	case errors.Is(rerr, io.EOF):
+		return exitOK // the daemon closed the session
+	case rerr != nil && !errors.Is(rerr, bufio.ErrBufferFull):
+		fmt.Fprintf(os.Stderr, "snodod connect: relay: %v\n", rerr)
+		return exitFailure
+	}
+	if _, err := io.Copy(os.Stdout, in); err != nil && !errors.Is(err, syscall.EPIPE) {
 		fmt.Fprintf(os.Stderr, "snodod connect: relay: %v\n", err)
 		return exitFailure
 	}

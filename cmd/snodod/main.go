@@ -9,6 +9,7 @@
 //	serve     run the daemon: many MCP sessions over its sockets
 //	connect   connect standard input and output to the daemon as one session
 //	status    show the daemon's sessions and load
+//	kill      end one session of the daemon
 //	config    check a configuration file, or print the effective configuration
 //	stdio     serve one MCP session on this process's standard input and output
 //	version   print the snodod version
@@ -30,8 +31,8 @@ import (
 )
 
 // version is the build version, set with
-// go build -ldflags "-X main.version=v1.2.3". When empty, the module
-// version recorded in the binary is used, else "dev".
+// go build -ldflags "-X main.version=v1.2.3" (make build does, from git
+// describe). When empty, buildVersion reads the binary's build info.
 var version string
 
 // Exit statuses.
@@ -59,6 +60,7 @@ func init() {
 		{"serve", "run the daemon: many MCP sessions over its sockets", runServe, serveUsage},
 		{"connect", "connect standard input and output to the daemon as one session", runConnect, connectUsage},
 		{"status", "show the daemon's sessions and load", runStatus, statusUsage},
+		{"kill", "end one session of the daemon: snodod kill ID", runKill, killUsage},
 		{"config", "check a configuration file, or print the effective configuration", runConfig, configUsage},
 		{"stdio", "serve one MCP session on this process's standard input and output", runStdio, stdioUsage},
 		{"upstream", "start, stop or restart a hosted server: snodod upstream restart NAME", runUpstream, upstreamUsage},
@@ -82,6 +84,8 @@ func run(args []string) int {
 	switch args[0] {
 	case "-h", "-help", "--help":
 		return runHelp(args[1:])
+	case "-v", "-version", "--version":
+		return runVersion(args[1:])
 	}
 	if c := lookup(args[0]); c != nil {
 		return c.run(args[1:])
@@ -105,7 +109,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, "\nRun 'snodod <command> --help' for a command's flags.\n")
+	fmt.Fprint(w, "\nRun 'snodod <command> --help' for a command's flags; 'snodod --version' prints the version.\n")
 }
 
 // newFlagSet returns a command's flag set. Parse errors are reported by
@@ -141,6 +145,10 @@ func usageError(name, message string) int {
 }
 
 func runHelp(args []string) int {
+	if len(args) == 1 && isHelpFlag(args[0]) {
+		helpUsage(os.Stdout)
+		return exitOK
+	}
 	switch len(args) {
 	case 0:
 		usage(os.Stdout)
@@ -156,6 +164,9 @@ func runHelp(args []string) int {
 	}
 	return exitUsage
 }
+
+// isHelpFlag reports whether arg asks for help, as the flag package reads it.
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
 func helpUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: snodod help [command]\n\nShows the commands, or one command's usage and flags.\n")
@@ -174,13 +185,45 @@ func versionUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: snodod version\n\nPrints the snodod version, and the Go version and platform it was built with.\n")
 }
 
-// buildVersion returns the version of this binary.
+// buildVersion returns the version of this binary: the -ldflags override,
+// else what its build info says (versionOf).
 func buildVersion() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
 	}
-	return "dev"
+	return versionOf(bi)
+}
+
+// versionOf reads a version from build info: the module's version, as
+// `go install github.com/snodod/snodod/cmd/snodod@v1.2.3` records it, or
+// the pseudo-version (revision, and +dirty for uncommitted changes) that
+// `go build` records in a git checkout; else, from the VCS stamp alone,
+// "dev-<revision>" with "-dirty"; else "dev" (a build with
+// -buildvcs=false, or outside a checkout).
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev string
+	var dirty bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	v := "dev-" + rev[:min(12, len(rev))]
+	if dirty {
+		v += "-dirty"
+	}
+	return v
 }

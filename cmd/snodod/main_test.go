@@ -41,7 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "snodod")
-	args := []string{"build", "-o", binary}
+	// No VCS stamp: the version is "dev" wherever the tests run.
+	args := []string{"build", "-buildvcs=false", "-o", binary}
 	if raceBuild {
 		args = append(args, "-race")
 	}
@@ -212,39 +213,56 @@ func TestStdioDemoCalls(t *testing.T) {
 	}
 }
 
-func TestStdioFlagErrors(t *testing.T) {
+// TestFlagErrors: serve and stdio read a limit flag the same way, as its
+// configuration key, and refuse a bad value with the same line and exit
+// status 2, a zero included.
+func TestFlagErrors(t *testing.T) {
 	tests := []struct {
 		args []string
 		want []string
+		only string // the one command the row is for; "" both
 	}{
-		{[]string{"--max-line-bytes", "-1"}, []string{"snodod stdio: max_line_bytes must be a positive integer"}},
-		{[]string{"--write-timeout", "-1s"}, []string{"snodod stdio: write_timeout must be a positive duration"}},
-		{[]string{"--request-timeout=-1s"}, []string{"snodod stdio: request_timeout must be a positive duration"}},
-		{[]string{"--max-concurrency", "-1"}, []string{"snodod stdio: max_concurrency must be a positive integer"}},
-		{[]string{"--max-subscriptions", "-1"}, []string{"snodod stdio: max_subscriptions must be a positive integer"}},
-		{[]string{"--max-queue", "-1", "--max-line-bytes", "-5"}, []string{
-			"snodod stdio: max_line_bytes must be a positive integer",
-			"snodod stdio: max_queue must be a positive integer"}},
-		{[]string{"--max-line-bytes", "ten"}, []string{`snodod stdio: invalid value "ten" for flag -max-line-bytes`}},
-		{[]string{"--nope"}, []string{"snodod stdio: flag provided but not defined: -nope"}},
-		{[]string{"extra"}, []string{`snodod stdio: no hosted server "extra": no mcpServers are configured`}},
-		{[]string{"one", "two"}, []string{`snodod stdio: takes at most one server name, got ["one" "two"]`}},
+		{[]string{"--max-line-bytes", "-1"}, []string{"session.max_line_bytes: must be a positive integer, got -1 (flag --max-line-bytes)"}, ""},
+		{[]string{"--max-line-bytes", "0"}, []string{"session.max_line_bytes: must be a positive integer, got 0 (flag --max-line-bytes)"}, ""},
+		{[]string{"--write-timeout", "-1s"}, []string{"session.write_timeout: must be a positive duration, got \"-1s\" (flag --write-timeout)"}, ""},
+		{[]string{"--request-timeout", "5"}, []string{"session.request_timeout: must be a positive duration with a unit, such as \"5s\", got \"5\" (flag --request-timeout)"}, ""},
+		{[]string{"--request-timeout=0s"}, []string{"session.request_timeout: must be a positive duration, got \"0s\" (flag --request-timeout)"}, ""},
+		{[]string{"--max-concurrency", "-1"}, []string{"executor.max_concurrency: must be a positive integer, got -1 (flag --max-concurrency)"}, ""},
+		{[]string{"--max-subscriptions", "-1"}, []string{"session.max_subscriptions: must be a positive integer, got -1 (flag --max-subscriptions)"}, ""},
+		{[]string{"--max-queue", "-1", "--max-line-bytes", "ten"}, []string{
+			"executor.max_queue: must be a positive integer, got -1 (flag --max-queue)",
+			"session.max_line_bytes: must be a positive integer, got \"ten\" (flag --max-line-bytes)"}, ""},
+		{[]string{"--log-level", "loud"}, []string{"log.level: must be debug, info, warn or error, got \"loud\" (flag --log-level)"}, ""},
+		{[]string{"--nope"}, []string{"flag provided but not defined: -nope"}, ""},
+		{[]string{"extra"}, []string{`unexpected argument "extra"`}, "serve"},
+		{[]string{"extra"}, []string{`no hosted server "extra": no mcpServers are configured`}, "stdio"},
+		{[]string{"one", "two"}, []string{`takes at most one server name, got ["one" "two"]`}, "stdio"},
 	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			r := runSnodod(t, initLine+"\n", append([]string{"stdio"}, tt.args...)...)
-			if r.status != 2 || r.stdout != "" {
-				t.Errorf("exit status %d, stdout %q; want 2 and nothing", r.status, r.stdout)
+	for _, cmd := range []string{"stdio", "serve"} {
+		for _, tt := range tests {
+			if tt.only != "" && tt.only != cmd {
+				continue
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(r.stderr, w+"\n") && !strings.Contains(r.stderr, w+":") {
-					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+			t.Run(cmd+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+				dir := sockDir(t)
+				args := append([]string{cmd, "--socket", filepath.Join(dir, "s.sock")}, tt.args...)
+				if cmd == "stdio" {
+					args = append([]string{cmd}, tt.args...)
 				}
-			}
-			if !strings.Contains(r.stderr, "snodod stdio --help") {
-				t.Errorf("stderr does not say where to look next:\n%s", r.stderr)
-			}
-		})
+				r := runIn(t, isolated(dir), initLine+"\n", args...)
+				if r.status != 2 || r.stdout != "" {
+					t.Errorf("exit status %d, stdout %q; want 2 and nothing", r.status, r.stdout)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(r.stderr, "snodod "+cmd+": "+w+"\n") {
+						t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+					}
+				}
+				if !strings.Contains(r.stderr, "snodod "+cmd+" --help") {
+					t.Errorf("stderr does not say where to look next:\n%s", r.stderr)
+				}
+			})
+		}
 	}
 }
 
@@ -267,8 +285,16 @@ func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"stdio", "--help"}, {"help", "stdio"}} {
 		r := runSnodod(t, "", args...)
 		if r.status != 0 || !strings.HasPrefix(r.stdout, "Usage: snodod stdio [flags]") ||
-			!strings.Contains(r.stdout, "-max-line-bytes int") || !strings.Contains(r.stdout, "(default 2000000)") {
+			!strings.Contains(r.stdout, "-max-line-bytes integer\n") ||
+			!strings.Contains(r.stdout, "its newline included (session.max_line_bytes: integer, default 2000000)") {
 			t.Errorf("snodod %q: exit status %d, stdout:\n%s", args, r.status, r.stdout)
+		}
+	}
+	// help's own help (issue 9, bug 7).
+	for _, args := range [][]string{{"help", "--help"}, {"help", "-h"}, {"help", "help"}} {
+		r := runSnodod(t, "", args...)
+		if r.status != 0 || !strings.HasPrefix(r.stdout, "Usage: snodod help [command]") {
+			t.Errorf("snodod %q: exit status %d, stdout:\n%s\nstderr:\n%s", args, r.status, r.stdout, r.stderr)
 		}
 	}
 	for _, args := range [][]string{{}, {"bogus"}, {"help", "bogus"}} {
@@ -280,10 +306,13 @@ func TestHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	r := runSnodod(t, "", "version")
 	want := fmt.Sprintf("snodod dev (%s %s/%s)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	if r.status != 0 || r.stdout != want {
-		t.Errorf("exit status %d, stdout %q; want 0 and %q", r.status, r.stdout, want)
+	// --version and -v as well as the command (issue 9, bug 7).
+	for _, arg := range []string{"version", "--version", "-v"} {
+		r := runSnodod(t, "", arg)
+		if r.status != 0 || r.stdout != want {
+			t.Errorf("snodod %s: exit status %d, stdout %q; want 0 and %q", arg, r.status, r.stdout, want)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon"
-	"github.com/snodod/snodod/server"
 )
 
 func serveUsage(w io.Writer) {
@@ -31,7 +29,8 @@ then these flags; see 'snodod config print' and docs/config.md.
 Signals: SIGHUP reloads the configuration (new sessions use it; an invalid
 one is refused with every problem logged, and the running one stays).
 SIGTERM or SIGINT drains: no new sessions, running requests finish within
-daemon.shutdown_grace, then exit 0. A second signal exits at once.
+daemon.shutdown_grace, then exit 0; 'snodod status' answers "draining"
+meanwhile. A second signal exits at once, with status 1.
 
 Exit status: 0 after a drain; 1 when the daemon cannot start (another one
 is running, or the configuration is invalid: every problem is listed).
@@ -44,7 +43,6 @@ Flags:
 }
 
 type serveOptions struct {
-	demo   bool
 	config string
 	keys   *keyFlags
 }
@@ -52,22 +50,8 @@ type serveOptions struct {
 func serveFlags() (*flag.FlagSet, *serveOptions) {
 	o := &serveOptions{}
 	fs := newFlagSet("serve")
-	fs.BoolVar(&o.demo, "demo", false, "register the demo tools (echo, sleep, big, fail, panic) and the conformance fixture, as 'snodod stdio --demo' does")
 	fs.StringVar(&o.config, "config", "", "the configuration `file` (default: $XDG_CONFIG_HOME/snodod/config.toml, if it exists)")
-	o.keys = addKeyFlags(fs,
-		"socket", "daemon.socket",
-		"control-socket", "daemon.control_socket",
-		"max-sessions", "daemon.max_sessions",
-		"shutdown-grace", "daemon.shutdown_grace",
-		"log-level", "log.level",
-		"max-line-bytes", "session.max_line_bytes",
-		"write-timeout", "session.write_timeout",
-		"max-subscriptions", "session.max_subscriptions",
-		"request-timeout", "session.request_timeout",
-		"max-concurrency", "executor.max_concurrency",
-		"max-queue", "executor.max_queue",
-		"http", "http.listen",
-	)
+	o.keys = addKeyFlags(fs, allKeys)
 	return fs, o
 }
 
@@ -77,24 +61,19 @@ func runServe(args []string) int {
 		return status
 	}
 	opts := o.keys.options(o.config)
-	cfg := loadConfig("serve", opts)
+	cfg, status := loadConfig("serve", opts)
 	if cfg == nil {
-		return exitFailure
+		return status
 	}
 	level := new(slog.LevelVar)
 	log := newLogger(cfg, level)
 	slog.SetDefault(log)
 
-	var register func(*server.Server)
-	if o.demo {
-		register = demoCatalog
-	}
 	d, err := daemon.New(cfg, daemon.Options{
 		// A reload reads the same file and environment, and the flags
 		// given at start still win.
 		Reload:   func() (*config.Config, error) { return config.Load(opts) },
 		OnReload: func(c *config.Config) { level.Set(parseLevel(c.Log.Level)) },
-		Catalog:  register,
 		Version:  buildVersion(),
 		Logger:   log,
 	})
@@ -105,10 +84,19 @@ func runServe(args []string) int {
 	// Writing to a client that went away fails with EPIPE instead of
 	// killing the daemon.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignal(log, nil)
 	defer stop()
-	context.AfterFunc(ctx, stop) // a second signal kills at once
-	log.Info("snodod starting", "version", buildVersion(), "pid", os.Getpid(), "config", orDefault(cfg.File()), "demo", o.demo)
+	// "started" is logged once the sockets are bound: a daemon that cannot
+	// start (another one runs) says only why, in one line.
+	running := make(chan struct{})
+	defer close(running)
+	go func() {
+		select {
+		case <-d.Ready():
+			log.Info("snodod started", "version", buildVersion(), "pid", os.Getpid(), "config", orDefault(cfg.File()), "demo", cfg.Server.Demo)
+		case <-running:
+		}
+	}()
 	if err := d.Run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "snodod serve: %v\n", err)
 		return exitFailure

@@ -250,19 +250,6 @@ func TestConnectDaemonDies(t *testing.T) {
 	}
 }
 
-func TestServeAlreadyRunning(t *testing.T) {
-	dir := sockDir(t)
-	p := startServe(t, dir)
-	r := runIn(t, p.env, "", "serve", "--socket", p.socket)
-	want := fmt.Sprintf("snodod serve: snodod is already running (socket %s answers); stop it or choose another daemon.socket\n", p.socket)
-	if r.status != 1 || !strings.HasSuffix(r.stderr, want) {
-		t.Errorf("second serve: status %d, stderr:\n%s\nwant 1 and %q", r.status, r.stderr, want)
-	}
-	if status := p.stop(t); status != 0 {
-		t.Errorf("first serve: exit status %d", status)
-	}
-}
-
 func TestServeBadConfig(t *testing.T) {
 	dir := sockDir(t)
 	file := filepath.Join(dir, "bad.toml")
@@ -355,7 +342,7 @@ func TestStdioReadsConfig(t *testing.T) {
 
 func TestHelpCommands(t *testing.T) {
 	r := runIn(t, os.Environ(), "", "help")
-	for _, name := range []string{"serve", "connect", "status", "config", "stdio", "version", "help"} {
+	for _, name := range []string{"serve", "connect", "status", "kill", "config", "stdio", "version", "help"} {
 		if !strings.Contains(r.stdout, "\n  "+name+" ") {
 			t.Errorf("help lacks %s:\n%s", name, r.stdout)
 		}
@@ -367,7 +354,9 @@ func TestHelpCommands(t *testing.T) {
 		{[]string{"serve", "--help"}, []string{"Usage: snodod serve", "-demo", "-max-sessions", "-max-sessions integer", "(daemon.max_sessions: integer, default 1024)", "-socket", "-control-socket", "-log-level", "-write-timeout", "SIGHUP"}},
 		{[]string{"connect", "--help"}, []string{"Usage: snodod connect", "-relay", "-control-socket", `{"command": "snodod", "args": ["connect"]}`}},
 		{[]string{"status", "--help"}, []string{"Usage: snodod status", "-json"}},
-		{[]string{"config", "--help"}, []string{"snodod config check [FILE]", "snodod config print [--json]"}},
+		{[]string{"kill", "--help"}, []string{"Usage: snodod kill [flags] ID", "-control-socket", "terminal it had in raw mode is restored"}},
+		{[]string{"stdio", "--help"}, []string{"-cooked", "-demo", "-log-level", "-shutdown-grace"}},
+		{[]string{"config", "--help"}, []string{"snodod config check [FILE | --config FILE]", "snodod config print [--json] [FILE | --config FILE]"}},
 		{[]string{"help", "serve"}, []string{"Usage: snodod serve"}},
 	} {
 		r := runIn(t, os.Environ(), "", tt.cmd...)

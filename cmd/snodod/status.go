@@ -45,13 +45,14 @@ func runStatus(args []string) int {
 	if status, done := parseFlags(fs, args, statusUsage); done {
 		return status
 	}
-	cfg := loadConfig("status", o.keys.options(o.config))
+	cfg, status := loadClientConfig("status", o.keys.options(o.config))
 	if cfg == nil {
-		return exitFailure
+		return status
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := daemon.QueryStatus(ctx, cfg.Daemon.ControlSocket)
+	_, control := findDaemon(cfg)
+	st, err := daemon.QueryStatus(ctx, control)
 	if err != nil {
 		var unreachable *daemon.UnreachableError
 		if errors.As(err, &unreachable) {
@@ -80,8 +81,12 @@ func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
 	if len(st.Sessions) == 1 {
 		plural = ""
 	}
-	fmt.Fprintf(w, "snodod %s, pid %d, up %s: %d session%s (max %d)\n",
-		st.Version, st.PID, age(now, st.Started), len(st.Sessions), plural, st.MaxSessions)
+	state := ""
+	if st.State == "draining" {
+		state = ", draining (no new sessions; these are finishing)"
+	}
+	fmt.Fprintf(w, "snodod %s, pid %d, up %s%s: %d session%s (max %d)\n",
+		st.Version, st.PID, age(now, st.Started), state, len(st.Sessions), plural, st.MaxSessions)
 	if len(st.Sessions) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -99,8 +104,8 @@ func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
 		fmt.Fprintln(w)
 	}
 	e := st.Executor
-	fmt.Fprintf(w, "executor: %d running (max %d), %d queued (max %d), request timeout %s\n",
-		e.Running, e.MaxConcurrency, e.Queued, e.MaxQueue, e.RequestTimeout)
+	fmt.Fprintf(w, "executor: %d running (max %d), %d queued (max %d shared + %d per session), request timeout %s\n",
+		e.Running, e.MaxConcurrency, e.Queued, e.MaxQueue, e.SessionQueue, e.RequestTimeout)
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}

@@ -25,28 +25,45 @@ func unknownUpstream(cfg *config.Config, name string) string {
 	return fmt.Sprintf("no hosted server %q; the configured ones are %s", name, strings.Join(names, ", "))
 }
 
-// hostUpstreams runs cfg's hosted servers inside this snodod stdio
-// process, as the daemon would for one session: the manager serves until
-// the returned stop is called (which stops every child within the
-// shutdown grace), and the Dispatcher is the session's view: srv with
-// every upstream (view "") or the named one passed through. The children
-// die with the process (parent-death signal), so no record of their
-// process groups is kept; the catalog cache is the daemon's.
-func hostUpstreams(cfg *config.Config, srv *server.Server, view string) (server.Dispatcher, func(), error) {
+// stdioHosted is cfg's hosted servers run inside this snodod stdio
+// process, as the daemon would run them for one session. The children die
+// with the process (parent-death signal), so no record of their process
+// groups is kept; the catalog cache is the daemon's.
+type stdioHosted struct {
+	m *upstream.Manager
+}
+
+// stdioUpstreams prepares cfg's hosted servers; nil when there are none
+// and no view asks for one.
+func stdioUpstreams(cfg *config.Config, view string) (*stdioHosted, error) {
+	if len(cfg.MCPServers) == 0 && view == "" {
+		return nil, nil
+	}
 	m, err := upstream.New(cfg, upstream.Options{
 		StateDir: config.StateDir(nil), NoRecord: true,
-		Version: buildVersion(), MaxLineBytes: cfg.Session.MaxLineBytes,
-		ShutdownGrace: cfg.Daemon.ShutdownGrace, Logger: slog.Default(),
+		Version: buildVersion(), MaxLineBytes: cfg.Limits.MaxLineBytes,
+		ShutdownGrace: cfg.Limits.ShutdownGrace, Logger: slog.Default(),
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if err := m.Has(view); err != nil {
-		return nil, nil, err
+	return &stdioHosted{m: m}, m.Has(view)
+}
+
+// attach shows the aggregated view on a server the catalog builds (its
+// Register hook); a nil stdioHosted has nothing to attach.
+func (h *stdioHosted) attach(srv *server.Server) {
+	if h != nil {
+		h.m.Attach(srv, srv.Instructions())
 	}
-	m.Attach(srv, cfg.Server.Instructions)
+}
+
+// session starts the servers (stop stops them all, within the shutdown
+// grace) and returns the Dispatcher of the process's one session: srv's
+// aggregated view (view "") or the named server passed through.
+func (h *stdioHosted) session(srv *server.Server, view string) (server.Dispatcher, func(), error) {
 	cwd, _ := os.Getwd()
-	sess, err := m.Session(0, view, cwd, srv)
+	sess, err := h.m.Session(0, view, cwd, srv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,7 +71,7 @@ func hostUpstreams(cfg *config.Config, srv *server.Server, view string) (server.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = m.Serve(ctx)
+		_ = h.m.Serve(ctx)
 	}()
 	return sess, func() {
 		sess.Close()

@@ -54,20 +54,21 @@ func runUpstream(args []string) int {
 		return usageError("snodod upstream", fmt.Sprintf("unknown action %q; the actions are start, stop and restart", action))
 	}
 	fs, o := clientFlagSet("upstream " + action)
-	name, status, done := parseFlagsAndName(fs, args[1:], upstreamUsage)
+	name, st, done := parseFlagsAndName(fs, args[1:], upstreamUsage)
 	if done {
-		return status
+		return st
 	}
 	if name == "" {
 		return usageError(fs.Name(), "needs the NAME of a server (snodod status lists them)")
 	}
-	cfg := loadConfig("upstream", o.keys.options(o.config))
+	cfg, status := loadClientConfig("upstream", o.keys.options(o.config))
 	if cfg == nil {
-		return exitFailure
+		return status
 	}
+	_, control := findDaemon(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := daemon.UpstreamAction(ctx, cfg.Daemon.ControlSocket, name, action); err != nil {
+	if err := daemon.UpstreamAction(ctx, control, name, action); err != nil {
 		return clientFailure("snodod upstream "+action, err)
 	}
 	return exitOK
@@ -125,20 +126,21 @@ func logsFlags() (*flag.FlagSet, *struct {
 
 func runLogs(args []string) int {
 	fs, o := logsFlags()
-	name, status, done := parseFlagsAndName(fs, args, logsUsage)
+	name, st, done := parseFlagsAndName(fs, args, logsUsage)
 	if done {
-		return status
+		return st
 	}
 	if name == "" {
 		return usageError(fs.Name(), "needs the NAME of a server (snodod status lists them)")
 	}
-	cfg := loadConfig("logs", o.keys.options(o.config))
+	cfg, status := loadClientConfig("logs", o.keys.options(o.config))
 	if cfg == nil {
-		return exitFailure
+		return status
 	}
+	_, control := findDaemon(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := daemon.Logs(ctx, cfg.Daemon.ControlSocket, name, o.follow, func(s string) error {
+	err := daemon.Logs(ctx, control, name, o.follow, func(s string) error {
 		_, err := io.WriteString(os.Stdout, s)
 		return err
 	})

@@ -70,6 +70,7 @@ func (c *coordinator) handleData(line []byte) {
 }
 
 func (c *coordinator) request(msg *protocol.Message) {
+	c.stats.request()
 	if _, ok := c.inflight[msg.ID]; ok {
 		c.writeError(msg.ID, protocol.ErrDuplicateID)
 		return

@@ -106,7 +106,7 @@ type harness struct {
 type option func(*stdio.Transport, *server.ExecutorLimits)
 
 func withLimit(n int) option {
-	return func(tr *stdio.Transport, _ *server.ExecutorLimits) { tr.MaxLineBytes = n }
+	return func(tr *stdio.Transport, _ *server.ExecutorLimits) { tr.Limits.MaxLineBytes = n }
 }
 
 func withExecutor(concurrency, queue int) option {

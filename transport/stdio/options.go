@@ -4,22 +4,15 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"time"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 )
 
-// Defaults of the transport's limits (transport.md §15).
-const (
-	DefaultMaxLineBytes     = 2_000_000
-	DefaultWriteTimeout     = 5 * time.Second
-	DefaultMaxSubscriptions = 32
-	DefaultShutdownGrace    = 10 * time.Second
-)
-
 // Transport serves one connection: newline-delimited JSON-RPC over In and
-// Out. Limits follow the net/http.Server convention: zero means the default,
-// negative is refused by Serve before any byte is read.
+// Out. Its Limits follow the net/http.Server convention: zero means the
+// default (package limits has them), negative is refused by Serve before any
+// byte is read.
 //
 // The transport never closes In or Out; their owner does, after Serve
 // returns. A Transport serves once.
@@ -35,26 +28,23 @@ type Transport struct {
 	// Dispatcher serves requests; it is shared by every connection.
 	Dispatcher server.Dispatcher
 	// Executor runs requests; it is shared by every connection of a process.
-	// When nil, Serve makes a private one with the default limits and closes
-	// it on return.
+	// When nil, Serve makes a private one with the executor's Limits
+	// (MaxConcurrency, MaxQueue, RequestTimeout) and closes it on return.
 	Executor *server.Executor
 
-	// MaxLineBytes bounds one input line, its newline included.
-	MaxLineBytes int
-	// WriteTimeout bounds the writing of one frame. A frame that misses it
-	// ends the connection.
-	WriteTimeout time.Duration
-	// MaxSubscriptions caps this connection's open listen streams and
-	// legacy resource subscriptions together, when Serve makes the
-	// State.
-	MaxSubscriptions int
+	// Limits are the connection's limits. The transport reads
+	// MaxLineBytes (one input line, its newline included), WriteTimeout
+	// (one frame's write; a frame that misses it ends the connection),
+	// MaxSubscriptions (open listen streams and legacy resource
+	// subscriptions together, when Serve makes the State), ShutdownGrace
+	// (how long admitted requests may still run once ctx is cancelled),
+	// and the executor's limits when Executor is nil; the others are the
+	// daemon's.
+	Limits limits.Limits
 	// State is the connection's runtime state. When nil, Serve makes one
 	// and closes it on return; a State given here outlives Serve (a
 	// restarted session continues with it) and its owner closes it.
 	State *server.SessionState
-	// ShutdownGrace is how long admitted requests may still run once ctx
-	// is cancelled.
-	ShutdownGrace time.Duration
 
 	// Reader is the device's input side when it must outlive this
 	// Transport (a session that is restarted on the same device). When
@@ -69,21 +59,9 @@ type Transport struct {
 }
 
 // Validate reports every invalid limit at once, each with the exact message
-// of transport.md §15.
+// of transport.md §15, and a missing device or Dispatcher.
 func (t *Transport) Validate() error {
-	var errs []error
-	if t.MaxLineBytes < 0 {
-		errs = append(errs, errors.New("max_line_bytes must be a positive integer"))
-	}
-	if t.WriteTimeout < 0 {
-		errs = append(errs, errors.New("write_timeout must be a positive duration"))
-	}
-	if t.MaxSubscriptions < 0 {
-		errs = append(errs, errors.New("max_subscriptions must be a positive integer"))
-	}
-	if t.ShutdownGrace < 0 {
-		errs = append(errs, errors.New("shutdown_grace must be a positive duration"))
-	}
+	errs := []error{t.Limits.Validate()}
 	if t.In == nil && t.Reader == nil || t.Out == nil {
 		errs = append(errs, errors.New("stdio transport needs both In and Out"))
 	}
@@ -91,11 +69,4 @@ func (t *Transport) Validate() error {
 		errs = append(errs, errors.New("stdio transport needs a Dispatcher"))
 	}
 	return errors.Join(errs...)
-}
-
-func orDefault[T int | time.Duration](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
 }

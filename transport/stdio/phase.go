@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -64,6 +65,12 @@ func (p phase) String() string {
 // period still bounds the whole shutdown.
 const shutdownLinger = 25 * time.Millisecond
 
+// ErrKilled, as the cause of Serve's context (context.WithCancelCause),
+// ends the connection as a shutdown does but without the grace period:
+// what is admitted is cancelled and answered "Session closed by server" at
+// once. Serve then returns nil, as after a shutdown.
+var ErrKilled = errors.New("session killed")
+
 // ErrSessionFailed is returned by Serve when the coordinator itself failed
 // (a panic): the device is still good, and a new Transport with the same
 // Reader and State continues on it.
@@ -104,10 +111,15 @@ func (c *coordinator) endInput() {
 
 // shutdown begins the daemon shutdown of §12.4: listen streams are ended
 // with notifications/cancelled, new requests are refused, admitted ones may
-// finish within the grace period.
-func (c *coordinator) shutdown() {
+// finish within the grace period, which is none when ctx was cancelled
+// with ErrKilled.
+func (c *coordinator) shutdown(ctx context.Context) {
 	c.phase = c.phase.shutdown()
-	c.graceEnd = time.NewTimer(c.grace)
+	grace := c.grace
+	if errors.Is(context.Cause(ctx), ErrKilled) {
+		grace = 0
+	}
+	c.graceEnd = time.NewTimer(grace)
 	for _, w := range c.inflight {
 		if w.stream == nil || c.failed != nil {
 			continue

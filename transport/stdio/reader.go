@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/snodod/snodod/limits"
 )
 
 // A connection whose input is a descriptor (syscall.Conn: a pipe, a socket
@@ -222,11 +224,11 @@ type Reader struct {
 }
 
 // NewReader starts reading in. maxLineBytes of 0 or less means
-// DefaultMaxLineBytes (Transport.Validate refuses a negative limit before
+// limits.DefaultMaxLineBytes (Transport.Validate refuses a negative limit before
 // this is reached). The caller must Close it.
 func NewReader(in io.Reader, maxLineBytes int) *Reader {
 	if maxLineBytes <= 0 {
-		maxLineBytes = DefaultMaxLineBytes
+		maxLineBytes = limits.DefaultMaxLineBytes
 	}
 	r := &Reader{
 		in:      in,

@@ -47,7 +47,11 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 	var ownExec *server.Executor
 	if exec == nil {
 		var err error
-		if exec, err = server.NewExecutor(server.ExecutorLimits{}); err != nil {
+		if exec, err = server.NewExecutor(server.ExecutorLimits{
+			MaxConcurrency: t.Limits.MaxConcurrency,
+			MaxQueue:       t.Limits.MaxQueue,
+			RequestTimeout: t.Limits.RequestTimeout,
+		}); err != nil {
 			return nil, err
 		}
 		ownExec = exec
@@ -59,18 +63,19 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 	reader := t.Reader
 	var ownReader *Reader
 	if reader == nil {
-		reader = NewReader(t.In, t.MaxLineBytes)
+		reader = NewReader(t.In, t.Limits.MaxLineBytes)
 		ownReader = reader
 	}
+	lim := t.Limits.WithDefaults()
 	c := &coordinator{
 		log:       log,
 		disp:      t.Dispatcher,
 		exec:      exec.Conn(),
-		w:         newFrameWriter(t.Out, orDefault(t.WriteTimeout, DefaultWriteTimeout)),
+		w:         newFrameWriter(t.Out, lim.WriteTimeout),
 		reader:    reader,
 		fault:     faults.From(ctx).C(),
 		sess:      t.State,
-		grace:     orDefault(t.ShutdownGrace, DefaultShutdownGrace),
+		grace:     lim.ShutdownGrace,
 		mail:      newMailbox(),
 		inflight:  make(map[protocol.ID]*work),
 		stats:     counting{to: t.Counters},
@@ -78,7 +83,7 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		ownReader: ownReader,
 	}
 	if c.sess == nil {
-		c.sess = server.NewSessionState(orDefault(t.MaxSubscriptions, DefaultMaxSubscriptions))
+		c.sess = server.NewSessionState(lim.MaxSubscriptions)
 		c.ownSess = c.sess
 	}
 	if v := c.sess.Negotiated(); v != "" {
@@ -196,7 +201,7 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 			c.handleMail()
 		case <-ctxDone:
 			ctxDone = nil
-			c.shutdown()
+			c.shutdown(ctx)
 		}
 	}
 	return c.failed

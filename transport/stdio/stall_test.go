@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
@@ -44,7 +45,7 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	}
 	serve := func(ep endpoints, writeTimeout time.Duration) chan error {
 		tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: srv, Executor: exec,
-			WriteTimeout: writeTimeout, Logger: discardLog}
+			Limits: limits.Limits{WriteTimeout: writeTimeout}, Logger: discardLog}
 		done := make(chan error, 1)
 		go func() { done <- tr.Serve(context.Background()) }()
 		return done

@@ -9,7 +9,13 @@ import "sync/atomic"
 // may share one. All methods may be called from any goroutine.
 type Counters struct {
 	inFlight atomic.Int64
+	requests atomic.Int64
 }
+
+// Requests is the number of requests received so far, each answered once
+// (a refusal included). Unlike InFlight it is never reset: the instances
+// of a restarted session add to it.
+func (c *Counters) Requests() int64 { return c.requests.Load() }
 
 // InFlight is the number of admitted requests without a final line,
 // running or queued. Open listen streams are not counted here.
@@ -33,6 +39,13 @@ func (c *coordinator) publish() {
 	if n := len(c.inflight) - s.streams; n != s.inFlight {
 		s.inFlight = n
 		s.to.inFlight.Store(int64(n))
+	}
+}
+
+// request counts a request line.
+func (s *counting) request() {
+	if s.to != nil {
+		s.to.requests.Add(1)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
@@ -65,7 +66,7 @@ func TestListenSourceEnds(t *testing.T) {
 
 // Case 71: the per-connection cap.
 func TestListenCap(t *testing.T) {
-	h := start(t, pipes, with(func(tr *stdio.Transport) { tr.MaxSubscriptions = 1 }))
+	h := start(t, pipes, with(func(tr *stdio.Transport) { tr.Limits.MaxSubscriptions = 1 }))
 	h.send(listen("a"))
 	h.line()
 	h.send(listen("b"))
@@ -112,7 +113,7 @@ func TestListenBackPressure(t *testing.T) {
 // Case 55: a blocked acknowledgement closes the source as an output
 // failure; a blocked write with a stream open closes it as disconnected.
 func TestListenOutputFailure(t *testing.T) {
-	s := startStalled(t, pipes, stdio.Transport{WriteTimeout: 30 * time.Millisecond}, server.ExecutorLimits{})
+	s := startStalled(t, pipes, stdio.Transport{Limits: limits.Limits{WriteTimeout: 30 * time.Millisecond}}, server.ExecutorLimits{})
 	io.WriteString(s.ep.w, listen("s")+"\n")
 	if err := s.wait(); !errors.Is(err, stdio.ErrWriteTimeout) {
 		t.Fatalf("Serve returned %v", err)
@@ -124,7 +125,7 @@ func TestListenOutputFailure(t *testing.T) {
 	ep := pipes(t)
 	defer ep.closeAll()
 	cat := newTestCatalog()
-	tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, WriteTimeout: 30 * time.Millisecond}
+	tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, Limits: limits.Limits{WriteTimeout: 30 * time.Millisecond}}
 	served := make(chan error, 1)
 	go func() { served <- tr.Serve(t.Context()) }()
 	io.WriteString(ep.w, listen("s")+"\n")

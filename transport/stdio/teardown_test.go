@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
@@ -72,7 +73,7 @@ func TestShutdown(t *testing.T) {
 	cat := newTestCatalog()
 	exec, _ := server.NewExecutor(server.ExecutorLimits{})
 	defer exec.Close()
-	tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, Executor: exec, ShutdownGrace: 50 * time.Millisecond}
+	tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, Executor: exec, Limits: limits.Limits{ShutdownGrace: 50 * time.Millisecond}}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- tr.Serve(ctx) }()
@@ -113,7 +114,7 @@ func TestShutdown(t *testing.T) {
 func TestShutdownDrains(t *testing.T) {
 	ep := pipes(t)
 	cat := newTestCatalog()
-	tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, ShutdownGrace: 5 * time.Second}
+	tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, Limits: limits.Limits{ShutdownGrace: 5 * time.Second}}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- tr.Serve(ctx) }()
@@ -135,7 +136,7 @@ func TestShutdownDrains(t *testing.T) {
 // zero means the default.
 func TestValidate(t *testing.T) {
 	tr := &stdio.Transport{In: os.Stdin, Out: os.Stdout, Dispatcher: newTestCatalog(),
-		MaxLineBytes: -1, WriteTimeout: -time.Second, MaxSubscriptions: -1, ShutdownGrace: -1}
+		Limits: limits.Limits{MaxLineBytes: -1, WriteTimeout: -time.Second, MaxSubscriptions: -1, ShutdownGrace: -1}}
 	err := tr.Serve(t.Context())
 	for _, want := range []string{
 		"max_line_bytes must be a positive integer",
@@ -161,7 +162,7 @@ func TestShutdownAnswersLinesInFlight(t *testing.T) {
 	for range 20 {
 		ep := pipes(t)
 		cat := newTestCatalog()
-		tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, ShutdownGrace: 5 * time.Second}
+		tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, Limits: limits.Limits{ShutdownGrace: 5 * time.Second}}
 		ctx, cancel := context.WithCancel(context.Background())
 		served := make(chan error, 1)
 		go func() { served <- tr.Serve(ctx) }()

@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -344,7 +345,7 @@ func runTranscript(t *testing.T, tr *transcript, open func(*testing.T) endpoints
 		}
 	}()
 	tp := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat.disp, Executor: exec,
-		MaxSubscriptions: tr.cfg.MaxSubscriptions, Logger: discardLog}
+		Limits: limits.Limits{MaxSubscriptions: tr.cfg.MaxSubscriptions}, Logger: discardLog}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() { r.served <- tp.Serve(ctx) }()

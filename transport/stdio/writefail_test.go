@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
@@ -110,7 +111,7 @@ func (s *stalled) wait() error {
 // Case 52: one attempted write, a timeout error, no retry, device open.
 func TestWriteTimeoutIsTerminal(t *testing.T) {
 	onDevices(t, func(t *testing.T, open func(*testing.T) endpoints) {
-		s := startStalled(t, open, stdio.Transport{WriteTimeout: 30 * time.Millisecond}, server.ExecutorLimits{})
+		s := startStalled(t, open, stdio.Transport{Limits: limits.Limits{WriteTimeout: 30 * time.Millisecond}}, server.ExecutorLimits{})
 		io.WriteString(s.ep.w, "{invalid}\n{also-invalid}\n")
 		s.ep.closeInput()
 		err := s.wait()
@@ -164,7 +165,7 @@ func TestWriteFailureCancelsWork(t *testing.T) {
 	exec, _ := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: 1, MaxQueue: 1})
 	defer exec.Close()
 	out := &countingWriter{deadlineWriter: ep.out.(deadlineWriter)}
-	tr := &stdio.Transport{In: ep.in, Out: out, Dispatcher: cat, Executor: exec, WriteTimeout: 40 * time.Millisecond}
+	tr := &stdio.Transport{In: ep.in, Out: out, Dispatcher: cat, Executor: exec, Limits: limits.Limits{WriteTimeout: 40 * time.Millisecond}}
 	served := make(chan error, 1)
 	go func() { served <- tr.Serve(t.Context()) }()
 	io.WriteString(ep.w, call("running", "block", `{}`)+"\n")
@@ -210,7 +211,7 @@ func TestProgressWaitsForSlowReader(t *testing.T) {
 
 // Case 57: EOF while a write is blocked: the write timeout still ends it.
 func TestEOFWhileWriteBlocked(t *testing.T) {
-	s := startStalled(t, pipes, stdio.Transport{WriteTimeout: 200 * time.Millisecond}, server.ExecutorLimits{})
+	s := startStalled(t, pipes, stdio.Transport{Limits: limits.Limits{WriteTimeout: 200 * time.Millisecond}}, server.ExecutorLimits{})
 	io.WriteString(s.ep.w, "{invalid}\n")
 	s.ep.closeInput()
 	if err := s.wait(); !errors.Is(err, stdio.ErrWriteTimeout) {
@@ -223,7 +224,7 @@ func TestEOFWhileWriteBlocked(t *testing.T) {
 func TestWriteTimeoutWithoutDeadlines(t *testing.T) {
 	ep := pipes(t)
 	pr, pw := io.Pipe() // never read until the end
-	tr := &stdio.Transport{In: ep.in, Out: pw, Dispatcher: newTestCatalog(), WriteTimeout: 30 * time.Millisecond}
+	tr := &stdio.Transport{In: ep.in, Out: pw, Dispatcher: newTestCatalog(), Limits: limits.Limits{WriteTimeout: 30 * time.Millisecond}}
 	io.WriteString(ep.w, "{invalid}\n")
 	if err := tr.Serve(t.Context()); !errors.Is(err, stdio.ErrWriteTimeout) {
 		t.Fatalf("Serve returned %v", err)

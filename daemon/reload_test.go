@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/server"
+)
+
+// lockedBuffer is a bytes.Buffer a logger and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// take returns what was written since the last take.
+func (l *lockedBuffer) take() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.b.String()
+	l.b.Reset()
+	return s
+}
+
+// The running log.format is the one the daemon started with, however many
+// reloads came between: a second reload back to it warns of nothing (it
+// used to say running=json configured=text while the logs were text).
+func TestReloadRestartOnlyKeys(t *testing.T) {
+	dir := shortDir(t)
+	var logs lockedBuffer
+	cfg := testConfig(t, dir, nil)
+	d, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, step := range []struct {
+		format string
+		want   string // the warning, "" for none
+	}{
+		{"json", `msg="this setting applies only after a restart" key=log.format running=text configured=json`},
+		{"text", ""},
+		{"json", `msg="this setting applies only after a restart" key=log.format running=text configured=json`},
+		{"json", `msg="this setting applies only after a restart" key=log.format running=text configured=json`},
+	} {
+		next := testConfig(t, dir, map[string]any{"log.format": step.format})
+		d.opts.Reload = func() (*config.Config, error) { return next, nil }
+		if err := d.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		got := logs.take()
+		if step.want == "" && strings.Contains(got, "applies only after a restart") || !strings.Contains(got, step.want) {
+			t.Errorf("reload %d to %s logged:\n%s\nwant %q", i+1, step.format, got, step.want)
+		}
+	}
+}
+
+// server.demo applies on reload: sessions that start afterwards get the
+// demo tools (the key exists so that a unit file can turn --demo on).
+func TestReloadDemo(t *testing.T) {
+	dir := shortDir(t)
+	var next *config.Config
+	r := startDaemon(t, testConfig(t, dir, nil), Options{
+		Catalog: func(*server.Server) {}, // no demo but the key's
+		Reload:  func() (*config.Config, error) { return next, nil },
+	})
+	before := dialSession(t, r.cfg.Daemon.Socket)
+	before.initialize()
+	if got := before.call(2, "echo", `{"text":"x"}`); !strings.Contains(got, `"error"`) && !strings.Contains(got, `"isError":true`) {
+		t.Fatalf("echo without the demo: %s", got)
+	}
+	next = testConfig(t, dir, map[string]any{"server.demo": true})
+	if err := r.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	after := dialSession(t, r.cfg.Daemon.Socket)
+	after.initialize()
+	if got := after.call(2, "echo", `{"text":"x"}`); !strings.Contains(got, `"text":"x"`) {
+		t.Errorf("echo after server.demo = true: %s", got)
+	}
+}
