@@ -318,25 +318,35 @@ func TestScaleOut(t *testing.T) {
 				}
 			}
 		}
-		// nginx sent every request of a session to its node.
-		b, err := os.ReadFile(c.log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		routed := 0
-		for line := range strings.SplitSeq(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 5 || !sessionTag.MatchString(f[len(f)-1]) {
-				continue
+		// nginx sent every request of a session to its node. It writes a
+		// request's access-log line once the response is sent, so the
+		// last lines may still be on their way: read until they are all
+		// there, for at most a few seconds.
+		var lines []string
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			b, err := os.ReadFile(c.log)
+			if err != nil {
+				t.Fatal(err)
 			}
-			routed++
+			lines = lines[:0]
+			for line := range strings.SplitSeq(string(b), "\n") {
+				if f := strings.Fields(line); len(f) >= 5 && sessionTag.MatchString(f[len(f)-1]) {
+					lines = append(lines, line)
+				}
+			}
+			if len(lines) >= 22 || time.Now().After(deadline) { // two initialized notifications and 20 calls
+				break
+			}
+		}
+		for _, line := range lines {
+			f := strings.Fields(line)
 			node := sessionTag.FindStringSubmatch(f[len(f)-1])[1]
 			if want := c.addrs[node[1]-'1']; f[2] != want {
 				t.Errorf("a request of a %s session went to %s: %s", node, f[2], line)
 			}
 		}
-		if routed < 22 { // two initialized notifications and 20 calls
-			t.Errorf("the access log shows %d requests with a session id, want at least 22", routed)
+		if len(lines) < 22 {
+			t.Errorf("the access log shows %d requests with a session id, want at least 22", len(lines))
 		}
 	})
 
