@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
@@ -61,16 +63,97 @@ type httpListener struct {
 	token    suture.ServiceToken
 }
 
-// genViews resolves the aggregated view to the server new sessions use: a
-// 2026 request, or a legacy initialize, after a reload is served by the
-// reloaded catalog, and a legacy session keeps the one it began with.
+// genViews resolves the views the HTTP endpoint serves: the aggregated
+// view at http.path, an upstream passed through at http.path/NAME
+// (upstreams.md §2), each for the generation new sessions use, so a
+// request after a reload is served by the reloaded catalog.
 type genViews struct{ d *Daemon }
 
 func (v genViews) View(name string) (server.Dispatcher, bool) {
-	if name == "" {
-		return v.d.gen.Load().srv, true
+	if name != "" && v.d.ups.Has(name) != nil {
+		return nil, false
 	}
-	return nil, false // pass-through views: wired when upstreams are
+	return httpView{d: v.d, name: name}, true
+}
+
+// httpView is one view as the HTTP handler sees it. A legacy session is
+// opened as a daemon session of the view (OpenSession), so that what it
+// holds on hosted upstreams (share = "session" instances, resource
+// subscriptions) is its own and released when it ends. A 2026 POST keeps
+// nothing between requests, so each is served as a session of its own
+// that ends with it. HTTP clients send no working directory: share =
+// "cwd" and "session" upstreams start in the daemon's (upstreams.md §3).
+type httpView struct {
+	d    *Daemon
+	name string
+}
+
+var (
+	_ mcphttp.SessionOpener = httpView{}
+	_ mcphttp.ParamHeaders  = httpView{}
+)
+
+// open makes the view's dispatcher for one HTTP session or request.
+func (v httpView) open() (server.Dispatcher, func()) {
+	d := v.d
+	d.mu.Lock()
+	d.nextID++
+	id := d.nextID
+	d.mu.Unlock()
+	disp, end, err := d.dispatcher(id, d.gen.Load(), v.name, "")
+	if err != nil {
+		// The upstream was removed by a reload since the route was
+		// resolved: the view's server answers as for an unknown name.
+		return d.gen.Load().srv, func() {}
+	}
+	return disp, end
+}
+
+func (v httpView) OpenSession() (server.Dispatcher, func()) { return v.open() }
+
+func (v httpView) Initialize(ss *server.SessionState, params json.RawMessage) (any, string, *protocol.Error) {
+	disp, end := v.open()
+	defer end()
+	return disp.Initialize(ss, params)
+}
+
+func (v httpView) Notify(ss *server.SessionState, method string, params json.RawMessage) {
+	disp, end := v.open()
+	defer end()
+	disp.Notify(ss, method, params)
+}
+
+func (v httpView) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
+	disp, end := v.open()
+	o := disp.Dispatch(ctx, req)
+	if o.Err == nil && o.Stream != nil {
+		// A listen stream holds its resource subscriptions on the
+		// upstreams for as long as it is open.
+		o.Stream = streamEnd{Stream: o.Stream, end: end}
+		return o
+	}
+	end()
+	return o
+}
+
+// streamEnd ends a 2026 request's session when its listen stream closes.
+type streamEnd struct {
+	server.Stream
+	end func()
+}
+
+func (s streamEnd) Close(reason server.CloseReason, detail string) {
+	s.Stream.Close(reason, detail)
+	s.end()
+}
+
+func (v httpView) ToolParamHeaders(tool string) (map[string]string, bool) {
+	disp, end := v.open()
+	defer end()
+	if ph, ok := disp.(mcphttp.ParamHeaders); ok {
+		return ph.ToolParamHeaders(tool)
+	}
+	return nil, false
 }
 
 // startHTTP binds http.listen (a host-less :port binds 127.0.0.1) and
@@ -97,7 +180,7 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config) error {
 	g := d.gen.Load()
 	h, err := mcphttp.New(mcphttp.Options{
 		Views:                   genViews{d},
-		Dispatcher:              g.srv,
+		Dispatcher:              httpView{d: d},
 		Executor:                g.exec,
 		Versions:                cfg.Protocol.Versions,
 		Path:                    hc.Path,

@@ -78,7 +78,7 @@ env = { MEMORY_FILE_PATH = "${client.cwd}/memory.jsonl" }
 command = "node"
 args = [%q, %q]
 `, everything, memory, filepath.Join(t.TempDir(), "memory.jsonl"), memory, fsServer, files)
-	d := &npmDaemon{daemonProc: startDaemon(t, config, nil), files: files}
+	d := &npmDaemon{daemonProc: startDaemon(t, config, nil, "--http", "127.0.0.1:0"), files: files}
 	t.Cleanup(func() {
 		select {
 		case <-d.exited:
@@ -119,6 +119,35 @@ type npmClient struct {
 
 func (d *npmDaemon) connect(t *testing.T, view, version, dir string) *npmClient {
 	t.Helper()
+	args := []string{"connect"}
+	if view != "" {
+		args = append(args, view)
+	}
+	cmd := d.command(args...)
+	cmd.Dir = dir
+	return connectNPM(t, version, &mcp.CommandTransport{Command: cmd}, "connect "+view)
+}
+
+// connectHTTP connects the Go SDK's streamable client to the daemon's HTTP
+// endpoint: the aggregated view, or with a view its pass-through path
+// (http.path + "/NAME").
+func (d *npmDaemon) connectHTTP(t *testing.T, view, version string) *npmClient {
+	t.Helper()
+	st := d.statusJSON(t)
+	if st.HTTP == nil {
+		t.Fatal("snodod status shows no HTTP listener")
+	}
+	url := "http://" + st.HTTP.Listen + st.HTTP.Path
+	if view != "" {
+		url += "/" + view
+	}
+	return connectNPM(t, version, &mcp.StreamableClientTransport{Endpoint: url}, url)
+}
+
+// connectNPM connects the Go SDK client over transport at version, with
+// the handlers npmClient records.
+func connectNPM(t *testing.T, version string, transport mcp.Transport, what string) *npmClient {
+	t.Helper()
 	c := &npmClient{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-go", Version: "1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -146,17 +175,11 @@ func (d *npmDaemon) connect(t *testing.T, view, version, dir string) *npmClient 
 			c.mu.Unlock()
 		},
 	})
-	args := []string{"connect"}
-	if view != "" {
-		args = append(args, view)
-	}
-	cmd := d.command(args...)
-	cmd.Dir = dir
 	ctx, cancel := context.WithTimeout(t.Context(), 2*answerWithin)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
-		t.Fatalf("connect %s at %s: %v", view, version, err)
+		t.Fatalf("connect %s at %s: %v", what, version, err)
 	}
 	c.cs = cs
 	t.Cleanup(func() { _ = cs.Close() })
@@ -206,7 +229,8 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 func TestUpstreamNPMServers(t *testing.T) {
 	d := startNPMDaemon(t)
 	for _, version := range []string{"2025-11-25", "2025-06-18"} {
-		t.Run("everything passed through at "+version, func(t *testing.T) { everythingPassThrough(t, d, version) })
+		t.Run("everything passed through at "+version, func(t *testing.T) { everythingPassThrough(t, d.connect(t, "everything", version, "")) })
+		t.Run("everything passed through over HTTP at "+version, func(t *testing.T) { everythingPassThrough(t, d.connectHTTP(t, "everything", version)) })
 	}
 	t.Run("everything at 2026-07-28, sampling parked", func(t *testing.T) {
 		c := d.connect(t, "everything", v2026, "")
@@ -216,6 +240,18 @@ func TestUpstreamNPMServers(t *testing.T) {
 		res := c.call(t, "trigger-sampling-request", map[string]any{"prompt": "say something", "maxTokens": 10})
 		if got := resultText(res); !strings.Contains(got, "sampled by the Go client") {
 			t.Errorf("parked sampling: %q", got)
+		}
+	})
+	t.Run("over HTTP at 2026-07-28", func(t *testing.T) {
+		for _, view := range []string{"everything", ""} {
+			c := d.connectHTTP(t, view, v2026)
+			name := "echo"
+			if view == "" {
+				name = "everything__echo"
+			}
+			if got := resultText(c.call(t, name, map[string]any{"message": "stateless"})); !strings.Contains(got, "stateless") {
+				t.Errorf("%s over HTTP: %q", name, got)
+			}
 		}
 	})
 	t.Run("aggregated", func(t *testing.T) {
@@ -288,47 +324,56 @@ func TestUpstreamNPMServers(t *testing.T) {
 			t.Errorf("%d server-everything processes for 20 clients, want 1", everything)
 		}
 	})
-	t.Run("TypeScript SDK client", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 4*answerWithin)
-		defer cancel()
-		dir, _ := filepath.Abs("node")
-		cmd := exec.CommandContext(ctx, "node", "upstream.mjs", binary, "everything")
-		cmd.Dir, cmd.Env = dir, d.env
-		out, err := cmd.Output()
-		if err != nil {
-			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = ee.Stderr
-			}
-			t.Fatalf("node upstream.mjs: %v\n%s", err, stderr)
-		}
-		var got struct {
-			Server      string
-			Tools       []string
-			Echo        string
-			Sampling    string
-			Elicitation string
-			Progress    int
-		}
-		if err := json.Unmarshal(out, &got); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-		if !slices.Contains(got.Tools, "echo") || !strings.Contains(got.Echo, "from TypeScript") ||
-			!strings.Contains(got.Sampling, "sampled by the TypeScript client") || !strings.Contains(strings.ToLower(got.Elicitation), "decline") || got.Progress == 0 {
-			t.Errorf("the TypeScript client saw %+v", got)
-		}
-	})
 	st := d.statusJSON(t)
-	if len(st.Upstreams) < 4 {
+	httpURL := "http://" + st.HTTP.Listen + st.HTTP.Path + "/everything"
+	for _, tc := range []struct{ name, flag, arg string }{
+		{"TypeScript SDK client", binary, "everything"},
+		{"TypeScript SDK client over HTTP", "--http", httpURL},
+	} {
+		t.Run(tc.name, func(t *testing.T) { typeScriptEverything(t, d, tc.flag, tc.arg) })
+	}
+	if st = d.statusJSON(t); len(st.Upstreams) < 4 {
 		t.Errorf("status rows %+v", st.Upstreams)
+	}
+}
+
+// typeScriptEverything runs e2e/node/upstream.mjs with its two arguments
+// (the binary and a view, or --http and a URL) and checks its summary.
+func typeScriptEverything(t *testing.T, d *npmDaemon, first, second string) {
+	ctx, cancel := context.WithTimeout(t.Context(), 4*answerWithin)
+	defer cancel()
+	dir, _ := filepath.Abs("node")
+	cmd := exec.CommandContext(ctx, "node", "upstream.mjs", first, second)
+	cmd.Dir, cmd.Env = dir, d.env
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node upstream.mjs: %v\n%s", err, stderr)
+	}
+	var got struct {
+		Server      string
+		Tools       []string
+		Echo        string
+		Sampling    string
+		Elicitation string
+		Progress    int
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !slices.Contains(got.Tools, "echo") || !strings.Contains(got.Echo, "from TypeScript") ||
+		!strings.Contains(got.Sampling, "sampled by the TypeScript client") || !strings.Contains(strings.ToLower(got.Elicitation), "decline") || got.Progress == 0 {
+		t.Errorf("the TypeScript client saw %+v", got)
 	}
 }
 
 // everythingPassThrough exercises server-everything through snodod connect
 // everything: lists, calls, reads, prompts, progress, subscriptions,
 // sampling and elicitation.
-func everythingPassThrough(t *testing.T, d *npmDaemon, version string) {
-	c := d.connect(t, "everything", version, "")
+func everythingPassThrough(t *testing.T, c *npmClient) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*answerWithin)
 	defer cancel()
 	tools := toolNames(t, c.cs)

@@ -132,6 +132,12 @@ func (s *Session) Initialize(ss *server.SessionState, params json.RawMessage) (a
 	return s.srv.Initialize(ss, params)
 }
 
+// ToolParamHeaders is the view server's: the Mcp-Param-<Name> headers a
+// 2026 HTTP client sends with a tools/call (protocol.md §13.3).
+func (s *Session) ToolParamHeaders(tool string) (map[string]string, bool) {
+	return s.srv.ToolParamHeaders(tool)
+}
+
 // Notify is the view server's.
 func (s *Session) Notify(ss *server.SessionState, method string, params json.RawMessage) {
 	s.srv.Notify(ss, method, params)

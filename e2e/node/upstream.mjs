@@ -6,13 +6,18 @@
 // the summary; this script judges nothing itself.
 //
 //   node upstream.mjs <snodod binary> <name>
+//   node upstream.mjs --http <url>     (the same over Streamable HTTP, e.g.
+//                                       http://127.0.0.1:PORT/mcp/everything)
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const [binary, name] = process.argv.slice(2);
-const transport = new StdioClientTransport({ command: binary, args: ['connect', name], env: process.env, stderr: 'inherit' });
+const [first, second] = process.argv.slice(2);
+const transport = first === '--http'
+  ? new StreamableHTTPClientTransport(new URL(second))
+  : new StdioClientTransport({ command: first, args: ['connect', second], env: process.env, stderr: 'inherit' });
 const client = new Client({ name: 'e2e-ts', version: '1' }, { capabilities: { sampling: {}, elicitation: {} } });
 client.setRequestHandler(CreateMessageRequestSchema, async () => ({
   role: 'assistant', model: 'e2e-ts-model', content: { type: 'text', text: 'sampled by the TypeScript client' },

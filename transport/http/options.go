@@ -38,6 +38,17 @@ type Views interface {
 	View(name string) (server.Dispatcher, bool)
 }
 
+// SessionOpener is implemented by a Dispatcher that serves each legacy
+// session with a Dispatcher of its own (the daemon's views: what a session
+// holds on hosted upstreams is its own and released with it). The handler
+// calls OpenSession when an initialize arrives and serves that session
+// with the Dispatcher returned, then calls release exactly once: when the
+// initialize fails, or when the session ends (DELETE, idle expiry,
+// shutdown). Both may be called from any goroutine.
+type SessionOpener interface {
+	OpenSession() (disp server.Dispatcher, release func())
+}
+
 // Options configure a Handler. Zero values mean the defaults, as in
 // net/http.Server; negative limits are refused by New.
 type Options struct {

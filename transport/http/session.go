@@ -42,8 +42,9 @@ func sessionCapacityError(limit int) *protocol.Error {
 		Message: "Server session capacity exhausted (http.max_sessions = " + strconv.Itoa(limit) + ")"}
 }
 
-// create registers a new session, or returns nil at the cap.
-func (t *sessionTable) create(state *server.SessionState, version string, disp server.Dispatcher) *session {
+// create registers a new session, or returns nil at the cap (the caller
+// then releases what it opened). release runs once the session has ended.
+func (t *sessionTable) create(state *server.SessionState, version string, disp server.Dispatcher, release func()) *session {
 	h := t.h
 	s := &session{
 		t:        t,
@@ -52,6 +53,7 @@ func (t *sessionTable) create(state *server.SessionState, version string, disp s
 		version:  version,
 		header:   nethttp.Header{server.HeaderProtocolVersion: {version}},
 		disp:     disp,
+		close:    release,
 		exec:     h.o.Executor.Conn(),
 		ended:    make(chan struct{}),
 		inflight: map[protocol.ID]*exchange{},
@@ -135,6 +137,7 @@ type session struct {
 	version string
 	header  nethttp.Header // Mcp-Protocol-Version: version; read-only
 	disp    server.Dispatcher
+	close   func() // what OpenSession returned as release; run once by end
 	exec    *server.ExecConn
 	ended   chan struct{} // closed by end
 
@@ -190,6 +193,7 @@ func (s *session) end() {
 	s.mu.Unlock()
 	s.exec.CancelAll()
 	s.state.Close()
+	s.close()
 	close(s.ended)
 }
 
@@ -355,9 +359,14 @@ func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *
 		refuse(w, nethttp.StatusServiceUnavailable, msg.ID, sessionCapacityError(h.o.MaxSessions), timeout)
 		return
 	}
+	release := func() {}
+	if o, ok := disp.(SessionOpener); ok {
+		disp, release = o.OpenSession()
+	}
 	state := server.NewSessionState(h.o.SessionMaxSubscriptions)
 	result, version, perr := disp.Initialize(state, msg.Params)
 	if perr != nil {
+		release()
 		state.Close()
 		status := nethttp.StatusOK
 		if perr.Code == protocol.CodeInvalidRequest {
@@ -368,13 +377,15 @@ func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *
 	}
 	frame, err := protocol.AppendResult(nil, msg.ID, result)
 	if err != nil {
+		release()
 		state.Close()
 		refuse(w, nethttp.StatusOK, msg.ID, protocol.ErrInvalidResult, timeout)
 		return
 	}
 	state.SetNegotiated(version)
-	s := h.sessions.create(state, version, disp)
+	s := h.sessions.create(state, version, disp, release)
 	if s == nil {
+		release()
 		state.Close()
 		refuse(w, nethttp.StatusServiceUnavailable, msg.ID, sessionCapacityError(h.o.MaxSessions), timeout)
 		return

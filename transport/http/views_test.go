@@ -50,3 +50,50 @@ func TestViews(t *testing.T) {
 		t.Fatalf("the view's session: %s", r.body)
 	}
 }
+
+// opener serves each legacy session with the server it wraps, counting
+// the sessions opened and released (the daemon's views hold upstream
+// resources per session this way).
+type opener struct {
+	server.Dispatcher
+	opened, released chan struct{}
+}
+
+func (o *opener) OpenSession() (server.Dispatcher, func()) {
+	o.opened <- struct{}{}
+	return o.Dispatcher, func() { o.released <- struct{}{} }
+}
+
+// A SessionOpener is asked for a Dispatcher at each legacy initialize, and
+// what it returned is released when the session ends; 2026 POSTs do not
+// open sessions.
+func TestSessionOpener(t *testing.T) {
+	srv, err := server.New(server.Options{Info: server.Implementation{Name: "opened"}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &opener{Dispatcher: srv, opened: make(chan struct{}, 4), released: make(chan struct{}, 4)}
+	e := newEnv(t, func(opts *mcphttp.Options, _ *mcphttp.ServerLimits) { opts.Dispatcher = o })
+	if r := post(t, e.url, modernHeaders("server/discover", ""), modernBody("1", "server/discover", "")); r.status != 200 {
+		t.Fatalf("2026 server/discover: %d %s", r.status, r.body)
+	}
+	if len(o.opened) != 0 {
+		t.Fatal("a 2026 POST opened a session")
+	}
+	r := post(t, e.url, legacyHeaders("", ""), initBody("2025-11-25"))
+	id := r.header.Get("Mcp-Session-Id")
+	if id == "" || len(o.opened) != 1 || len(o.released) != 0 {
+		t.Fatalf("initialize: session %q, opened %d, released %d", id, len(o.opened), len(o.released))
+	}
+	if r := do(t, "DELETE", e.url, hdr("Mcp-Session-Id", id), ""); r.status != 204 {
+		t.Fatalf("DELETE: %d", r.status)
+	}
+	if len(o.released) != 1 {
+		t.Fatalf("released %d after DELETE, want 1", len(o.released))
+	}
+	// An initialize refused by the view releases what it opened.
+	post(t, e.url, legacyHeaders("", ""), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	if len(o.opened) != 2 || len(o.released) != 2 {
+		t.Fatalf("a refused initialize: opened %d, released %d, want 2 and 2", len(o.opened), len(o.released))
+	}
+}
