@@ -69,6 +69,11 @@ type Daemon struct {
 	uid     int
 	notify  *notifier
 	ups     *upstream.Manager // the hosted servers (upstreams.go)
+
+	// http2026 holds the session each view serves 2026 HTTP POSTs in
+	// (http.go, httpView.stateless).
+	httpMu   sync.Mutex
+	http2026 map[string]statelessView
 	// host keeps the server across reloads and serves the configured
 	// tools, resources and prompts (catalog.Host).
 	host *catalog.Host
@@ -225,7 +230,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.running = true
 	d.mu.Unlock()
 	defer close(d.stopped)
-	defer d.host.Close() // the folders' watches
+	defer d.host.Close()   // the folders' watches
+	defer d.endStateless() // the HTTP views' 2026 sessions
 	defer d.startDrain()
 
 	cfg := d.Config()

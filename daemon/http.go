@@ -79,10 +79,12 @@ func (v genViews) View(name string) (server.Dispatcher, bool) {
 // httpView is one view as the HTTP handler sees it. A legacy session is
 // opened as a daemon session of the view (OpenSession), so that what it
 // holds on hosted upstreams (share = "session" instances, resource
-// subscriptions) is its own and released when it ends. A 2026 POST keeps
-// nothing between requests, so each is served as a session of its own
-// that ends with it. HTTP clients send no working directory: share =
-// "cwd" and "session" upstreams start in the daemon's (upstreams.md §3).
+// subscriptions) is its own and released when it ends. 2026 POSTs keep
+// nothing between requests, so all of them are served as one long-lived
+// session of the view (stateless): a share = "session" upstream has one
+// instance for every 2026 HTTP client of this node. HTTP clients send no
+// working directory: share = "cwd" and "session" upstreams start in the
+// daemon's (upstreams.md §3).
 type httpView struct {
 	d    *Daemon
 	name string
@@ -93,7 +95,7 @@ var (
 	_ mcphttp.ParamHeaders  = httpView{}
 )
 
-// open makes the view's dispatcher for one HTTP session or request.
+// open makes the view's dispatcher for one legacy HTTP session.
 func (v httpView) open() (server.Dispatcher, func()) {
 	d := v.d
 	d.mu.Lock()
@@ -103,54 +105,74 @@ func (v httpView) open() (server.Dispatcher, func()) {
 	disp, end, err := d.dispatcher(id, d.gen.Load(), v.name, "")
 	if err != nil {
 		// The upstream was removed by a reload since the route was
-		// resolved: the view's server answers as for an unknown name.
+		// resolved: the aggregated server answers as for an unknown name.
 		return d.gen.Load().srv, func() {}
 	}
 	return disp, end
 }
 
+// stateless is the session every 2026 POST of the view is served in,
+// made for the generation's server and made again when a reload replaced
+// that server (the one it replaces is ended).
+func (v httpView) stateless() server.Dispatcher {
+	d := v.d
+	g := d.gen.Load()
+	d.httpMu.Lock()
+	defer d.httpMu.Unlock()
+	if s, ok := d.http2026[v.name]; ok && s.srv == g.srv {
+		return s.disp
+	}
+	if old, ok := d.http2026[v.name]; ok {
+		defer old.end()
+	}
+	d.mu.Lock()
+	d.nextID++
+	id := d.nextID
+	d.mu.Unlock()
+	disp, end, err := d.dispatcher(id, g, v.name, "")
+	if err != nil {
+		return g.srv
+	}
+	if d.http2026 == nil {
+		d.http2026 = map[string]statelessView{}
+	}
+	d.http2026[v.name] = statelessView{srv: g.srv, disp: disp, end: end}
+	return disp
+}
+
+// statelessView is httpView.stateless's session of one view.
+type statelessView struct {
+	srv  *server.Server // the generation's server it was made for
+	disp server.Dispatcher
+	end  func()
+}
+
+// endStateless ends the 2026 sessions of every view, at shutdown.
+func (d *Daemon) endStateless() {
+	d.httpMu.Lock()
+	defer d.httpMu.Unlock()
+	for name, s := range d.http2026 {
+		s.end()
+		delete(d.http2026, name)
+	}
+}
+
 func (v httpView) OpenSession() (server.Dispatcher, func()) { return v.open() }
 
 func (v httpView) Initialize(ss *server.SessionState, params json.RawMessage) (any, string, *protocol.Error) {
-	disp, end := v.open()
-	defer end()
-	return disp.Initialize(ss, params)
+	return v.stateless().Initialize(ss, params)
 }
 
 func (v httpView) Notify(ss *server.SessionState, method string, params json.RawMessage) {
-	disp, end := v.open()
-	defer end()
-	disp.Notify(ss, method, params)
+	v.stateless().Notify(ss, method, params)
 }
 
 func (v httpView) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
-	disp, end := v.open()
-	o := disp.Dispatch(ctx, req)
-	if o.Err == nil && o.Stream != nil {
-		// A listen stream holds its resource subscriptions on the
-		// upstreams for as long as it is open.
-		o.Stream = streamEnd{Stream: o.Stream, end: end}
-		return o
-	}
-	end()
-	return o
-}
-
-// streamEnd ends a 2026 request's session when its listen stream closes.
-type streamEnd struct {
-	server.Stream
-	end func()
-}
-
-func (s streamEnd) Close(reason server.CloseReason, detail string) {
-	s.Stream.Close(reason, detail)
-	s.end()
+	return v.stateless().Dispatch(ctx, req)
 }
 
 func (v httpView) ToolParamHeaders(tool string) (map[string]string, bool) {
-	disp, end := v.open()
-	defer end()
-	if ph, ok := disp.(mcphttp.ParamHeaders); ok {
+	if ph, ok := v.stateless().(mcphttp.ParamHeaders); ok {
 		return ph.ToolParamHeaders(tool)
 	}
 	return nil, false
