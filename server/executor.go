@@ -96,10 +96,15 @@ func (l ExecutorLimits) withDefaults() ExecutorLimits {
 // (protocol.ErrCapacity) once they hold MaxQueue - MaxQueue/4 items. With
 // MaxQueue < 4 there is no reserve.
 //
-// Goroutines. A goroutine runs per busy slot and only while there is work;
-// a goroutine whose handler returns starts the next queued item itself. An
-// idle executor has no goroutines and needs no stopping: Close only refuses
-// new work.
+// Waiting. A handler that only waits on something outside the process,
+// which bounds how many may wait (a hosted upstream, an exec tool's
+// child), gives its slot back with Detach and stays in flight; the slots
+// bound the handlers that may use CPU, not the requests in flight.
+//
+// Goroutines. A goroutine runs per busy slot and per detached handler, and
+// only while there is work; a goroutine whose handler returns starts the
+// next queued item itself. An idle executor has no goroutines and needs no
+// stopping: Close only refuses new work.
 //
 // All methods of Executor and ExecConn may be called concurrently. One mutex
 // guards all state; handlers and callbacks never run under it.
@@ -119,6 +124,9 @@ type Executor struct {
 	readyHead, readyTail *ExecConn
 	// idle holds the hand-off channels of workers waiting for work.
 	idle []chan *job
+
+	// detached counts the handlers running without a slot (Detach).
+	detached int
 }
 
 // NewExecutor validates l, applies its defaults and returns an idle executor.
@@ -162,13 +170,17 @@ type ExecutorStats struct {
 	Running int
 	// Queued counts admitted work waiting for a slot.
 	Queued int
+	// Detached counts, for an Executor, handlers that gave their slot back
+	// with Detach and have not returned yet; an ExecConn counts its
+	// detached work in Running.
+	Detached int
 }
 
 // Stats returns the executor's current load.
 func (e *Executor) Stats() ExecutorStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return ExecutorStats{Running: e.running, Queued: e.queued}
+	return ExecutorStats{Running: e.running, Queued: e.queued, Detached: e.detached}
 }
 
 // Conn returns a new connection handle on e. Work is keyed by (connection,
@@ -221,7 +233,8 @@ type ExecConn struct {
 //
 // run gets a context that carries ctx's values but not its cancellation or
 // deadline; it ends when the work is cancelled or times out. run must watch
-// it: a handler that ignores it keeps its slot until it returns.
+// it: a handler that ignores it keeps its slot until it returns (or until
+// it calls Detach).
 //
 // done is called from an executor goroutine, never from Submit's caller and
 // never under the executor's lock. It must not block: the worker calling it

@@ -37,6 +37,7 @@ type job struct {
 	cancel context.CancelFunc
 	timer  *time.Timer
 	state  jobState
+	slot   slotState // guarded by e.mu (executor_detach.go)
 	// link in conn's queue
 	next, prev *job
 }

@@ -106,8 +106,9 @@ func (e *Executor) afterGoexit(j *job) {
 	e.work(e.finish(j, Outcome{Err: protocol.ErrWorkerFailed}))
 }
 
-// finish releases j's slot (to the next queued item, if any), delivers out
-// when j is still tracked, and returns the job the slot was handed.
+// finish releases j's slot (to the next queued item, if any) unless j
+// detached from it, delivers out when j is still tracked, and returns the
+// job the slot was handed.
 func (e *Executor) finish(j *job, out Outcome) *job {
 	if j.timer != nil {
 		j.timer.Stop()
@@ -117,7 +118,7 @@ func (e *Executor) finish(j *job, out Outcome) *job {
 	if deliver {
 		j.conn.releaseLocked(j)
 	}
-	next := e.nextLocked()
+	next := e.returnSlotLocked(j)
 	e.mu.Unlock()
 	j.cancel()
 	if deliver {
