@@ -28,12 +28,18 @@ func newGate(maxInFlight, maxQueued int) *gate {
 
 // enter takes a slot for a request of session, waiting its turn when all
 // are busy. It returns false at once when the queue is full, and ctx's
-// error when ctx ends first. A true enter must be paired with leave.
-func (g *gate) enter(ctx context.Context, session any) (bool, error) {
+// error when ctx ends first. admitted, when not nil, is called once the
+// request has a slot or a place in the queue, before it waits: the request
+// may then give its executor slot back (server.Detach), the gate bounding
+// it. A true enter must be paired with leave.
+func (g *gate) enter(ctx context.Context, session any, admitted func()) (bool, error) {
 	g.mu.Lock()
 	if g.inFlight < g.maxInFlight && len(g.turn) == 0 {
 		g.inFlight++
 		g.mu.Unlock()
+		if admitted != nil {
+			admitted()
+		}
 		return true, nil
 	}
 	if g.queued >= g.maxQueued {
@@ -47,6 +53,9 @@ func (g *gate) enter(ctx context.Context, session any) (bool, error) {
 	g.waiting[session] = append(g.waiting[session], ch)
 	g.queued++
 	g.mu.Unlock()
+	if admitted != nil {
+		admitted()
+	}
 	select {
 	case <-ch:
 		return true, nil

@@ -71,13 +71,15 @@ type inputReply struct {
 }
 
 // call starts the call detached from ctx and waits for its end or its
-// first question.
+// first question. The call's place in the instance's gate is its
+// goroutine's, given back when the call ends.
 func (p *parking) call(ctx context.Context, in *instance, conn *Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (*server.RawResult, error) {
 	o.park = make(chan *pendingInput, 4)
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pc := &parkedCall{in: in, o: o, result: make(chan callResult, 1), cancel: cancel}
 	go func() {
 		defer cancel()
+		defer in.gate.leave()
 		raw, err := in.callOnce(bg, conn, o, method, params, req)
 		pc.result <- callResult{raw, err}
 	}()
@@ -169,6 +171,9 @@ func (p *parking) resume(ctx context.Context, handle string, req *server.RawRequ
 	case !ok:
 		return nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: "inputResponses must answer u1"}
 	}
+	// The retry only waits on the parked call, which upstreams.max_parked
+	// and the gate bound (transport.md §13.7).
+	server.Detach(ctx)
 	pc.pending.reply <- inputReply{result: answer}
 	pc.pending = nil
 	return p.wait(ctx, pc)

@@ -37,6 +37,9 @@ type envelope struct {
 	Upstream string `json:"u"`
 	Inner    string `json:"s,omitempty"`
 	Park     string `json:"p,omitempty"`
+	// Resend makes the retry the original call again, after the URL
+	// elicitations of a -32042 (urlelicit.go).
+	Resend bool `json:"r,omitempty"`
 }
 
 var errInvalidState = &protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid requestState"}
@@ -95,13 +98,19 @@ func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, or
 		if json.Unmarshal(req.State, &st) != nil || st.Upstream != u.name {
 			return nil, errInvalidState
 		}
-		if st.Park != "" {
-			return u.m.parks.resume(ctx, st.Park, req)
+		switch {
+		case st.Park != "":
+			res, err := u.m.parks.resume(ctx, st.Park, req)
+			return u.urlElicitation(req, method, res, err)
+		case st.Resend:
+			params = resent(params) // after a URL elicitation (urlelicit.go)
+		default:
+			params = withMember(params, "requestState", st.Inner)
 		}
-		params = withMember(params, "requestState", st.Inner)
 	}
 	o := &owner{client: c, ctx: ctx, modern: req.Modern, caps: req.ClientCapabilities, logLevel: req.LogLevel}
-	return u.call(ctx, in, o, method, params, req)
+	res, err := u.call(ctx, in, o, method, params, req)
+	return u.urlElicitation(req, method, res, err)
 }
 
 // sideEffectFree methods are retried once on the restarted instance when
@@ -120,14 +129,27 @@ func mayAskInput(method string) bool {
 }
 
 // call relays to a running instance, with the one retry of a
-// side-effect-free request and the era bridges of upstreams.md §6.
+// side-effect-free request and the era bridges of upstreams.md §6. The
+// request holds a place in the instance's gate from before the instance
+// is acquired (a start) to its end, every retry and input round included;
+// a parked call's goroutine takes the place over.
 func (u *upstream) call(ctx context.Context, in *instance, o *owner, method string, params json.RawMessage, req *server.RawRequest) (*server.RawResult, error) {
+	if err := in.enter(ctx, o); err != nil {
+		return nil, err
+	}
+	parked := false
+	defer func() {
+		if !parked {
+			in.gate.leave()
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		conn, err := in.acquire(ctx, attempt > 0)
 		if err != nil {
 			return nil, err
 		}
 		if o.modern && conn.Era() == EraLegacy && mayAskInput(method) {
+			parked = true
 			return u.m.parks.call(ctx, in, conn, o, method, params, req)
 		}
 		raw, err := in.callOnce(ctx, conn, o, method, params, req)
@@ -229,21 +251,28 @@ func clientError(err error) error {
 	return &protocol.Error{Code: protocol.CodeInternalError, Message: "snodod: the upstream needs input the client could not give: " + err.Error()}
 }
 
-// callOnce sends one request to conn through the instance's gate, within
-// request_timeout, with the client's progress forwarded.
-func (in *instance) callOnce(ctx context.Context, conn *Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (json.RawMessage, error) {
-	ok, err := in.gate.enter(ctx, sessionKey(o.client))
+// enter takes the request's place in the instance's gate, or fails it
+// -31003 when the gate's queue is full. Once admitted the request waits on
+// the upstream alone, bounded by the gate, so it gives its executor slot
+// back (transport.md §13.7). A nil error must be paired with gate.leave.
+func (in *instance) enter(ctx context.Context, o *owner) error {
+	ok, err := in.gate.enter(ctx, sessionKey(o.client), func() { server.Detach(ctx) })
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !ok {
 		inFlight, queued := in.gate.load()
 		f := in.failureNow(CodeOverloaded, fmt.Sprintf("snodod: upstream %q is overloaded: %d requests in flight and %d queued (upstreams.max_in_flight, upstreams.max_queued); try again later",
 			in.u.name, inFlight, queued))
 		f.asError = true
-		return nil, f
+		return f
 	}
-	defer in.gate.leave()
+	return nil
+}
+
+// callOnce sends one request to conn within request_timeout, with the
+// client's progress forwarded; the caller holds a place in the gate.
+func (in *instance) callOnce(ctx context.Context, conn *Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (json.RawMessage, error) {
 	in.begin(o)
 	defer in.end(o)
 	timeout := in.u.conf().RequestTimeout
