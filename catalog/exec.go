@@ -101,6 +101,7 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		}
 		return errorResult(fmt.Sprintf("%s: cannot start %s: %v", t.cfg.Name, t.cfg.Program, err)), nil
 	}
+	t.waitOnChild(ctx)
 	timer := time.NewTimer(t.cfg.Timeout)
 	defer timer.Stop()
 	timedOut := false
