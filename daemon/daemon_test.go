@@ -310,7 +310,7 @@ func TestStatusSessions(t *testing.T) {
 		}
 	}
 	exec := raw[0]["executor"].(map[string]any)
-	for _, key := range []string{"running", "queued", "max_concurrency", "max_queue", "session_queue"} {
+	for _, key := range []string{"running", "detached", "queued", "max_concurrency", "max_queue", "session_queue"} {
 		if _, ok := exec[key]; !ok {
 			t.Errorf("executor lacks %q: %v", key, exec)
 		}

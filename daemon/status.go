@@ -53,7 +53,10 @@ type SessionStatus struct {
 // limits. (After a reload that changed executor.* the sessions started
 // before it go on sharing the previous executor, which is not counted.)
 type ExecutorStatus struct {
-	Running        int `json:"running"`
+	Running int `json:"running"`
+	// Detached counts requests in flight that hold no slot while they wait
+	// on a child (transport.md §13.7).
+	Detached       int `json:"detached"`
 	Queued         int `json:"queued"`
 	MaxConcurrency int `json:"max_concurrency"`
 	// MaxQueue is the queue places every session shares; each session
@@ -99,7 +102,7 @@ func (d *Daemon) Status() *Status {
 		MaxSessions: g.limits.MaxSessions,
 		Sessions:    rows,
 		Executor: ExecutorStatus{
-			Running: load.Running, Queued: load.Queued,
+			Running: load.Running, Detached: load.Detached, Queued: load.Queued,
 			MaxConcurrency: limits.MaxConcurrency, MaxQueue: limits.MaxQueue, SessionQueue: limits.ConnQueue,
 			RequestTimeout: limits.RequestTimeout.String(),
 		},

@@ -104,8 +104,8 @@ func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
 		fmt.Fprintln(w)
 	}
 	e := st.Executor
-	fmt.Fprintf(w, "executor: %d running (max %d), %d queued (max %d shared + %d per session), request timeout %s\n",
-		e.Running, e.MaxConcurrency, e.Queued, e.MaxQueue, e.SessionQueue, e.RequestTimeout)
+	fmt.Fprintf(w, "executor: %d running (max %d), %d waiting on children, %d queued (max %d shared + %d per session), request timeout %s\n",
+		e.Running, e.MaxConcurrency, e.Detached, e.Queued, e.MaxQueue, e.SessionQueue, e.RequestTimeout)
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
