@@ -43,6 +43,11 @@
 //	-ignore-eof             keep running after stdin ends (until signalled)
 //	-no-strict-ids          accept a request id seen before (by default a
 //	                        reused id is refused with -32600 "id reused")
+//	-pings MODE             answer (default), ignore (never answer) or error
+//	                        (-32601) pings, answering everything else (pings.go)
+//	-url-elicitation        legacy: the first elicit call answers -32042 with
+//	                        one URL to open, later ones {authorized: true}
+//	                        (urlelicit.go)
 //
 // Tools (tools/call NAME with arguments):
 //

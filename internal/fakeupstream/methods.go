@@ -181,7 +181,12 @@ func (s *server) tool(ctx context.Context, m message, params, meta map[string]js
 	case "junk":
 		s.writeLine([]byte(a.str("text")))
 		return text("wrote junk"), nil, true
-	case "sample", "elicit", "roots":
+	case "elicit":
+		if *urlElicitation {
+			return s.urlElicit() // urlelicit.go
+		}
+		return s.askClient(ctx, name, params, meta)
+	case "sample", "roots":
 		return s.askClient(ctx, name, params, meta)
 	case "ping-client":
 		r, ok := s.ask(ctx, "ping", nil)

@@ -150,7 +150,7 @@ func (s *server) handle(ctx context.Context, m message) (result any, rerr *rpcEr
 
 	switch m.Method {
 	case "ping":
-		return map[string]any{}, nil, true
+		return s.ping() // pings.go
 	case "server/discover":
 		return s.discover(meta)
 	case "initialize":
