@@ -212,7 +212,7 @@ func (in *instance) serve(ctx context.Context, conn *Conn) bool {
 			}
 			pinging = true
 			go func() {
-				pctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+				pctx, cancel := context.WithTimeout(context.Background(), in.u.m.pingTimeout())
 				defer cancel()
 				pinged <- conn.Ping(pctx)
 			}()
@@ -235,6 +235,14 @@ func (in *instance) serve(ctx context.Context, conn *Conn) bool {
 			in.mu.Unlock()
 		}
 	}
+}
+
+// pingTimeout is how long a health ping waits for its answer.
+func (m *Manager) pingTimeout() time.Duration {
+	if d := m.pingWait.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return pingTimeout
 }
 
 // busy reports relayed requests in flight.

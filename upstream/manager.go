@@ -74,6 +74,9 @@ type Manager struct {
 	// allListed is true when every upstream has a catalog (or is
 	// disabled): no request needs to start one before it is served.
 	allListed atomic.Bool
+	// pingWait, when not 0, replaces pingTimeout (nanoseconds): tests
+	// shorten it; it is no configuration key (upstreams.md §4 fixes 10 s).
+	pingWait atomic.Int64
 
 	childMu  sync.Mutex
 	children int
