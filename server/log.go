@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -20,4 +22,17 @@ func (l *legacyCall) log(level, logger string, data any) {
 		Data   any    `json:"data"`
 	}
 	_ = l.notifier.Notify("notifications/message", message{level, logger, data})
+}
+
+// LogEnabled reports whether Log at level would send a message for the
+// request ctx belongs to: a legacy request whose session's threshold
+// admits level (protocol.md §11). A relay that must log what the client
+// does not get elsewhere asks it first.
+func LogEnabled(ctx context.Context, level string) bool {
+	l, ok := ctx.Value(legacyKey{}).(*legacyCall)
+	if !ok || l.notifier == nil {
+		return false
+	}
+	rank, ok := protocol.LogLevelRank(level)
+	return ok && rank >= l.sess.logThreshold()
 }

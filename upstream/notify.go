@@ -83,7 +83,8 @@ func (in *instance) resync(method string) {
 
 // logMessage delivers an upstream's notifications/message to the one
 // session with requests in flight on the instance, if its level admits
-// it; else to the daemon's log only.
+// it (legacy: its logging/setLevel; 2026: the request's logLevel); a
+// message that no session gets goes to the daemon's log (upstreams.md §5).
 func (in *instance) logMessage(params json.RawMessage) {
 	var msg struct {
 		Level  string          `json:"level"`
@@ -101,14 +102,16 @@ func (in *instance) logMessage(params json.RawMessage) {
 	switch {
 	case o == nil:
 	case !o.modern:
-		server.Log(o.ctx, msg.Level, msg.Logger, msg.Data)
-		return
+		if server.LogEnabled(o.ctx, msg.Level) {
+			server.Log(o.ctx, msg.Level, msg.Logger, msg.Data)
+			return
+		}
 	case o.logLevel != "":
 		want, _ := protocol.LogLevelRank(o.logLevel)
 		if got, ok := protocol.LogLevelRank(msg.Level); ok && got >= want {
 			_ = server.NotifyRequest(o.ctx, "notifications/message", params)
+			return
 		}
-		return
 	}
 	in.u.m.log.Info("upstream log message", "upstream", in.u.name, "level", msg.Level, "logger", msg.Logger, "data", string(msg.Data))
 }
