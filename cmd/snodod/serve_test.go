@@ -23,15 +23,16 @@ import (
 // These tests run `snodod serve` and its clients as real processes.
 
 // isolated returns an environment that reads no configuration file of the
-// developer's, nor any SNODOD_* setting, plus extra.
+// developer's, nor any SNODOD_* setting, and keeps its state (hosted
+// servers' caches and process records) in dir, plus extra.
 func isolated(dir string, extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SNODOD_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") && !strings.HasPrefix(kv, "LISTEN_") {
+		if !strings.HasPrefix(kv, "SNODOD_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "XDG_STATE_HOME=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") && !strings.HasPrefix(kv, "LISTEN_") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "GORACE=atexit_sleep_ms=10 exitcode=66")
+	env = append(env, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_STATE_HOME="+filepath.Join(dir, "state"), "GORACE=atexit_sleep_ms=10 exitcode=66")
 	return append(env, extra...)
 }
 
