@@ -43,6 +43,8 @@ type Config struct {
 	sources  map[string]Source
 	warnings []Problem
 	env      map[string]string // the environment Load read, for DefaultSocketDirs
+	// written holds the file's entry sections as written, for Print.
+	written map[string]map[string]any
 }
 
 // Daemon holds the settings of `snodod serve`.

@@ -378,6 +378,7 @@ func (l *loader) build() (*Config, error) {
 	l.resolve(c, ok)
 	l.problems = append(l.problems, checkHTTP(c, ok, l.src)...)
 	ctx := entryContext{Source: Source{Kind: FromFile, Name: l.file}, File: l.file, Env: l.env, Check: l.check}
+	c.written = l.entries
 	for _, name := range entrySectionNames() {
 		l.problems = append(l.problems, entrySections[name].decode(ctx, l.entries[name], c)...)
 	}

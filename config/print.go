@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -67,6 +69,13 @@ func (c *Config) entries() []printEntry {
 	for _, name := range entrySectionNames() {
 		if p := entrySections[name].print; p != nil {
 			out = append(out, p(c)...)
+			continue
+		}
+		src := Source{Kind: FromFile, Name: c.file}.String()
+		table := c.written[name]
+		for _, entry := range slices.Sorted(maps.Keys(table)) {
+			fields, _ := table[entry].(map[string]any)
+			out = append(out, printFields(name+"."+tomlKey(entry), fields, src)...)
 		}
 	}
 	return out

@@ -10,23 +10,31 @@ import (
 const secretShown = "<set>"
 
 // printServers lists the entries' fields as written (before expansion, so
-// a ${file:…} secret shows as its path), one key per field and per env
-// variable, each env value shown as <set>.
+// a ${file:…} secret shows as its path), each from where it came (the file
+// or an import).
 func printServers(c *Config) []printEntry {
 	var out []printEntry
 	for _, u := range c.MCPServers {
-		base := "mcpServers." + tomlKey(u.Name)
-		src := u.Source.String()
-		for _, f := range slices.Sorted(maps.Keys(u.written)) {
-			v := u.written[f]
-			if env, ok := v.(map[string]any); ok && f == "env" {
-				for _, k := range slices.Sorted(maps.Keys(env)) {
-					out = append(out, printEntry{key: base + ".env." + tomlKey(k), text: quote(secretShown), source: src, value: secretShown})
-				}
-				continue
+		out = append(out, printFields("mcpServers."+tomlKey(u.Name), u.written, u.Source.String())...)
+	}
+	return out
+}
+
+// printFields lists one entry's fields as written under base, one key per
+// field and per env variable, sorted, each env value shown as <set>: the
+// entry sections' lines of `snodod config print` (mcpServers, tools,
+// resources, prompts).
+func printFields(base string, fields map[string]any, src string) []printEntry {
+	var out []printEntry
+	for _, f := range slices.Sorted(maps.Keys(fields)) {
+		v := fields[f]
+		if env, ok := v.(map[string]any); ok && f == "env" {
+			for _, k := range slices.Sorted(maps.Keys(env)) {
+				out = append(out, printEntry{key: base + ".env." + tomlKey(k), text: quote(secretShown), source: src, value: secretShown})
 			}
-			out = append(out, printEntry{key: base + "." + tomlKey(f), text: literal(v), source: src, value: v})
+			continue
 		}
+		out = append(out, printEntry{key: base + "." + tomlKey(f), text: literal(v), source: src, value: v})
 	}
 	return out
 }
