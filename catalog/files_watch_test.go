@@ -221,6 +221,11 @@ func TestFileWatchBudget(t *testing.T) {
 	if got := listedNames(t, newClient(t, srv, "2025-06-18", `{}`)); len(got) != 3 {
 		t.Errorf("listed %q, want all three", got)
 	}
+	// The status tool says so too.
+	status := callTool(t, newClient(t, srv, "2025-11-25", `{}`), t.Context(), "status", nil).text(t)
+	if !strings.HasSuffix(status, "\nwarning: "+want) {
+		t.Errorf("status = %q, want it to end with the warning", status)
+	}
 }
 
 // TestReloadStopsWatches: a folder a reload removes is no longer served or

@@ -60,7 +60,9 @@ func NewHost(o HostOptions) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Host{build: o.Build, register: o.Register, reserved: o.Reserved, log: log}
+	h := &Host{build: o.Build, register: o.Register, reserved: o.Reserved, log: log}
+	h.build.Warnings = h.Warnings // the status tool shows them
+	return h
 }
 
 // serverKey is what server.New fixes: a change builds a new server.
@@ -99,7 +101,7 @@ func (h *Host) Apply(cfg *config.Config) (*server.Server, error) {
 	srv, fresh := h.srv, h.srv == nil || key != h.key
 	if fresh {
 		var err error
-		if srv, err = NewServer(cfg, h.build, true, h.log); err != nil {
+		if srv, err = NewServer(cfg, h.build, h.log); err != nil {
 			return nil, err
 		}
 		if cfg.Server.Demo { // server.demo, or --demo

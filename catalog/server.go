@@ -17,15 +17,19 @@ type Build struct {
 	Name    string
 	Version string
 	Started time.Time
+	// Warnings, when set, lists what the configured items could not do
+	// (Host.Warnings), for the status tool; a Host sets its own.
+	Warnings func() []string
 }
 
 // NewServer builds the runtime cfg describes (server info, instructions,
 // protocol versions, cache fields) with the daemon's own status tool
 // registered, signing with the key of server.state_key_file when one is
-// configured. subscribable advertises resources.subscribe, for catalogs
-// that report resource updates (the demo's watched resource). Callers add
-// their own tools to the returned server.
-func NewServer(cfg *config.Config, b Build, subscribable bool, log *slog.Logger) (*server.Server, error) {
+// configured. It advertises resources.subscribe whenever it has resources:
+// every resource the daemon serves reports its updates (configured
+// folders, the demo's watched resource, relayed upstream resources).
+// Callers add their own tools to the returned server.
+func NewServer(cfg *config.Config, b Build, log *slog.Logger) (*server.Server, error) {
 	version := cfg.Server.Version
 	if version == "" {
 		version = b.Version
@@ -57,13 +61,14 @@ func NewServer(cfg *config.Config, b Build, subscribable bool, log *slog.Logger)
 		Versions:              cfg.Protocol.Versions,
 		CacheTTL:              cfg.Server.CacheTTL,
 		CacheScope:            cfg.Server.CacheScope,
-		SubscribableResources: subscribable,
+		SubscribableResources: true,
 		Logger:                log,
 		StateKey:              stateKey,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build the server: %w", err)
 	}
-	StatusNamed(srv, name, b.Version, b.Started)
+	b.Name = name
+	statusTool(srv, b)
 	return srv, nil
 }

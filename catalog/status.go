@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/snodod/snodod/server"
@@ -18,11 +19,25 @@ func Status(s *server.Server, version string, started time.Time) {
 // StatusNamed is Status for a product called name (a program that embeds
 // the daemon): "name 1.0.0, up 1h2m3s".
 func StatusNamed(s *server.Server, name, version string, started time.Time) {
+	statusTool(s, Build{Name: name, Version: version, Started: started})
+}
+
+// statusTool registers the status tool of b: its name, version and uptime,
+// then a "warning: …" line for each of b.Warnings (what the configured
+// items could not do, as `snodod status` shows them).
+func statusTool(s *server.Server, b Build) {
 	server.AddTool(s, &server.Tool{
 		Name:        "status",
-		Description: "Returns the " + name + " version and its uptime.",
+		Description: "Returns the " + b.Name + " version and its uptime, and what its configured tools, resources and prompts could not do.",
 	}, func(context.Context, *server.CallToolRequest, struct{}) (*server.CallToolResult, any, error) {
-		up := time.Since(started).Round(time.Second)
-		return textResult(fmt.Sprintf("%s %s, up %s", name, version, up)), nil, nil
+		up := time.Since(b.Started).Round(time.Second)
+		var text strings.Builder
+		fmt.Fprintf(&text, "%s %s, up %s", b.Name, b.Version, up)
+		if b.Warnings != nil {
+			for _, w := range b.Warnings() {
+				text.WriteString("\nwarning: " + w)
+			}
+		}
+		return textResult(text.String()), nil, nil
 	})
 }

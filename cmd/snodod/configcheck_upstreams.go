@@ -23,7 +23,7 @@ func printConfigWarnings(w io.Writer, cfg *config.Config) {
 		return
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	srv, err := catalog.NewServer(cfg, catalog.Build{Version: buildVersion()}, false, quiet)
+	srv, err := catalog.NewServer(cfg, catalog.Build{Version: buildVersion()}, quiet)
 	if err != nil {
 		return
 	}
