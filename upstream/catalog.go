@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/snodod/snodod/protocol"
@@ -22,7 +23,10 @@ type catalog struct {
 	Prompts      []json.RawMessage `json:"prompts"`
 	Resources    []json.RawMessage `json:"resources"`
 	Templates    []json.RawMessage `json:"resourceTemplates"`
-	Listed       time.Time         `json:"listed"`
+	// Truncated says which lists were cut at List's bounds, one sentence
+	// each ("tools/list has more than 10000 items"), for status.
+	Truncated []string  `json:"truncated,omitempty"`
+	Listed    time.Time `json:"listed"`
 }
 
 // The list methods, by kind.
@@ -47,7 +51,7 @@ func listCatalog(ctx context.Context, conn *Conn) (*catalog, error) {
 		if !caps.has(lm.capability) {
 			continue
 		}
-		items, err := conn.List(ctx, lm.method)
+		items, cut, err := listBounded(ctx, conn, lm.method)
 		var perr *protocol.Error
 		if errors.As(err, &perr) {
 			items, err = nil, nil
@@ -56,24 +60,47 @@ func listCatalog(ctx context.Context, conn *Conn) (*catalog, error) {
 			return nil, err
 		}
 		*lm.field(cat) = items
+		if cut != "" {
+			cat.Truncated = append(cat.Truncated, cut)
+		}
 	}
 	return cat, nil
 }
 
 // relist replaces one kind of cat's items with a fresh listing.
 func relist(ctx context.Context, conn *Conn, cat *catalog, method string) (*catalog, error) {
-	items, err := conn.List(ctx, method)
+	items, cut, err := listBounded(ctx, conn, method)
 	if err != nil {
 		return nil, err
 	}
 	next := *cat
 	next.Listed = time.Now()
+	next.Truncated = nil
+	for _, t := range cat.Truncated {
+		if !strings.HasPrefix(t, method+" ") {
+			next.Truncated = append(next.Truncated, t)
+		}
+	}
+	if cut != "" {
+		next.Truncated = append(next.Truncated, cut)
+	}
 	for _, lm := range listMethods {
 		if lm.method == method {
 			*lm.field(&next) = items
 		}
 	}
 	return &next, nil
+}
+
+// listBounded is conn.List with a cut list kept: its items, and cut
+// saying why it was cut ("" when it was not).
+func listBounded(ctx context.Context, conn *Conn, method string) (items []json.RawMessage, cut string, err error) {
+	items, err = conn.List(ctx, method)
+	if errors.Is(err, ErrListTruncated) {
+		cut, _ = strings.CutPrefix(err.Error(), ErrListTruncated.Error()+": ")
+		return items, cut + "; the rest is not served", nil
+	}
+	return items, "", err
 }
 
 // capabilities is an upstream's capabilities object, as far as views need it.

@@ -324,9 +324,11 @@ func appendObject(b []byte, members map[string]json.RawMessage) json.RawMessage 
 }
 
 // List fetches every page of tools/list, resources/list,
-// resources/templates/list or prompts/list (following nextCursor; a cursor
-// repeated or more than 1,000 pages is an error) and returns the items of
-// all pages in order, each as sent.
+// resources/templates/list or prompts/list (following nextCursor; a
+// repeated cursor is an error) and returns the items of all pages in
+// order, each as sent. A list of more than maxListPages pages or
+// maxListItems items is cut there (research §5.7): List returns the items
+// so far and an error wrapping ErrListTruncated.
 func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, error) {
 	key, ok := listKeys[method]
 	if !ok {
@@ -337,7 +339,7 @@ func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, erro
 	var params json.RawMessage
 	for page := 1; ; page++ {
 		if page > maxListPages {
-			return nil, fmt.Errorf("upstream %q: %s returned more than %d pages", c.cfg.Name, method, maxListPages)
+			return items, fmt.Errorf("%w: %s has more than %d pages", ErrListTruncated, method, maxListPages)
 		}
 		res, err := c.Call(ctx, method, params, CallOptions{})
 		if err != nil {
@@ -354,6 +356,9 @@ func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, erro
 			}
 		}
 		items = append(items, list...)
+		if len(items) > maxListItems {
+			return items[:maxListItems], fmt.Errorf("%w: %s has more than %d items", ErrListTruncated, method, maxListItems)
+		}
 		var cursor string
 		if raw, ok := m["nextCursor"]; ok && string(raw) != "null" {
 			if cursor, ok = protocol.String(raw); !ok {
@@ -371,8 +376,16 @@ func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, erro
 	}
 }
 
-// maxListPages bounds List (a server that pages forever).
-const maxListPages = 1000
+// The bounds of one list of an upstream's catalog (research §5.7): a
+// server that pages forever, or lists more than a client could use.
+const (
+	maxListPages = 100
+	maxListItems = 10_000
+)
+
+// ErrListTruncated is wrapped by List's error for a list cut at its
+// bounds; the items before the cut are returned with it.
+var ErrListTruncated = errors.New("the list was cut")
 
 var listKeys = map[string]string{
 	"tools/list":               "tools",

@@ -48,6 +48,10 @@ type Status struct {
 	Unattributed int      `json:"unattributed"`
 	Dropped      int      `json:"dropped_notifications"`
 	Subscribed   int      `json:"subscribed"`
+
+	// Truncated says which of its lists were cut at their bounds (10,000
+	// items, 100 pages), from the catalog.
+	Truncated []string `json:"truncated,omitempty"`
 }
 
 // Status returns a row per instance, upstreams in name order.
@@ -72,6 +76,7 @@ func (m *Manager) Status() []Status {
 			base.Cached, base.Era, base.Version = cached, cat.Era, cat.Version
 			base.Server = serverName(cat)
 			base.Hidden = hidden(u, cat)
+			base.Truncated = cat.Truncated
 		}
 		sessions := 0
 		for _, c := range clients {

@@ -177,6 +177,9 @@ func (u *upstream) each(f func(*instance)) {
 // listed takes an instance's fresh catalog: stored in the cache, and the
 // views recomputed, which announces what changed (upstreams.md §4, §5).
 func (u *upstream) listed(in *instance, cat *catalog) {
+	for _, t := range cat.Truncated {
+		u.m.log.Warn("upstream catalog cut at its bounds", "upstream", u.name, "list", t)
+	}
 	u.mu.Lock()
 	u.catalog, u.cached = cat, false
 	u.mu.Unlock()

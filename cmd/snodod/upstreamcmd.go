@@ -195,6 +195,9 @@ func writeUpstreams(w io.Writer, rows []upstream.Status, now time.Time) {
 		if len(r.Collided) > 0 {
 			fmt.Fprintf(w, "%s: not listed in the aggregated view: %s\n", r.Name, strings.Join(r.Collided, ", "))
 		}
+		for _, cut := range r.Truncated {
+			fmt.Fprintf(w, "%s: %s\n", r.Name, cut)
+		}
 		if len(r.Hidden) > 0 {
 			fmt.Fprintf(w, "%s: filtered out: %s\n", r.Name, strings.Join(r.Hidden, ", "))
 		}
