@@ -196,3 +196,13 @@ func TestExecutorDetachMisuse(t *testing.T) {
 		e.Close()
 	})
 }
+
+// TestExecutorDetachStress is TestExecutorStress with every other handler
+// detaching: the slots and the detached count still end at zero.
+func TestExecutorDetachStress(t *testing.T) {
+	executorStress(t, func(ctx context.Context, i int) {
+		if i%2 == 0 {
+			Detach(ctx)
+		}
+	})
+}

@@ -465,7 +465,12 @@ func TestExecutorContext(t *testing.T) {
 // TestExecutorStress mixes connections, cancellations and completions and
 // checks that every submission gets at most one outcome, every one not
 // cancelled gets exactly one, and the executor ends idle.
-func TestExecutorStress(t *testing.T) {
+func TestExecutorStress(t *testing.T) { executorStress(t, nil) }
+
+// executorStress is TestExecutorStress with first, when not nil, called
+// by the handler of the i-th submission of each connection before it does
+// anything else.
+func executorStress(t *testing.T, first func(ctx context.Context, i int)) {
 	const conns, perConn = 8, 200
 	e := newExec(t, ExecutorLimits{MaxConcurrency: 4, MaxQueue: 64})
 	var delivered [conns][perConn]atomic.Int32
@@ -477,6 +482,9 @@ func TestExecutorStress(t *testing.T) {
 			for i := range perConn {
 				id := protocol.IntID(int64(i))
 				run := func(ctx context.Context) Outcome {
+					if first != nil {
+						first(ctx, i)
+					}
 					if i%7 == 0 {
 						<-ctx.Done() // only ends by cancellation
 					}
