@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
 // binary is the snodod binary under test, built with the race detector by
@@ -31,6 +33,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Every process a test leaves behind (a daemon's upstream that
+	// escaped, a grandchild) becomes this process's child, where the
+	// check after the tests finds it.
+	if err := proctest.Subreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	binary = filepath.Join(dir, "snodod")
 	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/snodod/snodod/cmd/snodod")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -39,6 +48,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	for _, leak := range proctest.Leftovers() {
+		fmt.Fprintln(os.Stderr, "e2e: process leak:", leak)
+		code = 1
+	}
 	if code == 0 {
 		// The Go SDK's client ends the goroutines it starts once its
 		// session is closed; the one that delivers a cancellation in the

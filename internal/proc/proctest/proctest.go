@@ -39,18 +39,29 @@ const settle = 10 * time.Second
 // or use Cleanup.
 func Check(t testing.TB) {
 	t.Helper()
+	for _, leak := range Leftovers() {
+		t.Errorf("process leak: %s", leak)
+	}
+}
+
+// Leftovers waits up to a few seconds for the test process's children to
+// end, reaping zombies; it kills (SIGKILL) those still alive then and
+// describes each ("child PID (COMMAND LINE) still running after the
+// test"). For a TestMain, where there is no testing.TB.
+func Leftovers() []string {
 	deadline := time.Now().Add(settle)
 	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
 		live := reapZombies()
 		if len(live) == 0 {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
+			var out []string
 			for _, c := range live {
-				t.Errorf("process leak: child %d (%s) still running after the test", c.pid, c.cmdline)
+				out = append(out, "child "+strconv.Itoa(c.pid)+" ("+c.cmdline+") still running after the test")
 				_ = syscall.Kill(c.pid, syscall.SIGKILL)
 			}
-			return
+			return out
 		}
 		time.Sleep(delay)
 	}
