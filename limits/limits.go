@@ -30,6 +30,7 @@ const (
 	DefaultMaxQueue         = 256
 	DefaultMaxSessions      = 1024
 	DefaultShutdownGrace    = 10 * time.Second
+	DefaultUpgradeGrace     = 10 * time.Second
 )
 
 // Limits are the limits of a session's transport, of the shared executor
@@ -69,6 +70,11 @@ type Limits struct {
 	// ShutdownGrace is how long admitted requests may still run once a
 	// session is told to stop (a drain, a signal to `snodod stdio`).
 	ShutdownGrace time.Duration
+	// UpgradeGrace is how long a daemon being upgraded lets each
+	// session's in-flight requests finish before it hands the session to
+	// the new process; what still runs then is answered -32603 "snodod
+	// restarted; this request was cancelled".
+	UpgradeGrace time.Duration
 }
 
 // Limit describes one field of Limits.
@@ -144,6 +150,9 @@ var all = []Limit{
 	{Key: "daemon.shutdown_grace", Flag: "shutdown-grace", Default: DefaultShutdownGrace,
 		Description: "How long a drain (SIGTERM, SIGINT) lets in-flight requests finish.",
 		field:       func(l *Limits) any { return &l.ShutdownGrace }},
+	{Key: "daemon.upgrade_grace", Flag: "upgrade-grace", Default: DefaultUpgradeGrace, Daemon: true,
+		Description: "How long an upgrade (snodod upgrade, SIGUSR2) lets each session's in-flight requests finish before the session is handed to the new process; the rest are answered \"snodod restarted; this request was cancelled\".",
+		field:       func(l *Limits) any { return &l.UpgradeGrace }},
 }
 
 // All returns the description of every limit, in reference order. The

@@ -43,7 +43,7 @@ func TestDefaults(t *testing.T) {
 	want := Limits{
 		MaxLineBytes: 2_000_000, WriteTimeout: 5 * time.Second, MaxSubscriptions: 32,
 		RequestTimeout: 30 * time.Second, RestartIntensity: 5, RestartWindow: 10 * time.Second,
-		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, ShutdownGrace: 10 * time.Second,
+		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, ShutdownGrace: 10 * time.Second, UpgradeGrace: 10 * time.Second,
 	}
 	if got := Defaults(); got != want {
 		t.Errorf("Defaults() = %+v, want %+v", got, want)
