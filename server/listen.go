@@ -86,6 +86,9 @@ type (
 // complete may be called concurrently with a blocked Next.
 type listenStream struct {
 	feed      *feed
+	id        protocol.ID
+	filter    listenFilter // as acknowledged, for a record (handover.go)
+	version   string       // the listen's version, for a record
 	meta      subscriptionMeta
 	ack       acknowledgedParams
 	final     listenCompleteResult
@@ -104,8 +107,10 @@ func newListenStream(h *hub, id protocol.ID, filter listenFilter, serverInfo any
 	}
 	meta := subscriptionMeta{SubscriptionID: id}
 	return &listenStream{
-		feed: h.subscribe(filter.accepter(), nil),
-		meta: meta,
+		feed:   h.subscribe(filter.accepter(), nil),
+		id:     id,
+		filter: filter,
+		meta:   meta,
 		ack: acknowledgedParams{Meta: meta, Notifications: acknowledgedNotes{
 			ToolsListChanged:      filter.tools,
 			PromptsListChanged:    filter.prompts,

@@ -261,7 +261,9 @@ func (c *call) listen(ctx context.Context) Outcome {
 		return errOutcome(perr)
 	}
 	f := filter.Accept(c.caps)
-	return Outcome{Stream: c.s.hookStream(ctx, newListenStream(c.s.hub, c.req.ID, listenFilter{
+	ls := newListenStream(c.s.hub, c.req.ID, listenFilter{
 		tools: f.ToolsListChanged, prompts: f.PromptsListChanged, resources: f.ResourcesListChanged, uris: f.ResourceSubscriptions,
-	}, c.s.serverInfo(c.version)))}
+	}, c.s.serverInfo(c.version))
+	ls.version = c.version
+	return Outcome{Stream: c.s.hookStream(ctx, ls)}
 }

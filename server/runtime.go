@@ -151,7 +151,7 @@ func (s *Server) Initialize(sess *SessionState, params json.RawMessage) (any, st
 		return nil, "", perr
 	}
 	version, _ := s.versions.Negotiate(p.ProtocolVersion)
-	sess.startLegacy(p.Capabilities)
+	sess.startLegacy(p.Capabilities, p.ClientInfo)
 	return initializeResult{
 		ProtocolVersion: version,
 		Capabilities:    capabilitiesJSON(s.capabilities(), true),

@@ -31,6 +31,7 @@ type SessionState struct {
 	legacy      bool   // a legacy initialize succeeded
 	negotiated  string // the version the transport recorded
 	caps        json.RawMessage
+	clientInfo  json.RawMessage // the legacy initialize's clientInfo
 	initialized bool
 	logRank     int
 	uris        map[string]struct{}
@@ -39,6 +40,7 @@ type SessionState struct {
 	wake        chan struct{} // 1-buffered: feed may have grown, or was replaced
 	closed      bool
 	clientSlots chan struct{} // places for requests to the client, made on first use
+	onChange    func()        // SetOnChange's; called outside mu (handover.go)
 
 	clientIDs atomic.Uint64 // the last "snodod:<n>" id handed out
 }
@@ -67,6 +69,7 @@ func (ss *SessionState) SetNegotiated(version string) {
 	ss.mu.Lock()
 	ss.negotiated = version
 	ss.mu.Unlock()
+	ss.changed()
 }
 
 // Subscriptions is the number of open listen streams plus subscribed
@@ -187,25 +190,28 @@ func (ss *SessionState) nudge() {
 
 // startLegacy begins a fresh legacy session after a successful initialize
 // (protocol.md §2 step 4).
-func (ss *SessionState) startLegacy(caps json.RawMessage) {
+func (ss *SessionState) startLegacy(caps, clientInfo json.RawMessage) {
 	info, _ := protocol.LogLevelRank("info")
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	// A copy: caps would otherwise keep the whole initialize line alive
+	// Copies: caps would otherwise keep the whole initialize line alive
 	// for the connection's life.
-	ss.legacy, ss.caps, ss.initialized, ss.logRank, ss.uris = true, bytes.Clone(caps), false, info, nil
+	ss.legacy, ss.caps, ss.clientInfo, ss.initialized, ss.logRank, ss.uris = true, bytes.Clone(caps), bytes.Clone(clientInfo), false, info, nil
 	ss.replaceFeedLocked(nil)
+	ss.mu.Unlock()
+	ss.changed()
 }
 
 // markInitialized starts delivering session-level notifications.
 func (ss *SessionState) markInitialized(h *hub, accept func(change) bool) {
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
 	if !ss.legacy || ss.initialized || ss.closed {
+		ss.mu.Unlock()
 		return
 	}
 	ss.initialized = true
 	ss.replaceFeedLocked(h.subscribe(accept, ss.wake))
+	ss.mu.Unlock()
+	ss.changed()
 }
 
 func (ss *SessionState) clientCaps() json.RawMessage {
@@ -218,6 +224,7 @@ func (ss *SessionState) setLogRank(r int) {
 	ss.mu.Lock()
 	ss.logRank = r
 	ss.mu.Unlock()
+	ss.changed()
 }
 
 func (ss *SessionState) logThreshold() int {
@@ -230,22 +237,29 @@ func (ss *SessionState) logThreshold() int {
 // (a URI already subscribed is a no-op).
 func (ss *SessionState) subscribe(uri string) bool {
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
 	if _, ok := ss.uris[uri]; ok {
+		ss.mu.Unlock()
 		return true
 	}
 	if ss.listens+len(ss.uris) >= ss.max {
+		ss.mu.Unlock()
 		return false
 	}
 	if ss.uris == nil {
 		ss.uris = map[string]struct{}{}
 	}
 	ss.uris[uri] = struct{}{}
+	ss.mu.Unlock()
+	ss.changed()
 	return true
 }
 
 func (ss *SessionState) unsubscribe(uri string) {
 	ss.mu.Lock()
+	_, had := ss.uris[uri]
 	delete(ss.uris, uri)
 	ss.mu.Unlock()
+	if had {
+		ss.changed()
+	}
 }
