@@ -38,8 +38,8 @@ type Transport struct {
 	// MaxSubscriptions (open listen streams and legacy resource
 	// subscriptions together, when Serve makes the State), ShutdownGrace
 	// (how long admitted requests may still run once ctx is cancelled),
-	// and the executor's limits when Executor is nil; the others are the
-	// daemon's.
+	// UpgradeGrace (the same for a hand-over: handoff.go), and the
+	// executor's limits when Executor is nil; the others are the daemon's.
 	Limits limits.Limits
 	// State is the connection's runtime state. When nil, Serve makes one
 	// and closes it on return; a State given here outlives Serve (a
@@ -53,6 +53,9 @@ type Transport struct {
 	// Counters, when set, show this connection's load (requests in flight)
 	// to other goroutines while Serve runs.
 	Counters *Counters
+	// Resume, when set, continues a connection another process served
+	// (resume.go); a restarted instance is given none.
+	Resume *Resume
 
 	// Logger receives the connection's diagnostics; nil means slog.Default().
 	Logger *slog.Logger

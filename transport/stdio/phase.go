@@ -83,6 +83,9 @@ var ErrSessionFailed = errors.New("session coordinator failed")
 // back, rather than leaving them unread.
 func (c *coordinator) settle() (done bool) {
 	c.publish()
+	if c.handoff {
+		return c.handoffDone()
+	}
 	if c.phase == serving || len(c.inflight) > 0 {
 		return false
 	}
@@ -114,6 +117,10 @@ func (c *coordinator) endInput() {
 // finish within the grace period, which is none when ctx was cancelled
 // with ErrKilled.
 func (c *coordinator) shutdown(ctx context.Context) {
+	if errors.Is(context.Cause(ctx), ErrHandOver) {
+		c.beginHandoff(c.upgrade)
+		return
+	}
 	c.phase = c.phase.shutdown()
 	grace := c.grace
 	if errors.Is(context.Cause(ctx), ErrKilled) {
@@ -132,6 +139,10 @@ func (c *coordinator) shutdown(ctx context.Context) {
 // expire ends the grace period: what is still admitted is cancelled and
 // answered "Session closed by server".
 func (c *coordinator) expire() {
+	if c.handoff {
+		c.expireHandoff()
+		return
+	}
 	c.endAdmitted(false)
 }
 

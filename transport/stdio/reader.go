@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,9 @@ const (
 	lineEOF                      // end of input
 	lineError                    // a read error other than EOF
 	linePanic                    // the reader panicked
+	// lineInterrupted: a read deadline passed (Close or Detach stops a
+	// read so); never delivered, and the reader's state is intact.
+	lineInterrupted
 )
 
 type lineEvent struct {
@@ -87,6 +91,9 @@ type lineReader struct {
 	line       []byte // the incomplete line so far, len(line) <= limit
 	discarding bool   // skipping the rest of a refused line
 	err        error  // the read error to report once buffered bytes are used
+	// interrupted: the last read ended at a read deadline; reported once
+	// (lineInterrupted) after the bytes read with it.
+	interrupted bool
 }
 
 func newLineReader(src source, limit int, count *atomic.Int64) *lineReader {
@@ -116,13 +123,20 @@ func (lr *lineReader) batch() []lineEvent {
 		if len(evs) > 0 {
 			return evs
 		}
+		if lr.interrupted {
+			lr.interrupted = false
+			return []lineEvent{{kind: lineInterrupted}}
+		}
 		if lr.err != nil {
 			return []lineEvent{lr.finish()}
 		}
 		buf, err := lr.src.read()
 		lr.count.Add(int64(len(buf)))
 		lr.buf, lr.start, lr.end = buf, 0, len(buf)
-		if err != nil {
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			lr.interrupted = true // not the end: see carry.go
+		case err != nil:
 			lr.err = err
 		}
 	}
@@ -218,7 +232,14 @@ type Reader struct {
 	pending []lineEvent
 	stop    chan struct{}
 	done    sync.WaitGroup // the goroutine
-	once    sync.Once
+	once    sync.Once      // Close or Detach
+
+	// What the goroutine leaves when it stops, for Detach (carry.go): the
+	// line reader, the batch it could not deliver, and whether input had
+	// ended. Read only after done.
+	lr    *lineReader
+	held  []lineEvent
+	ended bool
 
 	bytesIn atomic.Int64
 }
@@ -236,9 +257,14 @@ func NewReader(in io.Reader, maxLineBytes int) *Reader {
 		batches: make(chan []lineEvent),
 		stop:    make(chan struct{}),
 	}
-	r.done.Add(1)
-	go r.loop(newLineReader(newSource(in, r.limit+1), r.limit, &r.bytesIn))
+	r.start(newLineReader(newSource(in, r.limit+1), r.limit, &r.bytesIn))
 	return r
+}
+
+func (r *Reader) start(lr *lineReader) {
+	r.lr = lr
+	r.done.Add(1)
+	go r.loop(lr)
 }
 
 // BytesIn is the number of bytes read from the device so far. It may be
@@ -265,6 +291,7 @@ func (r *Reader) Close() {
 func (r *Reader) loop(lr *lineReader) {
 	defer r.done.Done()
 	if r.read(lr) {
+		r.ended = true
 		// The end of input stays on offer until Close, so an instance that
 		// follows a failed one on the same Reader finds it too. Each offer
 		// is a new batch: the one taken belongs to its taker.
@@ -285,7 +312,18 @@ func (r *Reader) read(lr *lineReader) (ended bool) {
 	for {
 		evs := lr.batch()
 		last := evs[len(evs)-1].kind // evs belong to the coordinator once delivered
+		if last == lineInterrupted {
+			select {
+			case <-r.stop:
+				return false
+			default:
+				// A deadline this Reader did not set is a read error,
+				// as it always was.
+				evs, last = []lineEvent{{kind: lineError, err: os.ErrDeadlineExceeded}}, lineError
+			}
+		}
 		if !r.deliver(evs) {
+			r.held = evs
 			return false
 		}
 		if last == lineEOF || last == lineError {

@@ -76,6 +76,7 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		fault:     faults.From(ctx).C(),
 		sess:      t.State,
 		grace:     lim.ShutdownGrace,
+		upgrade:   lim.UpgradeGrace,
 		mail:      newMailbox(),
 		inflight:  make(map[protocol.ID]*work),
 		stats:     counting{to: t.Counters},
@@ -88,6 +89,9 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 	}
 	if v := c.sess.Negotiated(); v != "" {
 		c.setVersion(v)
+	}
+	if t.Resume != nil {
+		c.resume(t.Resume)
 	}
 	c.pollSession()
 	return c, nil
@@ -147,6 +151,11 @@ type coordinator struct {
 	ownExec   *server.Executor
 	ownReader *Reader
 	ownSess   *server.SessionState
+
+	// A hand-over (handoff.go): its grace, and whether one has begun
+	// (nothing is read or handled any more).
+	upgrade time.Duration
+	handoff bool
 }
 
 // work is one admitted request, and later possibly its listen stream.
@@ -173,7 +182,7 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 		if c.settle() {
 			return nil
 		}
-		if len(c.reader.pending) > 0 {
+		if len(c.reader.pending) > 0 && !c.handoff {
 			c.nextLine()
 			continue
 		}
@@ -255,6 +264,9 @@ func (c *coordinator) finish(err *error) {
 	}
 	if *err == nil && !c.flush() {
 		*err = c.failed
+	}
+	if *err == nil && c.handoff {
+		*err = c.handedOff()
 	}
 }
 

@@ -10,12 +10,14 @@ import (
 // openStream starts a listen stream whose dispatch completed (protocol.md
 // §9.2): the acknowledgement first, then events one at a time.
 func (c *coordinator) openStream(w *work, s server.Stream) {
+	// Handing over, a stream opens as usual, to be handed over with the
+	// rest (handoff.go).
 	switch {
-	case !c.phase.inputOpen():
+	case !c.phase.inputOpen() && !c.handoff:
 		// Input ended before the stream opened: nothing is written (§12.1).
 		s.Close(server.Disconnected, "")
 		return
-	case c.phase.shuttingDown():
+	case c.phase.shuttingDown() && !c.handoff:
 		s.Close(server.ClosedByServer, "")
 		c.writeError(w.id, protocol.ErrSessionClosed)
 		return
@@ -36,6 +38,12 @@ func (c *coordinator) openStream(w *work, s server.Stream) {
 		s.Close(reason, "")
 		return
 	}
+	c.startStream(w, s)
+}
+
+// startStream registers an acknowledged stream and starts asking its
+// source for events.
+func (c *coordinator) startStream(w *work, s server.Stream) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stream, w.cancel, w.next = s, cancel, make(chan struct{}, 1)
 	c.inflight[w.id] = w
