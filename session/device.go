@@ -46,9 +46,13 @@ type Device struct {
 	closeErr  error
 }
 
+// ttyState is a terminal made raw and how to restore it: state from
+// x/term, or orig, the settings it had as plain data, which a device
+// restored in another process has only (handover.go).
 type ttyState struct {
 	f     *os.File
 	state *term.State
+	orig  *unix.Termios // nil where it cannot be read (not Linux)
 }
 
 // NewDevice takes ownership of in and out (pass the same *os.File twice for
@@ -174,11 +178,12 @@ func (d *Device) makeRaw(f *os.File, fd int) error {
 	if f == d.in {
 		d.inTTY = true
 	}
+	orig, _ := getTermios(fd) // for a hand-over; nil leaves it impossible
 	state, err := term.MakeRaw(fd)
 	if err != nil {
 		return err
 	}
-	d.ttys = append(d.ttys, ttyState{f: f, state: state})
+	d.ttys = append(d.ttys, ttyState{f: f, state: state, orig: orig})
 	return nil
 }
 
@@ -202,7 +207,12 @@ func (d *Device) Close() error {
 		// first one's state is the original.
 		for i := len(d.ttys) - 1; i >= 0; i-- {
 			t := d.ttys[i]
-			err := Control(t.f, func(fd int) error { return term.Restore(fd, t.state) })
+			err := Control(t.f, func(fd int) error {
+				if t.state == nil {
+					return setTermios(fd, t.orig)
+				}
+				return term.Restore(fd, t.state)
+			})
 			// A hung-up terminal (its master closed) refuses every ioctl
 			// with EIO; there is nothing left to restore then.
 			if err != nil && !errors.Is(err, unix.EIO) {

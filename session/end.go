@@ -18,6 +18,7 @@ const (
 	ReasonDrained       = "drained"              // Serve's ctx ended: the daemon's drain
 	ReasonRestartBudget = "restart budget spent" // failed more than RestartIntensity times
 	ReasonInvalid       = "invalid configuration"
+	ReasonHandedOver    = "handed over" // continued by another process: an upgrade
 )
 
 // Kill ends the session without the shutdown grace: its requests are
@@ -49,6 +50,8 @@ func (s *Session) Reason() string {
 	switch {
 	case !ended:
 		return ""
+	case s.movedAway():
+		return ReasonHandedOver
 	case errors.Is(err, stdio.ErrKilled):
 		return ReasonKilled
 	case errors.Is(err, ErrTooManyFailures):
@@ -81,6 +84,10 @@ func (s *Session) logEnd() {
 	}
 	if err := s.Err(); err != nil {
 		attrs = append(attrs, "error", err.Error())
+	}
+	if s.movedAway() {
+		s.log.Info("session handed over", attrs...)
+		return
 	}
 	s.log.Info("session ended", attrs...)
 }

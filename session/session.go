@@ -98,6 +98,14 @@ type Session struct {
 	failures  []time.Time             // within the restart window, oldest first
 	ownReader *stdio.Reader
 	tr        stdio.Transport // set by Serve, used only by its goroutine
+
+	// A hand-over (handover.go): HandOver's channel, set once it is asked
+	// for; moved, once the session has gone to its successor (its device
+	// is not closed); resume, what a resumed session's first instance is
+	// given.
+	handover chan handoverResult
+	moved    bool
+	resume   *resumeState
 }
 
 // New returns the session that will serve dev with id. The Session closes
@@ -141,8 +149,11 @@ func (s *Session) Serve(ctx context.Context) error {
 	defer cancel(nil)
 	s.mu.Lock()
 	s.cancel = cancel
-	if s.killed != nil {
+	switch {
+	case s.killed != nil:
 		cancel(s.killed)
+	case s.handover != nil:
+		cancel(stdio.ErrHandOver)
 	}
 	s.mu.Unlock()
 	// Serve keeps its frame small (see start): an idle session's
@@ -163,8 +174,15 @@ func (s *Session) start() bool {
 		s.end(err)
 		return false
 	}
+	var resume *stdio.Resume
 	s.mu.Lock()
-	s.ownReader = stdio.NewReader(s.dev.input(), s.cfg.Limits.MaxLineBytes)
+	if r := s.resume; r != nil {
+		s.ownReader = stdio.NewReaderFrom(s.dev.input(), s.cfg.Limits.MaxLineBytes, r.input)
+		resume = r.transport(s.log)
+		s.resume = nil
+	} else {
+		s.ownReader = stdio.NewReader(s.dev.input(), s.cfg.Limits.MaxLineBytes)
+	}
 	s.mu.Unlock()
 	// Every instance serves with the same Transport, kept in the Session
 	// rather than on Serve's stack.
@@ -176,6 +194,7 @@ func (s *Session) start() bool {
 		Limits:     s.cfg.Limits,
 		State:      s.rt,
 		Counters:   &s.counters,
+		Resume:     resume,
 		Logger:     s.log,
 	}
 	s.log.Debug("session started", "kind", s.dev.Kind(), "pid", s.dev.peer.PID, "uid", s.dev.peer.UID)
@@ -192,8 +211,13 @@ func (s *Session) close() {
 	}
 	s.rt.Close()
 	s.fault.Release()
-	if err := s.dev.Close(); err != nil {
-		s.log.Warn("closing the device failed", "err", err)
+	s.mu.Lock()
+	moved := s.moved
+	s.mu.Unlock()
+	if !moved {
+		if err := s.dev.Close(); err != nil {
+			s.log.Warn("closing the device failed", "err", err)
+		}
 	}
 	s.logEnd()
 }
@@ -257,12 +281,32 @@ func (s *Session) serveInstance(ctx context.Context) (restart bool) {
 			restart = s.failed(fmt.Errorf("%w: %v", stdio.ErrSessionFailed, v))
 		}
 	}()
-	return s.after(ctx, s.tr.Serve(faults.With(ctx, s.fault)))
+	err := s.tr.Serve(faults.With(ctx, s.fault))
+	s.tr.Resume = nil // the first instance's only
+	return s.after(ctx, err)
 }
 
 // after takes an instance's end: a failure is restarted (or ends a session
 // that fails too often), anything else ends the session.
 func (s *Session) after(ctx context.Context, err error) (restart bool) {
+	if errors.Is(context.Cause(ctx), stdio.ErrHandOver) && s.handingOver() {
+		var h *stdio.Handoff
+		switch {
+		case errors.As(err, &h):
+			s.handedOver(h.Streams)
+			return false
+		case err == nil, errors.Is(err, stdio.ErrSessionFailed):
+			// Failed while pausing: it answered everything, ended its
+			// streams, and the device is handed over all the same.
+			s.handedOver(nil)
+			return false
+		}
+		// An output failure: the device is dead, and the session ends.
+		s.mu.Lock()
+		result := s.handover
+		s.mu.Unlock()
+		defer func() { result <- handoverResult{err: fmt.Errorf("%w: %w", ErrNotHandedOver, err)} }()
+	}
 	if errors.Is(err, stdio.ErrSessionFailed) {
 		if ctx.Err() == nil {
 			return s.failed(err)
