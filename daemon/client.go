@@ -201,3 +201,16 @@ func (h *Handover) Wait() error {
 // Close ends the control connection, and with it the session: the daemon
 // kills a session whose connect client left.
 func (h *Handover) Close() error { return h.c.Close() }
+
+// Upgrade asks the daemon at the control socket path to replace itself by
+// binary (an absolute path; "" for its own executable) without closing a
+// session, and returns the new process's pid once it serves every session.
+// A failed upgrade is a *RefusedError saying why; the daemon goes on
+// serving then.
+func Upgrade(ctx context.Context, path, binary string) (int, error) {
+	var r Reply
+	if err := ask(ctx, path, Request{Op: "upgrade", Binary: binary}, &r); err != nil {
+		return 0, err
+	}
+	return r.PID, nil
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/snodod/snodod/internal/faults"
@@ -22,6 +23,8 @@ import (
 //	      {"ended":true,"error":""}  (error: why it ended, "" when cleanly)
 //	{"op":"status"}                 → {"ok":true, ...Status}
 //	{"op":"kill","session":7}       → {"ok":true} once session 7 has ended
+//	{"op":"upgrade","binary":"/p"}  → {"ok":true,"pid":N} once the new process
+//	                                  (pid N) serves every session (upgrade.go)
 //	{"op":"fault","session":7}      → {"ok":true}   (SNODOD_TEST_FAULTS=1 only)
 //	{"op":"upstream","name":"gh","action":"restart"} → {"ok":true}
 //	{"op":"logs","name":"gh","follow":true} → {"ok":true}, then {"log":"…"} lines
@@ -38,11 +41,12 @@ import (
 // sendmsg(2) as the request line (see fdpass.go). "relay": true is refused:
 // a client that cannot pass descriptors connects to the session socket and
 // copies bytes itself. Peers are checked as on the session socket (the
-// daemon's uid or daemon.allowed_uids).
+// daemon's uid or daemon.allowed_uids); an upgrade, which runs a binary as
+// the daemon, only from the daemon's own uid.
 
 // Request is one control request.
 type Request struct {
-	// Op is "connect", "status", "kill" or "fault".
+	// Op is "connect", "status", "kill", "upgrade" or "fault".
 	Op string `json:"op"`
 	// Relay, for connect, asks for a byte relay instead of descriptor
 	// hand-over; the daemon refuses it (use the session socket).
@@ -58,6 +62,9 @@ type Request struct {
 	Name   string `json:"name,omitempty"`
 	Action string `json:"action,omitempty"`
 	Follow bool   `json:"follow,omitempty"`
+	// Binary is the executable an "upgrade" starts (an absolute path); ""
+	// is the daemon's own.
+	Binary string `json:"binary,omitempty"`
 }
 
 // Reply is the first answer to a request (a status reply carries the
@@ -67,6 +74,8 @@ type Reply struct {
 	Error string `json:"error,omitempty"`
 	// Session is the id of the session a connect started.
 	Session uint64 `json:"session,omitempty"`
+	// PID is the new daemon's after an upgrade.
+	PID int `json:"pid,omitempty"`
 }
 
 // Ended is the last line of a connect: the session is over.
@@ -151,14 +160,25 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		reply(c, statusReply{OK: true, Status: d.Status()})
 	case "kill":
 		reply(c, d.kill(req.Session, peer))
+	case "upgrade":
+		// An upgrade waits for every handshake: this one is over.
+		d.handshakes.Done()
+		handshaking = false
+		d.upgradeFor(c, req, peer)
 	case "fault":
 		reply(c, d.fault(req.Session))
 	case "upstream":
 		reply(c, d.upstreamOp(req))
 	case "logs":
+		// A follow may last: it counts as a waiter, not as a handshake
+		// (an upgrade waits for the handshakes).
+		d.waiters.Add(1)
+		defer d.waiters.Done()
+		d.handshakes.Done()
+		handshaking = false
 		d.serveLogs(c, req)
 	default:
-		reply(c, Reply{Error: fmt.Sprintf("unknown op %q; the ops are connect, status, kill, upstream, logs and fault", req.Op)})
+		reply(c, Reply{Error: fmt.Sprintf("unknown op %q; the ops are connect, status, kill, upgrade, upstream, logs and fault", req.Op)})
 	}
 }
 
@@ -220,7 +240,20 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 // killed) ends the session: whoever started `snodod connect` has lost its
 // server, and a terminal it handed over must be restored and given back to
 // the shell, which reads it next.
+//
+// A session handed over to a new daemon (an upgrade) has not ended for its
+// client: the connection is passed on with it (waiterConn), and nothing is
+// written here.
 func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
+	id := s.Stats().ID
+	d.mu.Lock()
+	d.waiting[id] = c
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.waiting, id)
+		d.mu.Unlock()
+	}()
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
@@ -228,6 +261,9 @@ func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
 	}()
 	select {
 	case <-s.Done():
+		if s.Reason() == session.ReasonHandedOver {
+			break
+		}
 		msg := ""
 		if err := s.Err(); err != nil {
 			msg = err.Error()
@@ -276,6 +312,45 @@ func (d *Daemon) fault(id uint64) Reply {
 		return Reply{Error: fmt.Sprintf("no session %d", id)}
 	}
 	return Reply{OK: true}
+}
+
+// waiterConn returns a duplicate of the control connection of the `snodod
+// connect` waiting for session id, to pass on with the session; nil when
+// none waits.
+func (d *Daemon) waiterConn(id uint64) *os.File {
+	d.mu.Lock()
+	c := d.waiting[id]
+	d.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	f, err := dupFile(c, "control connection")
+	if err != nil {
+		d.log.Warn("the control connection of a session cannot be passed on", "session", id, "error", err)
+		return nil
+	}
+	return f
+}
+
+// upgradeFor runs the upgrade a control client asked for, and answers it.
+func (d *Daemon) upgradeFor(c *net.UnixConn, req Request, peer session.Peer) {
+	if peer.UID != d.uid {
+		reply(c, Reply{Error: fmt.Sprintf("only uid %d, the daemon's, may upgrade it (it runs the new binary as itself)", d.uid)})
+		return
+	}
+	if req.Binary != "" && !filepath.IsAbs(req.Binary) {
+		reply(c, Reply{Error: "the binary of an upgrade must be an absolute path, got " + req.Binary})
+		return
+	}
+	d.log.Info("upgrade requested", "binary", req.Binary, "by_pid", peer.PID)
+	done := make(chan struct{})
+	defer close(done)
+	pid, err := d.requestUpgrade(context.Background(), req.Binary, done)
+	if err != nil {
+		reply(c, Reply{Error: err.Error()})
+		return
+	}
+	reply(c, Reply{OK: true, PID: pid})
 }
 
 // reply writes v as one JSON line; it reports whether the line was written.

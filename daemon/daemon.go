@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,6 +58,18 @@ type Options struct {
 	StateDir string
 	// Logger receives the daemon's log; nil means slog.Default().
 	Logger *slog.Logger
+
+	// UpgradeArgs are the arguments an upgrade starts the new binary
+	// with (upgrade.go): the CLI passes its own, os.Args[1:]. Without
+	// them an upgrade is refused.
+	UpgradeArgs []string
+	// Executable is the binary an upgrade starts when it names none; ""
+	// means this process's executable, as it was when New ran.
+	Executable string
+	// Upgrade, in a process an upgrade started, is its end of the private
+	// socket (the descriptor UpgradeEnv names): Run then takes its
+	// listeners and sessions from the daemon that started it (adopt.go).
+	Upgrade *os.File
 }
 
 // Daemon hosts sessions on the session socket and on descriptors handed
@@ -95,6 +108,16 @@ type Daemon struct {
 
 	sessionsSup *suture.Supervisor
 	http        *httpListener // nil without http.listen (http.go)
+	// executable is the binary an upgrade starts by default; upgrades
+	// are Run's requests for one; upgradeWire is, in a process an upgrade
+	// started, the socket to the daemon that started it (adopt.go);
+	// waiting are the control connections of the `snodod connect`s
+	// waiting for their session's end, by session (control.go).
+	executable  string
+	upgrades    chan upgradeRequest
+	upgradeWire *wire
+	waiting     map[uint64]*net.UnixConn
+	places      map[uint64]place // each session's view and cwd (sessions.go)
 	changed     chan struct{} // the session count changed (STATUS=)
 	ready       chan struct{} // closed once Run serves (tests wait for it)
 	stopped     chan struct{} // closed when Run returns
@@ -139,6 +162,13 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		changed:  make(chan struct{}, 1),
 		ready:    make(chan struct{}),
 		stopped:  make(chan struct{}),
+		upgrades: make(chan upgradeRequest),
+		waiting:  map[uint64]*net.UnixConn{},
+		places:   map[uint64]place{},
+	}
+	d.executable = opts.Executable
+	if d.executable == "" {
+		d.executable, _ = os.Executable()
 	}
 	d.draining, d.startDrain = context.WithCancel(context.Background())
 	if d.log == nil {
@@ -235,13 +265,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.startDrain()
 
 	cfg := d.Config()
-	listeners, err := d.listen(cfg)
+	listeners, httpLn, err := d.openListeners(cfg)
 	if err != nil {
 		return err
 	}
+	rs := &runState{listeners: listeners}
 	defer func() {
 		for _, l := range listeners {
-			l.close()
+			if rs.upgraded {
+				l.release() // the new process serves them now
+			} else {
+				l.close()
+			}
 		}
 		d.late.Wait() // control connections answered while draining
 	}()
@@ -255,11 +290,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.sessionsSup = suture.New("sessions", suture.Spec{EventHook: hook, Timeout: grace})
 	root.Add(d.sessionsSup)
 	root.Add(d.ups)
-	var acceptors []suture.ServiceToken
-	for _, l := range listeners {
-		acceptors = append(acceptors, root.Add(&acceptor{d: d, l: l}))
-	}
-	if err := d.startHTTP(root, cfg); err != nil {
+	rs.root = root
+	d.startAccepting(rs)
+	if err := d.startHTTP(root, cfg, httpLn); err != nil {
+		d.refuseUpgrade(err)
 		return err
 	}
 	// The root's context is not ctx: the drain stops the parts in order
@@ -271,11 +305,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	defer signal.Stop(usr2)
 
 	for _, l := range listeners {
 		d.log.Info("listening", "socket", l.name, "path", l.path, "activated", !l.created)
 	}
-	d.notify.send("READY=1", d.statusLine())
+	d.announceReady() // READY=1, or to the daemon that started this one
 	close(d.ready)
 	var watchdog <-chan time.Time
 	if every := watchdogInterval(d.log); every > 0 {
@@ -286,10 +323,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			d.drain(root, acceptors, listeners, cancelRoot, rootDone)
+			d.drain(root, rs.acceptors, listeners, cancelRoot, rootDone)
 			return nil
 		case <-hup:
 			_ = d.Reload()
+		case <-usr2:
+			d.log.Info("SIGUSR2: upgrading", "binary", d.executable)
+			if d.upgradeNow(rs, upgradeRequest{}) {
+				d.exitUpgraded(cancelRoot, rootDone)
+				return nil
+			}
+		case req := <-d.upgrades:
+			if d.upgradeNow(rs, req) {
+				d.exitUpgraded(cancelRoot, rootDone)
+				return nil
+			}
 		case <-watchdog:
 			d.notify.send("WATCHDOG=1")
 		case <-d.changed:

@@ -180,9 +180,15 @@ func (v httpView) ToolParamHeaders(tool string) (map[string]string, bool) {
 
 // startHTTP binds http.listen (a host-less :port binds 127.0.0.1) and
 // adds its service to root. Without http.listen it does nothing.
-func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config) error {
+//
+// A listener passed by the daemon that started this one (an upgrade) is
+// served instead of binding http.listen; without http.listen it is closed.
+func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config, passed net.Listener) error {
 	hc := cfg.HTTP
 	if hc.Listen == "" {
+		if passed != nil {
+			passed.Close()
+		}
 		return nil
 	}
 	addr := hc.Listen
@@ -223,9 +229,11 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("http listener: %w", err)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("http.listen %s: %w; choose another address or stop what listens there", hc.Listen, err)
+	ln := passed
+	if ln == nil {
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("http.listen %s: %w; choose another address or stop what listens there", hc.Listen, err)
+		}
 	}
 	l := &httpListener{d: d, ln: ln, handler: h, grace: g.limits.ShutdownGrace, state: "serving", stopped: make(chan struct{}),
 		limits: mcphttp.ServerLimits{ReadHeaderTimeout: hc.ReadTimeout, MaxHeaderBytes: hc.MaxHeaderBytes, IdleTimeout: hc.IdleTimeout}}

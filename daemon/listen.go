@@ -65,6 +65,17 @@ func (l *listener) close() {
 	}
 }
 
+// release closes the listener and its lock, leaving the socket file and
+// the lock file in place: after an upgrade the new process serves them
+// (it holds duplicates of both descriptors, and so the lock).
+func (l *listener) release() {
+	l.ln.SetUnlinkOnClose(false)
+	_ = l.ln.Close()
+	if l.lock != nil {
+		_ = l.lock.Close()
+	}
+}
+
 // listenUnix makes the socket at path, named for key in messages: its
 // directory is created with mode 0700 (and refused if others can enter it),
 // a stale socket file is replaced, and a live one is an

@@ -100,13 +100,36 @@ func (d *Daemon) unreserve(id uint64) {
 // stopped supervisor. On error (an unknown view) it closes dev and
 // releases id.
 func (d *Daemon) start(id uint64, g *generation, dev *session.Device, view, cwd string) (*session.Session, error) {
-	disp, end, err := d.dispatcher(id, g, view, cwd)
+	cfg, err := d.sessionConfig(id, g, view, cwd)
 	if err != nil {
 		dev.Close()
 		d.unreserve(id)
 		return nil, err
 	}
-	s := session.New(id, dev, session.Config{
+	s := session.New(id, dev, cfg)
+	d.mu.Lock()
+	d.sessions[id] = s
+	d.mu.Unlock()
+	d.serveSession(s)
+	return s, nil
+}
+
+// place is where a session is served: its view and its client's working
+// directory, which an upgrade hands over with it.
+type place struct{ view, cwd string }
+
+// sessionConfig is the configuration of session id under generation g,
+// serving view to a client working in cwd; it records the place until the
+// session is reaped.
+func (d *Daemon) sessionConfig(id uint64, g *generation, view, cwd string) (session.Config, error) {
+	disp, end, err := d.dispatcher(id, g, view, cwd)
+	if err != nil {
+		return session.Config{}, err
+	}
+	d.mu.Lock()
+	d.places[id] = place{view: view, cwd: cwd}
+	d.mu.Unlock()
+	return session.Config{
 		Dispatcher: disp,
 		Executor:   g.exec,
 		Limits:     g.limits,
@@ -115,14 +138,35 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device, view, cwd 
 			end()
 			d.reap(id)
 		},
-	})
-	d.mu.Lock()
-	d.sessions[id] = s
-	d.mu.Unlock()
+	}, nil
+}
+
+// serveSession serves a session entered in d.sessions, under the sessions
+// supervisor; reap forgets it when it ends.
+func (d *Daemon) serveSession(s *session.Session) {
 	d.reapers.Add(1)
 	d.sessionsSup.Add(s)
 	d.poke()
-	return s, nil
+}
+
+// placeOf returns where session id is served.
+func (d *Daemon) placeOf(id uint64) place {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.places[id]
+}
+
+// liveSessions returns the sessions that have started.
+func (d *Daemon) liveSessions() []*session.Session {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	list := make([]*session.Session, 0, len(d.sessions))
+	for _, s := range d.sessions {
+		if s != nil { // nil: reserved by admit, not started yet
+			list = append(list, s)
+		}
+	}
+	return list
 }
 
 // reap forgets a session once it has ended; the session has closed its
@@ -132,6 +176,7 @@ func (d *Daemon) reap(id uint64) {
 	defer d.reapers.Done()
 	d.mu.Lock()
 	delete(d.sessions, id)
+	delete(d.places, id)
 	d.mu.Unlock()
 	d.poke()
 }

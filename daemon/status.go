@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/snodod/snodod/session"
 	"github.com/snodod/snodod/upstream"
 )
 
@@ -70,14 +69,7 @@ type ExecutorStatus struct {
 // Status returns a snapshot of the daemon.
 func (d *Daemon) Status() *Status {
 	g := d.gen.Load()
-	d.mu.Lock()
-	list := make([]*session.Session, 0, len(d.sessions))
-	for _, s := range d.sessions {
-		if s != nil { // nil: reserved by admit, not started yet
-			list = append(list, s)
-		}
-	}
-	d.mu.Unlock()
+	list := d.liveSessions()
 	rows := make([]SessionStatus, 0, len(list))
 	for _, s := range list {
 		st := s.Stats()

@@ -40,8 +40,13 @@ type daemonProc struct {
 	control string   // the control socket
 	config  string   // the default configuration file (may not exist)
 	cmd     *exec.Cmd
-	stderr  *syncBuffer
-	exited  chan struct{} // closed once the process has been waited for
+	// stderr is the daemon's log, a file: a daemon an upgrade started
+	// writes to it too, and the test's Wait never waits for it.
+	stderr *logFile
+	exited chan struct{} // closed once the process has been waited for
+	// successor is the pid of the daemon the last upgrade started (it is
+	// not this process's child); 0 before an upgrade (upgrade_test.go).
+	successor int
 }
 
 // startDaemon writes config (TOML; none when empty) to the default
@@ -70,7 +75,7 @@ func startDaemonIn(t *testing.T, dir, config string, extraEnv []string, args ...
 		socket:  filepath.Join(dir, "run", "snodod", "snodod.sock"),
 		control: filepath.Join(dir, "run", "snodod", "control.sock"),
 		config:  filepath.Join(dir, "config", "snodod", "config.toml"),
-		stderr:  &syncBuffer{},
+		stderr:  &logFile{path: filepath.Join(dir, "daemon.log")},
 		exited:  make(chan struct{}),
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "run"), 0o700); err != nil {
@@ -83,8 +88,14 @@ func startDaemonIn(t *testing.T, dir, config string, extraEnv []string, args ...
 
 	d.cmd = exec.Command(binary, append([]string{"serve", "--demo"}, args...)...)
 	d.cmd.Env = d.env
-	d.cmd.Stderr = d.stderr
-	if err := d.cmd.Start(); err != nil {
+	logf, err := os.OpenFile(d.stderr.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Stderr = logf
+	err = d.cmd.Start()
+	logf.Close() // the daemon has its own
+	if err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -97,6 +108,10 @@ func startDaemonIn(t *testing.T, dir, config string, extraEnv []string, args ...
 		default:
 			_ = d.cmd.Process.Kill()
 			<-d.exited
+		}
+		if d.successor != 0 {
+			_ = syscall.Kill(d.successor, syscall.SIGKILL)
+			waitGone(d.successor, answerWithin)
 		}
 		out := d.stderr.String()
 		if strings.Contains(out, "DATA RACE") {
@@ -598,4 +613,29 @@ func connectGoVia(t *testing.T, d *daemonProc, version string, opts ...func(c *g
 		}
 	})
 	return c
+}
+
+// logFile is a daemon's log, as a file every process of the daemon
+// appends to.
+type logFile struct{ path string }
+
+// String returns the log so far.
+func (l *logFile) String() string {
+	b, _ := os.ReadFile(l.path)
+	return string(b)
+}
+
+// waitGone waits up to within for process pid to be gone (or a zombie: it
+// may be no child of ours to reap), and reports whether it is.
+func waitGone(pid int, within time.Duration) bool {
+	return await(within, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		// The state follows the command's closing parenthesis.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+	})
 }

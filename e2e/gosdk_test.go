@@ -58,7 +58,27 @@ func connectGo(t *testing.T, version string) *goClient {
 func connectGoOver(t *testing.T, version string, transport func(rec *recorder) mcp.Transport) *goClient {
 	t.Helper()
 	c := &goClient{rec: &recorder{}, progress: map[any][]*mcp.ProgressNotificationParams{}}
-	client := mcp.NewClient(&mcp.Implementation{Name: "snodod-e2e-go", Version: "1"}, &mcp.ClientOptions{
+	client := mcp.NewClient(&mcp.Implementation{Name: "snodod-e2e-go", Version: "1"}, goClientOptions(c))
+	client.AddRoots(&mcp.Root{URI: "file:///tmp/e2e", Name: "e2e"})
+	cs, err := client.Connect(t.Context(), transport(c.rec), &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect at %s: %v", version, err)
+	}
+	c.cs = cs
+	t.Cleanup(func() {
+		// Over stdio, closing ends input; snodod exits 0 once its
+		// requests finished. Over HTTP it ends the session (DELETE).
+		if err := cs.Close(); err != nil {
+			t.Errorf("close: snodod did not end the session cleanly: %v", err)
+		}
+	})
+	return c
+}
+
+// goClientOptions are the options of the tests' Go SDK clients: handlers
+// that record what c observes, and answer elicitation and sampling.
+func goClientOptions(c *goClient) *mcp.ClientOptions {
+	return &mcp.ClientOptions{
 		// roots without listChanged, plus the elicitation and sampling
 		// the handlers below add.
 		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
@@ -83,21 +103,7 @@ func connectGoOver(t *testing.T, version string, transport func(rec *recorder) m
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			c.locked(func() { c.toolsChanged++ })
 		},
-	})
-	client.AddRoots(&mcp.Root{URI: "file:///tmp/e2e", Name: "e2e"})
-	cs, err := client.Connect(t.Context(), transport(c.rec), &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatalf("connect at %s: %v", version, err)
 	}
-	c.cs = cs
-	t.Cleanup(func() {
-		// Over stdio, closing ends input; snodod exits 0 once its
-		// requests finished. Over HTTP it ends the session (DELETE).
-		if err := cs.Close(); err != nil {
-			t.Errorf("close: snodod did not end the session cleanly: %v", err)
-		}
-	})
-	return c
 }
 
 // fillForm answers every string field of an elicitation form with

@@ -61,6 +61,7 @@ func init() {
 		{"connect", "connect standard input and output to the daemon as one session", runConnect, connectUsage},
 		{"status", "show the daemon's sessions and load", runStatus, statusUsage},
 		{"kill", "end one session of the daemon: snodod kill ID", runKill, killUsage},
+		{"upgrade", "replace the running daemon by a new binary without closing a session", runUpgrade, upgradeUsage},
 		{"config", "check a configuration file, or print the effective configuration", runConfig, configUsage},
 		{"stdio", "serve one MCP session on this process's standard input and output", runStdio, stdioUsage},
 		{"upstream", "start, stop or restart a hosted server: snodod upstream restart NAME", runUpstream, upstreamUsage},

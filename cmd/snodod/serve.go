@@ -1,13 +1,17 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon"
@@ -60,9 +64,13 @@ func runServe(args []string) int {
 	if status, done := parseFlags(fs, args, serveUsage); done {
 		return status
 	}
+	// Started by an upgrade: the running daemon waits on this descriptor
+	// for the sockets and sessions (docs/operations.md).
+	upgrade := upgradeSocket()
 	opts := o.keys.options(o.config)
 	cfg, status := loadConfig("serve", opts)
 	if cfg == nil {
+		daemon.RefuseUpgrade(upgrade, errors.New("the new binary refused the configuration; its log (standard error) lists why"))
 		return status
 	}
 	level := new(slog.LevelVar)
@@ -76,8 +84,12 @@ func runServe(args []string) int {
 		OnReload: func(c *config.Config) { level.Set(parseLevel(c.Log.Level)) },
 		Version:  buildVersion(),
 		Logger:   log,
+		// An upgrade starts the new binary as this one was started.
+		UpgradeArgs: os.Args[1:],
+		Upgrade:     upgrade,
 	})
 	if err != nil {
+		daemon.RefuseUpgrade(upgrade, err)
 		fmt.Fprintf(os.Stderr, "snodod serve: %v\n", err)
 		return exitFailure
 	}
@@ -102,6 +114,24 @@ func runServe(args []string) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// upgradeSocket returns the private socket of the upgrade that started
+// this process, or nil; the variable is unset, so that no process this one
+// starts takes it for its own.
+func upgradeSocket() *os.File {
+	v := os.Getenv(daemon.UpgradeEnv)
+	if v == "" {
+		return nil
+	}
+	os.Unsetenv(daemon.UpgradeEnv)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		fmt.Fprintf(os.Stderr, "snodod serve: ignoring %s=%q: not a descriptor\n", daemon.UpgradeEnv, v)
+		return nil
+	}
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "upgrade socket")
 }
 
 func orDefault(file string) string {

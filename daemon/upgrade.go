@@ -1,0 +1,373 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/thejerf/suture/v4"
+
+	"github.com/snodod/snodod/session"
+)
+
+// An upgrade (`snodod upgrade`, SIGUSR2; docs/operations.md) replaces the
+// running daemon by a new process, usually a new binary, without closing a
+// session. The running daemon:
+//
+//  1. stops accepting (connections wait in the listen backlog) and lets
+//     the handshakes under way finish, so that the session ids are final;
+//  2. starts the new binary with the same arguments and its end of a
+//     private socket (upgrade_wire.go), and sends it the listeners (the
+//     sockets, the lock, the HTTP listener) and the next session id;
+//  3. waits, up to upgradeReadyTimeout, for the new process to say it
+//     serves. If it fails to start, says an error, exits or stays silent,
+//     it is killed, and this daemon accepts again as if nothing happened:
+//     the upgrade fails with the new process's error;
+//  4. hands every session over (session.HandOver: reading stops, requests
+//     in flight finish within daemon.upgrade_grace), each as soon as it is
+//     paused, with its descriptors and the control connection of the
+//     `snodod connect` that waits for it;
+//  5. once the new process has every session serving, tells systemd that
+//     the new process is the main one (MAINPID=), lets the HTTP requests
+//     it still serves finish, and exits 0, leaving the sockets in place.
+//
+// If anything fails in step 4 or 5 before the new process said it serves
+// every session, the new process is killed and this daemon resumes the
+// sessions itself, from the records and descriptors it kept until then.
+
+// upgradeReadyTimeout bounds the wait for the new process to say it
+// serves (issue 15: 10 s).
+const upgradeReadyTimeout = 10 * time.Second
+
+// upgradeAdoptMargin is added to daemon.upgrade_grace to bound the whole
+// hand-over of the sessions.
+const upgradeAdoptMargin = 10 * time.Second
+
+// upgradeRequest asks Run for an upgrade; reply gets its outcome.
+type upgradeRequest struct {
+	binary string // "" for the daemon's own executable
+	reply  chan upgradeOutcome
+	// replied is closed by the requester once it has answered its client,
+	// so that the old daemon does not exit under its reply.
+	replied chan struct{}
+}
+
+type upgradeOutcome struct {
+	pid int // the new process
+	err error
+}
+
+// UpgradeError is why an upgrade failed; the daemon that was asked to
+// upgrade goes on serving.
+type UpgradeError struct{ Reason string }
+
+func (e *UpgradeError) Error() string {
+	return "upgrade failed: " + e.Reason + "; the running daemon goes on serving"
+}
+
+// runState is what Run holds that an upgrade changes.
+type runState struct {
+	root      *suture.Supervisor
+	listeners []*listener
+	acceptors []suture.ServiceToken
+	upgraded  bool // the new process serves the listeners: leave them in place
+}
+
+func (d *Daemon) startAccepting(rs *runState) {
+	for _, l := range rs.listeners {
+		// A stopped acceptor interrupted Accept with a deadline in the
+		// past; a new one must not find it.
+		_ = l.ln.SetDeadline(time.Time{})
+		rs.acceptors = append(rs.acceptors, rs.root.Add(&acceptor{d: d, l: l}))
+	}
+}
+
+func (d *Daemon) stopAccepting(rs *runState) {
+	for _, tok := range rs.acceptors {
+		_ = rs.root.RemoveAndWait(tok, time.Second)
+	}
+	rs.acceptors = nil
+}
+
+// requestUpgrade asks Run for an upgrade to binary and waits for its
+// outcome; done must be closed once the caller has answered its client.
+func (d *Daemon) requestUpgrade(ctx context.Context, binary string, done chan struct{}) (int, error) {
+	req := upgradeRequest{binary: binary, reply: make(chan upgradeOutcome, 1), replied: done}
+	select {
+	case d.upgrades <- req:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-d.stopped:
+		return 0, &UpgradeError{Reason: "the daemon is stopping"}
+	}
+	out := <-req.reply
+	return out.pid, out.err
+}
+
+// upgradeNow runs an upgrade on Run's goroutine and reports whether it
+// succeeded: Run then returns, leaving everything to the new process.
+func (d *Daemon) upgradeNow(rs *runState, req upgradeRequest) bool {
+	pid, err := d.upgrade(rs, req.binary)
+	if err != nil {
+		d.log.Error("upgrade failed; this daemon goes on serving", "error", err)
+	} else {
+		d.log.Info("upgraded: the new process serves every session; exiting", "pid", pid)
+	}
+	if req.reply != nil {
+		req.reply <- upgradeOutcome{pid: pid, err: err}
+		select {
+		case <-req.replied:
+		case <-time.After(replyTimeout):
+		}
+	}
+	rs.upgraded = err == nil
+	return rs.upgraded
+}
+
+// upgrade is the whole upgrade of the comment above.
+func (d *Daemon) upgrade(rs *runState, binary string) (pid int, err error) {
+	if len(d.opts.UpgradeArgs) == 0 {
+		return 0, &UpgradeError{Reason: "this daemon was started without the arguments to start its successor with (daemon.Options.UpgradeArgs)"}
+	}
+	if binary == "" {
+		binary = d.executable
+	}
+	d.stopAccepting(rs)
+	accepting := false
+	defer func() {
+		if !accepting && err != nil {
+			d.startAccepting(rs)
+		}
+	}()
+	d.handshakes.Wait() // every connection accepted has its session, or its refusal
+
+	next, err := d.startSuccessor(binary, rs.listeners)
+	if err != nil {
+		return 0, err
+	}
+	sent, err := d.handOverSessions(next)
+	if err == nil {
+		err = next.finish(d)
+	}
+	if err != nil {
+		next.kill()
+		d.resumeLocally(sent)
+		return 0, &UpgradeError{Reason: err.Error()}
+	}
+	for _, m := range sent {
+		closeFiles(m.files) // the new process has its own
+	}
+	d.notify.send("MAINPID="+strconv.Itoa(next.pid()), "STATUS=upgraded; the new process (pid "+strconv.Itoa(next.pid())+") serves")
+	if err := next.wire.send(upgradeMsg{Type: "main"}); err != nil {
+		d.log.Warn("could not tell the new process it is the main one", "error", err)
+	}
+	next.release()
+	return next.pid(), nil
+}
+
+// successor is the new process of an upgrade.
+type successor struct {
+	cmd    *exec.Cmd
+	wire   *wire
+	exited chan struct{} // closed once the process has exited
+	status error         // its exit, once exited is closed
+}
+
+func (s *successor) pid() int { return s.cmd.Process.Pid }
+
+// kill ends the new process and waits for it.
+func (s *successor) kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.wire.close()
+}
+
+// release lets the new process go on without this one.
+func (s *successor) release() { s.wire.close() }
+
+// startSuccessor starts binary with the daemon's arguments and the private
+// socket, sends it the listeners, and waits until it says it serves.
+func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*successor, error) {
+	ours, theirs, err := filePair()
+	if err != nil {
+		return nil, &UpgradeError{Reason: "create the upgrade socket: " + err.Error()}
+	}
+	w, err := newWire(ours)
+	if err != nil {
+		theirs.Close()
+		return nil, &UpgradeError{Reason: err.Error()}
+	}
+	cmd := exec.Command(binary, d.opts.UpgradeArgs...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{theirs} // descriptor 3
+	cmd.Env = append(os.Environ(), UpgradeEnv+"=3")
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		w.close()
+		return nil, &UpgradeError{Reason: fmt.Sprintf("start %s: %v", binary, err)}
+	}
+	s := &successor{cmd: cmd, wire: w, exited: make(chan struct{})}
+	go func() {
+		s.status = cmd.Wait()
+		close(s.exited)
+	}()
+	d.log.Info("upgrade: the new process started", "binary", binary, "pid", s.pid())
+	fail := func(reason string) (*successor, error) {
+		s.kill()
+		return nil, &UpgradeError{Reason: reason}
+	}
+	recs, files, err := d.listenerFiles(listeners)
+	defer closeFiles(files)
+	if err != nil {
+		return fail(err.Error())
+	}
+	d.mu.Lock()
+	next := d.nextID
+	d.mu.Unlock()
+	if err := w.send(upgradeMsg{Type: "hello", Format: upgradeFormat, PID: os.Getpid(), NextID: next, Version: d.version(), Listeners: recs}, files...); err != nil {
+		return fail(successorError(s, "could not be sent the listeners: "+err.Error()))
+	}
+	type answer struct {
+		m   upgradeMsg
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		m, fs, err := w.recv(time.Now().Add(upgradeReadyTimeout))
+		closeFiles(fs)
+		got <- answer{m, err}
+	}()
+	select {
+	case a := <-got:
+		switch {
+		case a.err != nil:
+			return fail(successorError(s, fmt.Sprintf("did not say it serves within %v: %v", upgradeReadyTimeout, a.err)))
+		case a.m.Type == "error":
+			return fail(binary + ": " + a.m.Error)
+		case a.m.Type != "ready":
+			return fail(fmt.Sprintf("it said %q, not ready", a.m.Type))
+		}
+	case <-s.exited:
+		<-got
+		return fail(successorError(s, ""))
+	}
+	return s, nil
+}
+
+// successorError says what became of a new process that failed: that it
+// exited before it served, with its status, when it has exited (within a
+// moment), else what.
+func successorError(s *successor, what string) string {
+	select {
+	case <-s.exited:
+		return fmt.Sprintf("the new process exited before it served (%v); its log is this daemon's standard error", s.status)
+	case <-time.After(time.Second):
+		return "the new process " + what
+	}
+}
+
+// movedFiles is a session sent to the new process, and the descriptors
+// this daemon keeps until the new one serves it.
+type movedFiles struct {
+	m     movedSession
+	files []*os.File
+}
+
+// handOverSessions pauses every session and sends each to the new process
+// as soon as it is paused. It returns what it sent, also on error.
+func (d *Daemon) handOverSessions(next *successor) ([]movedFiles, error) {
+	grace := d.gen.Load().limits.UpgradeGrace
+	ctx, cancel := context.WithTimeout(context.Background(), grace+upgradeAdoptMargin)
+	defer cancel()
+	list := d.liveSessions()
+	paused := make(chan movedFiles, len(list))
+	var wg sync.WaitGroup
+	for _, s := range list {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if m, ok := d.pause(ctx, s); ok {
+				paused <- m
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(paused)
+	}()
+	var sent []movedFiles
+	var err error
+	for m := range paused {
+		if err == nil {
+			err = next.wire.send(upgradeMsg{Type: "session", Session: &m.m}, m.files...)
+		}
+		sent = append(sent, m) // kept, to resume them here if the upgrade fails
+	}
+	if err != nil {
+		return sent, fmt.Errorf("send a session to the new process: %w", err)
+	}
+	return sent, ctx.Err()
+}
+
+// pause hands one session over: it returns false for a session that ended
+// meanwhile.
+func (d *Daemon) pause(ctx context.Context, s *session.Session) (movedFiles, bool) {
+	id := s.Stats().ID
+	ctl := d.waiterConn(id) // a dup, taken before the session ends
+	rec, files, err := s.HandOver(ctx)
+	if err != nil {
+		if ctl != nil {
+			ctl.Close()
+		}
+		if !errors.Is(err, session.ErrNotHandedOver) {
+			d.log.Error("a session could not be handed over", "session", id, "error", err)
+		}
+		return movedFiles{}, false
+	}
+	at := d.placeOf(id)
+	m := movedFiles{m: movedSession{Session: rec, Via: "socket", View: at.view, Cwd: at.cwd}, files: files}
+	if ctl != nil {
+		m.m.Via, m.m.Control = "connect", true
+		m.files = append(m.files, ctl)
+	}
+	return m, true
+}
+
+// finish tells the new process that every session was sent, and waits
+// until it serves them all.
+func (s *successor) finish(d *Daemon) error {
+	if err := s.wire.send(upgradeMsg{Type: "done"}); err != nil {
+		return fmt.Errorf("tell the new process the sessions are sent: %w", err)
+	}
+	m, fs, err := s.wire.recv(time.Now().Add(upgradeAdoptMargin))
+	closeFiles(fs)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the new process did not say it serves the sessions: %w", err)
+	case m.Type == "error":
+		return errors.New("the new process: " + m.Error)
+	case m.Type != "adopted":
+		return fmt.Errorf("the new process said %q, not adopted", m.Type)
+	}
+	return nil
+}
+
+// exitUpgraded ends Run after an upgrade: the supervisors stop (nothing is
+// left under them but the HTTP listener, whose requests finish within
+// daemon.shutdown_grace, and the acceptors, which are stopped).
+func (d *Daemon) exitUpgraded(cancelRoot context.CancelFunc, rootDone <-chan error) {
+	d.startDrain()
+	cancelRoot()
+	bound := d.gen.Load().limits.ShutdownGrace + drainMargin
+	select {
+	case <-rootDone:
+	case <-time.After(bound):
+		d.log.Warn("the HTTP listener did not stop in time after the upgrade", "bound", bound)
+	}
+}

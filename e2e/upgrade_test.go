@@ -1,0 +1,463 @@
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodod/snodod/daemon"
+)
+
+// An upgrade (`snodod upgrade`) in the middle of continuous traffic on
+// every device kind, with the official clients: the Go SDK on the session
+// socket (2026-07-28, with a listen stream), through `snodod connect`
+// (pipes handed over, 2025-06-18) and on a pty handed over by `snodod
+// connect --handover` (2025-11-25), and the TypeScript SDK through
+// `snodod connect`. Each has pipelined calls running, a long sleep with
+// progress, and a subscription; across the upgrade no call fails, none is
+// answered twice, the sleep finishes, no client initializes again, the
+// sessions keep their ids, and events reach every client afterwards.
+func TestUpgrade(t *testing.T) {
+	d := startDaemon(t, "", nil)
+	ts := startTSUpgradeClient(t, d, "2025-11-25")
+
+	socket := connectGoOver(t, v2026, func(rec *recorder) mcp.Transport {
+		c, err := net.Dial("unix", d.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &recordingTransport{inner: &mcp.IOTransport{Reader: c, Writer: writeOnly{c}}, rec: rec}
+	})
+	connect := connectGoVia(t, d, "2025-06-18", goClientOptions)
+	master, tty := openPTY(t)
+	conn := startConnectOn(t, d, tty)
+	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
+		t.Fatal("the handed-over pty was not put into raw mode")
+	}
+	pty := connectGoOver(t, "2025-11-25", func(rec *recorder) mcp.Transport {
+		return &recordingTransport{inner: &mcp.IOTransport{Reader: master, Writer: writeOnly{master}}, rec: rec}
+	})
+	clients := map[string]*goClient{"socket": socket, "connect": connect, "pty": pty}
+	traffic := map[string]*goTraffic{}
+	for name, c := range clients {
+		if err := c.cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: watchedURI}); err != nil {
+			t.Fatalf("%s: subscribe: %v", name, err)
+		}
+		traffic[name] = startGoTraffic(t, c, name)
+	}
+	ts.waitReady(t)
+	before := d.awaitStatus(t, "the four sessions", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 4 })
+	for _, tr := range traffic {
+		tr.waitEchoes(t, 20)
+	}
+
+	pid := d.upgrade(t)
+	if pid == before.PID {
+		t.Fatalf("the upgrade kept pid %d", pid)
+	}
+	if status := d.waitExit(t, answerWithin); status != 0 {
+		t.Errorf("the old daemon exited %d after the upgrade, want 0", status)
+	}
+	ts.upgraded(t)
+	after := d.awaitStatus(t, "the new daemon", answerWithin, func(st *daemon.Status) bool { return st.PID == pid })
+	ids := func(st *daemon.Status) []string {
+		var out []string
+		for _, s := range st.Sessions {
+			out = append(out, fmt.Sprintf("%d %s", s.ID, s.Kind))
+		}
+		return out
+	}
+	if !slices.Equal(ids(after), ids(before)) {
+		t.Errorf("sessions after the upgrade %q, want the same as before %q", ids(after), ids(before))
+	}
+	if !isRaw(t, tty) {
+		t.Error("the pty is not raw any more after the upgrade")
+	}
+
+	for name, tr := range traffic {
+		tr.waitEchoes(t, tr.echoCount()+20)
+		c := clients[name]
+		var updates, changes int
+		c.locked(func() { updates, changes = len(c.updates), c.toolsChanged })
+		c.call(t, t.Context(), "test_trigger_resource_update", nil)
+		c.call(t, t.Context(), "test_trigger_tool_change", nil)
+		if !await(answerWithin, func() (ok bool) {
+			c.locked(func() { ok = len(c.updates) > updates && c.toolsChanged > changes })
+			return
+		}) {
+			t.Errorf("%s: no resource update or tool list change after the upgrade", name)
+		}
+	}
+	for name, tr := range traffic {
+		tr.stop(t)
+		c := clients[name]
+		if n := sentCount(c.rec, "initialize") + sentCount(c.rec, "server/discover"); n > 1 {
+			t.Errorf("%s: %d initialize or discover requests sent, want at most 1 (no re-initialize)", name, n)
+		}
+		if ids := answeredIDs(c.rec); len(ids) > 0 {
+			t.Errorf("%s: ids answered more than once: %v", name, ids)
+		}
+	}
+	sum := ts.finish(t)
+	if len(sum.Errors) > 0 || sum.Sleep != "done" || sum.Progress < 2 || !sum.Updated || !sum.ToolsChanged ||
+		sum.Initializes != 1 || sum.ExitCode == nil || *sum.ExitCode != 0 || sum.Echoes < 40 {
+		t.Errorf("the TypeScript client: %+v", sum)
+	}
+	t.Logf("echoes answered: socket %d, connect %d, pty %d, TypeScript %d",
+		traffic["socket"].echoCount(), traffic["connect"].echoCount(), traffic["pty"].echoCount(), sum.Echoes)
+	// The new daemon restores the terminal when the session ends.
+	if err := d.command("kill", fmt.Sprint(ptySession(before))).Run(); err != nil {
+		t.Fatalf("snodod kill: %v", err)
+	}
+	conn.wait(t, 1)
+	if !isCanonical(t, tty) {
+		t.Error("the pty was not restored when its session ended after the upgrade")
+	}
+	d.stopSuccessor(t)
+}
+
+// A failed upgrade leaves the daemon serving as if nothing happened: a
+// binary that exits, and the same binary refusing its configuration. Once
+// the configuration is fixed, the upgrade succeeds.
+func TestUpgradeFails(t *testing.T) {
+	d := startDaemon(t, "", nil)
+	s := mustDial(t, d.socket)
+	if err := s.initialize("2025-06-18"); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		before func()
+		args   []string
+		want   string
+	}{
+		{"a binary that exits", nil, []string{"--binary", "/bin/false"}, "exited before it served"},
+		{"a configuration the new binary refuses", func() { d.writeConfig(t, "[daemon]\nmax_sessions = -1\n") }, nil,
+			"refused the configuration"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.before != nil {
+				tc.before()
+			}
+			cmd := d.command(append([]string{"upgrade"}, tc.args...)...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(stderr.String(), "upgrade failed") || !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("snodod upgrade: %v, exit %d, stderr %q; want 1 and %q", err, cmd.ProcessState.ExitCode(), stderr.String(), tc.want)
+			}
+			if err := s.echo(10+i, "still served"); err != nil {
+				t.Fatalf("after the failed upgrade: %v", err)
+			}
+			// New sessions are accepted again.
+			s2 := mustDial(t, d.socket)
+			if err := s2.initialize("2025-11-25"); err != nil {
+				t.Fatal(err)
+			}
+			s2.Close()
+		})
+	}
+	if err := os.Remove(d.config); err != nil {
+		t.Fatal(err)
+	}
+	d.upgrade(t)
+	if err := s.echo(20, "after the upgrade"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	d.stopSuccessor(t)
+}
+
+// upgrade runs `snodod upgrade`, expects it to succeed, and returns the
+// new daemon's pid, which the test's cleanup stops if it still runs.
+func (d *daemonProc) upgrade(t *testing.T, args ...string) int {
+	t.Helper()
+	cmd := d.command(append([]string{"upgrade"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("snodod upgrade: %v\n%s", err, stderr.String())
+	}
+	var pid int
+	if _, err := fmt.Sscanf(string(out), "upgraded: the daemon is now pid %d", &pid); err != nil || pid <= 0 {
+		t.Fatalf("snodod upgrade printed %q", out)
+	}
+	d.successor = pid
+	return pid
+}
+
+// stopSuccessor drains the daemon an upgrade started (SIGTERM) and waits
+// until it is gone.
+func (d *daemonProc) stopSuccessor(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(d.successor, syscall.SIGTERM); err != nil {
+		t.Fatalf("signal the new daemon: %v", err)
+	}
+	if !waitGone(d.successor, 20*time.Second) {
+		t.Fatalf("the new daemon (pid %d) did not exit after SIGTERM", d.successor)
+	}
+	d.successor = 0
+}
+
+// ptySession returns the id of the pty session in st.
+func ptySession(st *daemon.Status) uint64 {
+	for _, s := range st.Sessions {
+		if s.Kind == "pty" {
+			return s.ID
+		}
+	}
+	return 0
+}
+
+// writeOnly is a writer whose Close does nothing: the reader's Close closes
+// the shared connection.
+type writeOnly struct{ io.Writer }
+
+func (writeOnly) Close() error { return nil }
+
+// goTraffic keeps a Go SDK client busy: four workers calling echo, one
+// request at a time each, checking every answer, and a long sleep with
+// progress.
+type goTraffic struct {
+	c     *goClient
+	name  string
+	done  chan struct{}
+	wg    sync.WaitGroup
+	sleep chan error
+
+	mu     sync.Mutex
+	echoes int
+	errs   []string
+}
+
+func startGoTraffic(t *testing.T, c *goClient, name string) *goTraffic {
+	tr := &goTraffic{c: c, name: name, done: make(chan struct{}), sleep: make(chan error, 1)}
+	go func() {
+		p := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 2000}}
+		p.SetProgressToken("long " + name)
+		res, err := c.cs.CallTool(context.Background(), p)
+		if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "done") {
+			err = fmt.Errorf("sleep returned %+v", res.Content)
+		}
+		tr.sleep <- err
+	}()
+	for w := range 4 {
+		tr.wg.Add(1)
+		go func() {
+			defer tr.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-tr.done:
+					return
+				default:
+				}
+				want := fmt.Sprintf("%s %d %d", name, w, i)
+				ctx, cancel := context.WithTimeout(context.Background(), answerWithin)
+				res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": want}})
+				cancel()
+				tr.mu.Lock()
+				switch {
+				case err != nil:
+					tr.errs = append(tr.errs, fmt.Sprintf("echo %q: %v", want, err))
+				case len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != want:
+					tr.errs = append(tr.errs, fmt.Sprintf("echo %q = %+v", want, res.Content))
+				default:
+					tr.echoes++
+				}
+				tr.mu.Unlock()
+				time.Sleep(5 * time.Millisecond) // traffic, not a load test
+			}
+		}()
+	}
+	return tr
+}
+
+func (tr *goTraffic) echoCount() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.echoes
+}
+
+func (tr *goTraffic) waitEchoes(t *testing.T, n int) {
+	t.Helper()
+	if !await(answerWithin, func() bool { return tr.echoCount() >= n }) {
+		t.Fatalf("%s: %d echoes answered, want %d (errors %q)", tr.name, tr.echoCount(), n, tr.errs)
+	}
+}
+
+// stop ends the traffic and checks it: no error, the sleep done, its
+// progress received.
+func (tr *goTraffic) stop(t *testing.T) {
+	t.Helper()
+	close(tr.done)
+	tr.wg.Wait()
+	if len(tr.errs) > 0 {
+		t.Errorf("%s: %d failed calls: %q", tr.name, len(tr.errs), tr.errs)
+	}
+	select {
+	case err := <-tr.sleep:
+		if err != nil {
+			t.Errorf("%s: the long sleep: %v", tr.name, err)
+		}
+	case <-time.After(answerWithin):
+		t.Errorf("%s: the long sleep did not end", tr.name)
+	}
+	var progress int
+	tr.c.locked(func() { progress = len(tr.c.progress["long "+tr.name]) })
+	if progress < 2 {
+		t.Errorf("%s: %d progress notifications for the long sleep, want several", tr.name, progress)
+	}
+}
+
+// sentCount counts the requests sent with method.
+func sentCount(r *recorder, method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.out {
+		if e.Method == method && e.ID != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// answeredIDs returns the ids that got more than one response.
+func answeredIDs(r *recorder) []string {
+	seen := map[string]int{}
+	for _, e := range r.incoming() {
+		if e.Method == "" && e.ID != nil {
+			seen[string(e.ID)]++
+		}
+	}
+	var twice []string
+	for id, n := range seen {
+		if n > 1 {
+			twice = append(twice, id)
+		}
+	}
+	return twice
+}
+
+// tsUpgradeClient is e2e/node/upgrade.mjs running against the daemon.
+type tsUpgradeClient struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *syncBuffer
+}
+
+type tsUpgradeSummary struct {
+	Version      string
+	Echoes       int
+	Errors       []string
+	Initializes  int
+	Progress     int
+	Sleep        string
+	Updated      bool
+	ToolsChanged bool
+	ExitCode     *int
+	Stderr       string
+}
+
+func startTSUpgradeClient(t *testing.T, d *daemonProc, version string) *tsUpgradeClient {
+	t.Helper()
+	dir, err := filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	}
+	if err != nil {
+		skipOrFail(t, "the TypeScript SDK client needs node and its packages; make test installs them, or run: npm ci --prefix e2e/node ("+err.Error()+")")
+	}
+	c := &tsUpgradeClient{cmd: exec.Command(node, "upgrade.mjs", binary, version), stderr: &syncBuffer{}}
+	c.cmd.Dir, c.cmd.Env, c.cmd.Stderr = dir, d.env, c.stderr
+	if c.in, err = c.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.out = bufio.NewReader(stdout)
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c.cmd.ProcessState == nil {
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+		}
+	})
+	return c
+}
+
+// readLine reads the client's next line of standard output.
+func (c *tsUpgradeClient) readLine(t *testing.T) string {
+	t.Helper()
+	line := make(chan string, 1)
+	go func() {
+		l, _ := c.out.ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		if l == "" {
+			t.Fatalf("the TypeScript client ended: %s", c.stderr.String())
+		}
+		return strings.TrimSpace(l)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the TypeScript client said nothing: %s", c.stderr.String())
+		return ""
+	}
+}
+
+func (c *tsUpgradeClient) waitReady(t *testing.T) {
+	t.Helper()
+	if l := c.readLine(t); l != "ready" {
+		t.Fatalf("the TypeScript client said %q, want ready", l)
+	}
+}
+
+func (c *tsUpgradeClient) upgraded(t *testing.T) {
+	t.Helper()
+	if _, err := io.WriteString(c.in, "upgraded\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *tsUpgradeClient) finish(t *testing.T) tsUpgradeSummary {
+	t.Helper()
+	var s tsUpgradeSummary
+	l := c.readLine(t)
+	if err := json.Unmarshal([]byte(l), &s); err != nil {
+		t.Fatalf("the TypeScript client's summary %q: %v", l, err)
+	}
+	c.in.Close()
+	if err := c.cmd.Wait(); err != nil {
+		t.Errorf("the TypeScript client: %v\n%s", err, c.stderr.String())
+	}
+	if strings.Contains(s.Stderr, "DATA RACE") {
+		t.Errorf("the race detector reported a race in snodod connect:\n%s", s.Stderr)
+	}
+	return s
+}
