@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,8 +76,9 @@ var logLevelNames = [...]string{"debug", "info", "notice", "warning", "error", "
 // notifications/initialized), so that it receives d's list changes and
 // resource updates from now on. Resource subscriptions are restored
 // whatever the cap now is (they were admitted under the one in force);
-// only new ones are refused beyond it. A snapshot that names an unknown log
-// level is refused, and the state is left as it was.
+// only new ones are refused beyond it; a Resumer d is told of them, as of a
+// resources/subscribe. A snapshot that names an unknown log level is
+// refused, and the state is left as it was.
 func (ss *SessionState) Restore(snap SessionSnapshot, d Dispatcher) error {
 	rank, _ := protocol.LogLevelRank("info")
 	if snap.LogLevel != "" {
@@ -100,6 +102,9 @@ func (ss *SessionState) Restore(snap SessionSnapshot, d Dispatcher) error {
 	ss.mu.Unlock()
 	if snap.Legacy && snap.Initialized && d != nil {
 		d.Notify(ss, "notifications/initialized", nil)
+	}
+	if r, ok := d.(Resumer); ok && len(snap.Subscriptions) > 0 {
+		r.ResumeSubscriptions(context.Background(), snap.Subscriptions)
 	}
 	ss.changed()
 	return nil
@@ -145,6 +150,9 @@ type ListenRecord struct {
 // ListenRecordOf returns the record of a stream that Dispatch returned for
 // subscriptions/listen; false for a stream of another kind.
 func ListenRecordOf(s Stream) (ListenRecord, bool) {
+	if h, ok := s.(*hookedStream); ok {
+		s = h.Stream
+	}
 	ls, ok := s.(*listenStream)
 	if !ok {
 		return ListenRecord{}, false
@@ -156,6 +164,29 @@ func ListenRecordOf(s Stream) (ListenRecord, bool) {
 	}, true
 }
 
+// Resumer is a Dispatcher that can continue, for a connection handed over
+// by another process, what the connection had open (a *Server is one; a
+// Dispatcher that wraps one forwards, adding what its ctx needs).
+type Resumer interface {
+	// ResumeListen reopens a listen stream (see Server.ResumeListen).
+	ResumeListen(ctx context.Context, rec ListenRecord) (Stream, error)
+	// ResumeSubscriptions is told of the legacy resource subscriptions a
+	// restored SessionState has, as a resources/subscribe of each would
+	// have told the SubscriptionHook.
+	ResumeSubscriptions(ctx context.Context, uris []string)
+}
+
+var _ Resumer = (*Server)(nil)
+
+// ResumeSubscriptions tells the SubscriptionHook, if any, of each URI.
+func (s *Server) ResumeSubscriptions(ctx context.Context, uris []string) {
+	if hook := s.subscriptionHook(); hook != nil {
+		for _, u := range uris {
+			hook.Subscribe(ctx, u)
+		}
+	}
+}
+
 // errListenRecordID refuses a record whose id is not a request id.
 var errListenRecordID = errors.New("listen record: the id is not a JSON-RPC request id")
 
@@ -163,8 +194,9 @@ var errListenRecordID = errors.New("listen record: the id is not a JSON-RPC requ
 // describes: it delivers the catalog changes its filter accepts from now
 // on. The acknowledgement was written by the process that opened it, so
 // the transport must not write Ack again; the subscription slot is the
-// transport's to take, as for any stream.
-func (s *Server) ResumeListen(rec ListenRecord) (Stream, error) {
+// transport's to take, as for any stream. ctx is as a listen request's,
+// for the SubscriptionHook.
+func (s *Server) ResumeListen(ctx context.Context, rec ListenRecord) (Stream, error) {
 	id, ok := protocol.ParseID(rec.ID)
 	if !ok {
 		return nil, errListenRecordID
@@ -178,5 +210,5 @@ func (s *Server) ResumeListen(rec ListenRecord) (Stream, error) {
 	}
 	ls := newListenStream(s.hub, id, filter, s.serverInfo(rec.Version))
 	ls.version = rec.Version
-	return ls, nil
+	return s.hookStream(ctx, ls), nil
 }

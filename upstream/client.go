@@ -267,3 +267,18 @@ func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstr
 	wg.Wait()
 	return failed
 }
+
+var _ server.Resumer = (*Session)(nil)
+
+// ResumeListen is the view server's, tagged with the session: a listen
+// stream of a session an upgrade handed over (its relayed URIs are held
+// for this session, as a listen's are).
+func (s *Session) ResumeListen(ctx context.Context, rec server.ListenRecord) (server.Stream, error) {
+	return s.srv.ResumeListen(context.WithValue(ctx, clientKey{}, s.Client), rec)
+}
+
+// ResumeSubscriptions is the view server's, tagged with the session: the
+// legacy resource subscriptions of a session an upgrade handed over.
+func (s *Session) ResumeSubscriptions(ctx context.Context, uris []string) {
+	s.srv.ResumeSubscriptions(context.WithValue(ctx, clientKey{}, s.Client), uris)
+}

@@ -1,6 +1,8 @@
 package stdio
 
 import (
+	"context"
+
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -18,16 +20,10 @@ type Resume struct {
 	// Streams are the listen streams the client has open: each is reopened
 	// with its id and filter, without a second acknowledgement, and
 	// delivers events from now on. One the Dispatcher cannot reopen (it
-	// has no ResumeListen, or refuses the record) is ended with
+	// is no server.Resumer, or refuses the record) is ended with
 	// notifications/cancelled "Subscription closed by server", as at a
 	// restart; so is one beyond the subscription cap.
 	Streams []server.ListenRecord
-}
-
-// listenResumer is a Dispatcher that can reopen a listen stream from its
-// record (*server.Server is one).
-type listenResumer interface {
-	ResumeListen(rec server.ListenRecord) (server.Stream, error)
 }
 
 // resume does what r asks before the first line is read.
@@ -35,7 +31,7 @@ func (c *coordinator) resume(r *Resume) {
 	for _, id := range r.Lost {
 		c.writeError(id, protocol.ErrRestartLost)
 	}
-	lr, canResume := c.disp.(listenResumer)
+	lr, canResume := c.disp.(server.Resumer)
 	for _, rec := range r.Streams {
 		id, ok := protocol.ParseID(rec.ID)
 		if !ok {
@@ -48,7 +44,7 @@ func (c *coordinator) resume(r *Resume) {
 		var s server.Stream
 		var err error
 		if canResume {
-			s, err = lr.ResumeListen(rec)
+			s, err = lr.ResumeListen(context.Background(), rec)
 		}
 		switch {
 		case !canResume || err != nil:
