@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -159,7 +160,7 @@ func (d *Daemon) listenerFiles(listeners []*listener) ([]listenerRecord, []*os.F
 // announceReady tells systemd the daemon is ready, or, in a process an
 // upgrade started, tells the daemon that started it and begins adopting
 // the sessions it sends (READY=1 waits until this process is the main one).
-func (d *Daemon) announceReady() {
+func (d *Daemon) announceReady(rs *runState) {
 	w := d.upgradeWire
 	if w == nil {
 		d.notify.send("READY=1", d.statusLine())
@@ -171,6 +172,10 @@ func (d *Daemon) announceReady() {
 	d.late.Add(1)
 	go func() {
 		defer d.late.Done()
+		// The hosted servers start once the old daemon's have stopped
+		// (it says "main" then), or once it is gone: until then requests
+		// that need one wait, and the catalog cache answers lists.
+		defer rs.upstreamsOnce.Do(func() { rs.upstreams = rs.root.Add(d.ups) })
 		d.adoptSessions(w)
 	}()
 }
@@ -179,6 +184,9 @@ func (d *Daemon) announceReady() {
 // this process is the main one or goes away.
 func (d *Daemon) adoptSessions(w *wire) {
 	defer w.close()
+	// A drain does not wait for a daemon that stays silent.
+	stop := context.AfterFunc(d.draining, func() { w.c.Close() })
+	defer stop()
 	adopted := 0
 	for {
 		m, files, err := w.recv(time.Time{})

@@ -289,8 +289,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	root := suture.New("snodod", suture.Spec{EventHook: hook, Timeout: grace})
 	d.sessionsSup = suture.New("sessions", suture.Spec{EventHook: hook, Timeout: grace})
 	root.Add(d.sessionsSup)
-	root.Add(d.ups)
 	rs.root = root
+	if d.upgradeWire == nil {
+		rs.upstreamsOnce.Do(func() { rs.upstreams = root.Add(d.ups) })
+	} // else once the daemon that started this one has stopped its own (adopt.go)
 	d.startAccepting(rs)
 	if err := d.startHTTP(root, cfg, httpLn); err != nil {
 		d.refuseUpgrade(err)
@@ -312,7 +314,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, l := range listeners {
 		d.log.Info("listening", "socket", l.name, "path", l.path, "activated", !l.created)
 	}
-	d.announceReady() // READY=1, or to the daemon that started this one
+	d.announceReady(rs) // READY=1, or to the daemon that started this one
 	close(d.ready)
 	var watchdog <-chan time.Time
 	if every := watchdogInterval(d.log); every > 0 {

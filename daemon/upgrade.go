@@ -75,7 +75,10 @@ type runState struct {
 	root      *suture.Supervisor
 	listeners []*listener
 	acceptors []suture.ServiceToken
-	upgraded  bool // the new process serves the listeners: leave them in place
+	upstreams suture.ServiceToken // the upstream manager under root
+	upgraded  bool                // the new process serves the listeners: leave them in place
+
+	upstreamsOnce sync.Once // a process an upgrade started adds them late
 }
 
 func (d *Daemon) startAccepting(rs *runState) {
@@ -137,6 +140,8 @@ func (d *Daemon) upgrade(rs *runState, binary string) (pid int, err error) {
 	if binary == "" {
 		binary = d.executable
 	}
+	// In a process an upgrade started, the hosted servers may not run yet.
+	rs.upstreamsOnce.Do(func() { rs.upstreams = rs.root.Add(d.ups) })
 	d.stopAccepting(rs)
 	accepting := false
 	defer func() {
@@ -161,6 +166,12 @@ func (d *Daemon) upgrade(rs *runState, binary string) (pid int, err error) {
 	}
 	for _, m := range sent {
 		closeFiles(m.files) // the new process has its own
+	}
+	// The hosted servers stop here before they start there: the new
+	// process would take this one's for a crash's orphans. Their calls in
+	// flight were answered with their sessions' in-flight requests.
+	if err := rs.root.RemoveAndWait(rs.upstreams, d.gen.Load().limits.ShutdownGrace+drainMargin); err != nil {
+		d.log.Warn("the hosted servers did not stop in time for the upgrade", "error", err)
 	}
 	d.notify.send("MAINPID="+strconv.Itoa(next.pid()), "STATUS=upgraded; the new process (pid "+strconv.Itoa(next.pid())+") serves")
 	if err := next.wire.send(upgradeMsg{Type: "main"}); err != nil {

@@ -183,6 +183,62 @@ func TestUpgradeFails(t *testing.T) {
 	d.stopSuccessor(t)
 }
 
+// An upgrade with a hosted server: a relayed call in flight is answered
+// by the old daemon's instance, which then stops (no orphan, nothing
+// killed mid-call); the new daemon starts its own, and lists and calls go
+// on through it.
+func TestUpgradeUpstream(t *testing.T) {
+	fake := fakeUpstream(t)
+	d := startDaemon(t, fmt.Sprintf("[mcpServers.fake]\ncommand = %q\nstart = \"eager\"\n", fake), nil)
+	st := d.awaitStatus(t, "the upstream ready", answerWithin, func(st *daemon.Status) bool {
+		return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready" && st.Upstreams[0].PID > 0
+	})
+	oldChild := st.Upstreams[0].PID
+	s := mustDial(t, d.socket)
+	if err := s.initialize("2025-11-25"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.send(callLine(1, "fake__slow", `{"ms":1500}`)); err != nil {
+		t.Fatal(err)
+	}
+	d.awaitStatus(t, "the relayed call in flight", answerWithin, func(st *daemon.Status) bool {
+		return len(st.Upstreams) == 1 && st.Upstreams[0].InFlight == 1
+	})
+	upgraded := make(chan int, 1)
+	go func() { upgraded <- d.upgrade(t) }()
+	r, err := s.answer("1", answerWithin)
+	if err != nil || r.Error != nil || !strings.Contains(string(r.Result), `"ms":1500`) {
+		t.Fatalf("the relayed call across the upgrade: %s, %+v, %v", r.Result, r.Error, err)
+	}
+	pid := <-upgraded
+	if !waitGone(oldChild, answerWithin) {
+		t.Errorf("the old daemon's upstream (pid %d) outlived it", oldChild)
+	}
+	if err := s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.answer("2", answerWithin); err != nil || !strings.Contains(string(r.Result), `"name":"fake__echo"`) {
+		t.Fatalf("tools/list after the upgrade: %.300s, %v", r.Result, err)
+	}
+	if err := s.send(callLine(3, "fake__echo", `{"x":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.answer("3", answerWithin); err != nil || r.Error != nil || !strings.Contains(string(r.Result), `"x":3`) {
+		t.Fatalf("a relayed call after the upgrade: %s, %+v, %v", r.Result, r.Error, err)
+	}
+	st = d.awaitStatus(t, "the new daemon's upstream", answerWithin, func(st *daemon.Status) bool {
+		return st.PID == pid && len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
+	})
+	if st.Upstreams[0].PID == oldChild {
+		t.Errorf("the new daemon reports the old daemon's upstream pid %d", oldChild)
+	}
+	if strings.Contains(d.stderr.String(), "killed upstream processes a previous daemon left running") {
+		t.Errorf("the new daemon killed upstream processes as orphans:\n%s", d.stderr.String())
+	}
+	s.Close()
+	d.stopSuccessor(t)
+}
+
 // upgrade runs `snodod upgrade`, expects it to succeed, and returns the
 // new daemon's pid, which the test's cleanup stops if it still runs.
 func (d *daemonProc) upgrade(t *testing.T, args ...string) int {
