@@ -118,9 +118,9 @@ type Daemon struct {
 	upgradeWire *wire
 	waiting     map[uint64]*net.UnixConn
 	places      map[uint64]place // each session's view and cwd (sessions.go)
-	changed     chan struct{} // the session count changed (STATUS=)
-	ready       chan struct{} // closed once Run serves (tests wait for it)
-	stopped     chan struct{} // closed when Run returns
+	changed     chan struct{}    // the session count changed (STATUS=)
+	ready       chan struct{}    // closed once Run serves (tests wait for it)
+	stopped     chan struct{}    // closed when Run returns
 	// draining ends when the drain starts: it interrupts control
 	// connections still waiting for their request.
 	draining   context.Context
