@@ -117,7 +117,7 @@ func (d *Daemon) serveConn(c *net.UnixConn) {
 		d.log.Error("connection dropped", "error", err)
 		return
 	}
-	if _, err := d.start(id, g, dev, "", ""); err != nil {
+	if _, err := d.start(id, g, dev, place{via: "socket"}, nil); err != nil {
 		d.log.Error("connection dropped", "error", err)
 		return
 	}

@@ -3,6 +3,8 @@ package daemon
 import (
 	"fmt"
 	"net"
+	"os"
+	"strings"
 
 	"github.com/coreos/go-systemd/v22/activation"
 )
@@ -14,12 +16,27 @@ import (
 // nothing when LISTEN_PID is not this process: the variables were meant
 // for another, and are ignored as systemd requires.
 //
+// Descriptors named session-<id> are not sockets to listen on: systemd
+// kept them in its descriptor store for a daemon that crashed (crash.go).
+// They are returned in stored, by name, for the caller to resume or close.
+//
 // The LISTEN_* variables are unset, so that a process the daemon starts
 // does not take the sockets for its own.
-func activated() (session, control *net.UnixListener, err error) {
-	files := activation.Files(true)
+func activated() (session, control *net.UnixListener, stored map[string][]*os.File, err error) {
+	all := activation.Files(true)
+	var files []*os.File
+	for _, f := range all {
+		if strings.HasPrefix(f.Name(), "session-") {
+			if stored == nil {
+				stored = map[string][]*os.File{}
+			}
+			stored[f.Name()] = append(stored[f.Name()], f)
+			continue
+		}
+		files = append(files, f)
+	}
 	if len(files) == 0 {
-		return nil, nil, nil
+		return nil, nil, stored, nil
 	}
 	// net.FileListener duplicates the descriptor; the originals are closed.
 	defer func() {
@@ -27,13 +44,16 @@ func activated() (session, control *net.UnixListener, err error) {
 			f.Close()
 		}
 	}()
-	fail := func(err error) (*net.UnixListener, *net.UnixListener, error) {
+	fail := func(err error) (*net.UnixListener, *net.UnixListener, map[string][]*os.File, error) {
 		for _, l := range []*net.UnixListener{session, control} {
 			if l != nil {
 				l.Close()
 			}
 		}
-		return nil, nil, err
+		for _, fs := range stored {
+			closeFiles(fs)
+		}
+		return nil, nil, nil, err
 	}
 	for _, f := range files {
 		name := f.Name()
@@ -72,5 +92,5 @@ func activated() (session, control *net.UnixListener, err error) {
 	if session == nil {
 		return fail(fmt.Errorf("systemd passed no socket named \"session\" (only %q)", "control"))
 	}
-	return session, control, nil
+	return session, control, stored, nil
 }

@@ -127,7 +127,7 @@ func TestActivationIgnoredForAnotherPID(t *testing.T) {
 	t.Setenv("LISTEN_PID", "1")
 	t.Setenv("LISTEN_FDS", "2")
 	t.Setenv("LISTEN_FDNAMES", "session:control")
-	s, c, err := activated()
+	s, c, _, err := activated()
 	if s != nil || c != nil || err != nil {
 		t.Errorf("activated() = %v, %v, %v; want nothing", s, c, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -35,6 +36,9 @@ func (d *Daemon) openListeners(cfg *config.Config) ([]*listener, net.Listener, e
 		return nil, nil, err
 	}
 	d.upgradeWire = w
+	// The sessions' descriptors are stored once this process is the main
+	// one (fdstore.go).
+	d.store.hold()
 	ls, httpLn, err := d.adoptListeners(w)
 	if err != nil {
 		d.refuseUpgrade(err)
@@ -176,6 +180,7 @@ func (d *Daemon) announceReady(rs *runState) {
 		// (it says "main" then), or once it is gone: until then requests
 		// that need one wait, and the catalog cache answers lists.
 		defer rs.upstreamsOnce.Do(func() { rs.upstreams = rs.root.Add(d.ups) })
+		defer d.store.release()
 		d.adoptSessions(w)
 	}()
 }
@@ -246,55 +251,72 @@ func RefuseUpgrade(f *os.File, reason error) {
 }
 
 // resumeSession starts, in this process, a session handed over with its
-// descriptors (files: the device's, then the control connection of its
-// `snodod connect`).
+// descriptors: files are the device's, then the control connection of its
+// `snodod connect` (m.Control), then its crash record (m.Journal). It
+// takes ownership of files.
 func (d *Daemon) resumeSession(m movedSession, files []*os.File) error {
 	rec := m.Session
 	n := rec.Device.Files
+	want := n
 	if m.Control {
-		n++
+		want++
 	}
-	if len(files) != n {
+	if m.Journal {
+		want++
+	}
+	if len(files) != want {
 		closeFiles(files)
-		return fmt.Errorf("%d descriptors, want %d", len(files), n)
+		return fmt.Errorf("%d descriptors, want %d", len(files), want)
+	}
+	devFiles, rest := files[:n], files[n:]
+	var ctlFile, jf *os.File
+	if m.Control {
+		ctlFile, rest = rest[0], rest[1:]
+		defer ctlFile.Close() // ctl and the store hold duplicates
+	}
+	if m.Journal {
+		jf = rest[0]
 	}
 	var ctl *net.UnixConn
-	if m.Control {
-		c, err := net.FileConn(files[n-1])
-		files[n-1].Close()
-		if err == nil {
-			ctl, _ = c.(*net.UnixConn)
+	if ctlFile != nil {
+		if c, err := net.FileConn(ctlFile); err == nil {
+			if ctl, _ = c.(*net.UnixConn); ctl == nil {
+				c.Close()
+			}
 		}
 		if ctl == nil {
-			closeFiles(files[:n-1])
+			closeFiles(append(devFiles, jf))
 			return errors.New("the control connection of its snodod connect cannot be served")
 		}
-		files = files[:n-1]
 	}
-	g := d.gen.Load()
-	cfg, err := d.sessionConfig(rec.ID, g, m.View, m.Cwd)
-	var s *session.Session
-	if err == nil {
-		s, err = session.Resume(rec, files, cfg)
-		if err != nil {
-			d.reapers.Add(1) // reap, below, counts it done
-			cfg.Ended(nil)   // releases the view and the place
-		}
-	} else {
-		closeFiles(files)
-	}
-	if err != nil {
+	fail := func(err error) error {
 		if ctl != nil {
 			ctl.Close()
 		}
 		return err
 	}
+	at := place{via: m.Via, view: m.View, cwd: m.Cwd}
+	var ctlFiles []*os.File
+	if ctlFile != nil {
+		ctlFiles = []*os.File{ctlFile}
+	}
+	g := d.gen.Load()
+	cfg, j, err := d.sessionConfig(rec.ID, g, at, append(slices.Clip(devFiles), ctlFiles...), jf)
+	if err != nil {
+		closeFiles(append(devFiles, jf))
+		return fail(err)
+	}
+	s, err := session.Resume(rec, devFiles, cfg)
+	if err != nil {
+		d.reapers.Add(1) // reap, below, counts it done
+		cfg.Ended(nil)   // releases the view, the place and the record
+		return fail(err)
+	}
 	d.mu.Lock()
-	d.sessions[rec.ID] = s
 	d.nextID = max(d.nextID, rec.ID)
 	d.mu.Unlock()
-	d.serveSession(s)
-	d.log.Info("session resumed", "session", rec.ID, "via", m.Via, "kind", rec.Device.Kind, "peer_pid", rec.Device.Peer.PID)
+	d.enter(s, j, ctlFiles)
+	d.log.Info("session resumed", "session", rec.ID, "via", m.Via, "kind", rec.Device.Kind, "peer_pid", rec.Device.Peer.PID, "lost", len(rec.Lost))
 	if ctl != nil {
 		d.waiters.Add(1)
 		go func() {

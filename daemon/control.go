@@ -222,7 +222,7 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 		reply(c, Reply{Error: "cannot serve the passed descriptors: " + err.Error()})
 		return nil, false
 	}
-	s, err := d.start(id, g, dev, req.View, req.Cwd)
+	s, err := d.start(id, g, dev, place{via: "connect", view: req.View, cwd: req.Cwd}, c)
 	if err != nil {
 		reply(c, Reply{Error: err.Error()})
 		return nil, false

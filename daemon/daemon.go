@@ -118,9 +118,14 @@ type Daemon struct {
 	upgradeWire *wire
 	waiting     map[uint64]*net.UnixConn
 	places      map[uint64]place // each session's view and cwd (sessions.go)
-	changed     chan struct{}    // the session count changed (STATUS=)
-	ready       chan struct{}    // closed once Run serves (tests wait for it)
-	stopped     chan struct{}    // closed when Run returns
+	// store is systemd's descriptor store; journals are the sessions'
+	// crash records in it (crash.go).
+	store     *fdStore
+	journals  map[uint64]*journal
+	recovered map[string][]*os.File // passed back after a crash, until Run resumes them
+	changed   chan struct{}         // the session count changed (STATUS=)
+	ready     chan struct{}         // closed once Run serves (tests wait for it)
+	stopped   chan struct{}         // closed when Run returns
 	// draining ends when the drain starts: it interrupts control
 	// connections still waiting for their request.
 	draining   context.Context
@@ -165,6 +170,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		upgrades: make(chan upgradeRequest),
 		waiting:  map[uint64]*net.UnixConn{},
 		places:   map[uint64]place{},
+		journals: map[uint64]*journal{},
 	}
 	d.executable = opts.Executable
 	if d.executable == "" {
@@ -175,6 +181,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		d.log = slog.Default()
 	}
 	d.notify = newNotifier(d.log)
+	d.store = newFDStore(d.log)
 	if err := d.openUpstreams(cfg); err != nil {
 		return nil, err
 	}
@@ -314,6 +321,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, l := range listeners {
 		d.log.Info("listening", "socket", l.name, "path", l.path, "activated", !l.created)
 	}
+	if d.recovered != nil {
+		d.recoverSessions(d.recovered)
+		d.recovered = nil
+	}
 	d.announceReady(rs) // READY=1, or to the daemon that started this one
 	close(d.ready)
 	var watchdog <-chan time.Time
@@ -355,11 +366,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // listen opens the listeners: the ones systemd passed, else new sockets at
 // the configured paths. A control socket systemd did not pass is created.
+// The sessions systemd kept through a crash are left in d.recovered.
 func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
-	sessionLn, controlLn, err := activated()
+	sessionLn, controlLn, stored, err := activated()
 	if err != nil {
 		return nil, err
 	}
+	d.recovered = stored
 	var ls []*listener
 	if sessionLn != nil {
 		ls = append(ls, &listener{name: "session", path: sessionLn.Addr().String(), ln: sessionLn})
@@ -381,6 +394,9 @@ func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
 		if err != nil {
 			for _, l := range ls {
 				l.close()
+			}
+			for _, fs := range stored {
+				closeFiles(fs)
 			}
 			return nil, err
 		}

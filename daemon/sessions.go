@@ -3,6 +3,8 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"os"
 	"slices"
 	"strings"
 
@@ -93,52 +95,91 @@ func (d *Daemon) unreserve(id uint64) {
 }
 
 // start starts session id on dev, under the sessions supervisor, with the
-// generation admit returned, serving view ("" the aggregated view, else
-// an upstream passed through) to a client working in cwd. It must be
-// called while the connection is counted in handshakes: the drain waits
-// for those before it cancels the sessions, so no session is added to a
-// stopped supervisor. On error (an unknown view) it closes dev and
-// releases id.
-func (d *Daemon) start(id uint64, g *generation, dev *session.Device, view, cwd string) (*session.Session, error) {
-	cfg, err := d.sessionConfig(id, g, view, cwd)
+// generation admit returned, serving at.view ("" the aggregated view,
+// else an upstream passed through) to a client working in at.cwd; ctl is
+// the control connection of the `snodod connect` that handed dev over
+// (nil for a session socket connection). It must be called while the
+// connection is counted in handshakes: the drain waits for those before it
+// cancels the sessions, so no session is added to a stopped supervisor. On
+// error (an unknown view) it closes dev and releases id.
+func (d *Daemon) start(id uint64, g *generation, dev *session.Device, at place, ctl *net.UnixConn) (*session.Session, error) {
+	var stored []*os.File
+	if ctl != nil {
+		f, err := dupFile(ctl, "control connection")
+		if err == nil {
+			defer f.Close()
+			stored = []*os.File{f}
+		}
+	}
+	cfg, j, err := d.sessionConfig(id, g, at, append(deviceFiles(dev), stored...), nil)
 	if err != nil {
 		dev.Close()
 		d.unreserve(id)
 		return nil, err
 	}
 	s := session.New(id, dev, cfg)
-	d.mu.Lock()
-	d.sessions[id] = s
-	d.mu.Unlock()
-	d.serveSession(s)
+	d.enter(s, j, stored)
 	return s, nil
 }
 
-// place is where a session is served: its view and its client's working
-// directory, which an upgrade hands over with it.
-type place struct{ view, cwd string }
+// deviceFiles returns dev's descriptors (the device keeps them).
+func deviceFiles(dev *session.Device) []*os.File {
+	_, files, _ := dev.Record()
+	return files
+}
+
+// place is where a session is served: how it came (via "socket" or
+// "connect"), its view and its client's working directory, which an
+// upgrade hands over with it.
+type place struct{ via, view, cwd string }
 
 // sessionConfig is the configuration of session id under generation g,
-// serving view to a client working in cwd; it records the place until the
-// session is reaped.
-func (d *Daemon) sessionConfig(id uint64, g *generation, view, cwd string) (session.Config, error) {
-	disp, end, err := d.dispatcher(id, g, view, cwd)
+// served at at; files are its descriptors (the device's, then the control
+// connection's), to identify in its crash record. Under systemd's
+// descriptor store it has a crash record (journal.go), in a new memfd, or
+// in jf, the one its predecessor kept (an upgrade, a crash). It records
+// the place until the session is reaped.
+func (d *Daemon) sessionConfig(id uint64, g *generation, at place, files []*os.File, jf *os.File) (session.Config, *journal, error) {
+	disp, end, err := d.dispatcher(id, g, at.view, at.cwd)
 	if err != nil {
-		return session.Config{}, err
+		return session.Config{}, nil, err
 	}
+	j := d.openJournal(id, at, files, jf)
 	d.mu.Lock()
-	d.places[id] = place{view: view, cwd: cwd}
+	d.places[id] = at
 	d.mu.Unlock()
-	return session.Config{
+	cfg := session.Config{
 		Dispatcher: disp,
 		Executor:   g.exec,
 		Limits:     g.limits,
 		Logger:     d.log, // the session adds its id
-		Ended: func(*session.Session) {
+		Ended: func(s *session.Session) {
 			end()
+			d.closeJournal(id, j, s)
 			d.reap(id)
 		},
-	}, nil
+	}
+	if j != nil {
+		cfg.Journal = j
+	}
+	return cfg, j, nil
+}
+
+// enter records a session made by sessionConfig and serves it: its crash
+// record starts, and a new one is stored with the session's descriptors
+// (ctl: the control connection's duplicate, if any).
+func (d *Daemon) enter(s *session.Session, j *journal, ctl []*os.File) {
+	id := s.Stats().ID
+	d.mu.Lock()
+	d.sessions[id] = s
+	d.mu.Unlock()
+	if j != nil {
+		j.attach(s)
+		if j.fresh {
+			d.store.store(fdStoreName(id), append(append(s.Files(), ctl...), j.f)...)
+		}
+	}
+	d.serveSession(s)
 }
 
 // serveSession serves a session entered in d.sessions, under the sessions

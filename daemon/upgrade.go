@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -330,22 +331,25 @@ func (d *Daemon) handOverSessions(next *successor) ([]movedFiles, error) {
 // meanwhile.
 func (d *Daemon) pause(ctx context.Context, s *session.Session) (movedFiles, bool) {
 	id := s.Stats().ID
-	ctl := d.waiterConn(id) // a dup, taken before the session ends
+	// Duplicates, taken before the session ends and they are closed.
+	ctl, jf := d.waiterConn(id), d.journalFile(id)
 	rec, files, err := s.HandOver(ctx)
 	if err != nil {
-		if ctl != nil {
-			ctl.Close()
-		}
+		closeFiles(slices.DeleteFunc([]*os.File{ctl, jf}, func(f *os.File) bool { return f == nil }))
 		if !errors.Is(err, session.ErrNotHandedOver) {
 			d.log.Error("a session could not be handed over", "session", id, "error", err)
 		}
 		return movedFiles{}, false
 	}
 	at := d.placeOf(id)
-	m := movedFiles{m: movedSession{Session: rec, Via: "socket", View: at.view, Cwd: at.cwd}, files: files}
+	m := movedFiles{m: movedSession{Session: rec, Via: at.via, View: at.view, Cwd: at.cwd}, files: files}
 	if ctl != nil {
-		m.m.Via, m.m.Control = "connect", true
+		m.m.Control = true
 		m.files = append(m.files, ctl)
+	}
+	if jf != nil {
+		m.m.Journal = true
+		m.files = append(m.files, jf)
 	}
 	return m, true
 }

@@ -72,7 +72,8 @@ type listenerRecord struct {
 
 // movedSession is one session of a hand-over. Its descriptors are the
 // device's (Session.Device.Files of them), then the control connection of
-// the `snodod connect` waiting for it, when Control is set.
+// the `snodod connect` waiting for it, when Control is set, then its crash
+// record, when Journal is set.
 type movedSession struct {
 	Session *session.Record `json:"session"`
 	Via     string          `json:"via"`
@@ -81,6 +82,9 @@ type movedSession struct {
 	// and working directory).
 	View string `json:"view,omitempty"`
 	Cwd  string `json:"cwd,omitempty"`
+	// Journal says the session's crash record (a memfd, journal.go)
+	// follows the other descriptors.
+	Journal bool `json:"journal,omitempty"`
 }
 
 // wire is one end of the private socket. send and recv may be used by one

@@ -291,21 +291,31 @@ func (writeOnly) Close() error { return nil }
 // request at a time each, checking every answer, and a long sleep with
 // progress.
 type goTraffic struct {
-	c     *goClient
-	name  string
-	done  chan struct{}
-	wg    sync.WaitGroup
-	sleep chan error
+	c       *goClient
+	name    string
+	sleepMs int           // the long sleep
+	timeout time.Duration // of each echo
+	done    chan struct{}
+	wg      sync.WaitGroup
+	sleep   chan error
 
-	mu     sync.Mutex
-	echoes int
-	errs   []string
+	mu       sync.Mutex
+	echoes   int
+	errs     []string // other than lost or timed out
+	lost     int      // answered "snodod restarted; this request was lost"
+	timedOut int
 }
 
+const lostMessage = "snodod restarted; this request was lost"
+
 func startGoTraffic(t *testing.T, c *goClient, name string) *goTraffic {
-	tr := &goTraffic{c: c, name: name, done: make(chan struct{}), sleep: make(chan error, 1)}
+	return startGoTrafficWith(t, c, name, 2000, answerWithin)
+}
+
+func startGoTrafficWith(t *testing.T, c *goClient, name string, sleepMs int, timeout time.Duration) *goTraffic {
+	tr := &goTraffic{c: c, name: name, sleepMs: sleepMs, timeout: timeout, done: make(chan struct{}), sleep: make(chan error, 1)}
 	go func() {
-		p := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 2000}}
+		p := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": sleepMs}}
 		p.SetProgressToken("long " + name)
 		res, err := c.cs.CallTool(context.Background(), p)
 		if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "done") {
@@ -324,11 +334,15 @@ func startGoTraffic(t *testing.T, c *goClient, name string) *goTraffic {
 				default:
 				}
 				want := fmt.Sprintf("%s %d %d", name, w, i)
-				ctx, cancel := context.WithTimeout(context.Background(), answerWithin)
+				ctx, cancel := context.WithTimeout(context.Background(), tr.timeout)
 				res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": want}})
 				cancel()
 				tr.mu.Lock()
 				switch {
+				case err != nil && strings.Contains(err.Error(), lostMessage):
+					tr.lost++
+				case err != nil && ctx.Err() != nil:
+					tr.timedOut++
 				case err != nil:
 					tr.errs = append(tr.errs, fmt.Sprintf("echo %q: %v", want, err))
 				case len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != want:
@@ -337,11 +351,22 @@ func startGoTraffic(t *testing.T, c *goClient, name string) *goTraffic {
 					tr.echoes++
 				}
 				tr.mu.Unlock()
-				time.Sleep(5 * time.Millisecond) // traffic, not a load test
+				time.Sleep(20 * time.Millisecond) // traffic, not a load test
 			}
 		}()
 	}
 	return tr
+}
+
+// end stops the workers and checks that no call failed otherwise than as
+// lost or timed out.
+func (tr *goTraffic) end(t *testing.T) {
+	t.Helper()
+	close(tr.done)
+	tr.wg.Wait()
+	if len(tr.errs) > 0 {
+		t.Errorf("%s: %d failed calls: %q", tr.name, len(tr.errs), tr.errs)
+	}
 }
 
 func (tr *goTraffic) echoCount() int {
@@ -357,14 +382,13 @@ func (tr *goTraffic) waitEchoes(t *testing.T, n int) {
 	}
 }
 
-// stop ends the traffic and checks it: no error, the sleep done, its
-// progress received.
+// stop ends the traffic and checks it: no error, nothing lost or timed
+// out, the sleep done, its progress received.
 func (tr *goTraffic) stop(t *testing.T) {
 	t.Helper()
-	close(tr.done)
-	tr.wg.Wait()
-	if len(tr.errs) > 0 {
-		t.Errorf("%s: %d failed calls: %q", tr.name, len(tr.errs), tr.errs)
+	tr.end(t)
+	if tr.lost > 0 || tr.timedOut > 0 {
+		t.Errorf("%s: %d calls lost, %d timed out", tr.name, tr.lost, tr.timedOut)
 	}
 	select {
 	case err := <-tr.sleep:

@@ -293,3 +293,23 @@ func (s *Session) movedAway() bool {
 	defer s.mu.Unlock()
 	return s.moved
 }
+
+// Snapshot returns the session's record as a crash would leave it to a
+// successor: the device, the counters and the runtime state, with no unread
+// input (a crash loses what was read and not handled) and no streams (the
+// Journal hears of those from the transport). It may be called from any
+// goroutine while the session runs.
+func (s *Session) Snapshot() (*Record, error) {
+	dev, _, err := s.dev.Record()
+	if err != nil {
+		return nil, err
+	}
+	return &Record{
+		ID: s.id, Started: s.started, Requests: s.counters.Requests(), Restarts: s.restarts.Load(),
+		Device: dev, Input: stdio.Carry{BytesIn: s.bytesIn()}, State: s.rt.Snapshot(),
+	}, nil
+}
+
+// Files returns the device's descriptors, in the order of its record: the
+// session keeps them (a caller passes duplicates on, never closes these).
+func (s *Session) Files() []*os.File { return s.dev.files() }

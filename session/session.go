@@ -45,6 +45,21 @@ type Config struct {
 	// It lets an owner forget the session without a goroutine per session
 	// waiting on Done.
 	Ended func(*Session)
+
+	// Journal, when set, keeps a record of the session that outlives the
+	// process (handover.go): it is told of the requests in flight and the
+	// listen streams (stdio.Journal) and of every change of the runtime
+	// state.
+	Journal Journal
+}
+
+// Journal is a Config's record keeper: a stdio.Journal that is also told,
+// by StateChanged, that the session's runtime state (what Snapshot
+// returns) changed. StateChanged may be called from any goroutine, never
+// with a lock of the session held; it must not block.
+type Journal interface {
+	stdio.Journal
+	StateChanged()
 }
 
 // Validate reports every invalid field at once: each negative limit with
@@ -128,6 +143,9 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 		done:    make(chan struct{}),
 	}
 	s.fault = faults.New(s, s.done) // nil unless a test armed faults
+	if cfg.Journal != nil {
+		s.rt.SetOnChange(cfg.Journal.StateChanged)
+	}
 	return s
 }
 
@@ -196,6 +214,9 @@ func (s *Session) start() bool {
 		Counters:   &s.counters,
 		Resume:     resume,
 		Logger:     s.log,
+	}
+	if s.cfg.Journal != nil {
+		s.tr.Journal = s.cfg.Journal
 	}
 	s.log.Debug("session started", "kind", s.dev.Kind(), "pid", s.dev.peer.PID, "uid", s.dev.peer.UID)
 	return true

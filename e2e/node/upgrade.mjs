@@ -68,7 +68,7 @@ const worker = async (w) => {
     } catch (e) {
       out.errors.push(`echo ${text}: ${e?.code ?? ''} ${e?.message ?? e}`);
     }
-    await sleep(5); // traffic, not a load test
+    await sleep(20); // traffic, not a load test
   }
 };
 const workers = [0, 1, 2, 3].map(worker);

@@ -108,6 +108,7 @@ func (c *coordinator) request(msg *protocol.Message) {
 		return
 	}
 	c.inflight[msg.ID] = w
+	c.journalAdmit(msg.ID)
 }
 
 // initialize answers a legacy initialize inline, so a client may pipeline the
@@ -186,6 +187,7 @@ func (c *coordinator) cancel(params json.RawMessage) {
 		return
 	}
 	delete(c.inflight, id)
+	c.journalDone(id, false)
 	c.exec.Cancel(id)
 	c.cancelClientRequestsOf(w)
 }
@@ -197,6 +199,7 @@ func (c *coordinator) complete(w *work, o server.Outcome) {
 		return
 	}
 	delete(c.inflight, w.id)
+	c.journalDone(w.id, true)
 	c.cancelClientRequestsOf(w)
 	switch {
 	case o.Err != nil:

@@ -48,6 +48,9 @@ func (c *coordinator) flush() bool {
 	} else {
 		c.out = nil // an idle connection holds no buffer
 	}
+	if len(c.unjournaled) > 0 {
+		c.journalWritten()
+	}
 	return true
 }
 

@@ -81,6 +81,7 @@ func (c *coordinator) expireHandoff() {
 		}
 		delete(c.inflight, id)
 		c.exec.Cancel(id)
+		c.journalDone(id, true)
 		c.cancelClientRequestsOf(w)
 		c.writeError(id, protocol.ErrRestartCancelled)
 	}

@@ -56,6 +56,9 @@ type Transport struct {
 	// Resume, when set, continues a connection another process served
 	// (resume.go); a restarted instance is given none.
 	Resume *Resume
+	// Journal, when set, is told of the requests in flight and the listen
+	// streams open (journal.go).
+	Journal Journal
 
 	// Logger receives the connection's diagnostics; nil means slog.Default().
 	Logger *slog.Logger

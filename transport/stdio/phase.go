@@ -178,6 +178,7 @@ func (c *coordinator) endAdmitted(announce bool) {
 			continue
 		}
 		c.exec.Cancel(id)
+		c.journalDone(id, true)
 		c.cancelClientRequestsOf(w)
 		c.writeError(id, protocol.ErrSessionClosed)
 	}
@@ -197,6 +198,7 @@ func (c *coordinator) teardown() {
 			c.closeStream(w, server.Disconnected, "")
 		}
 	}
+	c.journalEnd()
 	clear(c.inflight)
 	c.failClientRequests(errClientRequestClosed)
 	c.w.close()

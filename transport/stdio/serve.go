@@ -77,6 +77,7 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		sess:      t.State,
 		grace:     lim.ShutdownGrace,
 		upgrade:   lim.UpgradeGrace,
+		journal:   t.Journal,
 		mail:      newMailbox(),
 		inflight:  make(map[protocol.ID]*work),
 		stats:     counting{to: t.Counters},
@@ -156,6 +157,10 @@ type coordinator struct {
 	// (nothing is read or handled any more).
 	upgrade time.Duration
 	handoff bool
+	// The Journal, if any (journal.go), and the ids answered by frames
+	// committed but not yet written.
+	journal     Journal
+	unjournaled []protocol.ID
 }
 
 // work is one admitted request, and later possibly its listen stream.

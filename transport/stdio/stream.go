@@ -50,6 +50,7 @@ func (c *coordinator) startStream(w *work, s server.Stream) {
 	c.stats.streams++
 	c.pumps.Add(1)
 	go c.pump(ctx, w)
+	c.journalStreams()
 }
 
 // pump asks the source for events and hands them to the coordinator, asking
@@ -106,6 +107,7 @@ func (c *coordinator) closeStream(w *work, reason server.CloseReason, detail str
 	c.sess.ReleaseSubscription()
 	w.cancel()
 	w.stream.Close(reason, detail)
+	c.journalStreams()
 }
 
 // ready is a closed channel: selecting on it proceeds at once.

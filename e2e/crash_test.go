@@ -1,0 +1,149 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodod/snodod/daemon"
+)
+
+// Crash survival against a stand-in for systemd (fakesystemd_test.go): the
+// daemon, under socket activation with a descriptor store, is killed with
+// SIGKILL in the middle of traffic on every device kind (the Go SDK on
+// the session socket, through `snodod connect`, and on a pty handed over
+// by `snodod connect --handover`, 2026-07-28 with a listen stream), and
+// started again with the stored descriptors. Every session goes on, with
+// the same id and without a new initialize: the requests in flight at the
+// kill are answered "snodod restarted; this request was lost", those sent
+// while it was down are answered by the new process, the subscriptions
+// and the listen stream deliver events, the terminal stays raw and is
+// restored when its session ends, and a session that ends leaves the
+// store.
+func TestCrashSurvival(t *testing.T) {
+	sd := startFakeSystemd(t, "")
+	d := sd.d
+
+	socket := connectGoOver(t, "2025-11-25", func(rec *recorder) mcp.Transport {
+		c, err := net.Dial("unix", d.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &recordingTransport{inner: &mcp.IOTransport{Reader: c, Writer: writeOnly{c}}, rec: rec}
+	})
+	connect := connectGoVia(t, d, "2025-06-18", goClientOptions)
+	master, tty := openPTY(t)
+	conn := startConnectOn(t, d, tty)
+	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
+		t.Fatal("the handed-over pty was not put into raw mode")
+	}
+	pty := connectGoOver(t, v2026, func(rec *recorder) mcp.Transport {
+		return &recordingTransport{inner: &mcp.IOTransport{Reader: master, Writer: writeOnly{master}}, rec: rec}
+	})
+	clients := map[string]*goClient{"socket": socket, "connect": connect, "pty": pty}
+	traffic := map[string]*goTraffic{}
+	for name, c := range clients {
+		if err := c.cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: watchedURI}); err != nil {
+			t.Fatalf("%s: subscribe: %v", name, err)
+		}
+		// The sleep outlasts the crash: it is lost. A call the crashed
+		// process had read and not yet admitted would be lost without an
+		// answer (docs/operations.md): its worker times out.
+		traffic[name] = startGoTrafficWith(t, c, name, 60000, 10*time.Second)
+	}
+	before := d.awaitStatus(t, "the three sessions", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 3 })
+	if !await(answerWithin, func() bool {
+		st := sd.stored()
+		return st["session-1"] >= 2 && st["session-2"] >= 3 && st["session-3"] >= 3
+	}) {
+		t.Fatalf("the descriptor store holds %v; want each session's descriptors and crash record", sd.stored())
+	}
+	for _, tr := range traffic {
+		tr.waitEchoes(t, 20)
+	}
+	d.awaitStatus(t, "the long sleeps in flight", answerWithin, func(st *daemon.Status) bool {
+		n := 0
+		for _, s := range st.Sessions {
+			n += s.InFlight
+		}
+		return n >= 3
+	})
+
+	sd.crash()
+
+	for name, tr := range traffic {
+		select {
+		case err := <-tr.sleep:
+			if err == nil || !strings.Contains(err.Error(), lostMessage) {
+				t.Errorf("%s: the sleep in flight at the crash returned %v; want -32603 %q", name, err, lostMessage)
+			}
+		case <-time.After(answerWithin):
+			t.Errorf("%s: the sleep in flight at the crash got no answer", name)
+		}
+	}
+	after := d.awaitStatus(t, "the restarted daemon", answerWithin, func(st *daemon.Status) bool {
+		return st.PID == sd.mainPID() && len(st.Sessions) == 3
+	})
+	ids := func(st *daemon.Status) []string {
+		var out []string
+		for _, s := range st.Sessions {
+			out = append(out, fmt.Sprintf("%d %s %s", s.ID, s.Kind, s.Version))
+		}
+		return out
+	}
+	if !slices.Equal(ids(after), ids(before)) {
+		t.Errorf("sessions after the crash %q, want %q", ids(after), ids(before))
+	}
+	if !isRaw(t, tty) {
+		t.Error("the pty is not raw after the crash")
+	}
+	for name, tr := range traffic {
+		tr.waitEchoes(t, tr.echoCount()+20)
+		c := clients[name]
+		var updates, changes int
+		c.locked(func() { updates, changes = len(c.updates), c.toolsChanged })
+		c.call(t, t.Context(), "test_trigger_resource_update", nil)
+		c.call(t, t.Context(), "test_trigger_tool_change", nil)
+		if !await(answerWithin, func() (ok bool) {
+			c.locked(func() { ok = len(c.updates) > updates && c.toolsChanged > changes })
+			return
+		}) {
+			t.Errorf("%s: no resource update or tool list change after the crash", name)
+		}
+	}
+	for name, tr := range traffic {
+		tr.end(t)
+		if tr.timedOut > 1 {
+			t.Errorf("%s: %d calls got no answer at all", name, tr.timedOut)
+		}
+		t.Logf("%s: %d echoes answered, %d lost at the crash, %d read and lost unanswered", name, tr.echoCount(), tr.lost, tr.timedOut)
+		c := clients[name]
+		if n := sentCount(c.rec, "initialize") + sentCount(c.rec, "server/discover"); n > 1 {
+			t.Errorf("%s: %d initialize or discover requests sent, want at most 1 (no re-initialize)", name, n)
+		}
+		if ids := answeredIDs(c.rec); len(ids) > 0 {
+			t.Errorf("%s: ids answered more than once: %v", name, ids)
+		}
+	}
+	if r := sd.rejectedMessages(); len(r) > 0 {
+		t.Errorf("notifications from a process other than the main one: %q", r)
+	}
+
+	// A session that ends leaves the store; the terminal is restored.
+	if err := d.command("kill", fmt.Sprint(ptySession(after))).Run(); err != nil {
+		t.Fatalf("snodod kill: %v", err)
+	}
+	conn.wait(t, 1)
+	if !isCanonical(t, tty) {
+		t.Error("the pty was not restored when its session ended after the crash")
+	}
+	name := fmt.Sprintf("session-%d", ptySession(after))
+	if !await(answerWithin, func() bool { return sd.stored()[name] == 0 }) {
+		t.Errorf("%s is still in the store after its session ended: %v", name, sd.stored())
+	}
+}
