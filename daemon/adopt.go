@@ -36,8 +36,9 @@ func (d *Daemon) openListeners(cfg *config.Config) ([]*listener, net.Listener, e
 		return nil, nil, err
 	}
 	d.upgradeWire = w
-	// The sessions' descriptors are stored once this process is the main
-	// one (fdstore.go).
+	// systemd is told of this process, and the sessions' descriptors are
+	// stored, once it is the main one (fdstore.go).
+	d.notify.held.Store(true)
 	d.store.hold()
 	ls, httpLn, err := d.adoptListeners(w)
 	if err != nil {
@@ -181,6 +182,7 @@ func (d *Daemon) announceReady(rs *runState) {
 		// that need one wait, and the catalog cache answers lists.
 		defer rs.upstreamsOnce.Do(func() { rs.upstreams = rs.root.Add(d.ups) })
 		defer d.store.release()
+		defer d.notify.held.Store(false)
 		d.adoptSessions(w)
 	}()
 }
@@ -218,6 +220,7 @@ func (d *Daemon) adoptSessions(w *wire) {
 			}
 		case "main":
 			closeFiles(files)
+			d.notify.held.Store(false)
 			d.notify.send("READY=1", d.statusLine())
 			return
 		default:

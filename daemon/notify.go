@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
@@ -19,6 +20,10 @@ type notifier struct {
 	enabled bool
 	log     *slog.Logger
 	failed  sync.Once
+	// held drops every message: systemd takes them from the main process
+	// only (NotifyAccess=main), and a process an upgrade started is not
+	// the main one until the old daemon says so (adopt.go).
+	held atomic.Bool
 }
 
 func newNotifier(log *slog.Logger) *notifier {
@@ -29,7 +34,7 @@ func newNotifier(log *slog.Logger) *notifier {
 // NOTIFY_SOCKET stays set: systemd accepts messages from the main pid only
 // (NotifyAccess=main), so a child that inherits it can do no harm.
 func (n *notifier) send(states ...string) {
-	if !n.enabled {
+	if !n.enabled || n.held.Load() {
 		return
 	}
 	if _, err := sd.SdNotify(false, strings.Join(states, "\n")); err != nil {

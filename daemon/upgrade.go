@@ -331,7 +331,8 @@ func (d *Daemon) handOverSessions(next *successor) ([]movedFiles, error) {
 // meanwhile.
 func (d *Daemon) pause(ctx context.Context, s *session.Session) (movedFiles, bool) {
 	id := s.Stats().ID
-	// Duplicates, taken before the session ends and they are closed.
+	// Taken before the session ends and they are forgotten or closed.
+	at := d.placeOf(id)
 	ctl, jf := d.waiterConn(id), d.journalFile(id)
 	rec, files, err := s.HandOver(ctx)
 	if err != nil {
@@ -341,7 +342,6 @@ func (d *Daemon) pause(ctx context.Context, s *session.Session) (movedFiles, boo
 		}
 		return movedFiles{}, false
 	}
-	at := d.placeOf(id)
 	m := movedFiles{m: movedSession{Session: rec, Via: at.via, View: at.view, Cwd: at.cwd}, files: files}
 	if ctl != nil {
 		m.m.Control = true

@@ -147,3 +147,61 @@ func TestCrashSurvival(t *testing.T) {
 		t.Errorf("%s is still in the store after its session ended: %v", name, sd.stored())
 	}
 }
+
+// An upgrade under systemd: the old daemon makes the new one the main
+// process (MAINPID=), the new one stores descriptors only from then on
+// (nothing is refused for coming from another process), the sessions keep
+// their crash records, and a crash of the new daemon is survived as well,
+// by the sessions handed over and by one it started itself.
+func TestUpgradeUnderSystemd(t *testing.T) {
+	sd := startFakeSystemd(t, "")
+	d := sd.d
+	s := mustDial(t, d.socket)
+	if err := s.initialize("2025-06-18"); err != nil {
+		t.Fatal(err)
+	}
+	c := connectGoVia(t, d, "2025-11-25", goClientOptions)
+	oldPID := sd.mainPID()
+	pid := d.upgrade(t)
+	if got := sd.mainPID(); got != pid {
+		t.Fatalf("systemd follows pid %d after the upgrade, want the new daemon's %d (old %d)", got, pid, oldPID)
+	}
+	if status := d.waitExit(t, answerWithin); status != 0 {
+		t.Errorf("the old daemon exited %d, want 0", status)
+	}
+	if err := s.echo(2, "after the upgrade"); err != nil {
+		t.Fatal(err)
+	}
+	late := mustDial(t, d.socket) // a session the new daemon starts
+	if err := late.initialize("2025-11-25"); err != nil {
+		t.Fatal(err)
+	}
+	st := d.awaitStatus(t, "three sessions", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 3 })
+	if !await(answerWithin, func() bool {
+		stored := sd.stored()
+		for _, row := range st.Sessions {
+			if stored[fmt.Sprintf("session-%d", row.ID)] < 2 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("the store holds %v after the upgrade; want every session's descriptors and record", sd.stored())
+	}
+	if r := sd.rejectedMessages(); len(r) > 0 {
+		t.Errorf("notifications from a process other than the main one: %q", r)
+	}
+
+	sd.crash()
+	for i, sc := range []*sessionConn{s, late} {
+		if err := sc.echo(10+i, "after the crash"); err != nil {
+			t.Errorf("session %d after the crash: %v", i, err)
+		}
+	}
+	if got := text(t, c.call(t, t.Context(), "echo", map[string]any{"text": "connect"})); got != "connect" {
+		t.Errorf("echo through connect after the crash = %q", got)
+	}
+	if after := d.awaitStatus(t, "the sessions after the crash", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 3 }); after.PID == pid {
+		t.Errorf("the status after the crash is still pid %d's", pid)
+	}
+}
