@@ -184,3 +184,18 @@ func (d *Daemon) recoverSession(name string, files []*os.File) error {
 	m := movedSession{Session: rec.Session, Via: rec.Via, View: rec.View, Cwd: rec.Cwd, Control: rec.Control, Journal: true}
 	return d.resumeSession(m, append(ordered, jf))
 }
+
+// fdsPerSession bounds the descriptors a session keeps in the store: its
+// device (one or two), the control connection of its connect, its crash
+// record.
+const fdsPerSession = 4
+
+// checkStore warns when the store cannot hold daemon.max_sessions
+// sessions' descriptors: the sessions beyond it would not survive a crash.
+func (d *Daemon) checkStore() {
+	max := d.gen.Load().limits.MaxSessions
+	if n := d.store.capacity(); d.store.enabled && n > 0 && n < max*fdsPerSession {
+		d.log.Warn("systemd's descriptor store is smaller than daemon.max_sessions needs; sessions beyond it will not survive a crash",
+			"FileDescriptorStoreMax", n, "needed", max*fdsPerSession+16)
+	}
+}

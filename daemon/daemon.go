@@ -321,6 +321,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, l := range listeners {
 		d.log.Info("listening", "socket", l.name, "path", l.path, "activated", !l.created)
 	}
+	d.checkStore()
 	if d.recovered != nil {
 		d.recoverSessions(d.recovered)
 		d.recovered = nil

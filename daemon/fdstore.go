@@ -19,9 +19,11 @@ import (
 // by the service manager, named session-<id>, so that after a crash the
 // restarted daemon gets them back (LISTEN_FDS, recover.go) and the clients
 // never see their connection close. A session that ends is removed
-// (FDSTOREREMOVE=1). systemd sets $FDSTORE to FileDescriptorStoreMax=
-// (systemd 254 and later); without it the store is not used, so a unit
-// without the setting gets no warning per session in its journal.
+// (FDSTOREREMOVE=1). The store is used whenever NOTIFY_SOCKET is set:
+// systemd 254 and later say FileDescriptorStoreMax= in $FDSTORE (and set
+// none for 0), earlier ones say nothing, so an absent $FDSTORE cannot tell
+// a store of 0 from an older systemd. The shipped units set the setting;
+// a unit without it gets systemd's warnings, one per session.
 
 // fdStoreName names a session's descriptors in the store.
 func fdStoreName(id uint64) string { return "session-" + strconv.FormatUint(id, 10) }
@@ -48,12 +50,16 @@ type queuedStore struct {
 
 func newFDStore(log *slog.Logger) *fdStore {
 	s := &fdStore{socket: os.Getenv("NOTIFY_SOCKET"), log: log}
-	n, err := strconv.Atoi(os.Getenv("FDSTORE"))
-	s.enabled = s.socket != "" && err == nil && n > 0
+	s.enabled = s.socket != ""
+	if v, ok := os.LookupEnv("FDSTORE"); ok {
+		n, err := strconv.Atoi(v)
+		s.enabled = s.enabled && err == nil && n > 0
+	}
 	return s
 }
 
-// capacity is FileDescriptorStoreMax=, as systemd said it.
+// capacity is FileDescriptorStoreMax= as systemd said it, 0 when it did
+// not.
 func (s *fdStore) capacity() int {
 	n, _ := strconv.Atoi(os.Getenv("FDSTORE"))
 	return n
