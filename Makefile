@@ -44,7 +44,8 @@ e2e/%/node_modules/.package-lock.json: e2e/%/package-lock.json
 # module): snodod against the Go and TypeScript SDKs, mcp-go and a raw
 # floor, and snodod serve with many sessions. It prints one table and
 # rewrites docs/bench.md and docs/bench.png; then the HTTP scenario
-# (bench/cmd/httpbench) rewrites docs/bench-http.md. BENCH_QUICK=1: one
+# (bench/cmd/httpbench) rewrites docs/bench-http.md, and the upgrade
+# scenario (bench/cmd/upgradebench) docs/bench-upgrade.md. BENCH_QUICK=1: one
 # repeat with smaller counts, for development.
 BENCH_GOFLAGS := $(if $(filter 1,$(BENCH_QUICK)),-benchtime 200ms,)
 
@@ -53,6 +54,7 @@ bench: build bench/node/node_modules/.package-lock.json
 	cd bench && $(GO) build -o bin/ ./peers/gosdk ./peers/mcpgo ./peers/raw ./cmd/mcpbench
 	cd bench && BENCH_QUICK=$(BENCH_QUICK) bin/mcpbench -snodod ../bin/snodod -docs ../docs
 	cd bench && $(GO) build -o bin/ ./peers/gosdkhttp ./cmd/httpbench && bin/httpbench -snodod ../bin/snodod -gosdk bin/gosdkhttp -docs ../docs
+	cd bench && $(GO) build -o bin/ ./cmd/upgradebench && BENCH_QUICK=$(BENCH_QUICK) bin/upgradebench -snodod ../bin/snodod -docs ../docs
 
 # The TypeScript peer's packages, exactly as bench/node/package-lock.json
 # pins them; reinstalled when the lock file changes. Without npm the

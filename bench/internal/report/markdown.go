@@ -54,7 +54,10 @@ the harness in `+"`bench/`"+` (its own Go module), and runs the harness, which
 prints the table and rewrites this page and `+"`docs/bench.png`"+`. It needs Go,
 and Node.js 20 or later with npm for the TypeScript peer (without them that
 column is left out). Everything runs on this machine over pipes and Unix
-sockets, bounded in count and time.
+sockets, bounded in count and time. Two scenarios have pages of their own,
+which `+"`make bench`"+` rewrites after this one: Streamable HTTP
+([bench-http.md](bench-http.md)) and the pause of an upgrade with 1,000
+sessions ([bench-upgrade.md](bench-upgrade.md)).
 
 ## Machine
 
