@@ -34,7 +34,9 @@ Signals: SIGHUP reloads the configuration (new sessions use it; an invalid
 one is refused with every problem logged, and the running one stays).
 SIGTERM or SIGINT drains: no new sessions, running requests finish within
 daemon.shutdown_grace, then exit 0; 'snodod status' answers "draining"
-meanwhile. A second signal exits at once, with status 1.
+meanwhile. A second signal exits at once, with status 1. SIGUSR2 upgrades,
+as 'snodod upgrade' does: a new process takes the sockets and every session
+(docs/operations.md).
 
 Exit status: 0 after a drain; 1 when the daemon cannot start (another one
 is running, or the configuration is invalid: every problem is listed).
