@@ -89,32 +89,14 @@ func TestCrashSurvival(t *testing.T) {
 	after := d.awaitStatus(t, "the restarted daemon", answerWithin, func(st *daemon.Status) bool {
 		return st.PID == sd.mainPID() && len(st.Sessions) == 3
 	})
-	ids := func(st *daemon.Status) []string {
-		var out []string
-		for _, s := range st.Sessions {
-			out = append(out, fmt.Sprintf("%d %s %s", s.ID, s.Kind, s.Version))
-		}
-		return out
-	}
-	if !slices.Equal(ids(after), ids(before)) {
-		t.Errorf("sessions after the crash %q, want %q", ids(after), ids(before))
+	if !slices.Equal(sessionRows(after), sessionRows(before)) {
+		t.Errorf("sessions after the crash %q, want %q", sessionRows(after), sessionRows(before))
 	}
 	if !isRaw(t, tty) {
 		t.Error("the pty is not raw after the crash")
 	}
-	for name, tr := range traffic {
-		tr.waitEchoes(t, tr.echoCount()+20)
-		c := clients[name]
-		var updates, changes int
-		c.locked(func() { updates, changes = len(c.updates), c.toolsChanged })
-		c.call(t, t.Context(), "test_trigger_resource_update", nil)
-		c.call(t, t.Context(), "test_trigger_tool_change", nil)
-		if !await(answerWithin, func() (ok bool) {
-			c.locked(func() { ok = len(c.updates) > updates && c.toolsChanged > changes })
-			return
-		}) {
-			t.Errorf("%s: no resource update or tool list change after the crash", name)
-		}
+	for _, tr := range traffic {
+		tr.eventsAfter(t, "the crash")
 	}
 	for name, tr := range traffic {
 		tr.end(t)
@@ -122,13 +104,7 @@ func TestCrashSurvival(t *testing.T) {
 			t.Errorf("%s: %d calls got no answer at all", name, tr.timedOut)
 		}
 		t.Logf("%s: %d echoes answered, %d lost at the crash, %d read and lost unanswered", name, tr.echoCount(), tr.lost, tr.timedOut)
-		c := clients[name]
-		if n := sentCount(c.rec, "initialize") + sentCount(c.rec, "server/discover"); n > 1 {
-			t.Errorf("%s: %d initialize or discover requests sent, want at most 1 (no re-initialize)", name, n)
-		}
-		if ids := answeredIDs(c.rec); len(ids) > 0 {
-			t.Errorf("%s: ids answered more than once: %v", name, ids)
-		}
+		tr.sameSession(t)
 	}
 	if r := sd.rejectedMessages(); len(r) > 0 {
 		t.Errorf("notifications from a process other than the main one: %q", r)

@@ -62,17 +62,7 @@ func TestTypeScriptSDK(t *testing.T) {
 // sessions it observed, one per version of nodeVersions.
 func runTypeScript(t *testing.T, args ...string) []tsSession {
 	t.Helper()
-	dir, err := filepath.Abs("node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		skipOrFail(t, "the TypeScript SDK client needs node and its packages; make test installs them, or run: npm ci --prefix e2e/node ("+err.Error()+")")
-	}
+	node, dir := nodeClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs"}, args...)...)
@@ -93,6 +83,25 @@ func runTypeScript(t *testing.T, args ...string) []tsSession {
 		t.Fatalf("%d sessions, want %d: %s", len(summary.Sessions), len(nodeVersions), stdout.String())
 	}
 	return summary.Sessions
+}
+
+// nodeClient returns node and the directory of the TypeScript client
+// scripts, e2e/node, with its packages installed; it skips (or under
+// CI=true fails) the test without them.
+func nodeClient(t *testing.T) (node, dir string) {
+	t.Helper()
+	dir, err := filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err = exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	}
+	if err != nil {
+		skipOrFail(t, "the TypeScript SDK client needs node and its packages; make test installs them, or run: npm ci --prefix e2e/node ("+err.Error()+")")
+	}
+	return node, dir
 }
 
 // checkTypeScript checks one session; overHTTP: it was over Streamable

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -74,43 +73,18 @@ func TestUpgrade(t *testing.T) {
 	}
 	ts.upgraded(t)
 	after := d.awaitStatus(t, "the new daemon", answerWithin, func(st *daemon.Status) bool { return st.PID == pid })
-	ids := func(st *daemon.Status) []string {
-		var out []string
-		for _, s := range st.Sessions {
-			out = append(out, fmt.Sprintf("%d %s", s.ID, s.Kind))
-		}
-		return out
-	}
-	if !slices.Equal(ids(after), ids(before)) {
-		t.Errorf("sessions after the upgrade %q, want the same as before %q", ids(after), ids(before))
+	if !slices.Equal(sessionRows(after), sessionRows(before)) {
+		t.Errorf("sessions after the upgrade %q, want the same as before %q", sessionRows(after), sessionRows(before))
 	}
 	if !isRaw(t, tty) {
 		t.Error("the pty is not raw any more after the upgrade")
 	}
-
-	for name, tr := range traffic {
-		tr.waitEchoes(t, tr.echoCount()+20)
-		c := clients[name]
-		var updates, changes int
-		c.locked(func() { updates, changes = len(c.updates), c.toolsChanged })
-		c.call(t, t.Context(), "test_trigger_resource_update", nil)
-		c.call(t, t.Context(), "test_trigger_tool_change", nil)
-		if !await(answerWithin, func() (ok bool) {
-			c.locked(func() { ok = len(c.updates) > updates && c.toolsChanged > changes })
-			return
-		}) {
-			t.Errorf("%s: no resource update or tool list change after the upgrade", name)
-		}
+	for _, tr := range traffic {
+		tr.eventsAfter(t, "the upgrade")
 	}
-	for name, tr := range traffic {
+	for _, tr := range traffic {
 		tr.stop(t)
-		c := clients[name]
-		if n := sentCount(c.rec, "initialize") + sentCount(c.rec, "server/discover"); n > 1 {
-			t.Errorf("%s: %d initialize or discover requests sent, want at most 1 (no re-initialize)", name, n)
-		}
-		if ids := answeredIDs(c.rec); len(ids) > 0 {
-			t.Errorf("%s: ids answered more than once: %v", name, ids)
-		}
+		tr.sameSession(t)
 	}
 	sum := ts.finish(t)
 	if len(sum.Errors) > 0 || sum.Sleep != "done" || sum.Progress < 2 || !sum.Updated || !sum.ToolsChanged ||
@@ -269,6 +243,46 @@ func (d *daemonProc) stopSuccessor(t *testing.T) {
 		t.Fatalf("the new daemon (pid %d) did not exit after SIGTERM", d.successor)
 	}
 	d.successor = 0
+}
+
+// sessionRows are st's sessions: id, kind and version.
+func sessionRows(st *daemon.Status) []string {
+	var out []string
+	for _, s := range st.Sessions {
+		out = append(out, fmt.Sprintf("%d %s %s", s.ID, s.Kind, s.Version))
+	}
+	return out
+}
+
+// eventsAfter checks, after what, that calls are answered and that the
+// client's subscriptions deliver: it has the daemon report a resource
+// update and a tool list change, and waits for both.
+func (tr *goTraffic) eventsAfter(t *testing.T, what string) {
+	t.Helper()
+	tr.waitEchoes(t, tr.echoCount()+20)
+	c := tr.c
+	var updates, changes int
+	c.locked(func() { updates, changes = len(c.updates), c.toolsChanged })
+	c.call(t, t.Context(), "test_trigger_resource_update", nil)
+	c.call(t, t.Context(), "test_trigger_tool_change", nil)
+	if !await(answerWithin, func() (ok bool) {
+		c.locked(func() { ok = len(c.updates) > updates && c.toolsChanged > changes })
+		return
+	}) {
+		t.Errorf("%s: no resource update or tool list change after %s", tr.name, what)
+	}
+}
+
+// sameSession checks that the client went on in one session: it did not
+// initialize again, and no id was answered twice.
+func (tr *goTraffic) sameSession(t *testing.T) {
+	t.Helper()
+	if n := sentCount(tr.c.rec, "initialize") + sentCount(tr.c.rec, "server/discover"); n > 1 {
+		t.Errorf("%s: %d initialize or discover requests sent, want at most 1 (no re-initialize)", tr.name, n)
+	}
+	if ids := answeredIDs(tr.c.rec); len(ids) > 0 {
+		t.Errorf("%s: ids answered more than once: %v", tr.name, ids)
+	}
 }
 
 // ptySession returns the id of the pty session in st.
@@ -458,19 +472,10 @@ type tsUpgradeSummary struct {
 
 func startTSUpgradeClient(t *testing.T, d *daemonProc, version string) *tsUpgradeClient {
 	t.Helper()
-	dir, err := filepath.Abs("node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		skipOrFail(t, "the TypeScript SDK client needs node and its packages; make test installs them, or run: npm ci --prefix e2e/node ("+err.Error()+")")
-	}
+	node, dir := nodeClient(t)
 	c := &tsUpgradeClient{cmd: exec.Command(node, "upgrade.mjs", binary, version), stderr: &syncBuffer{}}
 	c.cmd.Dir, c.cmd.Env, c.cmd.Stderr = dir, d.env, c.stderr
+	var err error
 	if c.in, err = c.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}

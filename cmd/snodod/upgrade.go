@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -68,17 +67,7 @@ func runUpgrade(args []string) int {
 	_, control := findDaemon(cfg)
 	pid, err := daemon.Upgrade(context.Background(), control, path)
 	if err != nil {
-		var unreachable *daemon.UnreachableError
-		var refused *daemon.RefusedError
-		switch {
-		case errors.As(err, &unreachable):
-			fmt.Fprintf(os.Stderr, "snodod upgrade: %v; is snodod serve running?\n", err)
-		case errors.As(err, &refused):
-			fmt.Fprintf(os.Stderr, "snodod upgrade: %s\n", refused.Message)
-		default:
-			fmt.Fprintf(os.Stderr, "snodod upgrade: %v\n", err)
-		}
-		return exitFailure
+		return clientFailure("snodod upgrade", err)
 	}
 	fmt.Printf("upgraded: the daemon is now pid %d\n", pid)
 	return exitOK

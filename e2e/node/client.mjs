@@ -22,22 +22,9 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
+import { sleep, textOf, until } from './util.mjs';
+
 const WATCHED = 'test://watched-resource';
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-// until polls cond every 10 ms for at most ms milliseconds.
-async function until(cond, ms = 5000) {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) return false;
-    await sleep(10);
-  }
-  return true;
-}
-
-function textOf(result) {
-  return result?.content?.length === 1 && result.content[0].type === 'text' ? result.content[0].text : null;
-}
 
 async function session(binary, version, url) {
   const out = { version, errors: {} };

@@ -15,19 +15,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createInterface } from 'node:readline';
 
+import { sleep, textOf, until } from './util.mjs';
+
 const WATCHED = 'test://watched-resource';
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(cond, ms = 10000) {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) return false;
-    await sleep(10);
-  }
-  return true;
-}
-
-const textOf = (r) => (r?.content?.length === 1 && r.content[0].type === 'text' ? r.content[0].text : null);
 
 const [binary, version] = process.argv.slice(2);
 const out = { version, echoes: 0, errors: [], initializes: 0, progress: 0 };
@@ -72,7 +62,7 @@ const worker = async (w) => {
   }
 };
 const workers = [0, 1, 2, 3].map(worker);
-await until(() => out.echoes >= 20);
+await until(() => out.echoes >= 20, 10000);
 process.stdout.write('ready\n');
 
 const lines = createInterface({ input: process.stdin });
@@ -80,15 +70,15 @@ for await (const line of lines) {
   if (line.trim() === 'upgraded') break;
 }
 const before = out.echoes;
-await until(() => out.echoes >= before + 20);
+await until(() => out.echoes >= before + 20, 10000);
 try {
   await client.callTool({ name: 'test_trigger_resource_update', arguments: {} });
   await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
 } catch (e) {
   out.errors.push(`trigger: ${e?.message ?? e}`);
 }
-out.updated = await until(() => updates.includes(WATCHED));
-out.toolsChanged = await until(() => toolsChanged > 0);
+out.updated = await until(() => updates.includes(WATCHED), 10000);
+out.toolsChanged = await until(() => toolsChanged > 0, 10000);
 running = false;
 await Promise.all(workers);
 await long;

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"time"
-
-	"github.com/snodod/snodod/limits"
 )
 
 // A Reader's input can continue in another process (issue 15: a daemon
@@ -120,15 +118,7 @@ func (r *Reader) Detach() (Carry, error) {
 // c.EOF the device is not read again. maxLineBytes is as for NewReader; a
 // carried line is not measured against it again.
 func NewReaderFrom(in io.Reader, maxLineBytes int, c Carry) *Reader {
-	if maxLineBytes <= 0 {
-		maxLineBytes = limits.DefaultMaxLineBytes
-	}
-	r := &Reader{
-		in:      in,
-		limit:   maxLineBytes,
-		batches: make(chan []lineEvent),
-		stop:    make(chan struct{}),
-	}
+	r := newReader(in, maxLineBytes)
 	r.bytesIn.Store(c.BytesIn)
 	for _, l := range c.Lines {
 		if l.Oversize {

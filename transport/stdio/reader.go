@@ -248,17 +248,22 @@ type Reader struct {
 // limits.DefaultMaxLineBytes (Transport.Validate refuses a negative limit before
 // this is reached). The caller must Close it.
 func NewReader(in io.Reader, maxLineBytes int) *Reader {
+	r := newReader(in, maxLineBytes)
+	r.start(newLineReader(newSource(in, r.limit+1), r.limit, &r.bytesIn))
+	return r
+}
+
+// newReader is a Reader of in that has not started reading.
+func newReader(in io.Reader, maxLineBytes int) *Reader {
 	if maxLineBytes <= 0 {
 		maxLineBytes = limits.DefaultMaxLineBytes
 	}
-	r := &Reader{
+	return &Reader{
 		in:      in,
 		limit:   maxLineBytes,
 		batches: make(chan []lineEvent),
 		stop:    make(chan struct{}),
 	}
-	r.start(newLineReader(newSource(in, r.limit+1), r.limit, &r.bytesIn))
-	return r
 }
 
 func (r *Reader) start(lr *lineReader) {
