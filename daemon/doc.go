@@ -18,4 +18,13 @@
 // accepting, end every session within daemon.shutdown_grace) and returns
 // nil. Reload applies a new configuration to the sessions that start after
 // it; the running ones keep theirs.
+//
+// A restart of the daemon loses no session (docs/operations.md). An
+// upgrade (`snodod upgrade`, SIGUSR2; upgrade.go) starts a new process and
+// hands it the listeners and every session over a private socket
+// (upgrade_wire.go); the new process's Run takes them (adopt.go) instead of
+// listening. Under systemd every session's descriptors and a memfd crash
+// record (journal.go) stay in the service manager's descriptor store
+// (fdstore.go), and a daemon started after a crash resumes the sessions
+// from them (crash.go).
 package daemon

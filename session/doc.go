@@ -12,6 +12,13 @@
 // terminal write failure, shutdown, or failing too often end a Session; it
 // then closes its Device.
 //
+// A session can also continue in another process (handover.go): HandOver
+// pauses it and returns its Record and descriptors, and Resume continues
+// it from them, in a new daemon after an upgrade or after a crash; the
+// device is left as the session put it (a terminal raw) and restored only
+// when the session finally ends. A Config's Journal keeps a record of a
+// running session for a successor after a crash.
+//
 // The package never listens, accepts or passes descriptors: the daemon
 // does, and hands each connection to NewDevice and New.
 package session

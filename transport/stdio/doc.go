@@ -36,4 +36,11 @@
 // shared list and gives it back before it waits in the runtime's poller: a
 // connection waiting for input on a non-blocking descriptor holds no read
 // buffer.
+//
+// A connection can be handed to another process (handoff.go): with
+// ErrHandOver as the cause of Serve's context it pauses instead of ending,
+// Reader.Detach returns the input read and not handled (carry.go), and a
+// Transport in the other process continues from NewReaderFrom and Resume
+// (resume.go). A Journal (journal.go) is told of the requests in flight and
+// the listen streams, for an owner that keeps a record across its crash.
 package stdio
