@@ -266,7 +266,10 @@ func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*successo
 			return fail(fmt.Sprintf("it said %q, not ready", a.m.Type))
 		}
 	case <-s.exited:
-		<-got
+		// What it said before it exited is the better reason.
+		if a := <-got; a.err == nil && a.m.Type == "error" {
+			return fail(binary + ": " + a.m.Error)
+		}
 		return fail(successorError(s, ""))
 	}
 	return s, nil
