@@ -26,13 +26,14 @@ import (
 // socket (2026-07-28, with a listen stream), through `snodod connect`
 // (pipes handed over, 2025-06-18) and on a pty handed over by `snodod
 // connect --handover` (2025-11-25), and the TypeScript SDK through
-// `snodod connect`. Each has pipelined calls running, a long sleep with
+// `snodod connect` (its pipes) and `snodod connect --relay` (a socket). Each has pipelined calls running, a long sleep with
 // progress, and a subscription; across the upgrade no call fails, none is
 // answered twice, the sleep finishes, no client initializes again, the
 // sessions keep their ids, and events reach every client afterwards.
 func TestUpgrade(t *testing.T) {
 	d := startDaemon(t, "", nil)
 	ts := startTSUpgradeClient(t, d, "2025-11-25")
+	tsRelay := startTSUpgradeClient(t, d, "2025-06-18", "relay")
 
 	socket := connectGoOver(t, v2026, func(rec *recorder) mcp.Transport {
 		c, err := net.Dial("unix", d.socket)
@@ -59,7 +60,8 @@ func TestUpgrade(t *testing.T) {
 		traffic[name] = startGoTraffic(t, c, name)
 	}
 	ts.waitReady(t)
-	before := d.awaitStatus(t, "the four sessions", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 4 })
+	tsRelay.waitReady(t)
+	before := d.awaitStatus(t, "the five sessions", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 5 })
 	for _, tr := range traffic {
 		tr.waitEchoes(t, 20)
 	}
@@ -72,6 +74,7 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("the old daemon exited %d after the upgrade, want 0", status)
 	}
 	ts.upgraded(t)
+	tsRelay.upgraded(t)
 	after := d.awaitStatus(t, "the new daemon", answerWithin, func(st *daemon.Status) bool { return st.PID == pid })
 	if !slices.Equal(sessionRows(after), sessionRows(before)) {
 		t.Errorf("sessions after the upgrade %q, want the same as before %q", sessionRows(after), sessionRows(before))
@@ -86,13 +89,19 @@ func TestUpgrade(t *testing.T) {
 		tr.stop(t)
 		tr.sameSession(t)
 	}
-	sum := ts.finish(t)
-	if len(sum.Errors) > 0 || sum.Sleep != "done" || sum.Progress < 2 || !sum.Updated || !sum.ToolsChanged ||
-		sum.Initializes != 1 || sum.ExitCode == nil || *sum.ExitCode != 0 || sum.Echoes < 40 {
-		t.Errorf("the TypeScript client: %+v", sum)
+	echoes := map[string]int{}
+	for name, tc := range map[string]*tsUpgradeClient{"TypeScript, connect": ts, "TypeScript, relay": tsRelay} {
+		sum := tc.finish(t)
+		if len(sum.Errors) > 0 || sum.Sleep != "done" || sum.Progress < 2 || !sum.Updated || !sum.ToolsChanged ||
+			sum.Initializes != 1 || sum.ExitCode == nil || *sum.ExitCode != 0 || sum.Echoes < 40 {
+			t.Errorf("%s: %+v", name, sum)
+		}
+		echoes[name] = sum.Echoes
 	}
-	t.Logf("echoes answered: socket %d, connect %d, pty %d, TypeScript %d",
-		traffic["socket"].echoCount(), traffic["connect"].echoCount(), traffic["pty"].echoCount(), sum.Echoes)
+	for name, tr := range traffic {
+		echoes["Go, "+name] = tr.echoCount()
+	}
+	t.Logf("echoes answered: %v", echoes)
 	// The new daemon restores the terminal when the session ends.
 	if err := d.command("kill", fmt.Sprint(ptySession(before))).Run(); err != nil {
 		t.Fatalf("snodod kill: %v", err)
@@ -470,10 +479,10 @@ type tsUpgradeSummary struct {
 	Stderr       string
 }
 
-func startTSUpgradeClient(t *testing.T, d *daemonProc, version string) *tsUpgradeClient {
+func startTSUpgradeClient(t *testing.T, d *daemonProc, version string, mode ...string) *tsUpgradeClient {
 	t.Helper()
 	node, dir := nodeClient(t)
-	c := &tsUpgradeClient{cmd: exec.Command(node, "upgrade.mjs", binary, version), stderr: &syncBuffer{}}
+	c := &tsUpgradeClient{cmd: exec.Command(node, append([]string{"upgrade.mjs", binary, version}, mode...)...), stderr: &syncBuffer{}}
 	c.cmd.Dir, c.cmd.Env, c.cmd.Stderr = dir, d.env, c.stderr
 	var err error
 	if c.in, err = c.cmd.StdinPipe(); err != nil {

@@ -3,7 +3,11 @@
 // the Go test e2e/upgrade_test.go upgrades the daemon, and prints what it
 // observed as one JSON line on standard output. It judges nothing itself.
 //
-//   node upgrade.mjs <snodod binary> <version>
+//   node upgrade.mjs <snodod binary> <version> [relay]
+//
+// With "relay" it starts `snodod connect --relay`, which copies bytes to
+// and from the session socket: the daemon then serves a socket, not the
+// client's pipes.
 //
 // Protocol with the test: it prints "ready" once its traffic runs, waits
 // for a line "upgraded" on standard input, goes on for a moment, then has
@@ -19,10 +23,11 @@ import { sleep, textOf, until } from './util.mjs';
 
 const WATCHED = 'test://watched-resource';
 
-const [binary, version] = process.argv.slice(2);
+const [binary, version, mode] = process.argv.slice(2);
 const out = { version, echoes: 0, errors: [], initializes: 0, progress: 0 };
 let stderr = '';
-const transport = new StdioClientTransport({ command: binary, args: ['connect'], env: process.env, stderr: 'pipe' });
+const args = mode === 'relay' ? ['connect', '--relay'] : ['connect'];
+const transport = new StdioClientTransport({ command: binary, args, env: process.env, stderr: 'pipe' });
 transport.stderr.on('data', (chunk) => { stderr += chunk; });
 const send = transport.send.bind(transport);
 transport.send = (message, options) => {
