@@ -2,13 +2,10 @@ package e2e_test
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/daemon"
 )
@@ -29,28 +26,10 @@ func TestCrashSurvival(t *testing.T) {
 	sd := startFakeSystemd(t, "")
 	d := sd.d
 
-	socket := connectGoOver(t, "2025-11-25", func(rec *recorder) mcp.Transport {
-		c, err := net.Dial("unix", d.socket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &recordingTransport{inner: &mcp.IOTransport{Reader: c, Writer: writeOnly{c}}, rec: rec}
-	})
-	connect := connectGoVia(t, d, "2025-06-18", goClientOptions)
-	master, tty := openPTY(t)
-	conn := startConnectOn(t, d, tty)
-	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
-		t.Fatal("the handed-over pty was not put into raw mode")
-	}
-	pty := connectGoOver(t, v2026, func(rec *recorder) mcp.Transport {
-		return &recordingTransport{inner: &mcp.IOTransport{Reader: master, Writer: writeOnly{master}}, rec: rec}
-	})
-	clients := map[string]*goClient{"socket": socket, "connect": connect, "pty": pty}
+	dev := goClientsOnEveryDevice(t, d, "2025-11-25", "2025-06-18", v2026)
+	tty, conn := dev.tty, dev.conn
 	traffic := map[string]*goTraffic{}
-	for name, c := range clients {
-		if err := c.cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: watchedURI}); err != nil {
-			t.Fatalf("%s: subscribe: %v", name, err)
-		}
+	for name, c := range dev.clients {
 		// The sleep outlasts the crash: it is lost. A call the crashed
 		// process had read and not yet admitted would be lost without an
 		// answer (docs/operations.md): its worker times out.

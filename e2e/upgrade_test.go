@@ -35,28 +35,10 @@ func TestUpgrade(t *testing.T) {
 	ts := startTSUpgradeClient(t, d, "2025-11-25")
 	tsRelay := startTSUpgradeClient(t, d, "2025-06-18", "relay")
 
-	socket := connectGoOver(t, v2026, func(rec *recorder) mcp.Transport {
-		c, err := net.Dial("unix", d.socket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &recordingTransport{inner: &mcp.IOTransport{Reader: c, Writer: writeOnly{c}}, rec: rec}
-	})
-	connect := connectGoVia(t, d, "2025-06-18", goClientOptions)
-	master, tty := openPTY(t)
-	conn := startConnectOn(t, d, tty)
-	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
-		t.Fatal("the handed-over pty was not put into raw mode")
-	}
-	pty := connectGoOver(t, "2025-11-25", func(rec *recorder) mcp.Transport {
-		return &recordingTransport{inner: &mcp.IOTransport{Reader: master, Writer: writeOnly{master}}, rec: rec}
-	})
-	clients := map[string]*goClient{"socket": socket, "connect": connect, "pty": pty}
+	dev := goClientsOnEveryDevice(t, d, v2026, "2025-06-18", "2025-11-25")
+	tty, conn := dev.tty, dev.conn
 	traffic := map[string]*goTraffic{}
-	for name, c := range clients {
-		if err := c.cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: watchedURI}); err != nil {
-			t.Fatalf("%s: subscribe: %v", name, err)
-		}
+	for name, c := range dev.clients {
 		traffic[name] = startGoTraffic(t, c, name)
 	}
 	ts.waitReady(t)
@@ -252,6 +234,44 @@ func (d *daemonProc) stopSuccessor(t *testing.T) {
 		t.Fatalf("the new daemon (pid %d) did not exit after SIGTERM", d.successor)
 	}
 	d.successor = 0
+}
+
+// goDevices are Go SDK clients of a daemon on every device kind, each
+// subscribed to the watched resource: "socket" on the session socket,
+// "connect" through `snodod connect` (its pipes handed over), "pty" on a
+// pty handed over by `snodod connect --handover` (conn), whose session side
+// is tty.
+type goDevices struct {
+	clients map[string]*goClient
+	tty     *os.File
+	conn    *connectProc
+}
+
+func goClientsOnEveryDevice(t *testing.T, d *daemonProc, socketVersion, connectVersion, ptyVersion string) goDevices {
+	t.Helper()
+	socket := connectGoOver(t, socketVersion, func(rec *recorder) mcp.Transport {
+		c, err := net.Dial("unix", d.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &recordingTransport{inner: &mcp.IOTransport{Reader: c, Writer: writeOnly{c}}, rec: rec}
+	})
+	connect := connectGoVia(t, d, connectVersion, goClientOptions)
+	master, tty := openPTY(t)
+	conn := startConnectOn(t, d, tty)
+	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
+		t.Fatal("the handed-over pty was not put into raw mode")
+	}
+	pty := connectGoOver(t, ptyVersion, func(rec *recorder) mcp.Transport {
+		return &recordingTransport{inner: &mcp.IOTransport{Reader: master, Writer: writeOnly{master}}, rec: rec}
+	})
+	clients := map[string]*goClient{"socket": socket, "connect": connect, "pty": pty}
+	for name, c := range clients {
+		if err := c.cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: watchedURI}); err != nil {
+			t.Fatalf("%s: subscribe: %v", name, err)
+		}
+	}
+	return goDevices{clients: clients, tty: tty, conn: conn}
 }
 
 // sessionRows are st's sessions: id, kind and version.
