@@ -93,7 +93,13 @@ func TestCancelTranslated(t *testing.T) {
 	eventually(t, "the call in flight", func() bool { return h.row("fake", "").InFlight == 1 })
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"changed my mind"}}`)
 	eventually(t, "the slot freed", func() bool { return h.row("fake", "").InFlight == 0 })
-	hist := fakeHistoryOf(t, c, "fake__history")
+	// The slot frees when the cancel is processed here; the upstream's
+	// notification may still be on its way.
+	var hist history
+	eventually(t, "the upstream told", func() bool {
+		hist = fakeHistoryOf(t, c, "fake__history")
+		return len(hist.Cancelled) > 0
+	})
 	if len(hist.Cancelled) != 1 || string(hist.Cancelled[0].RequestID) == `"c1"` {
 		t.Errorf("upstream cancels %+v, want one naming its own id", hist.Cancelled)
 	}
