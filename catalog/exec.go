@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -68,7 +69,13 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		return nil, ctx.Err()
 	}
 	values := callValues(req.Arguments, t.cfg.Arguments)
-	cmd := exec.Command(t.cfg.Program, expandArgs(t.cfg.Args, values)...)
+	args := expandArgs(t.cfg.Args, values)
+	if slices.ContainsFunc(args, func(a string) bool { return strings.IndexByte(a, 0) >= 0 }) {
+		// execve(2) takes C strings: a NUL would end the element early,
+		// so exec refuses it with a bare EINVAL (found by FuzzExecArgv).
+		return errorResult(fmt.Sprintf("%s: an argument holds a NUL byte (\\u0000), which a program's arguments cannot carry; the tool was not run", t.cfg.Name)), nil
+	}
+	cmd := exec.Command(t.cfg.Program, args...)
 	cmd.Dir = t.cfg.Dir
 	cmd.Env = append([]string{}, t.cfg.Env...) // never nil: nil would be the daemon's whole environment
 	if t.cfg.HasStdin {
