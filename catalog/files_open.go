@@ -106,10 +106,17 @@ func openConfined(uri, root, rel string, follow bool) (*os.File, fs.FileInfo, er
 	return f, fi, nil
 }
 
+// openat2 retries what openat2(2) asks to be retried: EINTR, and EAGAIN,
+// which RESOLVE_BENEATH returns when a rename elsewhere on the file system
+// raced with the resolution (a few tries; then the read fails).
 func openat2(dir int, rel string, flags int, resolve uint64) (int, error) {
-	for {
+	for again := 0; ; {
 		fd, err := unix.Openat2(dir, rel, &unix.OpenHow{Flags: uint64(flags), Resolve: resolve})
-		if err != unix.EINTR {
+		switch {
+		case err == unix.EINTR:
+		case err == unix.EAGAIN && again < 16:
+			again++
+		default:
 			return fd, err
 		}
 	}
@@ -159,7 +166,9 @@ func checkKind(uri string, fd int, mode uint32) error {
 // openError words an openat2 failure for the client.
 func openError(uri, root string, err error) error {
 	switch {
-	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ENAMETOOLONG):
+		// A name longer than the file system allows names no file
+		// (found by FuzzFileResolution: it was an internal error).
 		return fmt.Errorf("%s: %w", uri, server.ErrResourceNotFound)
 	case errors.Is(err, unix.EXDEV):
 		return refused(uri, "a symlink leads outside "+root+"; set follow_symlinks = true to serve what it points to")
