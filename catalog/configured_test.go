@@ -17,7 +17,7 @@ import (
 // loadConfig writes text as dir/config.toml and loads it with a small
 // environment of the test's own (PATH, HOME) plus extra, failing the test
 // on any problem.
-func loadConfig(t *testing.T, dir, text string, extra ...string) *config.Config {
+func loadConfig(t testing.TB, dir, text string, extra ...string) *config.Config {
 	t.Helper()
 	cfg, err := tryConfig(t, dir, text, extra...)
 	if err != nil {
@@ -26,7 +26,7 @@ func loadConfig(t *testing.T, dir, text string, extra ...string) *config.Config 
 	return cfg
 }
 
-func tryConfig(t *testing.T, dir, text string, extra ...string) (*config.Config, error) {
+func tryConfig(t testing.TB, dir, text string, extra ...string) (*config.Config, error) {
 	t.Helper()
 	path := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
@@ -38,7 +38,7 @@ func tryConfig(t *testing.T, dir, text string, extra ...string) (*config.Config,
 
 // newHost returns a Host, closed when the test ends, with cfg applied, and
 // its server.
-func newHost(t *testing.T, cfg *config.Config, o catalog.HostOptions) (*catalog.Host, *server.Server) {
+func newHost(t testing.TB, cfg *config.Config, o catalog.HostOptions) (*catalog.Host, *server.Server) {
 	t.Helper()
 	o.Logger = slog.New(slog.DiscardHandler)
 	h := catalog.NewHost(o)
@@ -51,7 +51,7 @@ func newHost(t *testing.T, cfg *config.Config, o catalog.HostOptions) (*catalog.
 }
 
 // write writes content to dir/rel, making its folders.
-func write(t *testing.T, dir, rel, content string) string {
+func write(t testing.TB, dir, rel, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -39,7 +39,7 @@ func newServer(t *testing.T, register ...func(*server.Server)) *server.Server {
 
 // client sends requests to a server in one protocol version.
 type client struct {
-	t       *testing.T
+	t       testing.TB
 	s       *server.Server
 	version string
 	caps    string // client capabilities, a JSON object
@@ -49,7 +49,7 @@ type client struct {
 
 // newClient returns a client of s speaking version with the client
 // capabilities caps; a legacy client initializes first.
-func newClient(t *testing.T, s *server.Server, version, caps string) *client {
+func newClient(t testing.TB, s *server.Server, version, caps string) *client {
 	t.Helper()
 	c := &client{t: t, s: s, version: version, caps: caps, sess: server.NewSessionState(0)}
 	if version != v2026 {

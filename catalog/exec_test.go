@@ -21,7 +21,7 @@ import (
 // helperTool is a [tools.NAME] entry running this test binary in a
 // helper mode (exec_helper_test.go) with command's other elements and the
 // extra fields.
-func helperTool(t *testing.T, name, mode string, args []string, extra string) string {
+func helperTool(t testing.TB, name, mode string, args []string, extra string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -34,7 +34,7 @@ func helperTool(t *testing.T, name, mode string, args []string, extra string) st
 }
 
 // execHost serves the tools of text and returns a 2025-11-25 client.
-func execHost(t *testing.T, dir, text string, extra ...string) *client {
+func execHost(t testing.TB, dir, text string, extra ...string) *client {
 	t.Helper()
 	_, srv := newHost(t, loadConfig(t, dir, text, extra...), catalog.HostOptions{})
 	return newClient(t, srv, "2025-11-25", `{}`)

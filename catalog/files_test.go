@@ -27,7 +27,7 @@ type tree struct {
 	base, notes string
 }
 
-func newTree(t *testing.T) tree {
+func newTree(t testing.TB) tree {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

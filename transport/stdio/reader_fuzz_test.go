@@ -1,0 +1,109 @@
+package stdio
+
+import (
+	"bytes"
+	"io"
+	"sync/atomic"
+	"testing"
+)
+
+// chunkedReader returns data in reads of the sizes sizes gives, cycling
+// through them (a size of 0 is a read of 1 byte): the device's chunking,
+// chosen by the fuzzer.
+type chunkedReader struct {
+	data  []byte
+	sizes []byte
+	next  int
+}
+
+func (r *chunkedReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := 1
+	if len(r.sizes) > 0 {
+		n = max(1, int(r.sizes[r.next%len(r.sizes)]))
+		r.next++
+	}
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// wantEvents is what transport.md §3 says a reader with limit makes of
+// data: each LF-terminated line is accepted when its length, LF included,
+// is at most the limit; a last line without LF when its length is at most
+// the limit; every other line is one refusal; then the end of input.
+func wantEvents(data []byte, limit int) []lineEvent {
+	var evs []lineEvent
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		line, size := data, len(data)
+		if i >= 0 {
+			line, size = data[:i], i+1
+			data = data[i+1:]
+		} else {
+			data = nil
+		}
+		if size > limit {
+			evs = append(evs, lineEvent{kind: lineOversize})
+		} else {
+			evs = append(evs, lineEvent{kind: lineData, data: line})
+		}
+	}
+	return append(evs, lineEvent{kind: lineEOF})
+}
+
+// FuzzLineReader checks that the bounded reader's lines do not depend on
+// how the device chunks its bytes, that they are exactly what
+// transport.md §3 says, that no batch exceeds maxBatchLines, and that the
+// reader never holds more than the limit of an unfinished line.
+func FuzzLineReader(f *testing.F) {
+	for _, seed := range []struct {
+		data  string
+		limit uint16
+		sizes string
+	}{
+		{"123456789\n1234567890\n", 10, "\x03"},
+		{"1234567890", 10, "\x01"},
+		{"12345678901", 10, "\x05\x07"},
+		{"\n\n\r\n  \n{}\n", 4, ""},
+		{"aaaaaaaaaaaaaaaaaaaa\nb\n", 8, "\x02\x20"},
+		{"x\ny\nz", 2, "\xff"},
+	} {
+		f.Add([]byte(seed.data), seed.limit, []byte(seed.sizes))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, limit16 uint16, sizes []byte) {
+		limit := 1 + int(limit16%4096)
+		want := wantEvents(data, limit)
+		var count atomic.Int64
+		src := &plainSource{r: &chunkedReader{data: bytes.Clone(data), sizes: sizes}, max: limit + 1}
+		lr := newLineReader(src, limit, &count)
+		var got []lineEvent
+		for {
+			evs := lr.batch()
+			if len(evs) == 0 || len(evs) > maxBatchLines {
+				t.Fatalf("a batch of %d events", len(evs))
+			}
+			if cap(lr.line) > limit {
+				t.Fatalf("the reader holds %d bytes of an unfinished line, limit %d", cap(lr.line), limit)
+			}
+			got = append(got, evs...)
+			if k := evs[len(evs)-1].kind; k == lineEOF || k == lineError {
+				break
+			}
+		}
+		if count.Load() != int64(len(data)) {
+			t.Fatalf("counted %d bytes read, want %d", count.Load(), len(data))
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d events, want %d:\ngot  %v\nwant %v", len(got), len(want), got, want)
+		}
+		for i := range want {
+			if got[i].kind != want[i].kind || !bytes.Equal(got[i].data, want[i].data) {
+				t.Fatalf("event %d: got kind %d %q, want kind %d %q", i, got[i].kind, got[i].data, want[i].kind, want[i].data)
+			}
+		}
+	})
+}
