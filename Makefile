@@ -7,8 +7,14 @@ GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # How long each fuzz target runs.
 FUZZTIME ?= 30s
-# The packages whose fuzz targets `make fuzz` runs.
-FUZZPKGS := ./protocol
+# The packages whose fuzz targets `make fuzz` runs: the line decoder
+# (protocol), the bounded reader and the whole session (transport/stdio),
+# the HTTP handler, the config loader, the upstream Conn's reading side,
+# exec-tool argv and file-resource paths (catalog).
+FUZZPKGS := ./protocol ./transport/stdio ./transport/http ./config ./upstream ./catalog
+# One fuzzing process at a time, and a short minimization: the machine is
+# shared, and a finding is kept (testdata/fuzz/) however long it is.
+FUZZFLAGS ?= -parallel 1 -fuzzminimizetime 5s
 
 # The version `make build` stamps in (snodod version): git describe in a
 # checkout, a worktree included, whose VCS stamp go build misses; empty
@@ -19,7 +25,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 E2E_NODE := e2e/node/node_modules/.package-lock.json
 E2E_CONFORMANCE := e2e/conformance/node_modules/.package-lock.json
 
-.PHONY: build test bench fuzz lint
+.PHONY: build test bench fuzz fuzz-ci lint
 
 build:
 	$(GO) build $(if $(VERSION),-ldflags "-X main.version=$(VERSION)") -o bin/snodod ./cmd/snodod
@@ -63,14 +69,16 @@ bench/node/node_modules/.package-lock.json: bench/node/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix bench/node --no-audit --no-fund; \
 	else echo "npm not found: the TypeScript peer is left out of make bench"; fi
 
-# go test runs one fuzz target at a time, so each is run in turn.
+# .ci/fuzz runs each target in turn (go test fuzzes one at a time) and
+# stops at the first finding: go test writes the input under the package's
+# testdata/fuzz/TARGET/, where it stays as a regression case that every
+# `make test` runs (commit it with the fix).
 fuzz:
-	@set -e; for pkg in $(FUZZPKGS); do \
-		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			echo "fuzz $$pkg $$target for $(FUZZTIME)"; \
-			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
-		done; \
-	done
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZFLAGS="$(FUZZFLAGS)" .ci/fuzz $(FUZZPKGS)
+
+# fuzz-ci is what .ci/run runs: every target for 10 s.
+fuzz-ci:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 lint:
 	@unformatted=$$(gofmt -l .); \
