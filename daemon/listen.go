@@ -121,12 +121,20 @@ func listenUnix(name, path, key string, lock bool) (*listener, error) {
 // prepareDir creates dir with mode 0700 when it is missing, and refuses a
 // directory that another uid owns or that lets group or others in: the
 // socket's own mode is not enough on every system (some BSDs ignore it), and
-// a directory someone else can write to lets them replace the socket.
+// a directory someone else can write to lets them replace the socket. A
+// symlink in its place is refused too, wherever it points: whoever can
+// change the link (or its target) decides where the sockets go, and the
+// checks below would judge the target, not the path clients use.
 func prepareDir(dir, key string) error {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(dir)
+		return fmt.Errorf("socket directory %s is a symlink (to %s); snodod does not follow it: remove it, or set %s to a path in the real directory",
+			dir, target, key)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create the socket directory %s (%s): %w", dir, key, err)
 	}
-	fi, err := os.Stat(dir)
+	fi, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("socket directory %s (%s): %w", dir, key, err)
 	}
