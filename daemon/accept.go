@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -37,8 +38,9 @@ func (a *acceptor) String() string { return a.l.name + " listener " + a.l.path }
 
 // Serve accepts until ctx ends. Running out of descriptors or memory is
 // transient: it backs off and goes on, as net/http.Server does, instead of
-// spinning. Any other error ends the service, and the supervisor restarts
-// it on the same listener.
+// spinning; a client that waits meanwhile is told the daemon is out of
+// descriptors (fdlimit.go). Any other error ends the service, and the
+// supervisor restarts it on the same listener.
 func (a *acceptor) Serve(ctx context.Context) error {
 	// A deadline in the past interrupts a blocked Accept without closing
 	// the listener, which a restarted acceptor would still need.
@@ -54,9 +56,18 @@ func (a *acceptor) Serve(ctx context.Context) error {
 			if errors.Is(err, net.ErrClosed) {
 				return fmt.Errorf("%s closed: %w", a, suture.ErrDoNotRestart)
 			}
+			if fdShortage(err) {
+				a.d.fdShortage()
+				if a.acceptShort() {
+					delay = 0
+					continue
+				}
+			}
 			if transientAcceptError(err) {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				a.d.log.Warn("accept failed; retrying", "socket", a.l.name, "error", err, "in", delay)
+				if !fdShortage(err) { // said once per shortage, by fdShortage
+					a.d.log.Warn("accept failed; retrying", "socket", a.l.name, "error", err, "in", delay)
+				}
 				select {
 				case <-time.After(delay):
 					continue
@@ -67,16 +78,48 @@ func (a *acceptor) Serve(ctx context.Context) error {
 			return fmt.Errorf("accept on %s: %w", a.l.path, err)
 		}
 		delay = 0
-		if !a.d.beginHandshake() {
-			c.Close() // accepted as the drain began
-			continue
-		}
-		if a.l.name == "control" {
-			go a.d.serveControl(c)
-		} else {
-			go a.d.serveConn(c)
-		}
+		a.serve(c)
 	}
+}
+
+// serve hands an accepted connection to its handler, unless the drain has
+// begun.
+func (a *acceptor) serve(c *net.UnixConn) {
+	if !a.d.beginHandshake() {
+		c.Close() // accepted as the drain began
+		return
+	}
+	if a.l.name == "control" {
+		go a.d.serveControl(c)
+	} else {
+		go a.d.serveConn(c)
+	}
+}
+
+// acceptShort is Accept at the descriptor limit: a client waiting (within
+// a moment) is accepted with the spare descriptor, then served if a
+// descriptor was freed meanwhile, else refused with one line. It reports
+// whether a client was taken.
+func (a *acceptor) acceptShort() bool {
+	if !clientWaiting(a.l.ln, 100*time.Millisecond) {
+		return false
+	}
+	c, served, err := a.d.spare.acceptWithSpare(a.l.ln)
+	if err != nil {
+		return false
+	}
+	if served {
+		a.serve(c)
+		return true
+	}
+	a.d.fdRefusal(a.l.name)
+	if a.l.name == "control" {
+		b, _ := json.Marshal(Reply{Error: outOfFDsText("the daemon is")})
+		refuseNow(c, append(b, '\n'))
+	} else {
+		refuseNow(c, refusalLine(errOutOfFDs()))
+	}
+	return true
 }
 
 func transientAcceptError(err error) bool {
@@ -105,18 +148,28 @@ func (d *Daemon) serveConn(c *net.UnixConn) {
 		return
 	}
 	// The session needs an *os.File: File duplicates the descriptor, and
-	// the connection's own copy is closed.
+	// the connection's own copy is closed once the device is made, so that
+	// a client can still be told why none could be.
 	f, err := c.File()
-	c.Close()
 	var dev *session.Device
 	if err == nil {
 		dev, err = session.NewDevice(f, f, peer) // on error it closes f
 	}
 	if err != nil {
 		d.unreserve(id)
+		if fdShortage(err) {
+			// At the limit a refusal must not hold its descriptor for
+			// long (refuse waits up to a second for the client).
+			d.fdShortage()
+			d.fdRefusal("session")
+			refuseNow(c, refusalLine(errOutOfFDs()))
+			return
+		}
+		c.Close()
 		d.log.Error("connection dropped", "error", err)
 		return
 	}
+	c.Close()
 	if _, err := d.start(id, g, dev, place{via: "socket"}, nil); err != nil {
 		d.log.Error("connection dropped", "error", err)
 		return

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -116,6 +117,12 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		reply(c, Reply{Error: "the daemon is shutting down"})
 		return
 	}
+	if errors.Is(err, errPassedFDsLost) {
+		d.fdShortage()
+		d.fdRefusal("control")
+		reply(c, Reply{Error: err.Error()})
+		return
+	}
 	if err != nil {
 		d.log.Warn("control request dropped", "error", err)
 		reply(c, Reply{Error: err.Error()})
@@ -219,6 +226,12 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 	dev, err := session.NewDevice(in, out, peer) // on error it closes both
 	if err != nil {
 		d.unreserve(id)
+		if fdShortage(err) {
+			d.fdShortage()
+			d.fdRefusal("control")
+			reply(c, Reply{Error: outOfFDsText("the daemon is")})
+			return nil, false
+		}
 		reply(c, Reply{Error: "cannot serve the passed descriptors: " + err.Error()})
 		return nil, false
 	}

@@ -135,6 +135,14 @@ type Daemon struct {
 	// their session's end; reapers counts sessions not yet reaped; late
 	// counts the control connections answered during the drain.
 	handshakes, waiters, reapers, late sync.WaitGroup
+	// spare is the descriptor kept to refuse clients at the descriptor
+	// limit (fdlimit.go), held while Run serves; fdShort is set while the
+	// daemon is out of descriptors, and fdRefused counts the clients
+	// refused meanwhile; fdLastShort is when (UnixNano) it last ran out.
+	spare       spareFD
+	fdShort     atomic.Bool
+	fdRefused   atomic.Int64
+	fdLastShort atomic.Int64
 }
 
 // generation is one configuration and what was built from it.
@@ -270,6 +278,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.host.Close()   // the folders' watches
 	defer d.endStateless() // the HTTP views' 2026 sessions
 	defer d.startDrain()
+	d.spare.mu.Lock()
+	d.spare.regain()
+	d.spare.mu.Unlock()
+	defer d.spare.close()
 
 	cfg := d.Config()
 	listeners, httpLn, err := d.openListeners(cfg)

@@ -60,6 +60,11 @@ func readRequest(c *net.UnixConn, deadline time.Time) (line []byte, files []*os.
 		switch {
 		case perr != nil:
 			return fail(perr)
+		case flags&unix.MSG_CTRUNC != 0 && len(got) < maxPassedFDs:
+			// The control buffer had room: the kernel could not install
+			// the descriptors in this process (EMFILE, ENFILE) and
+			// dropped them.
+			return fail(errPassedFDsLost)
 		case flags&unix.MSG_CTRUNC != 0:
 			return fail(fmt.Errorf("more than %d descriptors sent with a request", maxPassedFDs))
 		}

@@ -188,6 +188,7 @@ func (d *Daemon) serveSession(s *session.Session) {
 	d.reapers.Add(1)
 	d.sessionsSup.Add(s)
 	d.poke()
+	d.fdRecovered()
 }
 
 // placeOf returns where session id is served.

@@ -57,18 +57,31 @@ type daemonProc struct {
 // reports.
 func startDaemon(t *testing.T, config string, extraEnv []string, args ...string) *daemonProc {
 	t.Helper()
+	return startWrapped(t, nil, config, extraEnv, args...)
+}
+
+// startWrapped is startDaemon with the daemon run by the command wrapper
+// (its arguments, then the daemon's command line), such as a shell that
+// lowers a limit first; nil runs the daemon itself.
+func startWrapped(t *testing.T, wrapper []string, config string, extraEnv []string, args ...string) *daemonProc {
+	t.Helper()
 	// Unix socket paths must fit in 108 bytes: t.TempDir's may not.
 	dir, err := os.MkdirTemp("", "sd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	return startDaemonIn(t, dir, config, extraEnv, args...)
+	return startWrappedIn(t, wrapper, dir, config, extraEnv, args...)
 }
 
 // startDaemonIn is startDaemon in a directory of the caller's: a second
 // daemon there finds the first one's state.
 func startDaemonIn(t *testing.T, dir, config string, extraEnv []string, args ...string) *daemonProc {
+	t.Helper()
+	return startWrappedIn(t, nil, dir, config, extraEnv, args...)
+}
+
+func startWrappedIn(t *testing.T, wrapper []string, dir, config string, extraEnv []string, args ...string) *daemonProc {
 	t.Helper()
 	d := &daemonProc{
 		dir:     dir,
@@ -86,7 +99,8 @@ func startDaemonIn(t *testing.T, dir, config string, extraEnv []string, args ...
 	}
 	d.env = append(isolatedEnv(dir), extraEnv...)
 
-	d.cmd = exec.Command(binary, append([]string{"serve", "--demo"}, args...)...)
+	argv := append(append(append([]string(nil), wrapper...), binary, "serve", "--demo"), args...)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = d.env
 	logf, err := os.OpenFile(d.stderr.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
