@@ -1,0 +1,142 @@
+package e2e_test
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snodod/snodod/daemon"
+)
+
+// The fault suite of issue 14: each fault, then proof that the daemon and
+// the other sessions are unharmed and nothing leaked. Each case is bounded
+// in time. Faults of one session (a client that stops reading, restarts)
+// are in daemon_test.go; faults of a hosted server's process are in
+// upstream/ (the Conn), until the daemon hosts servers.
+
+// outOfFDs is what a client refused for want of descriptors reads.
+const outOfFDs = "out of file descriptors (RLIMIT_NOFILE = 128); try again once other clients have left, or raise the daemon's limit (LimitNOFILE= in its unit, ulimit -n)"
+
+// TestDescriptorExhaustion: under `ulimit -n 128`, 200 clients: each is
+// either served or told in one line that the daemon is out of
+// descriptors (none is reset or left waiting); `snodod connect` and
+// `snodod status` say so too; once the clients leave, service recovers.
+func TestDescriptorExhaustion(t *testing.T) {
+	d := startWrapped(t, []string{"/bin/sh", "-c", `ulimit -n 128 && exec "$@"`, "sh"}, "", nil)
+	conns := make([]*sessionConn, 0, 200)
+	for i := range 200 {
+		s, err := dialSession(d.socket)
+		if err != nil {
+			t.Fatalf("client %d cannot connect: %v", i, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		conns = append(conns, s)
+	}
+	served, refused := 0, 0
+	var servedConns []*sessionConn
+	for i, s := range conns {
+		_ = s.send(initializeLine(0, "2025-06-18")) // a refused client's connection may be closed already
+		r, line, err := s.next(answerWithin)
+		switch {
+		case err != nil:
+			t.Fatalf("client %d got no line: %v (%q)", i, err, line)
+		case r.Error != nil && r.Error.Code == -32603 && r.Error.Message == "Server "+outOfFDs:
+			refused++
+		case r.Error == nil && string(r.ID) == "0":
+			served++
+			servedConns = append(servedConns, s)
+		default:
+			t.Fatalf("client %d: %s", i, line)
+		}
+	}
+	t.Logf("%d clients served, %d refused", served, refused)
+	if served < 50 || refused == 0 {
+		t.Fatalf("%d served and %d refused: the limit was not reached, or nothing was served", served, refused)
+	}
+	// The refused clients' descriptors are freed once they are told: more
+	// clients are served, one by one, until the daemon is full again.
+	for full := false; !full; {
+		s, err := dialSession(d.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		conns = append(conns, s)
+		_ = s.send(initializeLine(0, "2025-06-18"))
+		r, line, err := s.next(answerWithin)
+		switch {
+		case err != nil:
+			t.Fatalf("a client got no line: %v (%q)", err, line)
+		case r.Error != nil && r.Error.Message == "Server "+outOfFDs:
+			full = true
+		case r.Error != nil:
+			t.Fatalf("a client: %s", line)
+		default:
+			servedConns = append(servedConns, s)
+		}
+	}
+	// A hand-over needs three descriptors at once, more than a daemon at
+	// its limit has; status needs one, which it may have: it is served or
+	// told why not.
+	connect := d.command("connect", "--handover")
+	connect.Stdin = strings.NewReader("")
+	if out, err := connect.CombinedOutput(); err == nil || !strings.Contains(string(out), "refused the session: the daemon is "+outOfFDs) {
+		t.Errorf("snodod connect at the limit: %v\n%s\nwant it to say the daemon is out of file descriptors", err, out)
+	}
+	if out, err := d.command("status").CombinedOutput(); err != nil && !strings.Contains(string(out), "the daemon is "+outOfFDs) {
+		t.Errorf("snodod status at the limit: %v\n%s\nwant its status, or that the daemon is out of file descriptors", err, out)
+	}
+	// The sessions served are unharmed.
+	for i, s := range servedConns[:5] {
+		if err := s.send(initializedLine); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.echo(i+1, "still served"); err != nil {
+			t.Fatalf("a session served before the limit: %v", err)
+		}
+	}
+	for _, s := range conns {
+		s.Close()
+	}
+	d.awaitStatus(t, "the sessions end once their clients leave", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
+	s := mustDial(t, d.socket)
+	if err := s.initialize("2025-06-18"); err != nil {
+		t.Fatalf("after the clients left: %v", err)
+	}
+	if err := s.echo(1, "recovered"); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	connect = d.command("connect", "--handover")
+	connect.Stdin = strings.NewReader(initializeLine(0, "2025-06-18") + "\n")
+	connect.Stdout = &stdout
+	if out, err := runWithin(connect, answerWithin); err != nil || !strings.Contains(stdout.String(), `"id":0,"result"`) {
+		t.Errorf("snodod connect after the clients left: %v\n%s\nstdout %s", err, out, stdout.String())
+	}
+	if n := strings.Count(d.stderr.String(), "out of file descriptors: new clients are refused"); n != 1 {
+		t.Errorf("the log says %d times that the daemon ran out of descriptors, want once per shortage", n)
+	}
+	d.stop(t)
+}
+
+// runWithin runs cmd, killing it after d, and returns its standard error.
+func runWithin(cmd *exec.Cmd, d time.Duration) (string, error) {
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return stderr.String(), err
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		<-done
+		return stderr.String(), fmt.Errorf("%s did not exit within %v", cmd.Path, d)
+	}
+}
