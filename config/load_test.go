@@ -21,6 +21,7 @@ var wantDefaults = Config{
 		WriteTimeout: 5 * time.Second, MaxLineBytes: 2000000, MaxSubscriptions: 32,
 		RequestTimeout: 30 * time.Second, RestartIntensity: 5, RestartWindow: 10 * time.Second,
 		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, ShutdownGrace: 10 * time.Second, UpgradeGrace: 10 * time.Second,
+		MaxBufferedBytes: 64000000,
 	},
 	Daemon: Daemon{
 		Socket: "/run/test/snodod/snodod.sock", ControlSocket: "/run/test/snodod/control.sock",

@@ -21,6 +21,7 @@ import (
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/session"
+	"github.com/snodod/snodod/transport/stdio"
 	"github.com/snodod/snodod/upstream"
 )
 
@@ -143,6 +144,9 @@ type Daemon struct {
 	fdShort     atomic.Bool
 	fdRefused   atomic.Int64
 	fdLastShort atomic.Int64
+	// budget bounds the unfinished lines of every session together
+	// (daemon.max_buffered_bytes); a reload changes its size.
+	budget *stdio.LineBudget
 }
 
 // generation is one configuration and what was built from it.
@@ -205,6 +209,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		d.host.Close()
 		return nil, err
 	}
+	d.budget = stdio.NewLineBudget(g.limits.MaxBufferedBytes)
 	d.gen.Store(g)
 	d.first = cfg
 	return d, nil

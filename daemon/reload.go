@@ -34,6 +34,7 @@ func (d *Daemon) Reload() error {
 		if g, err = d.build(cfg, d.gen.Load()); err == nil {
 			d.gen.Store(g)
 			d.ups.Apply(cfg)
+			d.budget.SetMax(g.limits.MaxBufferedBytes)
 			d.warnRestartOnly(cfg)
 			d.log.Info("configuration reloaded; new sessions use it", "file", cfg.File())
 			if d.opts.OnReload != nil {

@@ -152,6 +152,7 @@ func (d *Daemon) sessionConfig(id uint64, g *generation, at place, files []*os.F
 		Dispatcher: disp,
 		Executor:   g.exec,
 		Limits:     g.limits,
+		LineBudget: d.budget,
 		Logger:     d.log, // the session adds its id
 		Ended: func(s *session.Session) {
 			end()

@@ -31,6 +31,11 @@ const (
 	DefaultMaxSessions      = 1024
 	DefaultShutdownGrace    = 10 * time.Second
 	DefaultUpgradeGrace     = 10 * time.Second
+	// DefaultMaxBufferedBytes is 32 unfinished lines of the default line
+	// limit: room for several clients sending large requests at once,
+	// while a local user opening a thousand connections that each hold
+	// most of a line can no longer make the daemon hold two gigabytes.
+	DefaultMaxBufferedBytes = 64_000_000
 )
 
 // Limits are the limits of a session's transport, of the shared executor
@@ -75,6 +80,11 @@ type Limits struct {
 	// the new process; what still runs then is answered -32603 "snodod
 	// restarted; this request was cancelled".
 	UpgradeGrace time.Duration
+	// MaxBufferedBytes bounds the bytes of unfinished lines that all of
+	// the daemon's sessions hold together (transport/stdio.LineBudget). A
+	// line longer than it alone is refused too, so below MaxLineBytes it
+	// is the effective line limit.
+	MaxBufferedBytes int
 }
 
 // Limit describes one field of Limits.
@@ -144,6 +154,9 @@ var all = []Limit{
 	{Key: "executor.max_queue", Flag: "max-queue", Default: DefaultMaxQueue,
 		Description: "Requests that may wait for an executor slot in places every session shares; besides these, each session has 4 places of its own, so the queue holds up to max_queue + 4 × sessions and no session is refused while it has fewer than 4 waiting. A request beyond both is refused.",
 		field:       func(l *Limits) any { return &l.MaxQueue }},
+	{Key: "daemon.max_buffered_bytes", Flag: "max-buffered-bytes", Default: DefaultMaxBufferedBytes, Daemon: true,
+		Description: "Bytes of unfinished lines all sessions may hold together; past it, the connection holding the longest is refused that line (-32600) and its next line is served.",
+		field:       func(l *Limits) any { return &l.MaxBufferedBytes }},
 	{Key: "daemon.max_sessions", Flag: "max-sessions", Default: DefaultMaxSessions, Daemon: true,
 		Description: "Sessions served at once; a client beyond it is refused with one line.",
 		field:       func(l *Limits) any { return &l.MaxSessions }},

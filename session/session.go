@@ -37,6 +37,12 @@ type Config struct {
 	// ends the session.
 	Limits limits.Limits
 
+	// LineBudget, when set, is shared by the sessions of a daemon: their
+	// unfinished lines together stay within it (daemon.max_buffered_bytes,
+	// stdio.LineBudget). Nil: each session is bounded by its line limit
+	// alone.
+	LineBudget *stdio.LineBudget
+
 	// Logger receives the session's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
 
@@ -195,11 +201,11 @@ func (s *Session) start() bool {
 	var resume *stdio.Resume
 	s.mu.Lock()
 	if r := s.resume; r != nil {
-		s.ownReader = stdio.NewReaderFrom(s.dev.input(), s.cfg.Limits.MaxLineBytes, r.input)
+		s.ownReader = s.cfg.LineBudget.NewReaderFrom(s.dev.input(), s.cfg.Limits.MaxLineBytes, r.input)
 		resume = r.transport(s.log)
 		s.resume = nil
 	} else {
-		s.ownReader = stdio.NewReader(s.dev.input(), s.cfg.Limits.MaxLineBytes)
+		s.ownReader = s.cfg.LineBudget.NewReader(s.dev.input(), s.cfg.Limits.MaxLineBytes) // a nil budget is none
 	}
 	s.mu.Unlock()
 	// Every instance serves with the same Transport, kept in the Session

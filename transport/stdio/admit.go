@@ -42,6 +42,8 @@ func (c *coordinator) handleLine(ev lineEvent) {
 		c.handleData(ev.data)
 	case lineOversize:
 		c.writeError(protocol.ID{}, protocol.LineLimitError(c.reader.limit))
+	case lineOverBudget:
+		c.writeError(protocol.ID{}, BudgetError(c.reader.budget.Max()))
 	case lineEOF:
 		c.endInput()
 	case lineError:

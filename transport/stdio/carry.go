@@ -71,6 +71,7 @@ func (r *Reader) Detach() (Carry, error) {
 	var err error
 	r.once.Do(func() {
 		detached = true
+		r.detaching.Store(true)
 		close(r.stop)
 		if err = d.SetReadDeadline(time.Now()); err != nil {
 			return
@@ -92,7 +93,9 @@ func (r *Reader) Detach() (Carry, error) {
 			switch ev.kind {
 			case lineData:
 				c.Lines = append(c.Lines, CarriedLine{Data: ev.data})
-			case lineOversize:
+			case lineOversize, lineOverBudget:
+				// A line taken by the budget is refused over there as
+				// one over the limit: Carry has no kind of its own for it.
 				c.Lines = append(c.Lines, CarriedLine{Oversize: true})
 			case lineEOF, lineError, linePanic:
 				c.EOF = true
@@ -102,12 +105,19 @@ func (r *Reader) Detach() (Carry, error) {
 	r.pending, r.held = nil, nil
 	lr := r.lr
 	if !c.EOF {
-		c.Partial = bytes.Clone(lr.line)
-		c.Discarding = lr.discarding
+		partial, taken := lr.partialCopy()
+		c.Partial, c.Discarding = partial, lr.discarding
+		if taken {
+			c.Lines = append(c.Lines, CarriedLine{Oversize: true})
+			c.Discarding = true
+		}
 		if lr.start < lr.end {
 			c.Rest = bytes.Clone(lr.buf[lr.start:lr.end])
 		}
 		c.EOF = r.ended || lr.err != nil
+	}
+	if lr.share != nil {
+		lr.share.drop() // the line goes on in the carry, and out of this budget
 	}
 	return c, nil
 }
@@ -118,7 +128,13 @@ func (r *Reader) Detach() (Carry, error) {
 // c.EOF the device is not read again. maxLineBytes is as for NewReader; a
 // carried line is not measured against it again.
 func NewReaderFrom(in io.Reader, maxLineBytes int, c Carry) *Reader {
+	return newReaderFrom(in, maxLineBytes, c, nil)
+}
+
+// newReaderFrom is NewReaderFrom drawing on budget (nil: none).
+func newReaderFrom(in io.Reader, maxLineBytes int, c Carry, budget *LineBudget) *Reader {
 	r := newReader(in, maxLineBytes)
+	r.budget = budget
 	r.bytesIn.Store(c.BytesIn)
 	for _, l := range c.Lines {
 		if l.Oversize {
@@ -127,7 +143,7 @@ func NewReaderFrom(in io.Reader, maxLineBytes int, c Carry) *Reader {
 			r.pending = append(r.pending, lineEvent{kind: lineData, data: bytes.Clone(l.Data)})
 		}
 	}
-	lr := newLineReader(newSource(in, r.limit+1), r.limit, &r.bytesIn)
+	lr := r.lineReader()
 	lr.discarding = c.Discarding && len(c.Partial) == 0
 	switch {
 	case len(c.Partial) > r.limit:
@@ -135,8 +151,9 @@ func NewReaderFrom(in io.Reader, maxLineBytes int, c Carry) *Reader {
 		// now, the rest skipped.
 		r.pending = append(r.pending, lineEvent{kind: lineOversize})
 		lr.discarding = true
-	case len(c.Partial) > 0:
-		lr.line = append(make([]byte, 0, len(c.Partial)), c.Partial...)
+	case len(c.Partial) > 0 && !lr.appendLine(c.Partial):
+		r.pending = append(r.pending, lineEvent{kind: lineOverBudget})
+		lr.discarding = true
 	}
 	lr.buf, lr.end = bytes.Clone(c.Rest), len(c.Rest)
 	if c.EOF {

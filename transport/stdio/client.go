@@ -41,7 +41,7 @@ func (r *Reader) ReadLine() ([]byte, error) {
 	switch ev.kind {
 	case lineData:
 		return ev.data, nil
-	case lineOversize:
+	case lineOversize, lineOverBudget:
 		return nil, ErrLineTooLong
 	case lineEOF:
 		return nil, io.EOF

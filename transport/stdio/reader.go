@@ -61,11 +61,12 @@ func (s *plainSource) read() ([]byte, error) {
 type lineKind uint8
 
 const (
-	lineData     lineKind = iota // a line within the limit
-	lineOversize                 // a line passed the limit (refused at once)
-	lineEOF                      // end of input
-	lineError                    // a read error other than EOF
-	linePanic                    // the reader panicked
+	lineData       lineKind = iota // a line within the limit
+	lineOversize                   // a line passed the limit (refused at once)
+	lineOverBudget                 // a line was taken to keep within the LineBudget
+	lineEOF                        // end of input
+	lineError                      // a read error other than EOF
+	linePanic                      // the reader panicked
 	// lineInterrupted: a read deadline passed (Close or Detach stops a
 	// read so); never delivered, and the reader's state is intact.
 	lineInterrupted
@@ -94,10 +95,72 @@ type lineReader struct {
 	// interrupted: the last read ended at a read deadline; reported once
 	// (lineInterrupted) after the bytes read with it.
 	interrupted bool
+
+	// share, with a LineBudget, holds the incomplete line instead of line
+	// (budget.go); shared is its length as this reader left it.
+	share  *budgetShare
+	shared int
 }
 
 func newLineReader(src source, limit int, count *atomic.Int64) *lineReader {
 	return &lineReader{src: src, limit: limit, count: count}
+}
+
+// The incomplete line, kept in line or, with a budget, in share.
+
+func (lr *lineReader) held() int {
+	if lr.share != nil {
+		return lr.shared
+	}
+	return len(lr.line)
+}
+
+// dropLine forgets the incomplete line.
+func (lr *lineReader) dropLine() {
+	if lr.share != nil {
+		lr.share.drop()
+		lr.shared = 0
+		return
+	}
+	lr.line = lr.line[:0]
+}
+
+// takeLine returns the incomplete line with tail appended, and forgets
+// it; ok is false when the budget took it away meanwhile.
+func (lr *lineReader) takeLine(tail []byte) (data []byte, ok bool) {
+	if lr.share != nil {
+		data, ok = lr.share.take(tail)
+		lr.shared = 0
+		return data, ok
+	}
+	data = append(lr.line, tail...)
+	lr.line = nil // handed over with the line
+	return data, true
+}
+
+// partialCopy returns a copy of the incomplete line, and whether the
+// budget took it away (then there is none).
+func (lr *lineReader) partialCopy() (line []byte, taken bool) {
+	if lr.share == nil {
+		return bytes.Clone(lr.line), false
+	}
+	return lr.share.snapshot()
+}
+
+// appendLine adds chunk to the incomplete line; false means the budget
+// refused it (the line is dropped).
+func (lr *lineReader) appendLine(chunk []byte) bool {
+	if lr.share != nil {
+		if !lr.share.grow(chunk, lr.limit) {
+			lr.dropLine()
+			return false
+		}
+		lr.shared += len(chunk)
+		return true
+	}
+	lr.line = growLine(lr.line, len(chunk), lr.limit)
+	lr.line = append(lr.line, chunk...)
+	return true
 }
 
 // maxBatchLines bounds the events of one batch, so that a read of blank
@@ -144,6 +207,13 @@ func (lr *lineReader) batch() []lineEvent {
 
 // scan consumes buffered bytes and reports an event when one is complete.
 func (lr *lineReader) scan() (lineEvent, bool) {
+	if lr.share != nil && !lr.discarding && lr.share.taken.Load() {
+		// Another connection's reader took this line to keep within the
+		// budget: it is refused now, and its rest dropped.
+		lr.dropLine()
+		lr.discarding = true
+		return lineEvent{kind: lineOverBudget}, true
+	}
 	chunk := lr.buf[lr.start:lr.end]
 	i := bytes.IndexByte(chunk, '\n')
 	if lr.discarding {
@@ -155,44 +225,47 @@ func (lr *lineReader) scan() (lineEvent, bool) {
 		lr.discarding = false
 		return lineEvent{}, false
 	}
+	held := lr.held()
 	if i >= 0 {
 		lr.start += i + 1
-		if len(lr.line)+i+1 > lr.limit {
-			lr.line = lr.line[:0]
+		if held+i+1 > lr.limit {
+			lr.dropLine()
 			return lineEvent{kind: lineOversize}, true
 		}
-		var data []byte
-		if len(lr.line) == 0 {
-			data = bytes.Clone(chunk[:i])
-		} else {
-			data = append(lr.line, chunk[:i]...)
-			lr.line = nil // handed over with the line
+		if held == 0 {
+			return lineEvent{kind: lineData, data: bytes.Clone(chunk[:i])}, true
+		}
+		data, ok := lr.takeLine(chunk[:i])
+		if !ok { // taken since the check above; its end is this LF
+			lr.dropLine()
+			return lineEvent{kind: lineOverBudget}, true
 		}
 		return lineEvent{kind: lineData, data: data}, true
 	}
 	// No newline yet: the line may still fit while it holds at most limit
 	// bytes (a newline or EOF decides). Byte limit+1 refuses it.
-	if len(lr.line)+len(chunk) > lr.limit {
-		lr.start = lr.end
-		lr.line = lr.line[:0]
+	lr.start = lr.end
+	if held+len(chunk) > lr.limit {
+		lr.dropLine()
 		lr.discarding = true
 		return lineEvent{kind: lineOversize}, true
 	}
-	lr.line = lr.grow(lr.line, len(chunk))
-	lr.line = append(lr.line, chunk...)
-	lr.start = lr.end
+	if !lr.appendLine(chunk) {
+		lr.discarding = true
+		return lineEvent{kind: lineOverBudget}, true
+	}
 	return lineEvent{}, false
 }
 
-// grow makes room for n more bytes without ever exceeding the limit in
-// capacity, so a peer cannot make the reader hold more than the limit.
-func (lr *lineReader) grow(b []byte, n int) []byte {
+// growLine makes room in b for n more bytes without ever exceeding limit
+// in capacity, so a peer cannot make the reader hold more than the limit.
+func growLine(b []byte, n, limit int) []byte {
 	need := len(b) + n
 	if need <= cap(b) {
 		return b
 	}
 	c := max(2*cap(b), need, 4096)
-	c = min(c, lr.limit)
+	c = min(c, limit)
 	nb := make([]byte, len(b), c)
 	copy(nb, b)
 	return nb
@@ -201,11 +274,19 @@ func (lr *lineReader) grow(b []byte, n int) []byte {
 // finish reports the end of input once buffered bytes are consumed: a final
 // unterminated line first (it is within the limit, or it was refused).
 func (lr *lineReader) finish() lineEvent {
-	if len(lr.line) > 0 && !lr.discarding && errors.Is(lr.err, io.EOF) {
-		data := lr.line
-		lr.line = nil
-		return lineEvent{kind: lineData, data: data}
+	if lr.share != nil && !lr.discarding && lr.share.taken.Load() {
+		lr.dropLine()
+		lr.discarding = true
+		return lineEvent{kind: lineOverBudget}
 	}
+	if lr.held() > 0 && !lr.discarding && errors.Is(lr.err, io.EOF) {
+		if data, ok := lr.takeLine(nil); ok {
+			return lineEvent{kind: lineData, data: data}
+		}
+		lr.discarding = true
+		return lineEvent{kind: lineOverBudget}
+	}
+	lr.dropLine()
 	lr.line = nil
 	if errors.Is(lr.err, io.EOF) {
 		return lineEvent{kind: lineEOF}
@@ -233,6 +314,10 @@ type Reader struct {
 	stop    chan struct{}
 	done    sync.WaitGroup // the goroutine
 	once    sync.Once      // Close or Detach
+	budget  *LineBudget    // nil: the line limit alone bounds what is held
+	// detaching is set by Detach: the unfinished line is carried, not
+	// dropped from the budget, when the goroutine stops.
+	detaching atomic.Bool
 
 	// What the goroutine leaves when it stops, for Detach (carry.go): the
 	// line reader, the batch it could not deliver, and whether input had
@@ -249,7 +334,7 @@ type Reader struct {
 // this is reached). The caller must Close it.
 func NewReader(in io.Reader, maxLineBytes int) *Reader {
 	r := newReader(in, maxLineBytes)
-	r.start(newLineReader(newSource(in, r.limit+1), r.limit, &r.bytesIn))
+	r.start(r.lineReader())
 	return r
 }
 
@@ -264,6 +349,16 @@ func newReader(in io.Reader, maxLineBytes int) *Reader {
 		batches: make(chan []lineEvent),
 		stop:    make(chan struct{}),
 	}
+}
+
+// lineReader is the reader's line splitter, drawing on its budget if it
+// has one.
+func (r *Reader) lineReader() *lineReader {
+	lr := newLineReader(newSource(r.in, r.limit+1), r.limit, &r.bytesIn)
+	if r.budget != nil {
+		lr.share = &budgetShare{b: r.budget}
+	}
+	return lr
 }
 
 func (r *Reader) start(lr *lineReader) {
@@ -295,7 +390,11 @@ func (r *Reader) Close() {
 
 func (r *Reader) loop(lr *lineReader) {
 	defer r.done.Done()
-	if r.read(lr) {
+	ended := r.read(lr)
+	if lr.share != nil && !r.detaching.Load() {
+		lr.share.drop() // an unfinished line stops counting with its reader
+	}
+	if ended {
 		r.ended = true
 		// The end of input stays on offer until Close, so an instance that
 		// follows a failed one on the same Reader finds it too. Each offer

@@ -77,33 +77,48 @@ func FuzzLineReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, limit16 uint16, sizes []byte) {
 		limit := 1 + int(limit16%4096)
 		want := wantEvents(data, limit)
-		var count atomic.Int64
-		src := &plainSource{r: &chunkedReader{data: bytes.Clone(data), sizes: sizes}, max: limit + 1}
-		lr := newLineReader(src, limit, &count)
-		var got []lineEvent
-		for {
-			evs := lr.batch()
-			if len(evs) == 0 || len(evs) > maxBatchLines {
-				t.Fatalf("a batch of %d events", len(evs))
-			}
-			if cap(lr.line) > limit {
-				t.Fatalf("the reader holds %d bytes of an unfinished line, limit %d", cap(lr.line), limit)
-			}
-			got = append(got, evs...)
-			if k := evs[len(evs)-1].kind; k == lineEOF || k == lineError {
-				break
-			}
+		// Alone on a budget of its line limit, a reader behaves as one
+		// without a budget, and leaves nothing counted.
+		budget := NewLineBudget(limit)
+		for _, share := range []*budgetShare{nil, {b: budget}} {
+			readAll(t, data, limit, sizes, share, want)
 		}
-		if count.Load() != int64(len(data)) {
-			t.Fatalf("counted %d bytes read, want %d", count.Load(), len(data))
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%d events, want %d:\ngot  %v\nwant %v", len(got), len(want), got, want)
-		}
-		for i := range want {
-			if got[i].kind != want[i].kind || !bytes.Equal(got[i].data, want[i].data) {
-				t.Fatalf("event %d: got kind %d %q, want kind %d %q", i, got[i].kind, got[i].data, want[i].kind, want[i].data)
-			}
+		if budget.Used() != 0 {
+			t.Fatalf("the budget still counts %d bytes", budget.Used())
 		}
 	})
+}
+
+// readAll reads data through a lineReader (on share, when not nil) and
+// checks its events against want.
+func readAll(t *testing.T, data []byte, limit int, sizes []byte, share *budgetShare, want []lineEvent) {
+	var count atomic.Int64
+	src := &plainSource{r: &chunkedReader{data: bytes.Clone(data), sizes: sizes}, max: limit + 1}
+	lr := newLineReader(src, limit, &count)
+	lr.share = share
+	var got []lineEvent
+	for {
+		evs := lr.batch()
+		if len(evs) == 0 || len(evs) > maxBatchLines {
+			t.Fatalf("a batch of %d events", len(evs))
+		}
+		if cap(lr.line) > limit || share != nil && cap(share.line) > limit {
+			t.Fatalf("the reader holds more than the limit %d of an unfinished line", limit)
+		}
+		got = append(got, evs...)
+		if k := evs[len(evs)-1].kind; k == lineEOF || k == lineError {
+			break
+		}
+	}
+	if count.Load() != int64(len(data)) {
+		t.Fatalf("counted %d bytes read, want %d", count.Load(), len(data))
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d:\ngot  %v\nwant %v", len(got), len(want), got, want)
+	}
+	for i := range want {
+		if got[i].kind != want[i].kind || !bytes.Equal(got[i].data, want[i].data) {
+			t.Fatalf("event %d (budget %v): got kind %d %q, want kind %d %q", i, share != nil, got[i].kind, got[i].data, want[i].kind, want[i].data)
+		}
+	}
 }
