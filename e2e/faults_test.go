@@ -140,3 +140,86 @@ func runWithin(cmd *exec.Cmd, d time.Duration) (string, error) {
 		return stderr.String(), fmt.Errorf("%s did not exit within %v", cmd.Path, d)
 	}
 }
+
+// TestUnfinishedLinesBudget: with daemon.max_buffered_bytes = 3,000,000
+// and the default line limit, two clients hold 1.9 MB and 1.1 MB of
+// unfinished lines (exactly the budget: both kept); one byte more from the
+// second takes the first's line, which is refused (-32600) when it next
+// sends, and its following request is served; the second's line, 1.2 MB,
+// is served whole. Then 40 clients each holding 1.9 MB: every one is
+// either refused its line or served it, and all are served afterwards.
+func TestUnfinishedLinesBudget(t *testing.T) {
+	d := startDaemon(t, "[daemon]\nmax_buffered_bytes = 3000000\n", nil)
+	refusal := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Message refused: the unfinished lines of all connections passed daemon.max_buffered_bytes (3000000 bytes) and this one was the longest; send it again"}}`
+	a, g := mustDial(t, d.socket), mustDial(t, d.socket)
+	for _, s := range []*sessionConn{a, g} {
+		if err := s.initialize("2025-06-18"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line, text := paddedEcho(7, 1_200_001) // g's whole line: 1,200,000 bytes before its newline
+	write := func(s *sessionConn, b string) {
+		t.Helper()
+		_ = s.c.SetWriteDeadline(time.Now().Add(answerWithin))
+		if _, err := s.c.Write([]byte(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a, strings.Repeat(" ", 1_900_000))
+	write(g, line[:1_100_000])
+	// Both are held: the daemon is at its budget; a third client is served.
+	third := mustDial(t, d.socket)
+	if err := third.initialize("2025-06-18"); err != nil {
+		t.Fatal(err)
+	}
+	if err := third.echo(1, "at the budget"); err != nil {
+		t.Fatal(err)
+	}
+	write(g, line[1_100_000:1_100_001]) // 1,900,000 + 1,100,000 + 1: a's line is taken
+	if err := third.echo(2, "past the budget"); err != nil {
+		t.Fatal(err)
+	}
+	write(a, "\n")
+	_, got, err := a.next(answerWithin)
+	if err != nil || strings.TrimSpace(string(got)) != refusal {
+		t.Fatalf("the client whose line was taken: %q %v\nwant %s", got, err, refusal)
+	}
+	if err := a.echo(3, "served after the refusal"); err != nil {
+		t.Fatal(err)
+	}
+	write(g, line[1_100_001:]+"\n")
+	r, err := g.answer("7", answerWithin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if echoed, err := toolText(r); err != nil || echoed != text {
+		t.Fatalf("the client that grew: %d bytes echoed (%v), want its %d", len(echoed), err, len(text))
+	}
+
+	// Many clients at once: each is refused or served its line, never cut.
+	conns := make([]*sessionConn, 40)
+	for i := range conns {
+		conns[i] = mustDial(t, d.socket)
+		if err := conns[i].initialize("2025-06-18"); err != nil {
+			t.Fatal(err)
+		}
+		write(conns[i], strings.Repeat(" ", 1_900_000))
+	}
+	refused := 0
+	for i, s := range conns {
+		write(s, "\n")
+		if err := s.echo(10+i, "after"); err == nil {
+			continue
+		} else if !strings.Contains(err.Error(), "daemon.max_buffered_bytes") {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		refused++
+		if err := s.echo(10+i, "after"); err != nil {
+			t.Fatalf("client %d after its refusal: %v", i, err)
+		}
+	}
+	t.Logf("%d of 40 clients holding 1.9 MB each were refused their line", refused)
+	if refused < 40-1 {
+		t.Errorf("%d of 40 refused; a budget of 3,000,000 bytes holds one 1.9 MB line", refused)
+	}
+}
