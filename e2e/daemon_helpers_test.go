@@ -102,6 +102,17 @@ func startWrappedIn(t *testing.T, wrapper []string, dir, config string, extraEnv
 	argv := append(append(append([]string(nil), wrapper...), binary, "serve", "--demo"), args...)
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = d.env
+	d.launch(t)
+	d.awaitReady(t)
+	return d
+}
+
+// launch starts d.cmd with its standard error appended to d.stderr's file.
+// When the test ends, a daemon still running is killed (a test that stops
+// it checks its exit), and so is the one its last upgrade started, and
+// their log is checked for the race detector's reports.
+func (d *daemonProc) launch(t *testing.T) {
+	t.Helper()
 	logf, err := os.OpenFile(d.stderr.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -112,16 +123,17 @@ func startWrappedIn(t *testing.T, wrapper []string, dir, config string, extraEnv
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd, exited := d.cmd, d.exited
 	go func() {
-		_ = d.cmd.Wait()
-		close(d.exited)
+		_ = cmd.Wait()
+		close(exited)
 	}()
 	t.Cleanup(func() {
 		select {
-		case <-d.exited:
+		case <-exited:
 		default:
-			_ = d.cmd.Process.Kill()
-			<-d.exited
+			_ = cmd.Process.Kill()
+			<-exited
 		}
 		if d.successor != 0 {
 			_ = syscall.Kill(d.successor, syscall.SIGKILL)
@@ -134,11 +146,15 @@ func startWrappedIn(t *testing.T, wrapper []string, dir, config string, extraEnv
 			t.Logf("snodod serve's standard error:\n%s", out)
 		}
 	})
+}
 
+// awaitReady waits until the daemon answers on its control socket.
+func (d *daemonProc) awaitReady(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(answerWithin)
 	for {
 		if _, err := d.status(t.Context()); err == nil {
-			return d
+			return
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the daemon does not answer on %s: %v", d.control, err)
 		}

@@ -3,7 +3,10 @@ package e2e_test
 import (
 	"bytes"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -222,4 +225,155 @@ func TestUnfinishedLinesBudget(t *testing.T) {
 	if refused < 40-1 {
 		t.Errorf("%d of 40 refused; a budget of 3,000,000 bytes holds one 1.9 MB line", refused)
 	}
+}
+
+// TestKilledUnderSocketActivation: the test holds the listening sockets,
+// as systemd does, and starts each daemon the way systemd and
+// systemd-socket-activate do (descriptors 3 and 4, LISTEN_FDS,
+// LISTEN_FDNAMES, and LISTEN_PID set to the daemon's pid by a shell that
+// then execs it). A daemon killed with SIGKILL mid-request takes only its
+// own sessions with it: a client that connects while no daemon runs waits
+// in the socket's backlog and is served by the next daemon, and so are
+// status and hand-overs; a drain leaves the sockets to their owner.
+func TestKilledUnderSocketActivation(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sdk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d := &daemonProc{dir: dir, socket: filepath.Join(dir, "s.sock"), control: filepath.Join(dir, "c.sock"),
+		config: filepath.Join(dir, "config", "snodod", "config.toml"), stderr: &logFile{path: filepath.Join(dir, "daemon.log")}}
+	var files []*os.File
+	for _, path := range []string{d.socket, d.control} {
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := ln.File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.SetUnlinkOnClose(false) // systemd's socket stays
+		ln.Close()
+		t.Cleanup(func() { f.Close() })
+		files = append(files, f)
+	}
+	d.env = append(isolatedEnv(dir), "LISTEN_FDS=2", "LISTEN_FDNAMES=session:control")
+	start := func() {
+		t.Helper()
+		d.exited = make(chan struct{})
+		d.cmd = exec.Command("/bin/sh", "-c", `LISTEN_PID=$$; export LISTEN_PID; exec "$0" serve --demo`, binary)
+		d.cmd.Env, d.cmd.ExtraFiles = d.env, files
+		d.launch(t)
+		d.awaitReady(t)
+	}
+	start()
+	s := mustDial(t, d.socket)
+	if err := s.initialize("2025-06-18"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.send(callLine(2, "sleep", `{"ms":10000}`)); err != nil {
+		t.Fatal(err)
+	}
+	d.awaitStatus(t, "the sleep is in flight", answerWithin, func(st *daemon.Status) bool { return st.Executor.Running == 1 })
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	d.waitExit(t, answerWithin)
+	if _, line, err := s.next(answerWithin); err == nil {
+		t.Errorf("the killed daemon's session went on: %s", line)
+	}
+
+	waiting, err := dialSession(d.socket)
+	if err != nil {
+		t.Fatalf("no daemon runs, but the socket is held: a client must still connect: %v", err)
+	}
+	t.Cleanup(func() { waiting.Close() })
+	if err := waiting.send(initializeLine(0, "2025-06-18")); err != nil {
+		t.Fatal(err)
+	}
+	start() // as Restart=on-failure does
+	if r, err := waiting.answer("0", answerWithin); err != nil || r.Error != nil {
+		t.Fatalf("the client that waited for the next daemon: %+v %v", r, err)
+	}
+	if err := waiting.send(initializedLine); err != nil {
+		t.Fatal(err)
+	}
+	if err := waiting.echo(1, "served by the next daemon"); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	connect := d.command("connect", "--handover", "--socket", d.socket, "--control-socket", d.control)
+	connect.Stdin = strings.NewReader(initializeLine(0, "2025-06-18") + "\n")
+	connect.Stdout = &stdout
+	if out, err := runWithin(connect, answerWithin); err != nil || !strings.Contains(stdout.String(), `"id":0,"result"`) {
+		t.Errorf("snodod connect to the next daemon: %v\n%s\nstdout %s", err, out, stdout.String())
+	}
+	waiting.Close()
+	d.stop(t)
+	for _, p := range []string{d.socket, d.control} {
+		if fi, err := os.Lstat(p); err != nil || fi.Mode().Type() != os.ModeSocket {
+			t.Errorf("%s after the drain: %v, want systemd's socket left in place", p, err)
+		}
+	}
+}
+
+// TestClientHalfClosesOrTrickles: a client that shuts down its writing
+// side gets the answers to what it sent, then the end of the connection;
+// one that sends a byte a second (past write_timeout and request_timeout,
+// which never bound reading) is served once its line is complete; others
+// are served meanwhile, and no session is left behind.
+func TestClientHalfClosesOrTrickles(t *testing.T) {
+	d := startDaemon(t, "[session]\nwrite_timeout = \"500ms\"\nrequest_timeout = \"2s\"\n", nil)
+	half := mustDial(t, d.socket)
+	if err := half.initialize("2025-06-18"); err != nil {
+		t.Fatal(err)
+	}
+	if err := half.send(callLine(2, "sleep", `{"ms":300}`), echoLine(3, "before the half-close")); err != nil {
+		t.Fatal(err)
+	}
+	if err := half.c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		r, line, err := half.next(answerWithin)
+		if err != nil || r.Error != nil {
+			t.Fatalf("after the half-close: %q %v", line, err)
+		}
+		got[string(r.ID)] = true
+	}
+	if !got["2"] || !got["3"] {
+		t.Errorf("answers after the half-close: %v, want 2 and 3", got)
+	}
+	if err := half.drainToEOF(answerWithin); err != nil {
+		t.Errorf("the half-closed connection: %v, want end of file after the answers", err)
+	}
+
+	trickle, other := mustDial(t, d.socket), mustDial(t, d.socket)
+	for _, s := range []*sessionConn{trickle, other} {
+		if err := s.initialize("2025-06-18"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line := echoLine(9, "trickled") + "\n"
+	for i := range 6 {
+		if _, err := trickle.c.Write([]byte{line[i]}); err != nil {
+			t.Fatalf("byte %d: %v", i, err)
+		}
+		if err := other.echo(10+i, "meanwhile"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the fault under test: a byte a second
+	}
+	if _, err := trickle.c.Write([]byte(line[6:])); err != nil {
+		t.Fatal(err)
+	}
+	r, err := trickle.answer("9", answerWithin)
+	if text, terr := toolText(r); err != nil || terr != nil || text != "trickled" {
+		t.Fatalf("the trickled request: %q %v %v", text, err, terr)
+	}
+	trickle.Close()
+	other.Close()
+	d.awaitStatus(t, "no session is left", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
 }

@@ -100,33 +100,8 @@ func startActivated(t *testing.T, config string) *activatedDaemon {
 	}
 	args = append(args, binary, "serve", "--demo", "--socket", d.socket, "--control-socket", d.control)
 	d.cmd = exec.Command(activate, args...)
-	logf, err := os.OpenFile(d.stderr.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd.Env, d.cmd.Stderr = d.env, logf
-	err = d.cmd.Start()
-	logf.Close() // the process has its own
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = d.cmd.Wait()
-		close(d.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-d.exited:
-		default:
-			_ = d.cmd.Process.Kill()
-			<-d.exited
-		}
-		if out := d.stderr.String(); strings.Contains(out, "DATA RACE") {
-			t.Errorf("the race detector reported a race in snodod serve:\n%s", out)
-		} else if t.Failed() {
-			t.Logf("systemd-socket-activate and snodod serve's standard error:\n%s", out)
-		}
-	})
+	d.cmd.Env = d.env
+	d.launch(t)
 	// systemd-socket-activate binds both sockets first, then starts the
 	// daemon (exec, same pid) on the first connection.
 	if !await(answerWithin, func() bool {
