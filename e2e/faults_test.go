@@ -74,6 +74,11 @@ func TestDescriptorExhaustion(t *testing.T) {
 		case err != nil:
 			t.Fatalf("a client got no line: %v (%q)", err, line)
 		case r.Error != nil && r.Error.Message == "Server "+outOfFDs:
+			// The daemon is full again once it has closed this client.
+			_ = s.c.CloseWrite()
+			if err := s.drainToEOF(answerWithin); err != nil {
+				t.Fatalf("the refused client: %v", err)
+			}
 			full = true
 		case r.Error != nil:
 			t.Fatalf("a client: %s", line)
@@ -210,15 +215,15 @@ func TestUnfinishedLinesBudget(t *testing.T) {
 	}
 	refused := 0
 	for i, s := range conns {
-		write(s, "\n")
-		if err := s.echo(10+i, "after"); err == nil {
-			continue
-		} else if !strings.Contains(err.Error(), "daemon.max_buffered_bytes") {
-			t.Fatalf("client %d: %v", i, err)
+		id := 10 + i
+		write(s, "\n"+echoLine(id, "after")+"\n")
+		r, line, err := s.next(answerWithin)
+		if err == nil && string(r.ID) == "null" && r.Error != nil && strings.Contains(r.Error.Message, "daemon.max_buffered_bytes") {
+			refused++
+			r, line, err = s.next(answerWithin)
 		}
-		refused++
-		if err := s.echo(10+i, "after"); err != nil {
-			t.Fatalf("client %d after its refusal: %v", i, err)
+		if text, terr := toolText(r); err != nil || terr != nil || string(r.ID) != fmt.Sprint(id) || text != "after" {
+			t.Fatalf("client %d: %q %v %v", i, line, err, terr)
 		}
 	}
 	t.Logf("%d of 40 clients holding 1.9 MB each were refused their line", refused)
