@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // cache is the on-disk catalog cache (upstreams.md §4): after each
@@ -15,9 +16,22 @@ import (
 // what the upstream listed and nothing of its configuration (env values
 // are only hashed into the fingerprint). An empty dir disables the cache.
 // Its methods may be called from any goroutine.
+//
+// A state directory that cannot be written (read-only, full) costs only
+// the cache: the upstreams are served all the same, and the log says so
+// once, not at every listing, until a write succeeds again.
 type cache struct {
 	dir string
 	log *slog.Logger
+	// failing is set while writes fail (the first failure is logged).
+	failing atomic.Bool
+}
+
+// failed logs a failed write, once until a write succeeds again.
+func (c *cache) failed(msg string, args ...any) {
+	if !c.failing.Swap(true) {
+		c.log.Warn(msg+"; upstreams are served without it, and this is logged once until a write succeeds", args...)
+	}
 }
 
 func (c *cache) path(u *upstream) string {
@@ -55,7 +69,7 @@ func (c *cache) store(u *upstream, cat *catalog) {
 		return
 	}
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
-		c.log.Warn("upstream catalog cache: cannot create its directory", "dir", c.dir, "err", err)
+		c.failed("upstream catalog cache: cannot create its directory", "dir", c.dir, "err", err)
 		return
 	}
 	b, err := json.Marshal(cat)
@@ -77,8 +91,11 @@ func (c *cache) store(u *upstream, cat *catalog) {
 		}
 	}
 	if err != nil {
-		c.log.Warn("upstream catalog cache: cannot write", "upstream", u.name, "path", final, "err", err)
+		c.failed("upstream catalog cache: cannot write", "upstream", u.name, "path", final, "err", err)
 		return
+	}
+	if c.failing.Swap(false) {
+		c.log.Info("upstream catalog cache: written again", "dir", c.dir)
 	}
 	old, _ := filepath.Glob(filepath.Join(c.dir, globEscape(filepath.Base(final[:len(final)-len(u.fingerprint)-len(".json")]))+"*.json"))
 	for _, p := range old {
