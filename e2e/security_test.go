@@ -312,10 +312,12 @@ env = { SET_BY_CONFIG = "yes" }
 }
 
 // TestSecretsNeverShown: a ${file:…} secret and an environment value given
-// to a tool's env, and the HTTP bearer token, never appear in the log at
-// debug level, in `snodod status --json`, in `snodod config print` (text
-// or JSON), in `config check`, or in the error a failing tool or one that
-// cannot start returns.
+// to a tool's and a hosted server's env, and the HTTP bearer token, never
+// appear in the log at debug level, in `snodod status --json`, in `snodod
+// config print` (text or JSON), in `config check`, or in the error a
+// failing tool, a tool that cannot start, a server killed mid-call or a
+// server that exits at every start returns (each is shown to have been
+// given the secrets).
 func TestSecretsNeverShown(t *testing.T) {
 	dir := publicDir(t)
 	const fileSecret, envSecret, token = "file-secret-7d1c0", "env-secret-93ab2", "bearer-token-5e6f7a8b9c0d1e2f"
@@ -345,7 +347,22 @@ env = { FILE_SECRET = "${file:%[2]s}", ENV_SECRET = "${SNODOD_E2E_SECRET}" }
 [tools.vanishes]
 command = [%[3]q]
 env = { FILE_SECRET = "${file:%[2]s}", ENV_SECRET = "${SNODOD_E2E_SECRET}" }
-`, tokenFile, secretFile, vanishing)
+
+# Hosted servers given the secrets: one that starts only if it has both,
+# and one that exits at every start, after checking it has them.
+[mcpServers.holder]
+command = "/bin/sh"
+args = ["-c", "[ $${#FILE_SECRET} = 17 ] && [ $${#ENV_SECRET} = 16 ] && exec \"$$0\"", %[4]q]
+env = { FILE_SECRET = "${file:%[2]s}", ENV_SECRET = "${SNODOD_E2E_SECRET}" }
+start = "eager"
+
+[mcpServers.leaky]
+command = "/bin/sh"
+args = ["-c", "[ $${#FILE_SECRET} = 17 ] && echo 'fatal: refused' >&2; exit 1"]
+env = { FILE_SECRET = "${file:%[2]s}", ENV_SECRET = "${SNODOD_E2E_SECRET}" }
+start = "eager"
+restart = { max_attempts = 2, initial_delay = "50ms", max_delay = "100ms" }
+`, tokenFile, secretFile, vanishing, fakeUpstream(t))
 	d := startDaemon(t, config, []string{"SNODOD_E2E_SECRET=" + envSecret}, "--log-level", "debug", "--http", "127.0.0.1:0")
 	if err := os.Remove(vanishing); err != nil { // it existed for config check, not for the call
 		t.Fatal(err)
@@ -364,7 +381,40 @@ env = { FILE_SECRET = "${file:%[2]s}", ENV_SECRET = "${SNODOD_E2E_SECRET}" }
 	} else if text, err := toolText(r); err != nil || text != "received\n" {
 		t.Fatalf("the tool did not receive the secrets: %q %v", text, err)
 	}
+	st := d.awaitStatus(t, "holder ready (it has the secrets) and leaky failed", answerWithin, func(st *daemon.Status) bool {
+		h, _ := upstreamState(st, "holder")
+		l, _ := upstreamState(st, "leaky")
+		return h.State == "ready" && l.State == "failed"
+	})
+	holder, _ := upstreamState(st, "holder")
+	if err := s.send(callLine(18, "holder__slow", `{"ms":60000}`)); err != nil {
+		t.Fatal(err)
+	}
+	d.awaitStatus(t, "the call to holder in flight", answerWithin, func(st *daemon.Status) bool {
+		u, _ := upstreamState(st, "holder")
+		return u.InFlight == 1
+	})
+	if err := syscall.Kill(holder.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	var shown []string
+	if r, err := s.answer("18", answerWithin); err != nil {
+		t.Fatal(err)
+	} else if ok, why := failed(r); !ok {
+		t.Errorf("the call to the killed upstream: %s, want an error", why)
+	} else {
+		shown = append(shown, "the killed upstream's error: "+why)
+	}
+	if err := s.send(callLine(17, "leaky__echo", "{}")); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.answer("17", answerWithin); err != nil {
+		t.Fatal(err)
+	} else if ok, why := failed(r); !ok || !strings.Contains(why, "fatal: refused") {
+		t.Errorf("the failed upstream's error: %s, want its stderr", why)
+	} else {
+		shown = append(shown, "the failed upstream's error: "+why)
+	}
 	for i, tool := range []string{"fails", "vanishes"} {
 		if err := s.send(callLine(20+i, tool, "{}")); err != nil {
 			t.Fatal(err)
@@ -382,8 +432,8 @@ env = { FILE_SECRET = "${file:%[2]s}", ENV_SECRET = "${SNODOD_E2E_SECRET}" }
 	if err := os.WriteFile(vanishing, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := json.Marshal(d.statusJSON(t))
-	shown = append(shown, "status --json: "+string(st))
+	js, _ := json.Marshal(d.statusJSON(t))
+	shown = append(shown, "status --json: "+string(js))
 	for _, args := range [][]string{{"config", "print"}, {"config", "print", "--json"}, {"config", "check"}, {"status"}} {
 		out, err := d.command(args...).CombinedOutput()
 		if err != nil {
