@@ -60,17 +60,29 @@ func TestUnitsVerify(t *testing.T) {
 	}
 }
 
-// TestHardening pins the sandbox of the system service, so a setting is not
-// dropped by accident.
+// TestHardening pins the sandbox of the services (docs/security.md lists
+// it), so a setting is not dropped by accident.
 func TestHardening(t *testing.T) {
-	b, err := os.ReadFile("system/snodod.service")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"User=snodod", "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes",
-		"PrivateTmp=yes", "RestrictAddressFamilies=AF_UNIX", "CapabilityBoundingSet=\n", "Type=notify", "WatchdogSec="} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("system/snodod.service lacks %q", strings.TrimSpace(want))
+	for unit, settings := range map[string][]string{
+		"system/snodod.service": {"User=snodod", "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes",
+			"PrivateTmp=yes", "RestrictAddressFamilies=AF_UNIX", "CapabilityBoundingSet=\n", "AmbientCapabilities=\n",
+			"Type=notify", "WatchdogSec=", "ProtectKernelTunables=yes", "ProtectKernelModules=yes", "ProtectControlGroups=yes",
+			"ProtectProc=invisible", "RestrictNamespaces=yes", "RestrictSUIDSGID=yes", "LockPersonality=yes",
+			"SystemCallFilter=@system-service", "SystemCallErrorNumber=EPERM", "PrivateIPC=yes", "UMask=0077",
+			"KillMode=control-group", "LimitNOFILE="},
+		"user/snodod.service": {"NoNewPrivileges=yes", "LockPersonality=yes", "RestrictRealtime=yes", "RestrictSUIDSGID=yes",
+			"SystemCallArchitectures=native", "KillMode=control-group", "Type=notify"},
+		"user/snodod.socket":   {"SocketMode=0600", "DirectoryMode=0700"},
+		"system/snodod.socket": {"SocketMode=0660", "DirectoryMode=0750", "SocketGroup=snodod"},
+	} {
+		b, err := os.ReadFile(unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range settings {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s lacks %q", unit, strings.TrimSpace(want))
+			}
 		}
 	}
 }
