@@ -3,6 +3,7 @@ package daemon
 import (
 	"cmp"
 	"os"
+	"runtime"
 	"slices"
 	"time"
 
@@ -19,6 +20,11 @@ type Status struct {
 	PID         int       `json:"pid"`
 	Started     time.Time `json:"started"`
 	MaxSessions int       `json:"max_sessions"`
+	// Goroutines is the process's goroutine count, and BufferedBytes the
+	// bytes of unfinished lines its sessions hold (daemon.max_buffered_bytes):
+	// what a soak or a leak hunt watches.
+	Goroutines    int   `json:"goroutines"`
+	BufferedBytes int64 `json:"buffered_bytes"`
 	// Sessions are ordered by id (oldest first).
 	Sessions []SessionStatus `json:"sessions"`
 	Executor ExecutorStatus  `json:"executor"`
@@ -87,12 +93,14 @@ func (d *Daemon) Status() *Status {
 		state = "draining"
 	}
 	return &Status{
-		State:       state,
-		Version:     d.version(),
-		PID:         os.Getpid(),
-		Started:     d.started,
-		MaxSessions: g.limits.MaxSessions,
-		Sessions:    rows,
+		State:         state,
+		Version:       d.version(),
+		PID:           os.Getpid(),
+		Started:       d.started,
+		Goroutines:    runtime.NumGoroutine(),
+		BufferedBytes: d.budget.Used(),
+		MaxSessions:   g.limits.MaxSessions,
+		Sessions:      rows,
 		Executor: ExecutorStatus{
 			Running: load.Running, Detached: load.Detached, Queued: load.Queued,
 			MaxConcurrency: limits.MaxConcurrency, MaxQueue: limits.MaxQueue, SessionQueue: limits.ConnQueue,
