@@ -25,7 +25,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 E2E_NODE := e2e/node/node_modules/.package-lock.json
 E2E_CONFORMANCE := e2e/conformance/node_modules/.package-lock.json
 
-.PHONY: build test bench fuzz fuzz-ci lint
+.PHONY: build test bench fuzz fuzz-ci soak lint
 
 build:
 	$(GO) build $(if $(VERSION),-ldflags "-X main.version=$(VERSION)") -o bin/snodod ./cmd/snodod
@@ -79,6 +79,16 @@ fuzz:
 # fuzz-ci is what .ci/run runs: every target for 10 s.
 fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=10s
+
+# soak runs e2e/soak_test.go (build tag soak; not in CI): SOAK_SESSIONS
+# sessions through snodod serve for SOAK_TIME, with reloads every 30 s and
+# a hosted server killed every 60 s; it fails on a lost or wrong answer or
+# a process left behind, and rewrites docs/bench-soak.md.
+SOAK_TIME ?= 10m
+SOAK_SESSIONS ?= 1000
+soak: $(E2E_NODE)
+	SOAK_TIME=$(SOAK_TIME) SOAK_SESSIONS=$(SOAK_SESSIONS) SOAK_DOCS=$(CURDIR)/docs/bench-soak.md \
+		$(GO) test -tags soak -run '^TestSoak$$' -count=1 -timeout 0 -v ./e2e
 
 lint:
 	@unformatted=$$(gofmt -l .); \
