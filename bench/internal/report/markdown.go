@@ -57,7 +57,9 @@ column is left out). Everything runs on this machine over pipes and Unix
 sockets, bounded in count and time. Two scenarios have pages of their own,
 which `+"`make bench`"+` rewrites after this one: Streamable HTTP
 ([bench-http.md](bench-http.md)) and the pause of an upgrade with 1,000
-sessions ([bench-upgrade.md](bench-upgrade.md)).
+sessions ([bench-upgrade.md](bench-upgrade.md)); and `+"`make soak`"+` writes
+[bench-soak.md](bench-soak.md), 1,000 sessions for 10 minutes with reloads and
+hosted servers killed.
 
 ## Machine
 
