@@ -177,17 +177,24 @@ func (d *Daemon) serveConn(c *net.UnixConn) {
 	d.log.Info("session started", "session", id, "via", "socket", "peer_pid", peer.PID, "peer_uid", peer.UID)
 }
 
-// refuse writes the refusal line to c and closes it. It shuts down its
-// writing side and reads what the client sent first: closing a Unix socket
-// with unread input makes the client's next read fail with ECONNRESET
-// instead of returning the line and then end of file.
+// refuse writes the refusal line to c and closes it, within a second.
 func refuse(c *net.UnixConn, e *protocol.Error) {
+	writeAndClose(c, refusalLine(e), time.Second, time.Second)
+}
+
+// writeAndClose writes line to c, shuts down its writing side, and reads
+// what the client sent (until it closes, 1 MiB, or readFor) before
+// closing: closing a Unix socket with unread input makes the client's
+// next read fail with ECONNRESET instead of returning the line and then
+// end of file.
+func writeAndClose(c *net.UnixConn, line []byte, writeBy, readFor time.Duration) {
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write(refusalLine(e)); err != nil {
+	_ = c.SetWriteDeadline(time.Now().Add(writeBy))
+	if _, err := c.Write(line); err != nil {
 		return
 	}
 	_ = c.CloseWrite()
+	_ = c.SetReadDeadline(time.Now().Add(readFor))
 	buf := make([]byte, 4096)
 	for n := 0; n < 1<<20; {
 		m, err := c.Read(buf)

@@ -153,25 +153,9 @@ func clientWaiting(l *net.UnixListener, d time.Duration) bool {
 
 // refuseNow writes line to a client refused for want of descriptors and
 // closes the connection at once: the acceptor does it itself, so it must
-// not wait on the client. What the client sent already is read first
-// (closing on unread input would reset the connection before the client
-// reads the line), as far as it is there within a moment.
+// not wait on the client. A Unix socket's bytes are in the kernel the
+// moment they are sent, so what the client sent before the refusal is
+// there to be read at once (see writeAndClose).
 func refuseNow(c *net.UnixConn, line []byte) {
-	defer c.Close()
-	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	if _, err := c.Write(line); err != nil {
-		return
-	}
-	_ = c.CloseWrite()
-	// A Unix socket's bytes are in the kernel the moment they are sent:
-	// what is not there now was not sent before the refusal.
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-	buf := make([]byte, 4096)
-	for n := 0; n < 1<<20; {
-		m, err := c.Read(buf)
-		n += m
-		if err != nil {
-			return
-		}
-	}
+	writeAndClose(c, line, 100*time.Millisecond, 10*time.Millisecond)
 }

@@ -25,6 +25,24 @@ const listBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta
 // the answer is a result.
 func post(t *testing.T, url string, headers map[string]string) (int, string) {
 	t.Helper()
+	status, b := postStatus(t, url, headers)
+	var m struct {
+		Result json.RawMessage
+		Error  *rpcError
+	}
+	if err := json.Unmarshal([]byte(b), &m); err != nil || (m.Result == nil) == (m.Error == nil) {
+		t.Fatalf("status %d: body %q is not one JSON-RPC answer", status, b)
+	}
+	if m.Error != nil {
+		return status, m.Error.Message
+	}
+	return status, ""
+}
+
+// postStatus is post for answers that may not be JSON (431 is Go's): the
+// status and the body.
+func postStatus(t *testing.T, url string, headers map[string]string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest("POST", url, strings.NewReader(listBody))
 	if err != nil {
 		t.Fatal(err)
@@ -39,24 +57,13 @@ func post(t *testing.T, url string, headers map[string]string) (int, string) {
 			req.Header.Set(k, v)
 		}
 	}
-	client := &http.Client{Timeout: answerWithin}
-	resp, err := client.Do(req)
+	resp, err := (&http.Client{Timeout: answerWithin}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var m struct {
-		Result json.RawMessage
-		Error  *rpcError
-	}
 	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &m); err != nil || (m.Result == nil) == (m.Error == nil) {
-		t.Fatalf("status %d: body %q is not one JSON-RPC answer", resp.StatusCode, b)
-	}
-	if m.Error != nil {
-		return resp.StatusCode, m.Error.Message
-	}
-	return resp.StatusCode, ""
+	return resp.StatusCode, string(b)
 }
 
 // TestHTTPRebindingAndOrigin: on a loopback listener, a Host that is not a
@@ -208,26 +215,6 @@ func TestHTTPOversizedHeadersAndSlowBodies(t *testing.T) {
 	if resp.StatusCode != 408 || !strings.Contains(string(b), "Request body not received within the 1s read timeout") {
 		t.Errorf("slow body: %d %s, want 408 with a JSON-RPC error", resp.StatusCode, b)
 	}
-}
-
-// postStatus is post for answers that may not be JSON (431 is Go's).
-func postStatus(t *testing.T, url string, headers map[string]string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(listBody))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := (&http.Client{Timeout: answerWithin}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // writeTemp writes a configuration file of the test's own.

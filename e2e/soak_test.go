@@ -228,16 +228,8 @@ func (h *soakHarness) fail(what string, err error) {
 // leftovers are the processes of any hosted server's group, or running a
 // hosted server or the exec tool, after the daemon has exited.
 func (h *soakHarness) leftovers(t *testing.T) []string {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var left []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range processes(t) {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		pgid, _ := syscall.Getpgid(pid)
 		h.mu.Lock()

@@ -57,19 +57,27 @@ func alive(pid int) bool {
 	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
-// children returns the pids whose parent is pid.
-func children(t *testing.T, pid int) []int {
+// processes returns the pids of every process now.
+func processes(t *testing.T) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []int
+	var pids []int
 	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, n)
 		}
+	}
+	return pids
+}
+
+// children returns the pids whose parent is pid.
+func children(t *testing.T, pid int) []int {
+	t.Helper()
+	var out []int
+	for _, n := range processes(t) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n))
 		if err != nil {
 			continue

@@ -51,26 +51,7 @@ func fuzzEndpoint(f *testing.F) string {
 	if err != nil {
 		f.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		f.Fatal(err)
-	}
-	hs := mcphttp.NewServer(h, mcphttp.ServerLimits{MaxHeaderBytes: 8192}, quiet)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = hs.Serve(ln)
-	}()
-	f.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-		_ = hs.Shutdown(ctx)
-		hs.Close()
-		<-done
-		exec.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return serveLoopback(f, h, mcphttp.ServerLimits{MaxHeaderBytes: 8192}, exec)
 }
 
 var fuzzMethods = []string{"POST", "GET", "DELETE", "PUT", "OPTIONS", "PATCH", "HEAD"}

@@ -65,6 +65,14 @@ func newEnv(t *testing.T, edit func(*mcphttp.Options, *mcphttp.ServerLimits)) *e
 		t.Fatal(err)
 	}
 	e.handler = h
+	e.url = serveLoopback(t, h, limits, exec) + h.Path()
+	return e
+}
+
+// serveLoopback serves h on a new loopback listener until the test ends,
+// then shuts it down and closes exec; it returns the listener's URL.
+func serveLoopback(t testing.TB, h *mcphttp.Handler, limits mcphttp.ServerLimits, exec *server.Executor) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +92,7 @@ func newEnv(t *testing.T, edit func(*mcphttp.Options, *mcphttp.ServerLimits)) *e
 		<-done
 		exec.Close()
 	})
-	e.url = "http://" + ln.Addr().String() + h.Path()
-	return e
+	return "http://" + ln.Addr().String()
 }
 
 // addTestCatalog registers the tools of protocol.md §14.1 that the HTTP
