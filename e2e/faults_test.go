@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,7 +241,8 @@ func TestUnfinishedLinesBudget(t *testing.T) {
 // then execs it). A daemon killed with SIGKILL mid-request takes only its
 // own sessions with it: a client that connects while no daemon runs waits
 // in the socket's backlog and is served by the next daemon, and so are
-// status and hand-overs; a drain leaves the sockets to their owner.
+// status and hand-overs; the killed daemon's orphaned upstream process
+// group is gone; a drain leaves the sockets to their owner.
 func TestKilledUnderSocketActivation(t *testing.T) {
 	dir, err := os.MkdirTemp("", "sdk")
 	if err != nil {
@@ -263,7 +266,11 @@ func TestKilledUnderSocketActivation(t *testing.T) {
 		t.Cleanup(func() { f.Close() })
 		files = append(files, f)
 	}
-	d.env = append(isolatedEnv(dir), "LISTEN_FDS=2", "LISTEN_FDNAMES=session:control")
+	// A hosted server whose grandchild outlives a daemon killed with
+	// SIGKILL: the next daemon must kill it.
+	pidfile := filepath.Join(dir, "grandchild.pid")
+	d.writeConfig(t, fmt.Sprintf("[mcpServers.fake]\ncommand = %q\nargs = [\"-grandchild\", %q]\nstart = \"eager\"\n", fakeUpstream(t), pidfile))
+	d.env = append(isolatedEnv(dir), "LISTEN_FDS=2", "LISTEN_FDNAMES=session:control", "XDG_STATE_HOME="+filepath.Join(dir, "state"))
 	start := func() {
 		t.Helper()
 		d.exited = make(chan struct{})
@@ -281,12 +288,27 @@ func TestKilledUnderSocketActivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.awaitStatus(t, "the sleep is in flight", answerWithin, func(st *daemon.Status) bool { return st.Executor.Running == 1 })
+	var orphan int
+	if !await(answerWithin, func() bool {
+		b, err := os.ReadFile(pidfile)
+		orphan, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && orphan > 0
+	}) {
+		t.Fatal("the hosted server did not start its grandchild")
+	}
+	t.Cleanup(func() { _ = syscall.Kill(orphan, syscall.SIGKILL) })
 	if err := d.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	d.waitExit(t, answerWithin)
-	if _, line, err := s.next(answerWithin); err == nil {
-		t.Errorf("the killed daemon's session went on: %s", line)
+	for { // notifications written before the kill may still be read
+		r, line, err := s.next(answerWithin)
+		if err != nil {
+			break
+		}
+		if r.Method == "" {
+			t.Errorf("the killed daemon's session answered: %s", line)
+		}
 	}
 
 	waiting, err := dialSession(d.socket)
@@ -298,6 +320,9 @@ func TestKilledUnderSocketActivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	start() // as Restart=on-failure does
+	if !await(answerWithin, func() bool { return !alive(orphan) }) {
+		t.Errorf("the killed daemon's orphaned grandchild %d still runs under the next daemon", orphan)
+	}
 	if r, err := waiting.answer("0", answerWithin); err != nil || r.Error != nil {
 		t.Fatalf("the client that waited for the next daemon: %+v %v", r, err)
 	}
