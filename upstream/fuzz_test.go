@@ -111,7 +111,9 @@ func startRawUpstream(f *testing.F) *rawUpstream {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Start(ctx, Command{Path: "/bin/sh", Args: []string{"-c", `cat >/dev/null & exec cat "$0"`, path}, Env: []string{"PATH=/usr/bin:/bin"}},
+	// The child copies the FIFO only once it has read the initialize
+	// request: an answer read before its call is in flight is dropped.
+	c, err := Start(ctx, Command{Path: "/bin/sh", Args: []string{"-c", `read -r line; cat >/dev/null & exec cat "$0"`, path}, Env: []string{"PATH=/usr/bin:/bin"}},
 		ConnConfig{Name: "raw", Protocol: "2025-11-25", MaxLineBytes: fuzzLineLimit, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatalf("Start: %v", err)
