@@ -101,8 +101,12 @@ func (s *lineSession) handle(line []byte) {
 		var tok int64
 		if json.Unmarshal(m.Params.ProgressToken, &tok) == nil {
 			s.mu.Lock()
+			_, inFlight := s.pending[tok]
 			s.progress[tok]++
 			s.mu.Unlock()
+			if !inFlight {
+				s.nStray.Add(1) // progress after its result (transport.md §10.3)
+			}
 		}
 		return
 	case "notifications/resources/updated":
