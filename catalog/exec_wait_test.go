@@ -88,8 +88,16 @@ func TestExecRunsGiveSlotsBack(t *testing.T) {
 			t.Fatalf("%d of %d runs started; the others wait for an executor slot", started(), runs)
 		}
 	}
-	if s := e.Stats(); s.Running != 0 || s.Detached != runs {
-		t.Errorf("executor %+v, want nothing running and %d detached", s, runs)
+	// A child records its start before its run detaches from its slot:
+	// wait for the executor to see every run detached.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		s := e.Stats()
+		if s.Running == 0 && s.Detached == runs {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("executor %+v, want nothing running and %d detached", s, runs)
+		}
 	}
 	fast := outcome(t, executed(t, ec, srv, int64(runs), "fast"), "the fast call")
 	if b, _ := json.Marshal(fast.Result); fast.Err != nil || !strings.Contains(string(b), `"fast"`) {
