@@ -351,15 +351,24 @@ func TestDecodeMeta(t *testing.T) {
 	}
 }
 
-func TestDecodeDoesNotRetainLine(t *testing.T) {
+// A decoded message's strings are its own, but its params (and their
+// split) are the line's own bytes: Decode copies no params (issue 13), so
+// the line belongs to the message from then on.
+func TestDecodeAliasesLine(t *testing.T) {
 	line := []byte(`{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"_meta":{"progressToken":"tok"},"x":1}}` + "\n")
 	m := Decode(line)
-	params, token := string(m.Params), string(m.ProgressToken)
+	params := bytes.Index(line, []byte(`{"_meta"`))
+	if len(m.Params) == 0 || &m.Params[0] != &line[params] {
+		t.Errorf("Params is a copy of the line's params")
+	}
+	if x := m.Members.Value("x"); len(x) != 1 || &x[0] != &line[bytes.LastIndexByte(line, '1')] {
+		t.Errorf("Members[x] = %q is not the line's", x)
+	}
 	for i := range line {
 		line[i] = 'Z'
 	}
-	if string(m.Params) != params || string(m.ProgressToken) != token || m.Method != "tools/call" || m.ID != StringID("abc") {
-		t.Errorf("decoded message changed with its line: %+v", m)
+	if m.Method != "tools/call" || m.ID != StringID("abc") {
+		t.Errorf("the method or id changed with the line: %+v", m)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The scanner: one validating pass over the line.
@@ -57,8 +58,8 @@ type role uint8
 const (
 	roleOther  role = iota
 	roleTop         // the line's value: the envelope members
-	roleParams      // the top-level params object: its _meta
-	roleMeta        // params._meta: the protocol version and progress token
+	roleParams      // the top-level params object: each member, and _meta
+	roleMeta        // params._meta: each member
 )
 
 // Recorded members, indexes into scanner.top.
@@ -69,8 +70,6 @@ const (
 	fieldParams
 	fieldResult
 	fieldError
-	fieldVersion // params._meta["io.modelcontextprotocol/protocolVersion"]
-	fieldProgressToken
 	fieldCount
 	fieldNone = -1
 )
@@ -96,10 +95,6 @@ func member(r role, name []byte) (int, role) {
 		}
 	case r == roleParams && string(name) == "_meta":
 		return fieldNone, roleMeta
-	case r == roleMeta && string(name) == "io.modelcontextprotocol/protocolVersion":
-		return fieldVersion, roleOther
-	case r == roleMeta && string(name) == "progressToken":
-		return fieldProgressToken, roleOther
 	}
 	return fieldNone, roleOther
 }
@@ -122,19 +117,28 @@ type scanner struct {
 	arena   []byte    // their unescaped names
 	scratch []byte
 	top     [fieldCount]span
+	// The members of params and of params._meta, as Decode hands them
+	// down (Split); metaObject reports that params._meta is an object.
+	params, meta []Member
+	metaObject   bool
 }
 
 var scannerPool = sync.Pool{New: func() any { return new(scanner) }}
 
 func (s *scanner) reset(data []byte) {
-	*s = scanner{data: data, names: s.names[:0], arena: s.arena[:0], scratch: s.scratch[:0]}
+	*s = scanner{data: data, names: s.names[:0], arena: s.arena[:0], scratch: s.scratch[:0],
+		params: s.params[:0], meta: s.meta[:0]}
 }
 
 // release returns s to the pool unless a huge line made its buffers huge.
+// The members recorded are dropped first: they alias the line.
 func (s *scanner) release() {
-	if cap(s.arena) > 1<<20 || cap(s.scratch) > 1<<20 || cap(s.names) > 1<<16 {
+	if cap(s.arena) > 1<<20 || cap(s.scratch) > 1<<20 || cap(s.names) > 1<<16 ||
+		cap(s.params) > 1<<10 || cap(s.meta) > 1<<10 {
 		return
 	}
+	clear(s.params)
+	clear(s.meta)
 	s.data = nil
 	scannerPool.Put(s)
 }
@@ -276,6 +280,9 @@ func (s *scanner) object(r role) bool {
 		if field != fieldNone {
 			s.top[field] = v
 		}
+		if r == roleParams || r == roleMeta {
+			s.record(r, ref, v)
+		}
 		if more, ok = s.next('}'); !ok {
 			return false
 		}
@@ -283,6 +290,28 @@ func (s *scanner) object(r role) bool {
 	s.names, s.arena = s.names[:names.namesStart], s.arena[:names.arenaStart]
 	s.objects--
 	return true
+}
+
+// record keeps a member of params (r is roleParams) or of params._meta
+// (roleMeta) for Split. Its name aliases the line unless it held escapes:
+// the arena is reused once its object ends.
+func (s *scanner) record(r role, ref nameRef, v span) {
+	var name string
+	switch {
+	case ref.inArena:
+		name = string(s.arena[ref.start:ref.end])
+	case ref.end > ref.start:
+		name = unsafe.String(&s.data[ref.start], ref.end-ref.start)
+	}
+	m := Member{Name: name, Value: s.data[v.start:v.end:v.end]}
+	if r == roleMeta {
+		s.meta = append(s.meta, m)
+		return
+	}
+	s.params = append(s.params, m)
+	if name == "_meta" && v.kind == kindObject {
+		s.metaObject = true
+	}
 }
 
 // nameSet holds the member names of one open object, for duplicate

@@ -65,7 +65,7 @@ func (c *call) callTool(ctx context.Context) Outcome {
 		// The relayed server judges its arguments (a client's null among them).
 		return c.relay(ctx, e.relay.handler, name)
 	}
-	args := c.params["arguments"]
+	args := c.params.Value("arguments")
 	if args == nil {
 		args = json.RawMessage("{}")
 	} else if bytes.TrimSpace(args)[0] != '{' {
@@ -136,8 +136,7 @@ func (c *call) progressToken() any {
 	if c.modern {
 		raw = c.meta.ProgressToken
 	} else {
-		meta, _ := members(c.params["_meta"])
-		raw = meta["progressToken"]
+		raw = c.split.Meta.Value("progressToken")
 	}
 	if raw == nil {
 		return nil
@@ -227,7 +226,7 @@ func (c *call) getPrompt(ctx context.Context) Outcome {
 	if !ok {
 		return invalidParams("prompts/get requires a string name")
 	}
-	args, ok := stringMap(c.params["arguments"])
+	args, ok := stringMap(c.params.Value("arguments"))
 	if !ok {
 		return invalidParams("prompts/get arguments must be an object of strings")
 	}

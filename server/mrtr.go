@@ -370,16 +370,16 @@ func decodeAsJSON(v any, out any) {
 // decodeRetry reads the retry members of params (protocol.md §12.3):
 // inputResponses (nil when absent) and requestState (nil when absent). The
 // state is not verified here; see signer.checkState.
-func decodeRetry(params map[string]json.RawMessage) (responses map[string]json.RawMessage, state *string, err *protocol.Error) {
+func decodeRetry(params protocol.Object) (responses map[string]json.RawMessage, state *string, err *protocol.Error) {
 	// A member whose value is null is present, and of the wrong type.
-	if raw, ok := params["requestState"]; ok {
+	if raw, ok := params.Get("requestState"); ok {
 		s, ok := protocol.String(raw)
 		if !ok {
 			return nil, nil, errStateNotString
 		}
 		state = &s
 	}
-	if raw, ok := params["inputResponses"]; ok {
+	if raw, ok := params.Get("inputResponses"); ok {
 		if responses, ok = protocol.Members(raw); !ok {
 			return nil, nil, errResponsesNotObjects
 		}

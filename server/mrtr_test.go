@@ -323,7 +323,7 @@ func TestInputDecodeRetry(t *testing.T) {
 			if tt.params != "" {
 				params = json.RawMessage(tt.params)
 			}
-			top, ok := protocol.Members(params)
+			top, ok := protocol.SplitObject(nil, params)
 			if !ok && len(params) > 0 {
 				t.Fatalf("params %s are not an object", params)
 			}

@@ -187,7 +187,8 @@ type call struct {
 	s       *Server
 	req     *Request
 	sess    *SessionState
-	params  map[string]json.RawMessage
+	split   *protocol.Split // req.Params split, by the transport's decoder or Dispatch
+	params  protocol.Object // split.Members
 	version string
 	modern  bool
 	meta    *protocol.RequestMeta // 2026 only
@@ -195,18 +196,28 @@ type call struct {
 	answers map[string]json.RawMessage // MRTR answers of this and earlier rounds
 }
 
-// Dispatch serves one request in either era (protocol.md §4.2, §5.2).
+// Dispatch serves one request in either era (protocol.md §4.2, §5.2). It
+// uses the transport's split of the params (Request.Split) when there is
+// one, and splits them itself otherwise.
 func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
-	params, ok := members(req.Params)
-	if !ok {
-		return errOutcome(protocol.ErrParamsType)
+	split := req.Split
+	if split == nil {
+		var params json.RawMessage
+		if len(req.Params) > 0 {
+			params = req.Params
+		}
+		own, ok := protocol.SplitParams(params)
+		if !ok {
+			return errOutcome(protocol.ErrParamsType)
+		}
+		split = &own
 	}
-	c := &call{s: s, req: req, sess: req.State, params: params}
+	c := &call{s: s, req: req, sess: req.State, split: split, params: split.Members}
 	if c.sess == nil {
 		c.sess = NewSessionState(0)
 	}
-	if meta, modern := protocol.ModernMeta(params); modern {
-		return c.serveModern(ctx, meta)
+	if split.Modern {
+		return c.serveModern(ctx)
 	}
 	return c.serveLegacy(ctx)
 }
@@ -233,22 +244,22 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 	if err := protocol.Gate(c.req.Method, c.caps); err != nil {
 		return errOutcome(err)
 	}
-	if err := protocol.CheckLegacyMeta(c.params); err != nil {
+	if err := protocol.CheckLegacyMeta(c.split); err != nil {
 		return errOutcome(err)
 	}
 	ctx = withLegacy(ctx, c.sess)
 	return c.serveMethod(ctx)
 }
 
-// serveModern serves a 2026-era request whose params._meta is metaMembers.
-func (c *call) serveModern(ctx context.Context, metaMembers map[string]json.RawMessage) Outcome {
+// serveModern serves a 2026-era request.
+func (c *call) serveModern(ctx context.Context) Outcome {
 	c.modern = true
 	if ctx.Value(legacyKey{}) != nil {
 		// Dispatched from inside a legacy handler (a relay): this request
 		// is 2026's, and asks for input through MRTR.
 		ctx = context.WithValue(ctx, legacyKey{}, (*legacyCall)(nil))
 	}
-	meta, err := protocol.DecodeMetaMembers(metaMembers)
+	meta, err := protocol.DecodeMeta(c.split.Meta)
 	if err != nil {
 		return errOutcome(err)
 	}
@@ -364,15 +375,6 @@ func errOutcome(e *protocol.Error) Outcome { return Outcome{Err: e} }
 
 func invalidParams(msg string) Outcome {
 	return errOutcome(&protocol.Error{Code: protocol.CodeInvalidParams, Message: msg})
-}
-
-// members decodes a JSON object into its members. ok is false when raw is
-// present and not an object; an absent raw gives nil, true.
-func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	if len(raw) == 0 {
-		return nil, true
-	}
-	return protocol.Members(raw)
 }
 
 // member is one extra top-level member added to a result.

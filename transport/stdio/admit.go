@@ -2,7 +2,6 @@ package stdio
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/snodod/snodod/protocol"
@@ -83,8 +82,9 @@ func (c *coordinator) request(msg *protocol.Message) {
 		c.initialize(msg)
 		return
 	}
-	w := &work{id: msg.ID, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}}
+	w := &work{id: msg.ID, split: msg.Split, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}}
 	req := &w.req
+	req.Split = &w.split // the decoder's split: the runtime splits nothing again
 	w.sink.c, w.sink.w = c, w
 	ctx := server.WithNotifier(context.Background(), &w.sink)
 	if !msg.Modern {
@@ -148,7 +148,7 @@ var versionHeaders = map[string]http.Header{
 
 func (c *coordinator) notification(msg *protocol.Message) {
 	if msg.Method == "notifications/cancelled" {
-		c.cancel(msg.Params)
+		c.cancel(&msg.Split)
 		return
 	}
 	// Nothing else is ever answered (§8); the runtime may note it
@@ -156,27 +156,21 @@ func (c *coordinator) notification(msg *protocol.Message) {
 	c.disp.Notify(c.sess, msg.Method, msg.Params)
 }
 
-// cancel applies a notifications/cancelled that is valid by §9; anything else
-// has no effect.
-func (c *coordinator) cancel(params json.RawMessage) {
-	p, ok := protocol.Members(params)
-	if !ok {
-		return
-	}
-	id, ok := protocol.ParseID(p["requestId"])
+// cancel applies a notifications/cancelled that is valid by §9 (its
+// params split by the decoder); anything else has no effect.
+func (c *coordinator) cancel(p *protocol.Split) {
+	id, ok := protocol.ParseID(p.Members.Value("requestId"))
 	if !ok {
 		return
 	}
 	var reason string
-	if raw, present := p["reason"]; present {
+	if raw, present := p.Members.Get("reason"); present {
 		if reason, ok = protocol.String(raw); !ok {
 			return
 		}
 	}
-	if raw, present := p["_meta"]; present {
-		if _, ok := protocol.Members(raw); !ok {
-			return
-		}
+	if p.Members.Has("_meta") && !p.MetaObject {
+		return
 	}
 	w, ok := c.inflight[id]
 	if !ok {

@@ -166,9 +166,10 @@ type coordinator struct {
 // work is one admitted request, and later possibly its listen stream.
 // Its request, sink and outcome live in it, one allocation for all.
 type work struct {
-	id   protocol.ID
-	req  server.Request
-	sink requestSink
+	id    protocol.ID
+	split protocol.Split // the decoder's, for req.Split
+	req   server.Request
+	sink  requestSink
 	// outcome is set by the executor's worker before it posts msgOutcome.
 	outcome server.Outcome
 
