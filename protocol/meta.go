@@ -93,12 +93,22 @@ func DecodeModernMeta(params map[string]json.RawMessage) (*RequestMeta, *Error) 
 //     for the version: issue 9), not an object: "Client capabilities must
 //     be an object".
 func DecodeMeta(meta Object) (*RequestMeta, *Error) {
-	m := &RequestMeta{Members: meta}
+	m := new(RequestMeta)
+	if err := m.Decode(meta); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Decode is DecodeMeta into m, for a caller that keeps the metadata in a
+// structure of its own; m is overwritten, and is partly set on error.
+func (m *RequestMeta) Decode(meta Object) *Error {
+	*m = RequestMeta{Members: meta}
 	var rawVersion json.RawMessage
 	found := false
 	for _, mb := range meta {
 		if !validMetaKey(mb.Name) {
-			return nil, invalidParams(msgMetaKey)
+			return invalidParams(msgMetaKey)
 		}
 		// One pass finds the members the request carries.
 		switch mb.Name {
@@ -115,21 +125,21 @@ func DecodeMeta(meta Object) (*RequestMeta, *Error) {
 		}
 	}
 	if !found {
-		return nil, invalidParams(msgVersionMissing)
+		return invalidParams(msgVersionMissing)
 	}
 	var ok bool
 	if m.ProtocolVersion, ok = knownVersion(rawVersion); !ok {
 		if m.ProtocolVersion, ok = String(rawVersion); !ok {
-			return nil, invalidParams(msgVersionString)
+			return invalidParams(msgVersionString)
 		}
 	}
 	if m.ClientCapabilities == nil {
-		return nil, invalidParams(msgCapabilitiesMissing)
+		return invalidParams(msgCapabilitiesMissing)
 	}
 	if jsonKind(m.ClientCapabilities) != '{' {
-		return nil, invalidParams(msgCapabilitiesObject)
+		return invalidParams(msgCapabilitiesObject)
 	}
-	return m, nil
+	return nil
 }
 
 // knownVersion returns the version string for the raw text of a version

@@ -46,7 +46,8 @@ func (c *call) toolResult(res *CallToolResult, structured json.RawMessage) Outco
 	if c.modern {
 		w.ResultType, w.Meta = "complete", c.resultMeta(res.Meta)
 	}
-	return Outcome{Result: w}
+	c.wire = w // a pointer in the outcome: no copy boxed apart from the call
+	return Outcome{Result: &c.wire}
 }
 
 func (c *call) toolFailure(text string) Outcome {
@@ -78,14 +79,19 @@ func (c *call) callTool(ctx context.Context) Outcome {
 	if fail != nil {
 		return *fail
 	}
-	if failure := e.input.validateArguments(args); failure != "" {
+	req := &c.tool
+	*req = CallToolRequest{Name: name, Arguments: args, Version: c.version, ClientCapabilities: c.clientCaps(), ProgressToken: c.progressToken()}
+	failure, split := e.input.validateSplit(args, req.argsKept[:0])
+	if failure != "" {
 		if c.version == protocol.Version20250618 {
 			return errOutcome(&protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid tool arguments",
 				Data: map[string]string{"detail": failure}})
 		}
 		return c.toolFailure(failure)
 	}
-	req := &CallToolRequest{Name: name, Arguments: args, Version: c.version, ClientCapabilities: c.clientCaps(), ProgressToken: c.progressToken()}
+	if split != nil {
+		req.args, req.argsOK = split, true // the typed decoder splits nothing again
+	}
 	res, err, panicked := c.runTool(ctx, e, req)
 	if panicked {
 		return errOutcome(protocol.ErrToolPanicked)

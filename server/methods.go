@@ -175,8 +175,9 @@ func (c *call) mrtr(ctx context.Context) (context.Context, *inputs, *Outcome) {
 		}
 	}
 	c.answers = responses
-	ctx, in := withInputs(ctx, responses)
-	return ctx, in, nil
+	// The call's context now answers the inputs (callContext).
+	c.inputs.responses, c.asking = responses, true
+	return ctx, &c.inputs, nil
 }
 
 var (
@@ -190,6 +191,9 @@ var (
 func (c *call) handlerError(in *inputs, err error) (Outcome, bool) {
 	if key := in.invalid(); key != "" {
 		return errOutcome(invalidInputReply(key)), true
+	}
+	if err == nil {
+		return Outcome{}, false
 	}
 	var missing *missingCapabilityError
 	switch {

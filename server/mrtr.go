@@ -186,16 +186,12 @@ type inputs struct {
 	bad   string                  // first key whose answer did not fit
 }
 
+// inputsKey finds a request's inputs in its context: the runtime's
+// callContext answers it for methods that may ask (mrtr), with the retry's
+// inputResponses (nil on a first round). Without them (methods that may
+// not ask, protocol.md §12.1) Elicit, Sample and ListRoots fail with
+// errInputUnsupported.
 type inputsKey struct{}
-
-// withInputs returns a context whose handler's Elicit, Sample and
-// ListRoots read their answers from responses (the retry's inputResponses,
-// nil on a first round). Without it (methods that may not ask,
-// protocol.md §12.1) they fail with errInputUnsupported.
-func withInputs(ctx context.Context, responses map[string]json.RawMessage) (context.Context, *inputs) {
-	in := &inputs{responses: responses}
-	return context.WithValue(ctx, inputsKey{}, in), in
-}
 
 // requested returns the inputs asked for and not answered in this round,
 // or nil when there are none. The runtime answers input_required when it

@@ -354,3 +354,18 @@ func TestInputDecodeRetry(t *testing.T) {
 		t.Errorf("message %q", m)
 	}
 }
+
+// withInputs returns a context whose handler's Elicit, Sample and
+// ListRoots read their answers from responses, as the runtime's
+// callContext gives a request of a method that may ask.
+func withInputs(ctx context.Context, responses map[string]json.RawMessage) (context.Context, *inputs) {
+	in := &inputs{responses: responses}
+	return context.WithValue(ctx, inputsKey{}, in), in
+}
+
+// withLegacy marks ctx as a legacy request of sess, as the runtime's
+// callContext does.
+func withLegacy(ctx context.Context, sess *SessionState) context.Context {
+	n, _ := ctx.Value(notifierKey{}).(Notifier)
+	return context.WithValue(ctx, legacyKey{}, &legacyCall{sess: sess, notifier: n})
+}

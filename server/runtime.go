@@ -194,6 +194,16 @@ type call struct {
 	meta    *protocol.RequestMeta // 2026 only
 	caps    protocol.ServerCapabilities
 	answers map[string]json.RawMessage // MRTR answers of this and earlier rounds
+
+	// What the call's context holds (callContext), kept here so that a
+	// request costs one allocation for all of it.
+	ctx      callContext
+	legacy   legacyCall // legacy eras
+	inputs   inputs     // 2026, while asking is set (mrtr)
+	asking   bool
+	metaData protocol.RequestMeta // what meta points to
+	tool     CallToolRequest      // tools/call's request
+	wire     callToolWire         // tools/call's result
 }
 
 // Dispatch serves one request in either era (protocol.md §4.2, §5.2). It
@@ -216,6 +226,8 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 	if c.sess == nil {
 		c.sess = NewSessionState(0)
 	}
+	c.ctx = callContext{Context: ctx, c: c}
+	ctx = &c.ctx
 	if split.Modern {
 		return c.serveModern(ctx)
 	}
@@ -247,20 +259,16 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 	if err := protocol.CheckLegacyMeta(c.split); err != nil {
 		return errOutcome(err)
 	}
-	ctx = withLegacy(ctx, c.sess)
+	n, _ := ctx.Value(notifierKey{}).(Notifier)
+	c.legacy = legacyCall{sess: c.sess, notifier: n}
 	return c.serveMethod(ctx)
 }
 
 // serveModern serves a 2026-era request.
 func (c *call) serveModern(ctx context.Context) Outcome {
-	c.modern = true
-	if ctx.Value(legacyKey{}) != nil {
-		// Dispatched from inside a legacy handler (a relay): this request
-		// is 2026's, and asks for input through MRTR.
-		ctx = context.WithValue(ctx, legacyKey{}, (*legacyCall)(nil))
-	}
-	meta, err := protocol.DecodeMeta(c.split.Meta)
-	if err != nil {
+	c.modern = true // the call's context no longer says legacy (callContext)
+	meta := &c.metaData
+	if err := meta.Decode(c.split.Meta); err != nil {
 		return errOutcome(err)
 	}
 	if err := meta.Check(c.s.versions); err != nil {

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/snodod/snodod/protocol"
 )
 
 // This file compiles the JSON Schemas of tools once, at registration, and
@@ -101,16 +103,30 @@ func (s *schema) isObject() bool { return s.object }
 // well-formed JSON (the protocol layer decoded it); a schema that is only
 // {"type":"object"} accepts any object without decoding it.
 func (s *schema) validateArguments(args json.RawMessage) string {
+	msg, _ := s.validateSplit(args, nil)
+	return msg
+}
+
+// validateSplit is validateArguments that also returns the arguments'
+// members when it split them (appended to dst), for the tool's decoder:
+// nil when it did not.
+func (s *schema) validateSplit(args json.RawMessage, dst protocol.Object) (string, protocol.Object) {
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
 	if s.trivial && args[0] == '{' {
-		return ""
+		return "", nil
 	}
-	if msg, sure := s.validFlat(args); sure {
-		return msg
+	split, msg, sure := s.validFlat(args, dst)
+	if sure {
+		return msg, split
 	}
+	return s.validateSlow(args), nil
+}
+
+// validateSlow is validateArguments by the full validator.
+func (s *schema) validateSlow(args json.RawMessage) string {
 	v, err := decodeJSON(args)
 	if err != nil {
 		return "Invalid arguments: arguments are not valid JSON"

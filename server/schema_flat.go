@@ -62,8 +62,9 @@ func compileFlat(doc map[string]any) *flatSchema {
 // valid reports whether args certainly satisfy the schema (required
 // members are checked by the caller). false means "not certain": the full
 // validator then decides, and words the failure.
-func (f *flatSchema) valid(args map[string]json.RawMessage) bool {
-	for name, raw := range args {
+func (f *flatSchema) valid(args protocol.Object) bool {
+	for _, m := range args {
+		name, raw := m.Name, m.Value
 		kind, known := f.kinds[name]
 		if !known {
 			if f.closed {
@@ -106,17 +107,18 @@ func plainInteger(raw []byte) bool {
 
 // validFlat is the fast path of validateArguments: "", true when the
 // arguments are valid or miss required members (with the message), or
-// false when the full validator must decide.
-func (s *schema) validFlat(args json.RawMessage) (string, bool) {
+// false when the full validator must decide. It returns the arguments'
+// members, appended to dst, when it split them.
+func (s *schema) validFlat(args json.RawMessage, dst protocol.Object) (protocol.Object, string, bool) {
 	if s.flat == nil {
-		return "", false
+		return nil, "", false
 	}
-	members, ok := protocol.Members(args)
+	members, ok := protocol.SplitObject(dst, args)
 	if !ok {
-		return "", false
+		return nil, "", false
 	}
-	if msg := missingRequired(s.required, func(name string) bool { _, ok := members[name]; return ok }); msg != "" {
-		return msg, true
+	if msg := missingRequired(s.required, members.Has); msg != "" {
+		return members, msg, true
 	}
-	return "", s.flat.valid(members)
+	return members, "", s.flat.valid(members)
 }
