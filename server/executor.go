@@ -122,8 +122,14 @@ type Executor struct {
 	shared  int // the waiting items in the shared places (beyond ConnQueue)
 	// ready lists the connections with queued work, in turn order.
 	readyHead, readyTail *ExecConn
-	// idle holds the hand-off channels of workers waiting for work.
-	idle []chan *job
+	// idle holds the workers waiting for work, longest waiting first.
+	idle []idleWorker
+	// runHead and runTail list the running jobs in deadline order
+	// (executor_worker.go); the two timers are set for deadlineAt and
+	// reaperAt (zero: not set).
+	runHead, runTail     *job
+	deadlines, reaper    *time.Timer
+	deadlineAt, reaperAt time.Time
 
 	// detached counts the handlers running without a slot (Detach).
 	detached int
@@ -156,7 +162,7 @@ func (e *Executor) Close() {
 	e.idle = nil
 	e.mu.Unlock()
 	for _, worker := range idle {
-		worker <- nil // exit now rather than after workerIdle
+		worker.handoff <- nil // exit now rather than after workerIdle
 	}
 }
 
@@ -252,8 +258,31 @@ func (c *ExecConn) Submit(ctx context.Context, id protocol.ID, run func(context.
 	if run == nil || done == nil {
 		panic("server: Submit with a nil run or done")
 	}
+	return c.SubmitTask(ctx, id, funcTask{run, done})
+}
+
+// Task is work submitted with SubmitTask: Run is the handler, Done
+// receives the outcome, under the rules Submit states for run and done.
+// A transport's per-request state may implement it, so that submitting
+// needs no closures.
+type Task interface {
+	Run(ctx context.Context) Outcome
+	Done(Outcome)
+}
+
+type funcTask struct {
+	run  func(context.Context) Outcome
+	done func(Outcome)
+}
+
+func (f funcTask) Run(ctx context.Context) Outcome { return f.run(ctx) }
+func (f funcTask) Done(o Outcome)                  { f.done(o) }
+
+// SubmitTask is Submit with the handler and the outcome's receiver in one
+// Task, which must not be nil.
+func (c *ExecConn) SubmitTask(ctx context.Context, id protocol.ID, task Task) *protocol.Error {
 	e := c.e
-	j := &job{conn: c, id: id, run: run, done: done}
+	j := &job{conn: c, id: id, task: task}
 	parent := ctx
 	if ctx.Done() != nil {
 		parent = context.WithoutCancel(ctx) // keep the values, drop the cancellation
@@ -280,11 +309,11 @@ func (c *ExecConn) Submit(ctx context.Context, id protocol.ID, run func(context.
 		e.mu.Unlock()
 		return nil
 	}
-	j.state = jobRunning
+	e.startLocked(j)
 	e.running++
 	c.running++
 	if n := len(e.idle); n > 0 {
-		worker := e.idle[n-1]
+		worker := e.idle[n-1].handoff // the warmest stack
 		e.idle = e.idle[:n-1]
 		e.mu.Unlock()
 		worker <- j // buffered: never blocks
