@@ -107,10 +107,8 @@ func (m *RequestMeta) Decode(meta Object) *Error {
 	var rawVersion json.RawMessage
 	found := false
 	for _, mb := range meta {
-		if !validMetaKey(mb.Name) {
-			return invalidParams(msgMetaKey)
-		}
-		// One pass finds the members the request carries.
+		// One pass checks the names and finds the members the request
+		// carries; the reserved names are valid keys.
 		switch mb.Name {
 		case MetaProtocolVersion:
 			rawVersion, found = mb.Value, true
@@ -122,6 +120,10 @@ func (m *RequestMeta) Decode(meta Object) *Error {
 			m.LogLevel, _ = String(mb.Value)
 		case metaProgressTokenMember:
 			m.ProgressToken = mb.Value
+		default:
+			if !validMetaKey(mb.Name) {
+				return invalidParams(msgMetaKey)
+			}
 		}
 	}
 	if !found {

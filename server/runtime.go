@@ -69,9 +69,10 @@ func New(opts Options) (*Server, error) {
 // It is kept current by every catalog change, so a request reads it
 // without walking the catalog.
 func (s *Server) capabilities() protocol.ServerCapabilities {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.caps
+	if c := s.capsNow.Load(); c != nil {
+		return *c
+	}
+	return protocol.ServerCapabilities{} // an empty catalog
 }
 
 // updateCapabilitiesLocked recomputes the advertised capabilities after a
@@ -92,6 +93,8 @@ func (s *Server) updateCapabilitiesLocked() {
 	}
 	c.ToolsListChanged, c.PromptsListChanged, c.ResourcesListChanged = c.Tools, c.Prompts, c.Resources
 	s.caps = orCapabilities(c, s.ext.advertised)
+	caps := s.caps
+	s.capsNow.Store(&caps)
 }
 
 // capabilitiesJSON is the capabilities object for a version's era.

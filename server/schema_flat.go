@@ -12,14 +12,27 @@ import (
 // members allowed or not. Typed tools with plain struct arguments get this
 // shape from their Go types.
 type flatSchema struct {
-	kinds  map[string]string // property name -> JSON Schema type
-	closed bool              // additionalProperties: false
+	// props are the properties and their JSON Schema types, looked up
+	// linearly: a tool has a handful.
+	props  []flatProp
+	closed bool // additionalProperties: false
+}
+
+type flatProp struct{ name, kind string }
+
+func (f *flatSchema) kind(name string) (string, bool) {
+	for _, p := range f.props {
+		if p.name == name {
+			return p.kind, true
+		}
+	}
+	return "", false
 }
 
 // compileFlat returns the flat form of a schema document, or nil when it
 // says anything the flat check does not cover.
 func compileFlat(doc map[string]any) *flatSchema {
-	f := &flatSchema{kinds: map[string]string{}}
+	f := &flatSchema{}
 	for k, v := range doc {
 		switch k {
 		case "type":
@@ -38,7 +51,7 @@ func compileFlat(doc map[string]any) *flatSchema {
 				}
 				switch t := pm["type"]; t {
 				case "string", "integer", "number", "boolean":
-					f.kinds[name] = t.(string)
+					f.props = append(f.props, flatProp{name, t.(string)})
 				default:
 					return nil
 				}
@@ -65,7 +78,7 @@ func compileFlat(doc map[string]any) *flatSchema {
 func (f *flatSchema) valid(args protocol.Object) bool {
 	for _, m := range args {
 		name, raw := m.Name, m.Value
-		kind, known := f.kinds[name]
+		kind, known := f.kind(name)
 		if !known {
 			if f.closed {
 				return false
