@@ -49,5 +49,5 @@ func (e *Executor) runSortedLocked(j *job) {
 	} else {
 		j.runNext.runPrev = j
 	}
-	e.armLocked(&e.deadlines, &e.deadlineAt, e.runHead.deadline, e.expireDue)
+	e.armLocked(&e.deadlines, &e.deadlineAt, e.runHead.deadline, deadlineTimer)
 }

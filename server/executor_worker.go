@@ -62,7 +62,7 @@ func (e *Executor) park(handoff chan *job) *job {
 	}
 	now := time.Now()
 	e.idle = append(e.idle, idleWorker{handoff: handoff, since: now})
-	e.armLocked(&e.reaper, &e.reaperAt, now.Add(workerIdle), e.reap)
+	e.armLocked(&e.reaper, &e.reaperAt, now.Add(workerIdle), reaperTimer)
 	e.mu.Unlock()
 	return <-handoff
 }
@@ -80,23 +80,35 @@ func (e *Executor) reap() {
 	}
 	e.idle = append(e.idle[:0], e.idle[n:]...)
 	if len(e.idle) > 0 {
-		e.armLocked(&e.reaper, &e.reaperAt, e.idle[0].since.Add(workerIdle), e.reap)
+		e.armLocked(&e.reaper, &e.reaperAt, e.idle[0].since.Add(workerIdle), reaperTimer)
 	}
 }
 
-// armLocked makes *t fire f at when, unless it is already set to fire no
-// later; *at is when it is set for (zero: not set). e.mu is held.
-func (e *Executor) armLocked(t **time.Timer, at *time.Time, when time.Time, f func()) {
+// The executor's timers, for armLocked.
+const (
+	deadlineTimer = iota
+	reaperTimer
+)
+
+// armLocked makes *t fire at when, unless it is already set to fire no
+// later; *at is when it is set for (zero: not set). which says what it
+// runs, the timer being made at its first use. e.mu is held.
+func (e *Executor) armLocked(t **time.Timer, at *time.Time, when time.Time, which int) {
 	if !at.IsZero() && !at.After(when) {
 		return
 	}
 	*at = when
 	d := time.Until(when)
-	if *t == nil {
-		*t = time.AfterFunc(d, f)
+	if *t != nil {
+		(*t).Reset(d)
 		return
 	}
-	(*t).Reset(d)
+	// A method value costs an allocation: made once, here.
+	if which == deadlineTimer {
+		*t = time.AfterFunc(d, e.expireDue)
+	} else {
+		*t = time.AfterFunc(d, e.reap)
+	}
 }
 
 // startLocked makes j a running job subject to its deadline from now
@@ -111,7 +123,7 @@ func (e *Executor) startLocked(j *job) {
 		e.runTail.runNext = j
 	}
 	e.runTail = j
-	e.armLocked(&e.deadlines, &e.deadlineAt, j.deadline, e.expireDue)
+	e.armLocked(&e.deadlines, &e.deadlineAt, j.deadline, deadlineTimer)
 }
 
 // unrunLocked takes j off the running list (it finished, or was
@@ -201,7 +213,7 @@ func (e *Executor) expireDue() {
 		due = append(due, j)
 	}
 	if e.runHead != nil {
-		e.armLocked(&e.deadlines, &e.deadlineAt, e.runHead.deadline, e.expireDue)
+		e.armLocked(&e.deadlines, &e.deadlineAt, e.runHead.deadline, deadlineTimer)
 	}
 	e.mu.Unlock()
 	for _, j := range due {

@@ -45,6 +45,7 @@ type output struct {
 	mu      sync.Mutex
 	idle    sync.Cond // signalled when writing ends
 	pending []byte    // committed frames not yet written
+	spare   []byte    // a written buffer, for pending's next turn
 	writing bool      // a goroutine is writing frames committed before pending
 	blocked bool      // the device would block: the coordinator drains pending
 	awake   bool      // the coordinator will look at pending before it waits
@@ -102,6 +103,7 @@ func (o *output) commit(frame []byte) bool {
 	if o.failed != nil || o.closed {
 		return false
 	}
+	o.roomLocked()
 	o.pending = append(o.pending, frame...)
 	return true
 }
@@ -117,6 +119,7 @@ func (o *output) commitFor(w *work, frame []byte, final bool) bool {
 	if final {
 		o.endLocked(w, done)
 	}
+	o.roomLocked()
 	o.pending = append(o.pending, frame...)
 	return true
 }
@@ -138,31 +141,28 @@ func (o *output) finish(w *work, frame []byte) (wake, kept bool) {
 	o.hasFinished.Store(true)
 	wake = o.eager || !o.direct // without direct writes the coordinator writes it
 	if o.writing || o.blocked || o.awake || !o.direct {
+		o.roomLocked()
 		o.pending = append(o.pending, frame...)
 		o.mu.Unlock()
 		return wake, false
 	}
 	o.writing = true
-	if len(frame) >= directBatch {
-		// Large: written as it is, after what waits before it.
-		if len(o.pending) > 0 {
-			buf := append(o.pending, frame...)
-			o.pending = nil
-			o.mu.Unlock()
-			return o.writeDirect(buf, true) || wake, false
-		}
+	if len(frame) >= directBatch && len(o.pending) == 0 {
+		// Large: written as it is, without a copy.
 		o.mu.Unlock()
 		more := o.writeDirect(frame, false)
 		return more || wake, more
 	}
+	o.roomLocked()
 	o.pending = append(o.pending, frame...)
-	o.mu.Unlock()
-	// Other workers finishing now leave their frames to this write: one
-	// yield gathers them, as the coordinator's gather does.
-	runtime.Gosched()
-	o.mu.Lock()
-	buf := o.pending
-	o.pending = nil
+	if len(frame) < directBatch {
+		o.mu.Unlock()
+		// Other workers finishing now leave their frames to this write:
+		// one yield gathers them, as the coordinator's gather does.
+		runtime.Gosched()
+		o.mu.Lock()
+	}
+	buf := o.takeLocked()
 	o.mu.Unlock()
 	return o.writeDirect(buf, true) || wake, false
 }
@@ -171,11 +171,52 @@ func (o *output) finish(w *work, frame []byte) (wake, kept bool) {
 // without yielding first for others to join it.
 const directBatch = 16 << 10
 
+// outBuffers hold the output buffers of connections that have nothing in
+// flight: such a connection gives its buffers back (release), so that an
+// idle one holds none, and takes one again when it next commits, rather
+// than growing a new one each time it drains.
+var outBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// roomLocked gives pending a buffer when it has none. o.mu is held.
+func (o *output) roomLocked() {
+	switch {
+	case o.pending != nil:
+	case o.spare != nil:
+		o.pending, o.spare = o.spare, nil
+	default:
+		o.pending = (*outBuffers.Get().(*[]byte))[:0]
+	}
+}
+
+// giveBack returns an emptied buffer to outBuffers.
+func giveBack(buf []byte) {
+	if buf != nil && cap(buf) <= maxBatch {
+		buf = buf[:0]
+		outBuffers.Put(&buf)
+	}
+}
+
+// takeLocked takes the pending frames for a write, leaving the spare
+// buffer to commit to meanwhile. o.mu is held.
+func (o *output) takeLocked() []byte {
+	buf := o.pending
+	o.pending, o.spare = o.spare[:0], nil
+	return buf
+}
+
+// keepLocked keeps a buffer that was written whole as the spare, so that
+// a busy connection alternates two buffers. o.mu is held.
+func (o *output) keepLocked(buf []byte) {
+	if cap(buf) <= maxBatch && cap(buf) > cap(o.spare) && !o.closed {
+		o.spare = buf[:0]
+	}
+}
+
 // writeDirect writes buf and whatever is committed meanwhile with
 // non-blocking writes; o.writing is set by the caller. It reports whether
 // the coordinator must take over (the device would block, or failed), and
 // then keeps the rest of buf. own says that buf is the output's, to keep
-// as its buffer once written; otherwise it is the caller's.
+// as its spare once written; otherwise it is the caller's.
 func (o *output) writeDirect(buf []byte, own bool) (wake bool) {
 	for {
 		n, err := o.w.try(buf)
@@ -190,17 +231,15 @@ func (o *output) writeDirect(buf []byte, own bool) (wake bool) {
 			o.pending = append(buf[n:], o.pending...)
 			o.blocked = true
 			wake = true
-		case len(o.pending) > 0 && !o.closed:
-			next := o.pending
-			o.pending = nil
-			if own && cap(buf) <= maxBatch {
-				o.pending = buf[:0]
+		default:
+			if own {
+				o.keepLocked(buf)
 			}
-			buf, own = next, true
-			o.mu.Unlock()
-			continue
-		case own && len(o.pending) == 0 && cap(buf) <= maxBatch && cap(buf) > cap(o.pending):
-			o.pending = buf[:0] // a busy connection keeps its buffer
+			if len(o.pending) > 0 && !o.closed {
+				buf, own = o.takeLocked(), true
+				o.mu.Unlock()
+				continue
+			}
 		}
 		o.writing = false
 		o.idle.Broadcast()
@@ -226,8 +265,7 @@ func (o *output) flush() bool {
 		o.mu.Unlock()
 		return true
 	}
-	buf := o.pending
-	o.pending = nil
+	buf := o.takeLocked()
 	o.writing = true
 	o.mu.Unlock()
 	err := o.w.write(buf)
@@ -239,11 +277,9 @@ func (o *output) flush() bool {
 		o.failLocked(err)
 		return false
 	}
+	o.keepLocked(buf)
 	if len(o.pending) == 0 {
 		o.blocked = false
-		if cap(buf) <= maxBatch {
-			o.pending = buf[:0] // a busy connection keeps its buffer
-		}
 	}
 	return true
 }
@@ -256,7 +292,7 @@ func (o *output) failLocked(err error) {
 		}
 		o.failed = oe
 	}
-	o.pending = nil // an abandoned write may still be reading it
+	o.pending, o.spare = nil, nil // an abandoned write may still be reading one
 }
 
 // err is the terminal failure, or nil.
@@ -274,11 +310,13 @@ func (o *output) waiting() (n int, blocked bool) {
 	return len(o.pending), o.blocked
 }
 
-// release drops the buffer of a connection with nothing in flight.
+// release gives back the buffers of a connection with nothing in flight.
 func (o *output) release() {
 	o.mu.Lock()
-	if len(o.pending) == 0 {
-		o.pending = nil
+	if len(o.pending) == 0 && !o.writing && o.failed == nil {
+		giveBack(o.pending)
+		giveBack(o.spare)
+		o.pending, o.spare = nil, nil
 	}
 	o.mu.Unlock()
 }
@@ -327,6 +365,6 @@ func (o *output) close() {
 	for o.writing {
 		o.idle.Wait()
 	}
-	o.pending = nil
+	o.pending, o.spare = nil, nil
 	o.mu.Unlock()
 }
