@@ -79,26 +79,31 @@ func (s *scanner) classify() Message {
 }
 
 // withParams gives m its params (when an object) and their Split: the
-// members the scan recorded, in one allocation for params and _meta.
+// members the scan recorded, in one allocation for params, _meta and
+// arguments.
 func (s *scanner) withParams(m Message) Message {
 	p := s.top[fieldParams]
 	if p.kind != kindObject {
 		return m
 	}
 	m.Params = s.data[p.start:p.end:p.end]
-	np, nm := len(s.params), len(s.meta)
-	if np+nm > 0 {
-		all := make(Object, np+nm)
+	np, nm, na := len(s.params), len(s.meta), len(s.args)
+	if np+nm+na > 0 {
+		all := make(Object, np+nm+na)
 		copy(all, s.params)
 		copy(all[np:], s.meta)
+		copy(all[np+nm:], s.args)
 		if np > 0 {
 			m.Members = all[:np:np]
 		}
 		if nm > 0 {
-			m.Meta = all[np:]
+			m.Meta = all[np : np+nm : np+nm]
+		}
+		if na > 0 {
+			m.Arguments = all[np+nm:]
 		}
 	}
-	m.MetaObject = s.metaObject
+	m.MetaObject, m.ArgumentsObject = s.metaObject, s.argsObject
 	m.era()
 	m.ProgressToken = m.Meta.Value(metaProgressTokenMember)
 	return m

@@ -122,7 +122,8 @@ func SplitObject(dst Object, raw json.RawMessage) (Object, bool) {
 
 // Split is what the decoder found in a message's params, handed down so
 // that no later step splits them again: the members of params, those of
-// params._meta, and the era the request belongs to (protocol.md §1.2).
+// params._meta and of params.arguments (a tool's or a prompt's), and the
+// era the request belongs to (protocol.md §1.2).
 // Message embeds it; a caller holding only the params text gets one from
 // SplitParams.
 type Split struct {
@@ -134,6 +135,10 @@ type Split struct {
 	Meta Object
 	// MetaObject reports that params._meta is an object.
 	MetaObject bool
+	// Arguments are params.arguments' members when it is an object; nil
+	// otherwise. ArgumentsObject reports that it is an object.
+	Arguments       Object
+	ArgumentsObject bool
 	// Modern reports that params._meta is an object holding the member
 	// "io.modelcontextprotocol/protocolVersion" (whatever its value): the
 	// request belongs to the 2026 era (protocol.md §1.2).
@@ -154,6 +159,9 @@ func SplitParams(params json.RawMessage) (Split, bool) {
 	}
 	if raw, present := s.Members.Get("_meta"); present {
 		s.Meta, s.MetaObject = SplitObject(nil, raw)
+	}
+	if raw, present := s.Members.Get("arguments"); present {
+		s.Arguments, s.ArgumentsObject = SplitObject(nil, raw)
 	}
 	s.era()
 	return s, true

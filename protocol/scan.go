@@ -58,8 +58,9 @@ type role uint8
 const (
 	roleOther  role = iota
 	roleTop         // the line's value: the envelope members
-	roleParams      // the top-level params object: each member, and _meta
+	roleParams      // the top-level params object: each member, _meta and arguments
 	roleMeta        // params._meta: each member
+	roleArgs        // params.arguments: each member
 )
 
 // Recorded members, indexes into scanner.top.
@@ -93,8 +94,13 @@ func member(r role, name []byte) (int, role) {
 		case "error":
 			return fieldError, roleOther
 		}
-	case r == roleParams && string(name) == "_meta":
-		return fieldNone, roleMeta
+	case r == roleParams:
+		switch string(name) {
+		case "_meta":
+			return fieldNone, roleMeta
+		case "arguments":
+			return fieldNone, roleArgs
+		}
 	}
 	return fieldNone, roleOther
 }
@@ -117,28 +123,31 @@ type scanner struct {
 	arena   []byte    // their unescaped names
 	scratch []byte
 	top     [fieldCount]span
-	// The members of params and of params._meta, as Decode hands them
-	// down (Split); metaObject reports that params._meta is an object.
-	params, meta []Member
-	metaObject   bool
+	// The members of params, of params._meta and of params.arguments, as
+	// Decode hands them down (Split); the flags report that _meta and
+	// arguments are objects.
+	params, meta, args []Member
+	metaObject         bool
+	argsObject         bool
 }
 
 var scannerPool = sync.Pool{New: func() any { return new(scanner) }}
 
 func (s *scanner) reset(data []byte) {
 	*s = scanner{data: data, names: s.names[:0], arena: s.arena[:0], scratch: s.scratch[:0],
-		params: s.params[:0], meta: s.meta[:0]}
+		params: s.params[:0], meta: s.meta[:0], args: s.args[:0]}
 }
 
 // release returns s to the pool unless a huge line made its buffers huge.
 // The members recorded are dropped first: they alias the line.
 func (s *scanner) release() {
 	if cap(s.arena) > 1<<20 || cap(s.scratch) > 1<<20 || cap(s.names) > 1<<16 ||
-		cap(s.params) > 1<<10 || cap(s.meta) > 1<<10 {
+		cap(s.params) > 1<<10 || cap(s.meta) > 1<<10 || cap(s.args) > 1<<10 {
 		return
 	}
 	clear(s.params)
 	clear(s.meta)
+	clear(s.args)
 	s.data = nil
 	scannerPool.Put(s)
 }
@@ -288,7 +297,7 @@ func (s *scanner) object(r role) bool {
 		if field != fieldNone {
 			s.top[field] = v
 		}
-		if r == roleParams || r == roleMeta {
+		if r >= roleParams {
 			s.record(r, ref, v)
 		}
 		if more, ok = s.next('}'); !ok {
@@ -300,9 +309,10 @@ func (s *scanner) object(r role) bool {
 	return true
 }
 
-// record keeps a member of params (r is roleParams) or of params._meta
-// (roleMeta) for Split. Its name aliases the line unless it held escapes:
-// the arena is reused once its object ends.
+// record keeps a member of params (r is roleParams), of params._meta
+// (roleMeta) or of params.arguments (roleArgs) for Split. Its name aliases
+// the line unless it held escapes: the arena is reused once its object
+// ends.
 func (s *scanner) record(r role, ref nameRef, v span) {
 	var name string
 	switch {
@@ -312,13 +322,22 @@ func (s *scanner) record(r role, ref nameRef, v span) {
 		name = unsafe.String(&s.data[ref.start], ref.end-ref.start)
 	}
 	m := Member{Name: name, Value: s.data[v.start:v.end:v.end]}
-	if r == roleMeta {
+	switch r {
+	case roleMeta:
 		s.meta = append(s.meta, m)
+		return
+	case roleArgs:
+		s.args = append(s.args, m)
 		return
 	}
 	s.params = append(s.params, m)
-	if name == "_meta" && v.kind == kindObject {
-		s.metaObject = true
+	if v.kind == kindObject {
+		switch name {
+		case "_meta":
+			s.metaObject = true
+		case "arguments":
+			s.argsObject = true
+		}
 	}
 }
 

@@ -81,7 +81,8 @@ func (c *call) callTool(ctx context.Context) Outcome {
 	}
 	req := &c.tool
 	*req = CallToolRequest{Name: name, Arguments: args, Version: c.version, ClientCapabilities: c.clientCaps(), ProgressToken: c.progressToken()}
-	failure, split := e.input.validateSplit(args, req.argsKept[:0])
+	// The decoder split the arguments already (Split.Arguments).
+	failure, split, splitOK := e.input.validateSplit(args, c.split.Arguments, c.split.ArgumentsObject)
 	if failure != "" {
 		if c.version == protocol.Version20250618 {
 			return errOutcome(&protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid tool arguments",
@@ -89,9 +90,7 @@ func (c *call) callTool(ctx context.Context) Outcome {
 		}
 		return c.toolFailure(failure)
 	}
-	if split != nil {
-		req.args, req.argsOK = split, true // the typed decoder splits nothing again
-	}
+	req.args, req.argsOK = split, splitOK // the typed decoder splits nothing again
 	res, err, panicked := c.runTool(ctx, e, req)
 	if panicked {
 		return errOutcome(protocol.ErrToolPanicked)

@@ -103,26 +103,26 @@ func (s *schema) isObject() bool { return s.object }
 // well-formed JSON (the protocol layer decoded it); a schema that is only
 // {"type":"object"} accepts any object without decoding it.
 func (s *schema) validateArguments(args json.RawMessage) string {
-	msg, _ := s.validateSplit(args, nil)
+	msg, _, _ := s.validateSplit(args, nil, false)
 	return msg
 }
 
-// validateSplit is validateArguments that also returns the arguments'
-// members when it split them (appended to dst), for the tool's decoder:
-// nil when it did not.
-func (s *schema) validateSplit(args json.RawMessage, dst protocol.Object) (string, protocol.Object) {
+// validateSplit is validateArguments given the arguments' members when
+// the decoder split them already (have), and returning them when it split
+// them itself (ok), for the tool's decoder.
+func (s *schema) validateSplit(args json.RawMessage, members protocol.Object, have bool) (string, protocol.Object, bool) {
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
+		args, members, have = json.RawMessage(`{}`), nil, true
 	}
 	if s.trivial && args[0] == '{' {
-		return "", nil
+		return "", members, have
 	}
-	split, msg, sure := s.validFlat(args, dst)
+	split, ok, msg, sure := s.validFlat(args, members, have)
 	if sure {
-		return msg, split
+		return msg, split, ok
 	}
-	return s.validateSlow(args), nil
+	return s.validateSlow(args), split, ok
 }
 
 // validateSlow is validateArguments by the full validator.

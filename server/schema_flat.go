@@ -120,18 +120,20 @@ func plainInteger(raw []byte) bool {
 
 // validFlat is the fast path of validateArguments: "", true when the
 // arguments are valid or miss required members (with the message), or
-// false when the full validator must decide. It returns the arguments'
-// members, appended to dst, when it split them.
-func (s *schema) validFlat(args json.RawMessage, dst protocol.Object) (protocol.Object, string, bool) {
+// false when the full validator must decide. members are the arguments'
+// members when have is set; otherwise it splits them when it needs them,
+// and returns them (ok) when it did.
+func (s *schema) validFlat(args json.RawMessage, members protocol.Object, have bool) (_ protocol.Object, ok bool, msg string, sure bool) {
 	if s.flat == nil {
-		return nil, "", false
+		return members, have, "", false
 	}
-	members, ok := protocol.SplitObject(dst, args)
-	if !ok {
-		return nil, "", false
+	if !have {
+		if members, have = protocol.SplitObject(nil, args); !have {
+			return nil, false, "", false
+		}
 	}
 	if msg := missingRequired(s.required, members.Has); msg != "" {
-		return members, msg, true
+		return members, true, msg, true
 	}
-	return members, "", s.flat.valid(members)
+	return members, true, "", s.flat.valid(members)
 }

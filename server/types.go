@@ -86,18 +86,17 @@ type CallToolRequest struct {
 	// token is here for tools that echo or log it.
 	ProgressToken any
 
-	// args are Arguments' members when the runtime split them already
-	// (validating them), for a typed tool's decoder.
-	args     protocol.Object
-	argsOK   bool
-	argsKept [4]protocol.Member // room for a small split
+	// args are Arguments' members when the decoder or the runtime split
+	// them already (argsOK), for a typed tool's decoder.
+	args   protocol.Object
+	argsOK bool
 }
 
 // argumentMembers returns Arguments split into members, splitting them
-// unless the runtime did; ok is false when they are not an object.
+// unless that was done; ok is false when they are not an object.
 func (r *CallToolRequest) argumentMembers() (members protocol.Object, ok bool) {
 	if !r.argsOK {
-		r.args, r.argsOK = protocol.SplitObject(r.argsKept[:0], r.Arguments)
+		r.args, r.argsOK = protocol.SplitObject(nil, r.Arguments)
 	}
 	return r.args, r.argsOK
 }
