@@ -534,7 +534,7 @@ func TestNameSetSwitchesToMap(t *testing.T) {
 	n := nameSet{}
 	for i := range linearNames + 1 {
 		ref := nameRef{start: 5*i + 1, end: 5*i + 4}
-		if !s.add(&n, ref) {
+		if !s.add(&n, ref, s.name(ref)) {
 			t.Fatalf("name %d refused as a duplicate", i)
 		}
 		if inMap := n.set != nil; inMap != (i == linearNames) {
@@ -544,7 +544,7 @@ func TestNameSetSwitchesToMap(t *testing.T) {
 	if len(s.names) != 0 || len(n.set) != linearNames+1 {
 		t.Errorf("after the switch: %d names on the stack, %d in the map", len(s.names), len(n.set))
 	}
-	if s.add(&n, nameRef{start: 1, end: 4}) {
+	if first := (nameRef{start: 1, end: 4}); s.add(&n, first, s.name(first)) {
 		t.Error("duplicate of the first name accepted after the switch")
 	}
 }

@@ -110,6 +110,23 @@ func member(r role, name []byte) (int, role) {
 type nameRef struct {
 	start, end int
 	inArena    bool
+	key        uint64 // nameKey, once add has it
+}
+
+// nameKey is a cheap key of a member name: its length and its first six
+// bytes (fewer when shorter). Equal names have equal keys. name is in buf,
+// which usually holds eight bytes from its start (a name is followed by at
+// least its quote and a colon): one load then.
+func nameKey(buf, name []byte, start int) uint64 {
+	n := min(len(name), 6)
+	k := uint64(len(name)) << 48
+	if start >= 0 && start+8 <= len(buf) {
+		return k | binary.LittleEndian.Uint64(buf[start:start+8])&(1<<(8*n)-1)
+	}
+	for i := range n {
+		k |= uint64(name[i]) << (8 * i)
+	}
+	return k
 }
 
 // scanner is a single-pass validating JSON scanner over one line. Its stacks
@@ -280,15 +297,23 @@ func (s *scanner) object(r role) bool {
 			s.arena = appendUnescaped(s.arena, s.data[nameStart:s.pos-1])
 			ref.end = len(s.arena)
 		}
-		field, child := member(r, s.name(ref))
-		if !s.add(&names, ref) {
+		name := s.name(ref)
+		field, child := fieldNone, roleOther
+		if r != roleOther {
+			field, child = member(r, name)
+		}
+		if !s.add(&names, ref, name) {
 			return false
 		}
-		s.space()
-		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
-			return false
+		if s.pos < len(s.data) && s.data[s.pos] == ':' {
+			s.pos++ // compact JSON
+		} else {
+			s.skipSpace()
+			if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+				return false
+			}
+			s.pos++
 		}
-		s.pos++
 		s.space()
 		v, ok := s.value(child)
 		if !ok {
@@ -352,9 +377,9 @@ type nameSet struct {
 }
 
 // add records the name ref (the last one scanned, so the last in the arena
-// if there) and reports false if the object already had it.
-func (s *scanner) add(n *nameSet, ref nameRef) bool {
-	name := s.name(ref)
+// if there; name is its text) and reports false if the object already had
+// it. Names are compared by a key of their length and first bytes first.
+func (s *scanner) add(n *nameSet, ref nameRef, name []byte) bool {
 	if n.set != nil {
 		if _, dup := n.set[string(name)]; dup {
 			return false
@@ -363,8 +388,13 @@ func (s *scanner) add(n *nameSet, ref nameRef) bool {
 		s.arena = s.arena[:n.arenaStart]
 		return true
 	}
+	if ref.inArena {
+		ref.key = nameKey(nil, name, -1)
+	} else {
+		ref.key = nameKey(s.data, name, ref.start)
+	}
 	for _, other := range s.names[n.namesStart:] {
-		if other.end-other.start == len(name) && bytes.Equal(s.name(other), name) {
+		if other.key == ref.key && bytes.Equal(s.name(other), name) {
 			return false
 		}
 	}
@@ -411,8 +441,8 @@ func (s *scanner) str() (escaped, ok bool) {
 	i := s.pos + 1
 	for {
 		for i+8 <= len(d) {
-			if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) / 8
+			if m := specialBytes(binary.LittleEndian.Uint64(d[i : i+8])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8

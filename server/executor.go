@@ -281,25 +281,36 @@ func (f funcTask) Done(o Outcome)                  { f.done(o) }
 // SubmitTask is Submit with the handler and the outcome's receiver in one
 // Task, which must not be nil.
 func (c *ExecConn) SubmitTask(ctx context.Context, id protocol.ID, task Task) *protocol.Error {
+	return c.SubmitJob(ctx, id, new(Job), task)
+}
+
+// Job is room for the executor's record of one submission, for a submitter
+// that keeps it in its own per-request state (SubmitJob) rather than have
+// the executor allocate one. A Job serves one submission and must not be
+// copied.
+type Job struct{ j job }
+
+// SubmitJob is SubmitTask keeping the executor's record of the submission
+// in slot, which must be zero and is the executor's from then on.
+func (c *ExecConn) SubmitJob(ctx context.Context, id protocol.ID, slot *Job, task Task) *protocol.Error {
 	e := c.e
-	j := &job{conn: c, id: id, task: task}
-	parent := ctx
+	j := &slot.j
+	j.conn, j.id, j.task = c, id, task
+	j.ctx.job, j.ctx.parent = j, ctx
 	if ctx.Done() != nil {
-		parent = context.WithoutCancel(ctx) // keep the values, drop the cancellation
+		j.ctx.parent = context.WithoutCancel(ctx) // keep the values, drop the cancellation
 	}
-	// The job is in its own context, for ExtendDeadline (deadline.go).
-	j.ctx, j.cancel = context.WithCancel(context.WithValue(parent, jobKey{}, j))
 
 	e.mu.Lock()
 	if _, dup := c.jobs[id]; dup {
 		e.mu.Unlock()
-		j.cancel()
+		j.ctx.cancel()
 		return protocol.ErrDuplicateID
 	}
 	busy := e.running >= e.limits.MaxConcurrency
 	if refusal := e.refusalLocked(c, busy); refusal != nil {
 		e.mu.Unlock()
-		j.cancel()
+		j.ctx.cancel()
 		return refusal
 	}
 	c.jobs[id] = j
@@ -356,7 +367,7 @@ func (c *ExecConn) Cancel(id protocol.ID) {
 	}
 	c.releaseLocked(j)
 	e.mu.Unlock()
-	j.cancel()
+	j.ctx.cancel()
 }
 
 // CancelAll cancels every queued and running item of the connection, as
@@ -365,14 +376,14 @@ func (c *ExecConn) Cancel(id protocol.ID) {
 func (c *ExecConn) CancelAll() {
 	e := c.e
 	e.mu.Lock()
-	cancels := make([]context.CancelFunc, 0, len(c.jobs))
+	cancels := make([]*job, 0, len(c.jobs))
 	for _, j := range c.jobs {
 		c.releaseLocked(j)
-		cancels = append(cancels, j.cancel)
+		cancels = append(cancels, j)
 	}
 	e.mu.Unlock()
-	for _, cancel := range cancels {
-		cancel()
+	for _, j := range cancels {
+		j.ctx.cancel()
 	}
 }
 

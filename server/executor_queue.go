@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"time"
 
 	"github.com/snodod/snodod/protocol"
@@ -25,14 +24,13 @@ const (
 	jobReleased                 // key released: outcome delivered, or cancelled, or timed out
 )
 
-// job is one submission. conn, id, task, ctx and cancel are fixed by
+// job is one submission. conn, id, task and ctx's parent are fixed by
 // Submit; state, deadline and the links are guarded by e.mu.
 type job struct {
 	conn     *ExecConn
 	id       protocol.ID
 	task     Task
-	ctx      context.Context
-	cancel   context.CancelFunc
+	ctx      jobContext // the handler's
 	state    jobState
 	deadline time.Time // while running
 	slot     slotState // guarded by e.mu (executor_detach.go)

@@ -171,7 +171,7 @@ func (e *Executor) call(j *job) (out Outcome) {
 			slog.String("id", j.id.String()))
 		go e.afterGoexit(j)
 	}()
-	out = j.task.Run(j.ctx)
+	out = j.task.Run(&j.ctx)
 	returned = true
 	return out
 }
@@ -193,7 +193,7 @@ func (e *Executor) finish(j *job, out Outcome) *job {
 	}
 	next := e.returnSlotLocked(j)
 	e.mu.Unlock()
-	j.cancel()
+	j.ctx.cancel()
 	if deliver {
 		j.task.Done(out)
 	}
@@ -217,7 +217,7 @@ func (e *Executor) expireDue() {
 	}
 	e.mu.Unlock()
 	for _, j := range due {
-		j.cancel()
+		j.ctx.cancel()
 		j.task.Done(Outcome{Err: protocol.ErrTimedOut})
 	}
 }

@@ -106,7 +106,7 @@ func (c *coordinator) request(msg *protocol.Message) {
 			return
 		}
 	}
-	if err := c.exec.SubmitTask(&w.ctx, msg.ID, w); err != nil {
+	if err := c.exec.SubmitJob(&w.ctx, msg.ID, &w.job, w); err != nil {
 		c.writeError(msg.ID, err)
 		return
 	}

@@ -183,6 +183,7 @@ type work struct {
 	split protocol.Split // the decoder's, for req.Split
 	req   server.Request
 	ctx   server.RequestContext
+	job   server.Job // the executor's record of it
 	sink  requestSink
 	// state is live until the request's final frame is committed (done)
 	// or it is cancelled or ended (dropped); it changes under output.mu.
