@@ -374,6 +374,9 @@ func (s *scanner) record(r role, ref nameRef, v span) {
 type nameSet struct {
 	namesStart, arenaStart int
 	set                    map[string]struct{}
+	// seen has a bit set for each name's key (by nameKey): a name whose
+	// bit is clear is new without comparing it to the others.
+	seen uint64
 }
 
 // add records the name ref (the last one scanned, so the last in the arena
@@ -393,11 +396,15 @@ func (s *scanner) add(n *nameSet, ref nameRef, name []byte) bool {
 	} else {
 		ref.key = nameKey(s.data, name, ref.start)
 	}
-	for _, other := range s.names[n.namesStart:] {
-		if other.key == ref.key && bytes.Equal(s.name(other), name) {
-			return false
+	bit := uint64(1) << ((ref.key * 0x9E3779B97F4A7C15) >> 58)
+	if n.seen&bit != 0 {
+		for _, other := range s.names[n.namesStart:] {
+			if other.key == ref.key && bytes.Equal(s.name(other), name) {
+				return false
+			}
 		}
 	}
+	n.seen |= bit
 	if s.names = append(s.names, ref); len(s.names)-n.namesStart > linearNames {
 		n.set = make(map[string]struct{}, 4*linearNames)
 		for _, other := range s.names[n.namesStart:] {
