@@ -33,8 +33,8 @@ func (c *coordinator) commit(w *work, final bool) bool {
 		ok = c.out.commit(c.scratch)
 	}
 	c.scratch = c.scratch[:0]
-	if cap(c.scratch) > maxBatch {
-		c.scratch = nil
+	if cap(c.scratch) > maxBatch || len(c.inflight) == 0 {
+		c.scratch = nil // an idle connection holds no buffer
 	}
 	if !ok {
 		c.noteFailure()
