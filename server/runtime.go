@@ -238,7 +238,11 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 }
 
 func (c *call) serveLegacy(ctx context.Context) Outcome {
-	c.version = c.req.Header.Get(HeaderProtocolVersion)
+	// The key is canonical already: a Get would canonicalize it again on
+	// every request.
+	if v := c.req.Header[HeaderProtocolVersion]; len(v) > 0 {
+		c.version = v[0]
+	}
 	if c.version == "" || !c.s.versions.Enabled(c.version) || c.version == protocol.Version2026 {
 		switch {
 		case c.version != "":
