@@ -2,6 +2,8 @@
 # .ci/run use exactly it.
 
 GO ?= go
+# bash, for set -o pipefail in bench.
+SHELL := /bin/bash
 # staticcheck is run from the Go module proxy, pinned. The proxy serves it by
 # module version only (not by release names such as 2025.1.1).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -46,20 +48,22 @@ e2e/%/node_modules/.package-lock.json: e2e/%/package-lock.json
 	npm ci --prefix e2e/$* --no-audit --no-fund
 	@touch $@
 
-# bench runs the Go micro-benchmarks, then the harness in bench/ (its own
+# bench runs the Go micro-benchmarks (their output is kept in
+# bench/bin/gobench.txt for the page), then the harness in bench/ (its own
 # module): snodod against the Go and TypeScript SDKs, mcp-go and a raw
-# floor, and snodod serve with many sessions. It prints one table and
-# rewrites docs/bench.md and docs/bench.png; then the HTTP scenario
-# (bench/cmd/httpbench) rewrites docs/bench-http.md, and the upgrade
-# scenario (bench/cmd/upgradebench) docs/bench-upgrade.md. BENCH_QUICK=1: one
-# repeat with smaller counts, for development.
+# floor over stdio, snodod serve with many sessions and hosting a server,
+# the scaling curves, and Streamable HTTP against the SDKs' HTTP servers.
+# It prints one table and rewrites docs/bench.md, docs/bench.png and
+# docs/bench-scaling.png; then the upgrade scenario (bench/cmd/upgradebench)
+# rewrites docs/bench-upgrade.md. BENCH_QUICK=1: one repeat with smaller
+# counts, for development.
 BENCH_GOFLAGS := $(if $(filter 1,$(BENCH_QUICK)),-benchtime 200ms,)
 
 bench: build bench/node/node_modules/.package-lock.json
-	$(GO) test -run '^$$' -bench . -benchmem $(BENCH_GOFLAGS) ./...
-	cd bench && $(GO) build -o bin/ ./peers/gosdk ./peers/mcpgo ./peers/raw ./cmd/mcpbench
-	cd bench && BENCH_QUICK=$(BENCH_QUICK) bin/mcpbench -snodod ../bin/snodod -docs ../docs
-	cd bench && $(GO) build -o bin/ ./peers/gosdkhttp ./cmd/httpbench && bin/httpbench -snodod ../bin/snodod -gosdk bin/gosdkhttp -docs ../docs
+	mkdir -p bench/bin
+	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem $(BENCH_GOFLAGS) ./... | tee bench/bin/gobench.txt
+	cd bench && $(GO) build -o bin/ ./peers/gosdk ./peers/mcpgo ./peers/raw ./peers/gosdkhttp ./cmd/mcpbench
+	cd bench && BENCH_QUICK=$(BENCH_QUICK) bin/mcpbench -snodod ../bin/snodod -docs ../docs -gobench bin/gobench.txt
 	cd bench && $(GO) build -o bin/ ./cmd/upgradebench && BENCH_QUICK=$(BENCH_QUICK) bin/upgradebench -snodod ../bin/snodod -docs ../docs
 
 # The TypeScript peer's packages, exactly as bench/node/package-lock.json

@@ -8,6 +8,9 @@ import (
 // typicalCall is a tools/call line as a 2026 client sends it (about 300 bytes).
 var typicalCall = []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search_files","arguments":{"pattern":"func main","path":"/home/user/project","maxResults":50},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"progress-42"}}}` + "\n")
 
+// harnessCall is the 2026 echo call bench/cmd/mcpbench sends.
+var harnessCall = []byte(`{"jsonrpc":"2.0","id":1234,"method":"tools/call","params":{"name":"echo","arguments":{"text":"bench-1234"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n")
+
 func BenchmarkDecode(b *testing.B) {
 	big := []byte(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"text":"` +
 		strings.Repeat("lorem ipsum dolor sit amet, ", 1<<20/28) + `"}}}` + "\n")
@@ -16,6 +19,7 @@ func BenchmarkDecode(b *testing.B) {
 		line []byte
 	}{
 		{"typical", typicalCall},
+		{"harness", harnessCall},
 		{"1MB-string", big},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -7,15 +7,18 @@ import (
 )
 
 // Decode decodes and classifies one line (transport.md §4 and §5, rows 1 to
-// 8). line may still end in its LF. Decode never retains line: Params and
-// ProgressToken are copies.
+// 8). line may still end in its LF. What Decode returns aliases line
+// (Params, its Split, ProgressToken, Result, ErrorObject): the caller gives
+// the line to the message, and must not modify it while the message is in
+// use. A transport's lines are its own (the Reader hands each over), so a
+// request's params are never copied.
 //
 // A line that is not exactly one strictly valid JSON value is KindInvalid with
 // ErrParse and a null id: invalid JSON or UTF-8, trailing data, a duplicate
 // member name at any depth, an integer literal over 64 digits, a number that
 // is not a finite float64, or arrays nested in arrays (or objects in objects)
-// more than 1,000 deep. Modern and ProgressToken are set only for KindRequest
-// and KindNotification.
+// more than 1,000 deep. The Split and ProgressToken are set only for
+// KindRequest and KindNotification.
 func Decode(line []byte) Message {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
@@ -75,30 +78,47 @@ func (s *scanner) classify() Message {
 	return s.withParams(Message{Kind: KindRequest, ID: echo, Method: s.method(method)})
 }
 
-// withParams copies params (when an object) and what its _meta says into m.
+// withParams gives m its params (when an object) and their Split: the
+// members the scan recorded, in one allocation for params, _meta and
+// arguments.
 func (s *scanner) withParams(m Message) Message {
 	p := s.top[fieldParams]
 	if p.kind != kindObject {
 		return m
 	}
-	m.Params = bytes.Clone(s.data[p.start:p.end])
-	m.Modern = s.top[fieldVersion].kind != kindNone
-	if tok := s.top[fieldProgressToken]; tok.kind != kindNone {
-		m.ProgressToken = bytes.Clone(s.data[tok.start:tok.end])
+	m.Params = s.data[p.start:p.end:p.end]
+	np, nm, na := len(s.params), len(s.meta), len(s.args)
+	if np+nm+na > 0 {
+		all := make(Object, np+nm+na)
+		copy(all, s.params)
+		copy(all[np:], s.meta)
+		copy(all[np+nm:], s.args)
+		if np > 0 {
+			m.Members = all[:np:np]
+		}
+		if nm > 0 {
+			m.Meta = all[np : np+nm : np+nm]
+		}
+		if na > 0 {
+			m.Arguments = all[np+nm:]
+		}
 	}
+	m.MetaObject, m.ArgumentsObject = s.metaObject, s.argsObject
+	m.era()
+	m.ProgressToken = m.Meta.Value(metaProgressTokenMember)
 	return m
 }
 
-// response copies what a client response carries: its id, when bounded,
+// response gives what a client response carries: its id, when bounded,
 // and its result and error members.
 func (s *scanner) response() Message {
 	m := Message{Kind: KindResponse}
 	m.ID, _ = s.boundedID(s.top[fieldID])
 	if r := s.top[fieldResult]; r.kind != kindNone {
-		m.Result = bytes.Clone(s.data[r.start:r.end])
+		m.Result = s.data[r.start:r.end:r.end]
 	}
 	if e := s.top[fieldError]; e.kind != kindNone {
-		m.ErrorObject = bytes.Clone(s.data[e.start:e.end])
+		m.ErrorObject = s.data[e.start:e.end:e.end]
 	}
 	return m
 }
@@ -147,9 +167,21 @@ func isBlank(line []byte) bool {
 }
 
 // method returns the scanned method string, sharing the text of the methods
-// clients send all the time.
+// clients send all the time (a switch: no hashing, no allocation).
 func (s *scanner) method(v span) string {
 	b := s.unescaped(v)
+	switch string(b) {
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	case "ping":
+		return "ping"
+	case "notifications/cancelled":
+		return "notifications/cancelled"
+	case "notifications/progress":
+		return "notifications/progress"
+	}
 	if m, ok := knownMethods[string(b)]; ok {
 		return m
 	}
@@ -158,7 +190,7 @@ func (s *scanner) method(v span) string {
 
 var knownMethods = func() map[string]string {
 	m := make(map[string]string)
-	for name := range methodEras {
+	for _, name := range requestMethods {
 		m[name] = name
 	}
 	for _, name := range []string{

@@ -351,15 +351,24 @@ func TestDecodeMeta(t *testing.T) {
 	}
 }
 
-func TestDecodeDoesNotRetainLine(t *testing.T) {
+// A decoded message's strings are its own, but its params (and their
+// split) are the line's own bytes: Decode copies no params (issue 13), so
+// the line belongs to the message from then on.
+func TestDecodeAliasesLine(t *testing.T) {
 	line := []byte(`{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"_meta":{"progressToken":"tok"},"x":1}}` + "\n")
 	m := Decode(line)
-	params, token := string(m.Params), string(m.ProgressToken)
+	params := bytes.Index(line, []byte(`{"_meta"`))
+	if len(m.Params) == 0 || &m.Params[0] != &line[params] {
+		t.Errorf("Params is a copy of the line's params")
+	}
+	if x := m.Members.Value("x"); len(x) != 1 || &x[0] != &line[bytes.LastIndexByte(line, '1')] {
+		t.Errorf("Members[x] = %q is not the line's", x)
+	}
 	for i := range line {
 		line[i] = 'Z'
 	}
-	if string(m.Params) != params || string(m.ProgressToken) != token || m.Method != "tools/call" || m.ID != StringID("abc") {
-		t.Errorf("decoded message changed with its line: %+v", m)
+	if m.Method != "tools/call" || m.ID != StringID("abc") {
+		t.Errorf("the method or id changed with the line: %+v", m)
 	}
 }
 
@@ -525,7 +534,7 @@ func TestNameSetSwitchesToMap(t *testing.T) {
 	n := nameSet{}
 	for i := range linearNames + 1 {
 		ref := nameRef{start: 5*i + 1, end: 5*i + 4}
-		if !s.add(&n, ref) {
+		if !s.add(&n, ref, s.name(ref)) {
 			t.Fatalf("name %d refused as a duplicate", i)
 		}
 		if inMap := n.set != nil; inMap != (i == linearNames) {
@@ -535,7 +544,7 @@ func TestNameSetSwitchesToMap(t *testing.T) {
 	if len(s.names) != 0 || len(n.set) != linearNames+1 {
 		t.Errorf("after the switch: %d names on the stack, %d in the map", len(s.names), len(n.set))
 	}
-	if s.add(&n, nameRef{start: 1, end: 4}) {
+	if first := (nameRef{start: 1, end: 4}); s.add(&n, first, s.name(first)) {
 		t.Error("duplicate of the first name accepted after the switch")
 	}
 }

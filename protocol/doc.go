@@ -6,13 +6,16 @@
 // later.
 //
 // Everything here is a pure function of its arguments. The package never
-// does I/O, never starts a goroutine, never keeps per-connection state, and
-// never retains a caller's buffer: Decode copies what it returns and the
-// Append functions only append to the slice they are given. It imports the
-// standard library only.
+// does I/O, never starts a goroutine and never keeps per-connection state.
+// What Decode returns aliases the line it was given, which then belongs to
+// the message (the transport's lines are its own); the Append functions
+// only append to the slice they are given. It imports the standard library
+// only.
 //
 // Decode is the one place a line's bytes are judged. It is stricter than
 // encoding/json (duplicate member names, integer length, finiteness, nesting
 // and UTF-8 are all checked in one pass), so that Message.Params may then be
-// decoded with encoding/json by handlers without surprises.
+// decoded with encoding/json by handlers without surprises. The same pass
+// splits params, params._meta and params.arguments into members (Split)
+// and applies the era rule, so that no later step splits them again.
 package protocol

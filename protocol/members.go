@@ -3,7 +3,6 @@ package protocol
 import (
 	"encoding/json"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // Members splits a JSON object into its members; the values, and names
@@ -15,60 +14,16 @@ import (
 // already passed the strict decoder (a request's params), where it is a
 // cheap, reflection-free split; on other input it is still safe, but it
 // checks only the object's outline, not each value in full.
+//
+// The hot path uses SplitObject, which builds no map; Members is that split
+// as a map, for callers that look members up by the dozen.
 func Members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+	var buf [8]Member
+	o, ok := SplitObject(buf[:0], raw)
+	if !ok {
 		return nil, false
 	}
-	var m map[string]json.RawMessage // made at the first member: {} costs nothing
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		return m, skipSpace(raw, i+1) == len(raw)
-	}
-	for {
-		if i >= len(raw) || raw[i] != '"' {
-			return nil, false
-		}
-		end, escaped := stringEnd(raw, i)
-		if end < 0 {
-			return nil, false
-		}
-		var name string
-		if escaped {
-			var ok bool
-			if name, ok = unquote(raw[i:end]); !ok {
-				return nil, false
-			}
-		} else if end-i > 2 {
-			// Aliasing spares an allocation per member on every request.
-			name = unsafe.String(&raw[i+1], end-i-2)
-		}
-		i = skipSpace(raw, end)
-		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
-		}
-		start := skipSpace(raw, i+1)
-		vend := valueEnd(raw, start)
-		if vend < 0 {
-			return nil, false
-		}
-		if m == nil {
-			m = make(map[string]json.RawMessage, 4)
-		}
-		m[name] = raw[start:vend:vend]
-		i = skipSpace(raw, vend)
-		if i >= len(raw) {
-			return nil, false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipSpace(raw, i+1)
-		case '}':
-			return m, skipSpace(raw, i+1) == len(raw)
-		default:
-			return nil, false
-		}
-	}
+	return o.Map(), true
 }
 
 func skipSpace(b []byte, i int) int {

@@ -91,12 +91,11 @@ type Message struct {
 	Method string
 	// Params is the raw params object, or nil when absent. It is valid,
 	// compact-or-not JSON that passed the strict checks and may be decoded
-	// with encoding/json. It does not alias the decoded line.
+	// with encoding/json. It aliases the decoded line.
 	Params json.RawMessage
-	// Modern reports that params._meta is an object holding the member
-	// "io.modelcontextprotocol/protocolVersion" (whatever its value): the
-	// request belongs to the 2026 era (protocol.md §1.2).
-	Modern bool
+	// Split is Params split into members, with _meta's and the era
+	// (Modern), for the steps after the decoder.
+	Split
 	// ProgressToken is the raw value of params._meta.progressToken, or nil
 	// when params._meta is not an object or has no such member. It is not
 	// validated here (see ParseID).
@@ -104,7 +103,7 @@ type Message struct {
 	// Err is the error to answer for KindInvalid.
 	Err *Error
 	// Result and ErrorObject are, for KindResponse, the raw result and
-	// error members (nil when absent). Like Params they are copies; see
+	// error members (nil when absent). Like Params they alias the line; see
 	// DecodeErrorObject.
 	Result, ErrorObject json.RawMessage
 }

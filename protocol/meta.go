@@ -6,8 +6,8 @@ import (
 )
 
 // RequestMeta is the request metadata of a 2026-era request (protocol.md
-// §5.1), as DecodeMetaMembers found it. Only the presence and shape checks of
-// §5.2 steps 3 to 5 have been applied; Check applies steps 7 and 8.
+// §5.1), as DecodeMeta found it. Only the presence and shape checks of §5.2
+// steps 3 to 5 have been applied; Check applies steps 7 and 8.
 type RequestMeta struct {
 	// ProtocolVersion is the string sent as
 	// io.modelcontextprotocol/protocolVersion, whatever it is.
@@ -24,8 +24,9 @@ type RequestMeta struct {
 	// ProgressToken is progressToken as sent, or nil when absent. Check
 	// validates it.
 	ProgressToken json.RawMessage
-	// Raw holds every _meta member, reserved or not, for handlers and echo.
-	Raw map[string]json.RawMessage
+	// Members holds every _meta member, reserved or not, for handlers and
+	// echo.
+	Members Object
 }
 
 // Messages of the _meta checks (protocol.md §4.2, §5.2), each -32602.
@@ -55,56 +56,32 @@ type unsupportedVersionData struct {
 }
 
 // DecodeModernMeta is what the HTTP transport does with a request routed
-// to the 2026 rules (protocol.md §13.2) before the runtime sees it: protocol.md §5.2 steps 2 to 5 on a 2026-era request's
-// params (the whole params object, nil when absent) and returns its metadata.
-// In order, each -32602:
+// to the 2026 rules (protocol.md §13.2) before the runtime sees it:
+// protocol.md §5.2 steps 2 to 5 on a 2026-era request's params (split into
+// members, nil when absent) and returns its metadata. In order, each
+// -32602:
 //
 //   - params nil (or null) or without _meta: "Required request _meta is
 //     missing" (reachable over HTTP only; on stdio the era rule of §1.2
 //     guarantees _meta);
 //   - _meta not an object (null included): "_meta must be an object";
-//   - a member name outside the §5.1 key grammar: "_meta contains an invalid
-//     key or non-JSON value";
-//   - io.modelcontextprotocol/protocolVersion absent: "Missing required
-//     io.modelcontextprotocol/protocolVersion metadata", not a string:
-//     "io.modelcontextprotocol/protocolVersion must be a string";
-//   - io.modelcontextprotocol/clientCapabilities absent: "Missing required
-//     io.modelcontextprotocol/clientCapabilities metadata" (the key named, as
-//     for the version: issue 9), not an object: "Client capabilities must
-//     be an object".
-//
-// params are the request's params split into members (Members), nil when
-// absent, so that a runtime splits them once per request.
+//   - then the checks of DecodeMeta.
 func DecodeModernMeta(params map[string]json.RawMessage) (*RequestMeta, *Error) {
 	rawMeta, ok := params["_meta"]
 	if !ok {
 		return nil, invalidParams("Required request _meta is missing")
 	}
-	meta, ok := Members(rawMeta)
+	meta, ok := SplitObject(nil, rawMeta)
 	if !ok {
 		return nil, invalidParams(msgMetaObject)
 	}
-	return DecodeMetaMembers(meta)
+	return DecodeMeta(meta)
 }
 
-// ModernMeta applies the era rule of protocol.md §1.2 to a request's split
-// params: when params._meta is an object holding the member
-// io.modelcontextprotocol/protocolVersion (whatever its value), the request
-// is a 2026-era request and ModernMeta returns _meta split into members,
-// for DecodeMetaMembers. Otherwise ok is false: a legacy-era request.
-func ModernMeta(params map[string]json.RawMessage) (meta map[string]json.RawMessage, ok bool) {
-	meta, isObject := Members(params["_meta"])
-	if !isObject {
-		return nil, false
-	}
-	_, ok = meta[MetaProtocolVersion]
-	return meta, ok
-}
-
-// DecodeMetaMembers runs protocol.md §5.2 steps 3 to 5 on a 2026-era
-// request's _meta, split into members as ModernMeta gives it (step 2, the
-// presence of an object _meta, is the caller's: on stdio the era rule of
-// §1.2 guarantees it). In order, each -32602:
+// DecodeMeta runs protocol.md §5.2 steps 3 to 5 on a 2026-era request's
+// _meta, split into members (Split.Meta: step 2, the presence of an object
+// _meta, is the caller's; on stdio the era rule of §1.2 guarantees it). In
+// order, each -32602:
 //
 //   - a member name outside the §5.1 key grammar: "_meta contains an invalid
 //     key or non-JSON value";
@@ -115,36 +92,68 @@ func ModernMeta(params map[string]json.RawMessage) (meta map[string]json.RawMess
 //     io.modelcontextprotocol/clientCapabilities metadata" (the key named, as
 //     for the version: issue 9), not an object: "Client capabilities must
 //     be an object".
-func DecodeMetaMembers(meta map[string]json.RawMessage) (*RequestMeta, *Error) {
-	for key := range meta {
-		if !validMetaKey(key) {
-			return nil, invalidParams(msgMetaKey)
+func DecodeMeta(meta Object) (*RequestMeta, *Error) {
+	m := new(RequestMeta)
+	if err := m.Decode(meta); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Decode is DecodeMeta into m, for a caller that keeps the metadata in a
+// structure of its own; m is overwritten, and is partly set on error.
+func (m *RequestMeta) Decode(meta Object) *Error {
+	*m = RequestMeta{Members: meta}
+	var rawVersion json.RawMessage
+	found := false
+	for _, mb := range meta {
+		// One pass checks the names and finds the members the request
+		// carries; the reserved names are valid keys.
+		switch mb.Name {
+		case MetaProtocolVersion:
+			rawVersion, found = mb.Value, true
+		case MetaClientCapabilities:
+			m.ClientCapabilities = mb.Value
+		case MetaClientInfo:
+			m.ClientInfo = mb.Value
+		case MetaLogLevel:
+			m.LogLevel, _ = String(mb.Value)
+		case metaProgressTokenMember:
+			m.ProgressToken = mb.Value
+		default:
+			if !validMetaKey(mb.Name) {
+				return invalidParams(msgMetaKey)
+			}
 		}
 	}
-	rawVersion, ok := meta[MetaProtocolVersion]
-	if !ok {
-		return nil, invalidParams(msgVersionMissing)
+	if !found {
+		return invalidParams(msgVersionMissing)
 	}
-	version, ok := String(rawVersion)
-	if !ok {
-		return nil, invalidParams(msgVersionString)
+	var ok bool
+	if m.ProtocolVersion, ok = knownVersion(rawVersion); !ok {
+		if m.ProtocolVersion, ok = String(rawVersion); !ok {
+			return invalidParams(msgVersionString)
+		}
 	}
-	caps, ok := meta[MetaClientCapabilities]
-	if !ok {
-		return nil, invalidParams(msgCapabilitiesMissing)
+	if m.ClientCapabilities == nil {
+		return invalidParams(msgCapabilitiesMissing)
 	}
-	if jsonKind(caps) != '{' {
-		return nil, invalidParams(msgCapabilitiesObject)
+	if jsonKind(m.ClientCapabilities) != '{' {
+		return invalidParams(msgCapabilitiesObject)
 	}
-	m := &RequestMeta{
-		ProtocolVersion:    version,
-		ClientCapabilities: caps,
-		ClientInfo:         meta[MetaClientInfo],
-		ProgressToken:      meta[metaProgressTokenMember],
-		Raw:                meta,
+	return nil
+}
+
+// knownVersion returns the version string for the raw text of a version
+// snodod knows ("2026-07-28" as sent, quotes included), sparing the
+// string a request would otherwise allocate.
+func knownVersion(raw json.RawMessage) (string, bool) {
+	for _, v := range versionOrder {
+		if len(raw) == len(v)+2 && raw[0] == '"' && string(raw[1:len(raw)-1]) == v {
+			return v, true
+		}
 	}
-	m.LogLevel, _ = String(meta[MetaLogLevel])
-	return m, nil
+	return "", false
 }
 
 // Check runs protocol.md §5.2 steps 7 and 8 on metadata from
@@ -182,7 +191,7 @@ func (m *RequestMeta) Check(enabled Versions) *Error {
 			return ErrProgressToken
 		}
 	}
-	if raw, ok := m.Raw[MetaLogLevel]; ok {
+	if raw, ok := m.Members.Get(MetaLogLevel); ok {
 		level, ok := String(raw)
 		if _, known := LogLevelRank(level); !ok || !known {
 			return invalidParams(msgLogLevel)
@@ -199,38 +208,34 @@ func (m *RequestMeta) Check(enabled Versions) *Error {
 
 // validClientInfo applies the clientInfo rules of protocol.md §5.2 step 8.
 func validClientInfo(raw json.RawMessage) bool {
-	info, ok := Members(raw)
+	var buf [8]Member
+	info, ok := SplitObject(buf[:0], raw)
 	if !ok {
 		return false
 	}
 	for _, required := range [...]string{"name", "version"} {
-		if _, ok := String(info[required]); !ok {
+		if jsonKind(info.Value(required)) != '"' {
 			return false
 		}
 	}
 	for _, optional := range [...]string{"title", "description"} {
-		if v, present := info[optional]; present {
-			if _, ok := String(v); !ok {
-				return false
-			}
+		if v, present := info.Get(optional); present && jsonKind(v) != '"' {
+			return false
 		}
 	}
-	if v, present := info["websiteUrl"]; present {
+	if v, present := info.Get("websiteUrl"); present {
 		if s, ok := String(v); !ok || !IsAbsoluteURI(s) {
 			return false
 		}
 	}
-	if v, present := info["icons"]; present {
+	if v, present := info.Get("icons"); present {
 		var icons []json.RawMessage
 		if jsonKind(v) != '[' || json.Unmarshal(v, &icons) != nil {
 			return false
 		}
 		for _, icon := range icons {
-			fields, ok := Members(icon)
-			if !ok {
-				return false
-			}
-			if _, ok := String(fields["src"]); !ok {
+			fields, ok := SplitObject(buf[:0], icon)
+			if !ok || jsonKind(fields.Value("src")) != '"' {
 				return false
 			}
 		}
@@ -241,7 +246,8 @@ func validClientInfo(raw json.RawMessage) bool {
 // validClientCapabilities applies the clientCapabilities rules of
 // protocol.md §5.2 step 8.
 func validClientCapabilities(raw json.RawMessage) bool {
-	caps, ok := Members(raw)
+	var buf, innerBuf [8]Member
+	caps, ok := SplitObject(buf[:0], raw)
 	if !ok {
 		return false
 	}
@@ -254,22 +260,22 @@ func validClientCapabilities(raw json.RawMessage) bool {
 		{"sampling", "context", "tools"},
 		{"elicitation", "form", "url"},
 	} {
-		v, present := caps[group[0]]
+		v, present := caps.Get(group[0])
 		if !present {
 			continue
 		}
-		inner, ok := Members(v)
+		inner, ok := SplitObject(innerBuf[:0], v)
 		if !ok || !optionalObject(inner, group[1]) || !optionalObject(inner, group[2]) {
 			return false
 		}
 	}
-	if v, present := caps["extensions"]; present {
-		extensions, ok := Members(v)
+	if v, present := caps.Get("extensions"); present {
+		extensions, ok := SplitObject(innerBuf[:0], v)
 		if !ok {
 			return false
 		}
-		for name := range extensions {
-			if !strings.Contains(name, "/") || !validMetaKey(name) {
+		for _, ext := range extensions {
+			if !strings.Contains(ext.Name, "/") || !validMetaKey(ext.Name) {
 				return false
 			}
 		}
@@ -277,14 +283,14 @@ func validClientCapabilities(raw json.RawMessage) bool {
 	return true
 }
 
-// optionalObject reports whether members[name] is absent or an object.
-func optionalObject(members map[string]json.RawMessage, name string) bool {
-	v, present := members[name]
+// optionalObject reports whether the member name is absent or an object.
+func optionalObject(members Object, name string) bool {
+	v, present := members.Get(name)
 	return !present || jsonKind(v) == '{'
 }
 
 // CheckLegacyMeta runs protocol.md §4.2 steps 5 and 6 on a legacy-era
-// request's params, split into members (nil when absent). In order:
+// request's split params. In order:
 //
 //   - _meta present and not an object (null included): -32602 "_meta must be
 //     an object";
@@ -294,21 +300,18 @@ func optionalObject(members map[string]json.RawMessage, name string) bool {
 //
 // No other _meta check applies in the legacy eras; names outside the key
 // grammar and the 2026 members are ignored.
-func CheckLegacyMeta(top map[string]json.RawMessage) *Error {
-	if rawMeta, present := top["_meta"]; present {
-		meta, ok := Members(rawMeta)
-		if !ok {
+func CheckLegacyMeta(p *Split) *Error {
+	if p.Members.Has("_meta") {
+		if !p.MetaObject {
 			return invalidParams(msgMetaObject)
 		}
-		if tok, present := meta[metaProgressTokenMember]; present {
+		if tok, present := p.Meta.Get(metaProgressTokenMember); present {
 			if _, ok := ParseID(tok); !ok {
 				return ErrProgressToken
 			}
 		}
 	}
-	_, inputs := top["inputResponses"]
-	_, state := top["requestState"]
-	if inputs || state {
+	if p.Members.Has("inputResponses") || p.Members.Has("requestState") {
 		return invalidParams(msgTasksUnsupported)
 	}
 	return nil

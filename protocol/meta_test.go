@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -107,8 +108,8 @@ func TestDecodeModernMeta(t *testing.T) {
 		string(m.ProgressToken) != `7` {
 		t.Errorf("metadata = %+v", m)
 	}
-	if len(m.Raw) != 7 || string(m.Raw["com.example/trace"]) != `"abc"` || string(m.Raw["io.modelcontextprotocol/skills"]) != `{"x":1}` {
-		t.Errorf("Raw = %v", m.Raw)
+	if len(m.Members) != 7 || string(m.Members.Value("com.example/trace")) != `"abc"` || string(m.Members.Value("io.modelcontextprotocol/skills")) != `{"x":1}` {
+		t.Errorf("Members = %v", m.Members)
 	}
 	if err := m.Check(mustVersions(t)); err != nil {
 		t.Errorf("Check = %s, want nil", errorText(err))
@@ -119,7 +120,7 @@ func TestDecodeModernMeta(t *testing.T) {
 	if err != nil {
 		t.Fatalf("decodeModernMeta: %s", errorText(err))
 	}
-	if m.ClientInfo != nil || m.LogLevel != "" || m.ProgressToken != nil || len(m.Raw) != 2 {
+	if m.ClientInfo != nil || m.LogLevel != "" || m.ProgressToken != nil || len(m.Members) != 2 {
 		t.Errorf("metadata = %+v, want only version and capabilities", m)
 	}
 	if err := m.Check(mustVersions(t)); err != nil {
@@ -371,16 +372,19 @@ func decodeMeta(params json.RawMessage) (*RequestMeta, *Error) {
 
 // checkLegacy splits raw params as a runtime does, then checks them.
 func checkLegacy(params json.RawMessage) *Error {
-	top, err := paramsObject(params)
-	if err != nil {
+	if _, err := paramsObject(params); err != nil {
 		return err
 	}
-	return CheckLegacyMeta(top)
+	if string(bytes.TrimSpace(params)) == "null" {
+		params = nil
+	}
+	split, _ := SplitParams(params)
+	return CheckLegacyMeta(&split)
 }
 
-// ModernMeta is the era rule of §1.2: the version key in an object _meta,
-// whatever its value.
-func TestModernMeta(t *testing.T) {
+// Split.Modern is the era rule of §1.2: the version key in an object
+// _meta, whatever its value; the decoder and SplitParams agree on it.
+func TestSplitModern(t *testing.T) {
 	for _, tt := range []struct {
 		params string
 		modern bool
@@ -392,13 +396,13 @@ func TestModernMeta(t *testing.T) {
 		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":null}}`, true},
 		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","x":1}}`, true},
 	} {
-		top, err := paramsObject(json.RawMessage(tt.params))
-		if err != nil {
-			t.Fatal(err)
+		split, ok := SplitParams(json.RawMessage(tt.params))
+		if !ok || split.Modern != tt.modern || split.Modern && split.Meta == nil {
+			t.Errorf("SplitParams(%s) = %+v, %v; want modern %v", tt.params, split, ok, tt.modern)
 		}
-		meta, modern := ModernMeta(top)
-		if modern != tt.modern || modern && meta == nil {
-			t.Errorf("ModernMeta(%s) = %v, %v; want modern %v", tt.params, meta, modern, tt.modern)
+		m := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":` + tt.params + `}`))
+		if m.Kind != KindRequest || m.Modern != tt.modern || !reflect.DeepEqual(m.Split, split) {
+			t.Errorf("Decode of params %s: %+v, want the split %+v", tt.params, m.Split, split)
 		}
 	}
 }

@@ -23,22 +23,13 @@ const (
 	inBoth   = inLegacy | inModern
 )
 
-var methodEras = map[string]uint8{
-	"initialize":               inLegacy,
-	"ping":                     inLegacy,
-	"server/discover":          inModern,
-	"tools/list":               inBoth,
-	"tools/call":               inBoth,
-	"resources/list":           inBoth,
-	"resources/templates/list": inBoth,
-	"resources/read":           inBoth,
-	"resources/subscribe":      inLegacy,
-	"resources/unsubscribe":    inLegacy,
-	"prompts/list":             inBoth,
-	"prompts/get":              inBoth,
-	"completion/complete":      inBoth,
-	"logging/setLevel":         inLegacy,
-	"subscriptions/listen":     inModern,
+// requestMethods are the methods erasOf knows, for the decoder's table of
+// shared method strings.
+var requestMethods = [...]string{
+	"initialize", "ping", "server/discover",
+	"tools/list", "tools/call",
+	"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
+	"prompts/list", "prompts/get", "completion/complete", "logging/setLevel", "subscriptions/listen",
 }
 
 // methodNotFound is -32601 "Method not found: <method>" (protocol.md §3.2).
@@ -73,10 +64,27 @@ func Availability(era Era, method string) *Error {
 		}
 		return &Error{Code: CodeInvalidRequest, Message: "Method is not available in this direction"}
 	}
-	if era > Modern || methodEras[method]&(1<<era) == 0 {
+	if era > Modern || erasOf(method)&(1<<era) == 0 {
 		return methodNotFound(method)
 	}
 	return nil
+}
+
+// erasOf says which eras serve method (the table of protocol.md §3.1),
+// by a switch: every request asks, and a switch on the string costs less
+// than hashing it. Methods it does not list, the tasks/* family included,
+// are served by neither.
+func erasOf(method string) uint8 {
+	switch method {
+	case "tools/call", "tools/list", "resources/read", "resources/list", "resources/templates/list",
+		"prompts/get", "prompts/list", "completion/complete":
+		return inBoth
+	case "ping", "initialize", "resources/subscribe", "resources/unsubscribe", "logging/setLevel":
+		return inLegacy
+	case "server/discover", "subscriptions/listen":
+		return inModern
+	}
+	return 0
 }
 
 // ServerCapabilities is what the server advertises, as far as gating needs

@@ -152,3 +152,18 @@ func TestGate(t *testing.T) {
 		checkError(t, "Gate("+tt.method+")", Gate(tt.method, tt.caps), CodeMethodNotFound, want)
 	}
 }
+
+// The decoder's shared method strings are exactly the methods some era
+// serves.
+func TestRequestMethodsHaveEras(t *testing.T) {
+	for _, m := range requestMethods {
+		if erasOf(m) == 0 {
+			t.Errorf("%s is listed but served by no era", m)
+		}
+	}
+	for _, m := range []string{"tasks/get", "notifications/initialized", "", "Tools/call"} {
+		if erasOf(m) != 0 {
+			t.Errorf("%s is served by an era", m)
+		}
+	}
+}

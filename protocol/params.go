@@ -198,7 +198,9 @@ func String(raw json.RawMessage) (string, bool) {
 	if jsonKind(raw) != '"' {
 		return "", false
 	}
-	raw = bytes.TrimSpace(raw)
+	if raw[0] != '"' || raw[len(raw)-1] > ' ' {
+		raw = bytes.TrimSpace(raw) // the decoder's values have no spaces around them
+	}
 	if end, escaped := stringEnd(raw, 0); end == len(raw) && !escaped {
 		return string(raw[1 : end-1]), true
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The scanner: one validating pass over the line.
@@ -57,8 +58,9 @@ type role uint8
 const (
 	roleOther  role = iota
 	roleTop         // the line's value: the envelope members
-	roleParams      // the top-level params object: its _meta
-	roleMeta        // params._meta: the protocol version and progress token
+	roleParams      // the top-level params object: each member, _meta and arguments
+	roleMeta        // params._meta: each member
+	roleArgs        // params.arguments: each member
 )
 
 // Recorded members, indexes into scanner.top.
@@ -69,8 +71,6 @@ const (
 	fieldParams
 	fieldResult
 	fieldError
-	fieldVersion // params._meta["io.modelcontextprotocol/protocolVersion"]
-	fieldProgressToken
 	fieldCount
 	fieldNone = -1
 )
@@ -94,12 +94,13 @@ func member(r role, name []byte) (int, role) {
 		case "error":
 			return fieldError, roleOther
 		}
-	case r == roleParams && string(name) == "_meta":
-		return fieldNone, roleMeta
-	case r == roleMeta && string(name) == "io.modelcontextprotocol/protocolVersion":
-		return fieldVersion, roleOther
-	case r == roleMeta && string(name) == "progressToken":
-		return fieldProgressToken, roleOther
+	case r == roleParams:
+		switch string(name) {
+		case "_meta":
+			return fieldNone, roleMeta
+		case "arguments":
+			return fieldNone, roleArgs
+		}
 	}
 	return fieldNone, roleOther
 }
@@ -109,6 +110,23 @@ func member(r role, name []byte) (int, role) {
 type nameRef struct {
 	start, end int
 	inArena    bool
+	key        uint64 // nameKey, once add has it
+}
+
+// nameKey is a cheap key of a member name: its length and its first six
+// bytes (fewer when shorter). Equal names have equal keys. name is in buf,
+// which usually holds eight bytes from its start (a name is followed by at
+// least its quote and a colon): one load then.
+func nameKey(buf, name []byte, start int) uint64 {
+	n := min(len(name), 6)
+	k := uint64(len(name)) << 48
+	if start >= 0 && start+8 <= len(buf) {
+		return k | binary.LittleEndian.Uint64(buf[start:start+8])&(1<<(8*n)-1)
+	}
+	for i := range n {
+		k |= uint64(name[i]) << (8 * i)
+	}
+	return k
 }
 
 // scanner is a single-pass validating JSON scanner over one line. Its stacks
@@ -122,21 +140,41 @@ type scanner struct {
 	arena   []byte    // their unescaped names
 	scratch []byte
 	top     [fieldCount]span
+	// The members of params, of params._meta and of params.arguments, as
+	// Decode hands them down (Split); the flags report that _meta and
+	// arguments are objects.
+	params, meta, args []Member
+	metaObject         bool
+	argsObject         bool
 }
 
 var scannerPool = sync.Pool{New: func() any { return new(scanner) }}
 
 func (s *scanner) reset(data []byte) {
-	*s = scanner{data: data, names: s.names[:0], arena: s.arena[:0], scratch: s.scratch[:0]}
+	*s = scanner{data: data, names: s.names[:0], arena: s.arena[:0], scratch: s.scratch[:0],
+		params: s.params[:0], meta: s.meta[:0], args: s.args[:0]}
 }
 
 // release returns s to the pool unless a huge line made its buffers huge.
+// The members recorded are dropped first: they alias the line.
 func (s *scanner) release() {
-	if cap(s.arena) > 1<<20 || cap(s.scratch) > 1<<20 || cap(s.names) > 1<<16 {
+	if cap(s.arena) > 1<<20 || cap(s.scratch) > 1<<20 || cap(s.names) > 1<<16 ||
+		cap(s.params) > 1<<10 || cap(s.meta) > 1<<10 || cap(s.args) > 1<<10 {
 		return
 	}
+	clear(s.params)
+	clear(s.meta)
+	clear(s.args)
 	s.data = nil
 	scannerPool.Put(s)
+}
+
+// space skips whitespace at s.pos. Compact JSON has none, so its test is
+// one comparison, inlined: bytes above ' ' are never whitespace.
+func (s *scanner) space() {
+	if s.pos < len(s.data) && s.data[s.pos] <= ' ' {
+		s.skipSpace()
+	}
 }
 
 func (s *scanner) skipSpace() {
@@ -191,7 +229,7 @@ func (s *scanner) literal(word string) bool {
 // container is empty (closed at once).
 func (s *scanner) open(close byte) bool {
 	s.pos++
-	s.skipSpace()
+	s.space()
 	if s.pos < len(s.data) && s.data[s.pos] == close {
 		s.pos++
 		return true
@@ -202,14 +240,14 @@ func (s *scanner) open(close byte) bool {
 // next consumes what follows a container element: a comma (then more
 // elements follow) or the closing bracket.
 func (s *scanner) next(close byte) (more, ok bool) {
-	s.skipSpace()
+	s.space()
 	if s.pos >= len(s.data) {
 		return false, false
 	}
 	switch s.data[s.pos] {
 	case ',':
 		s.pos++
-		s.skipSpace()
+		s.space()
 		return true, true
 	case close:
 		s.pos++
@@ -259,22 +297,33 @@ func (s *scanner) object(r role) bool {
 			s.arena = appendUnescaped(s.arena, s.data[nameStart:s.pos-1])
 			ref.end = len(s.arena)
 		}
-		field, child := member(r, s.name(ref))
-		if !s.add(&names, ref) {
+		name := s.name(ref)
+		field, child := fieldNone, roleOther
+		if r != roleOther {
+			field, child = member(r, name)
+		}
+		if !s.add(&names, ref, name) {
 			return false
 		}
-		s.skipSpace()
-		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
-			return false
+		if s.pos < len(s.data) && s.data[s.pos] == ':' {
+			s.pos++ // compact JSON
+		} else {
+			s.skipSpace()
+			if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+				return false
+			}
+			s.pos++
 		}
-		s.pos++
-		s.skipSpace()
+		s.space()
 		v, ok := s.value(child)
 		if !ok {
 			return false
 		}
 		if field != fieldNone {
 			s.top[field] = v
+		}
+		if r >= roleParams {
+			s.record(r, ref, v)
 		}
 		if more, ok = s.next('}'); !ok {
 			return false
@@ -285,6 +334,38 @@ func (s *scanner) object(r role) bool {
 	return true
 }
 
+// record keeps a member of params (r is roleParams), of params._meta
+// (roleMeta) or of params.arguments (roleArgs) for Split. Its name aliases
+// the line unless it held escapes: the arena is reused once its object
+// ends.
+func (s *scanner) record(r role, ref nameRef, v span) {
+	var name string
+	switch {
+	case ref.inArena:
+		name = string(s.arena[ref.start:ref.end])
+	case ref.end > ref.start:
+		name = unsafe.String(&s.data[ref.start], ref.end-ref.start)
+	}
+	m := Member{Name: name, Value: s.data[v.start:v.end:v.end]}
+	switch r {
+	case roleMeta:
+		s.meta = append(s.meta, m)
+		return
+	case roleArgs:
+		s.args = append(s.args, m)
+		return
+	}
+	s.params = append(s.params, m)
+	if v.kind == kindObject {
+		switch name {
+		case "_meta":
+			s.metaObject = true
+		case "arguments":
+			s.argsObject = true
+		}
+	}
+}
+
 // nameSet holds the member names of one open object, for duplicate
 // detection. Up to linearNames names live on the scanner's shared stacks
 // (s.names from namesStart, unescaped ones in s.arena from arenaStart) and
@@ -293,12 +374,15 @@ func (s *scanner) object(r role) bool {
 type nameSet struct {
 	namesStart, arenaStart int
 	set                    map[string]struct{}
+	// seen has a bit set for each name's key (by nameKey): a name whose
+	// bit is clear is new without comparing it to the others.
+	seen uint64
 }
 
 // add records the name ref (the last one scanned, so the last in the arena
-// if there) and reports false if the object already had it.
-func (s *scanner) add(n *nameSet, ref nameRef) bool {
-	name := s.name(ref)
+// if there; name is its text) and reports false if the object already had
+// it. Names are compared by a key of their length and first bytes first.
+func (s *scanner) add(n *nameSet, ref nameRef, name []byte) bool {
 	if n.set != nil {
 		if _, dup := n.set[string(name)]; dup {
 			return false
@@ -307,11 +391,20 @@ func (s *scanner) add(n *nameSet, ref nameRef) bool {
 		s.arena = s.arena[:n.arenaStart]
 		return true
 	}
-	for _, other := range s.names[n.namesStart:] {
-		if bytes.Equal(s.name(other), name) {
-			return false
+	if ref.inArena {
+		ref.key = nameKey(nil, name, -1)
+	} else {
+		ref.key = nameKey(s.data, name, ref.start)
+	}
+	bit := uint64(1) << ((ref.key * 0x9E3779B97F4A7C15) >> 58)
+	if n.seen&bit != 0 {
+		for _, other := range s.names[n.namesStart:] {
+			if other.key == ref.key && bytes.Equal(s.name(other), name) {
+				return false
+			}
 		}
 	}
+	n.seen |= bit
 	if s.names = append(s.names, ref); len(s.names)-n.namesStart > linearNames {
 		n.set = make(map[string]struct{}, 4*linearNames)
 		for _, other := range s.names[n.namesStart:] {
@@ -355,8 +448,8 @@ func (s *scanner) str() (escaped, ok bool) {
 	i := s.pos + 1
 	for {
 		for i+8 <= len(d) {
-			if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) / 8
+			if m := specialBytes(binary.LittleEndian.Uint64(d[i : i+8])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8

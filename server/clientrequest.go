@@ -96,14 +96,10 @@ type legacyCall struct {
 	notifier Notifier
 }
 
+// legacyKey finds a legacy request's legacyCall in its context (the
+// runtime's callContext answers it), so that Log and RequestClient can
+// reach its client.
 type legacyKey struct{}
-
-// withLegacy marks ctx as a legacy request of sess, so that Log and
-// RequestClient can reach its client.
-func withLegacy(ctx context.Context, sess *SessionState) context.Context {
-	n, _ := ctx.Value(notifierKey{}).(Notifier)
-	return context.WithValue(ctx, legacyKey{}, &legacyCall{sess: sess, notifier: n})
-}
 
 // RequestClient is what handlers and relays call to send a request to the
 // client: in a legacy request, after checking that the client declared the

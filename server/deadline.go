@@ -13,11 +13,41 @@ import (
 // has already ended. d <= 0 is ignored.
 func ExtendDeadline(ctx context.Context, d time.Duration) bool {
 	j, _ := ctx.Value(jobKey{}).(*job)
-	if j == nil || d <= 0 || j.ctx.Err() != nil || j.timer == nil {
+	if j == nil || d <= 0 {
 		return false
 	}
-	j.timer.Reset(d)
+	e := j.conn.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if j.state != jobRunning {
+		return false
+	}
+	e.unrunLocked(j)
+	j.deadline = time.Now().Add(d)
+	e.runSortedLocked(j)
 	return true
 }
 
 type jobKey struct{}
+
+// runSortedLocked puts the running j into the running list at its
+// deadline's place (an extended deadline is no longer in start order),
+// and sets the deadlines timer for it when it is first. e.mu is held.
+func (e *Executor) runSortedLocked(j *job) {
+	after := e.runTail
+	for after != nil && after.deadline.After(j.deadline) {
+		after = after.runPrev
+	}
+	j.runPrev = after
+	if after == nil {
+		j.runNext, e.runHead = e.runHead, j
+	} else {
+		j.runNext, after.runNext = after.runNext, j
+	}
+	if j.runNext == nil {
+		e.runTail = j
+	} else {
+		j.runNext.runPrev = j
+	}
+	e.armLocked(&e.deadlines, &e.deadlineAt, e.runHead.deadline, deadlineTimer)
+}

@@ -20,7 +20,12 @@ type Request struct {
 	Method string
 	// Params is the raw params object, or nil when absent.
 	Params json.RawMessage
-	// Header carries the request headers: over stdio only
+	// Split, when set, is Params as the transport's decoder split them
+	// (protocol.Message's Split), so that the runtime does not split them
+	// again; nil makes Dispatch split Params itself.
+	Split *protocol.Split
+	// Header carries the request headers, keys in canonical form (as
+	// http.Header.Set and net/http make them): over stdio only
 	// Mcp-Protocol-Version, set for a legacy request once a version is
 	// negotiated and never for a 2026-era request.
 	Header http.Header

@@ -122,8 +122,14 @@ type Executor struct {
 	shared  int // the waiting items in the shared places (beyond ConnQueue)
 	// ready lists the connections with queued work, in turn order.
 	readyHead, readyTail *ExecConn
-	// idle holds the hand-off channels of workers waiting for work.
-	idle []chan *job
+	// idle holds the workers waiting for work, longest waiting first.
+	idle []idleWorker
+	// runHead and runTail list the running jobs in deadline order
+	// (executor_worker.go); the two timers are set for deadlineAt and
+	// reaperAt (zero: not set).
+	runHead, runTail     *job
+	deadlines, reaper    *time.Timer
+	deadlineAt, reaperAt time.Time
 
 	// detached counts the handlers running without a slot (Detach).
 	detached int
@@ -156,7 +162,7 @@ func (e *Executor) Close() {
 	e.idle = nil
 	e.mu.Unlock()
 	for _, worker := range idle {
-		worker <- nil // exit now rather than after workerIdle
+		worker.handoff <- nil // exit now rather than after workerIdle
 	}
 }
 
@@ -252,25 +258,59 @@ func (c *ExecConn) Submit(ctx context.Context, id protocol.ID, run func(context.
 	if run == nil || done == nil {
 		panic("server: Submit with a nil run or done")
 	}
+	return c.SubmitTask(ctx, id, funcTask{run, done})
+}
+
+// Task is work submitted with SubmitTask: Run is the handler, Done
+// receives the outcome, under the rules Submit states for run and done.
+// A transport's per-request state may implement it, so that submitting
+// needs no closures.
+type Task interface {
+	Run(ctx context.Context) Outcome
+	Done(Outcome)
+}
+
+type funcTask struct {
+	run  func(context.Context) Outcome
+	done func(Outcome)
+}
+
+func (f funcTask) Run(ctx context.Context) Outcome { return f.run(ctx) }
+func (f funcTask) Done(o Outcome)                  { f.done(o) }
+
+// SubmitTask is Submit with the handler and the outcome's receiver in one
+// Task, which must not be nil.
+func (c *ExecConn) SubmitTask(ctx context.Context, id protocol.ID, task Task) *protocol.Error {
+	return c.SubmitJob(ctx, id, new(Job), task)
+}
+
+// Job is room for the executor's record of one submission, for a submitter
+// that keeps it in its own per-request state (SubmitJob) rather than have
+// the executor allocate one. A Job serves one submission and must not be
+// copied.
+type Job struct{ j job }
+
+// SubmitJob is SubmitTask keeping the executor's record of the submission
+// in slot, which must be zero and is the executor's from then on.
+func (c *ExecConn) SubmitJob(ctx context.Context, id protocol.ID, slot *Job, task Task) *protocol.Error {
 	e := c.e
-	j := &job{conn: c, id: id, run: run, done: done}
-	parent := ctx
+	j := &slot.j
+	j.conn, j.id, j.task = c, id, task
+	j.ctx.job, j.ctx.parent = j, ctx
 	if ctx.Done() != nil {
-		parent = context.WithoutCancel(ctx) // keep the values, drop the cancellation
+		j.ctx.parent = context.WithoutCancel(ctx) // keep the values, drop the cancellation
 	}
-	// The job is in its own context, for ExtendDeadline (deadline.go).
-	j.ctx, j.cancel = context.WithCancel(context.WithValue(parent, jobKey{}, j))
 
 	e.mu.Lock()
 	if _, dup := c.jobs[id]; dup {
 		e.mu.Unlock()
-		j.cancel()
+		j.ctx.cancel()
 		return protocol.ErrDuplicateID
 	}
 	busy := e.running >= e.limits.MaxConcurrency
 	if refusal := e.refusalLocked(c, busy); refusal != nil {
 		e.mu.Unlock()
-		j.cancel()
+		j.ctx.cancel()
 		return refusal
 	}
 	c.jobs[id] = j
@@ -280,11 +320,11 @@ func (c *ExecConn) Submit(ctx context.Context, id protocol.ID, run func(context.
 		e.mu.Unlock()
 		return nil
 	}
-	j.state = jobRunning
+	e.startLocked(j)
 	e.running++
 	c.running++
 	if n := len(e.idle); n > 0 {
-		worker := e.idle[n-1]
+		worker := e.idle[n-1].handoff // the warmest stack
 		e.idle = e.idle[:n-1]
 		e.mu.Unlock()
 		worker <- j // buffered: never blocks
@@ -327,7 +367,7 @@ func (c *ExecConn) Cancel(id protocol.ID) {
 	}
 	c.releaseLocked(j)
 	e.mu.Unlock()
-	j.cancel()
+	j.ctx.cancel()
 }
 
 // CancelAll cancels every queued and running item of the connection, as
@@ -336,14 +376,14 @@ func (c *ExecConn) Cancel(id protocol.ID) {
 func (c *ExecConn) CancelAll() {
 	e := c.e
 	e.mu.Lock()
-	cancels := make([]context.CancelFunc, 0, len(c.jobs))
+	cancels := make([]*job, 0, len(c.jobs))
 	for _, j := range c.jobs {
 		c.releaseLocked(j)
-		cancels = append(cancels, j.cancel)
+		cancels = append(cancels, j)
 	}
 	e.mu.Unlock()
-	for _, cancel := range cancels {
-		cancel()
+	for _, j := range cancels {
+		j.ctx.cancel()
 	}
 }
 

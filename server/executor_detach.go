@@ -48,7 +48,7 @@ func Detach(ctx context.Context) bool {
 	var worker chan *job
 	if next != nil {
 		if n := len(e.idle); n > 0 {
-			worker = e.idle[n-1]
+			worker = e.idle[n-1].handoff
 			e.idle = e.idle[:n-1]
 		}
 	}

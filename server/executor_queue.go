@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"time"
 
 	"github.com/snodod/snodod/protocol"
@@ -25,21 +24,19 @@ const (
 	jobReleased                 // key released: outcome delivered, or cancelled, or timed out
 )
 
-// job is one submission. conn, id, run, done, ctx and cancel are fixed by
-// Submit; state and the queue links are guarded by e.mu; timer belongs to
-// the goroutine that runs the job.
+// job is one submission. conn, id, task and ctx's parent are fixed by
+// Submit; state, deadline and the links are guarded by e.mu.
 type job struct {
-	conn   *ExecConn
-	id     protocol.ID
-	run    func(context.Context) Outcome
-	done   func(Outcome)
-	ctx    context.Context
-	cancel context.CancelFunc
-	timer  *time.Timer
-	state  jobState
-	slot   slotState // guarded by e.mu (executor_detach.go)
-	// link in conn's queue
-	next, prev *job
+	conn     *ExecConn
+	id       protocol.ID
+	task     Task
+	ctx      jobContext // the handler's
+	state    jobState
+	deadline time.Time // while running
+	slot     slotState // guarded by e.mu (executor_detach.go)
+	// links in conn's queue, and in the executor's running list
+	next, prev       *job
+	runNext, runPrev *job
 }
 
 // releaseLocked stops tracking j (queued or running) without delivering an
@@ -51,6 +48,7 @@ func (c *ExecConn) releaseLocked(j *job) {
 		c.unlinkLocked(j)
 	case jobRunning:
 		c.running--
+		c.e.unrunLocked(j)
 	}
 	j.state = jobReleased
 }
@@ -141,7 +139,7 @@ func (e *Executor) nextLocked() *job {
 		e.readyRemoveLocked(c)
 		e.readyAppendLocked(c)
 	}
-	j.state = jobRunning
+	e.startLocked(j)
 	c.running++
 	return j
 }

@@ -20,62 +20,138 @@ import (
 // short, so an idle process has no executor goroutines.
 const workerIdle = 100 * time.Millisecond
 
+// The executor's two clocks are one timer each for the whole executor,
+// armed lazily, rather than one per job and per waiting worker: a timer's
+// allocation and its heap updates were a twentieth of a busy executor's
+// CPU. The deadlines timer fires at the earliest deadline of the running
+// jobs (the head of the running list, which is in deadline order: start
+// order, since every job has the same RequestTimeout, but for deadlines
+// ExtendDeadline moved, which are put in their place); the reaper at the moment the longest
+// waiting worker has waited workerIdle. When the job or worker it was set
+// for goes first, it fires anyway, finds the next one, and is set again
+// for that one: at most one early firing per change of head.
+
+// idleWorker is a worker waiting for a job, and since when.
+type idleWorker struct {
+	handoff chan *job
+	since   time.Time
+}
+
 // work runs j and then, on the same goroutine, whatever queued work its slot
 // is handed, until the queue is empty.
 func (e *Executor) work(j *job) {
 	var handoff chan *job
-	var timer *time.Timer
 	for j != nil {
 		for j != nil {
 			j = e.finish(j, e.call(j))
 		}
 		if handoff == nil {
-			handoff, timer = make(chan *job, 1), time.NewTimer(workerIdle)
-		} else {
-			timer.Reset(workerIdle)
+			handoff = make(chan *job, 1)
 		}
-		j = e.park(handoff, timer)
+		j = e.park(handoff)
 	}
 }
 
-// park waits up to workerIdle for Submit to hand this worker a job, and
-// returns nil when none came.
-func (e *Executor) park(handoff chan *job, timer *time.Timer) *job {
+// park waits for Submit to hand this worker a job, and returns nil when
+// the reaper (or Close) ends its wait instead.
+func (e *Executor) park(handoff chan *job) *job {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return nil
 	}
-	e.idle = append(e.idle, handoff)
-	e.mu.Unlock()
-	select {
-	case j := <-handoff:
-		timer.Stop()
-		return j
-	case <-timer.C:
-	}
-	e.mu.Lock()
-	for i, w := range e.idle {
-		if w == handoff {
-			e.idle = append(e.idle[:i], e.idle[i+1:]...)
-			e.mu.Unlock()
-			return nil
-		}
-	}
-	// Submit took this worker just as it timed out: the job is on its way.
+	now := time.Now()
+	e.idle = append(e.idle, idleWorker{handoff: handoff, since: now})
+	e.armLocked(&e.reaper, &e.reaperAt, now.Add(workerIdle), reaperTimer)
 	e.mu.Unlock()
 	return <-handoff
 }
 
-// call runs j's handler under its deadline and recovers a panic into
-// ErrWorkerFailed.
+// reap ends the waits of the workers that have waited workerIdle.
+func (e *Executor) reap() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reaperAt = time.Time{}
+	now := time.Now()
+	n := 0
+	for n < len(e.idle) && now.Sub(e.idle[n].since) >= workerIdle {
+		e.idle[n].handoff <- nil // buffered: never blocks
+		n++
+	}
+	e.idle = append(e.idle[:0], e.idle[n:]...)
+	if len(e.idle) > 0 {
+		e.armLocked(&e.reaper, &e.reaperAt, e.idle[0].since.Add(workerIdle), reaperTimer)
+	}
+}
+
+// The executor's timers, for armLocked.
+const (
+	deadlineTimer = iota
+	reaperTimer
+)
+
+// armLocked makes *t fire at when, unless it is already set to fire no
+// later; *at is when it is set for (zero: not set). which says what it
+// runs, the timer being made at its first use. e.mu is held.
+func (e *Executor) armLocked(t **time.Timer, at *time.Time, when time.Time, which int) {
+	if !at.IsZero() && !at.After(when) {
+		return
+	}
+	*at = when
+	d := time.Until(when)
+	if *t != nil {
+		(*t).Reset(d)
+		return
+	}
+	// A method value costs an allocation: made once, here.
+	if which == deadlineTimer {
+		*t = time.AfterFunc(d, e.expireDue)
+	} else {
+		*t = time.AfterFunc(d, e.reap)
+	}
+}
+
+// startLocked makes j a running job subject to its deadline from now
+// (transport.md §13.4). e.mu is held.
+func (e *Executor) startLocked(j *job) {
+	j.state = jobRunning
+	j.deadline = time.Now().Add(e.limits.RequestTimeout)
+	j.runPrev, j.runNext = e.runTail, nil
+	if e.runTail == nil {
+		e.runHead = j
+	} else {
+		e.runTail.runNext = j
+	}
+	e.runTail = j
+	e.armLocked(&e.deadlines, &e.deadlineAt, j.deadline, deadlineTimer)
+}
+
+// unrunLocked takes j off the running list (it finished, or was
+// released). e.mu is held.
+func (e *Executor) unrunLocked(j *job) {
+	if j.runPrev == nil && e.runHead != j {
+		return // not on it
+	}
+	if j.runPrev == nil {
+		e.runHead = j.runNext
+	} else {
+		j.runPrev.runNext = j.runNext
+	}
+	if j.runNext == nil {
+		e.runTail = j.runPrev
+	} else {
+		j.runNext.runPrev = j.runPrev
+	}
+	j.runNext, j.runPrev = nil, nil
+}
+
+// call runs j's handler and recovers a panic into ErrWorkerFailed.
 func (e *Executor) call(j *job) (out Outcome) {
 	if j.ctx.Err() != nil {
 		// Cancelled between taking the slot and starting: nothing to run,
 		// and finish delivers nothing for released work.
 		return Outcome{}
 	}
-	j.timer = time.AfterFunc(e.limits.RequestTimeout, func() { e.expire(j) })
 	returned := false
 	defer func() {
 		if returned {
@@ -95,7 +171,7 @@ func (e *Executor) call(j *job) (out Outcome) {
 			slog.String("id", j.id.String()))
 		go e.afterGoexit(j)
 	}()
-	out = j.run(j.ctx)
+	out = j.task.Run(&j.ctx)
 	returned = true
 	return out
 }
@@ -110,9 +186,6 @@ func (e *Executor) afterGoexit(j *job) {
 // detached from it, delivers out when j is still tracked, and returns the
 // job the slot was handed.
 func (e *Executor) finish(j *job, out Outcome) *job {
-	if j.timer != nil {
-		j.timer.Stop()
-	}
 	e.mu.Lock()
 	deliver := j.state == jobRunning
 	if deliver {
@@ -120,24 +193,31 @@ func (e *Executor) finish(j *job, out Outcome) *job {
 	}
 	next := e.returnSlotLocked(j)
 	e.mu.Unlock()
-	j.cancel()
+	j.ctx.cancel()
 	if deliver {
-		j.done(out)
+		j.task.Done(out)
 	}
 	return next
 }
 
-// expire is j's deadline: it releases j's key, cancels its context and
-// delivers ErrTimedOut, unless j finished or was cancelled first. The slot
-// stays busy until the handler returns.
-func (e *Executor) expire(j *job) {
+// expireDue is the deadlines timer: each running job whose deadline has
+// passed has its key released, its context cancelled and ErrTimedOut
+// delivered. The slot stays busy until the handler returns.
+func (e *Executor) expireDue() {
 	e.mu.Lock()
-	if j.state != jobRunning {
-		e.mu.Unlock()
-		return
+	e.deadlineAt = time.Time{}
+	now := time.Now()
+	var due []*job
+	for j := e.runHead; j != nil && !j.deadline.After(now); j = e.runHead {
+		j.conn.releaseLocked(j) // takes it off the running list
+		due = append(due, j)
 	}
-	j.conn.releaseLocked(j)
+	if e.runHead != nil {
+		e.armLocked(&e.deadlines, &e.deadlineAt, e.runHead.deadline, deadlineTimer)
+	}
 	e.mu.Unlock()
-	j.cancel()
-	j.done(Outcome{Err: protocol.ErrTimedOut})
+	for _, j := range due {
+		j.ctx.cancel()
+		j.task.Done(Outcome{Err: protocol.ErrTimedOut})
+	}
 }

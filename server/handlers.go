@@ -46,7 +46,19 @@ func (c *call) toolResult(res *CallToolResult, structured json.RawMessage) Outco
 	if c.modern {
 		w.ResultType, w.Meta = "complete", c.resultMeta(res.Meta)
 	}
-	return Outcome{Result: w}
+	c.wire = w // a pointer in the outcome: no copy boxed apart from the call
+	return Outcome{Result: &c.wire}
+}
+
+// firstByte is the first byte of a JSON value past any whitespace (the
+// decoder's values have none), or 0.
+func firstByte(raw json.RawMessage) byte {
+	for _, c := range raw {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return c
+		}
+	}
+	return 0
 }
 
 func (c *call) toolFailure(text string) Outcome {
@@ -65,10 +77,10 @@ func (c *call) callTool(ctx context.Context) Outcome {
 		// The relayed server judges its arguments (a client's null among them).
 		return c.relay(ctx, e.relay.handler, name)
 	}
-	args := c.params["arguments"]
+	args := c.params.Value("arguments")
 	if args == nil {
 		args = json.RawMessage("{}")
-	} else if bytes.TrimSpace(args)[0] != '{' {
+	} else if firstByte(args) != '{' {
 		return invalidParams("tools/call arguments must be an object")
 	}
 	if e == nil || !c.visible(e) {
@@ -78,14 +90,18 @@ func (c *call) callTool(ctx context.Context) Outcome {
 	if fail != nil {
 		return *fail
 	}
-	if failure := e.input.validateArguments(args); failure != "" {
+	req := &c.tool
+	*req = CallToolRequest{Name: name, Arguments: args, Version: c.version, ClientCapabilities: c.clientCaps(), ProgressToken: c.progressToken()}
+	// The decoder split the arguments already (Split.Arguments).
+	failure, split, splitOK := e.input.validateSplit(args, c.split.Arguments, c.split.ArgumentsObject)
+	if failure != "" {
 		if c.version == protocol.Version20250618 {
 			return errOutcome(&protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid tool arguments",
 				Data: map[string]string{"detail": failure}})
 		}
 		return c.toolFailure(failure)
 	}
-	req := &CallToolRequest{Name: name, Arguments: args, Version: c.version, ClientCapabilities: c.clientCaps(), ProgressToken: c.progressToken()}
+	req.args, req.argsOK = split, splitOK // the typed decoder splits nothing again
 	res, err, panicked := c.runTool(ctx, e, req)
 	if panicked {
 		return errOutcome(protocol.ErrToolPanicked)
@@ -136,8 +152,7 @@ func (c *call) progressToken() any {
 	if c.modern {
 		raw = c.meta.ProgressToken
 	} else {
-		meta, _ := members(c.params["_meta"])
-		raw = meta["progressToken"]
+		raw = c.split.Meta.Value("progressToken")
 	}
 	if raw == nil {
 		return nil
@@ -227,7 +242,7 @@ func (c *call) getPrompt(ctx context.Context) Outcome {
 	if !ok {
 		return invalidParams("prompts/get requires a string name")
 	}
-	args, ok := stringMap(c.params["arguments"])
+	args, ok := stringMap(c.params.Value("arguments"))
 	if !ok {
 		return invalidParams("prompts/get arguments must be an object of strings")
 	}

@@ -8,12 +8,13 @@ import (
 
 // identity is what a server says about itself: serverInfo, instructions,
 // and each version's {"io.modelcontextprotocol/serverInfo":…} _meta,
-// encoded once because every 2026 result carries it. It is immutable; a
-// change swaps the whole value.
+// encoded once because every 2026 result carries it (a json.RawMessage,
+// kept boxed so that a result takes one without an allocation). It is
+// immutable; a change swaps the whole value.
 type identity struct {
 	info         Implementation
 	instructions string
-	infoMeta     map[string]json.RawMessage
+	infoMeta     map[string]any
 }
 
 func (s *Server) identity() *identity { return s.ident.Load() }
@@ -21,13 +22,13 @@ func (s *Server) identity() *identity { return s.ident.Load() }
 // setIdentity replaces the identity, encoding the _meta of every enabled
 // version from info.
 func (s *Server) setIdentity(info Implementation, instructions string) error {
-	id := &identity{info: info, instructions: instructions, infoMeta: map[string]json.RawMessage{}}
+	id := &identity{info: info, instructions: instructions, infoMeta: map[string]any{}}
 	for _, v := range s.versions.All() {
 		raw, err := protocol.AppendValue(nil, map[string]any{protocol.MetaServerInfo: projectInfo(info, v)})
 		if err != nil {
 			return err
 		}
-		id.infoMeta[v] = raw
+		id.infoMeta[v] = json.RawMessage(raw)
 	}
 	s.ident.Store(id)
 	return nil

@@ -17,7 +17,7 @@ const pageSize = 100
 // the catalog revision the list was taken at.
 func paginate[T any](c *call, items []T, revision uint64) ([]T, string, Outcome, bool) {
 	offset := 0
-	if raw, ok := c.params["cursor"]; ok {
+	if raw, ok := c.params.Get("cursor"); ok {
 		var valid bool
 		offset, valid = c.s.signer.parseCursor(raw, c.req.Method, c.version, revision, pageSize)
 		if !valid {
@@ -120,8 +120,8 @@ func (c *call) listPrompts() Outcome {
 	}, listedKey)
 }
 
-func stringParam(params map[string]json.RawMessage, name string) (string, bool) {
-	return protocol.String(params[name])
+func stringParam(params protocol.Object, name string) (string, bool) {
+	return protocol.String(params.Value(name))
 }
 
 // stringMap decodes an optional object of strings; ok is false for anything
@@ -175,8 +175,9 @@ func (c *call) mrtr(ctx context.Context) (context.Context, *inputs, *Outcome) {
 		}
 	}
 	c.answers = responses
-	ctx, in := withInputs(ctx, responses)
-	return ctx, in, nil
+	// The call's context now answers the inputs (callContext).
+	c.inputs.responses, c.asking = responses, true
+	return ctx, &c.inputs, nil
 }
 
 var (
@@ -190,6 +191,9 @@ var (
 func (c *call) handlerError(in *inputs, err error) (Outcome, bool) {
 	if key := in.invalid(); key != "" {
 		return errOutcome(invalidInputReply(key)), true
+	}
+	if err == nil {
+		return Outcome{}, false
 	}
 	var missing *missingCapabilityError
 	switch {

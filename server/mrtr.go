@@ -186,16 +186,12 @@ type inputs struct {
 	bad   string                  // first key whose answer did not fit
 }
 
+// inputsKey finds a request's inputs in its context: the runtime's
+// callContext answers it for methods that may ask (mrtr), with the retry's
+// inputResponses (nil on a first round). Without them (methods that may
+// not ask, protocol.md §12.1) Elicit, Sample and ListRoots fail with
+// errInputUnsupported.
 type inputsKey struct{}
-
-// withInputs returns a context whose handler's Elicit, Sample and
-// ListRoots read their answers from responses (the retry's inputResponses,
-// nil on a first round). Without it (methods that may not ask,
-// protocol.md §12.1) they fail with errInputUnsupported.
-func withInputs(ctx context.Context, responses map[string]json.RawMessage) (context.Context, *inputs) {
-	in := &inputs{responses: responses}
-	return context.WithValue(ctx, inputsKey{}, in), in
-}
 
 // requested returns the inputs asked for and not answered in this round,
 // or nil when there are none. The runtime answers input_required when it
@@ -370,16 +366,16 @@ func decodeAsJSON(v any, out any) {
 // decodeRetry reads the retry members of params (protocol.md §12.3):
 // inputResponses (nil when absent) and requestState (nil when absent). The
 // state is not verified here; see signer.checkState.
-func decodeRetry(params map[string]json.RawMessage) (responses map[string]json.RawMessage, state *string, err *protocol.Error) {
+func decodeRetry(params protocol.Object) (responses map[string]json.RawMessage, state *string, err *protocol.Error) {
 	// A member whose value is null is present, and of the wrong type.
-	if raw, ok := params["requestState"]; ok {
+	if raw, ok := params.Get("requestState"); ok {
 		s, ok := protocol.String(raw)
 		if !ok {
 			return nil, nil, errStateNotString
 		}
 		state = &s
 	}
-	if raw, ok := params["inputResponses"]; ok {
+	if raw, ok := params.Get("inputResponses"); ok {
 		if responses, ok = protocol.Members(raw); !ok {
 			return nil, nil, errResponsesNotObjects
 		}

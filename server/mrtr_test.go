@@ -323,7 +323,7 @@ func TestInputDecodeRetry(t *testing.T) {
 			if tt.params != "" {
 				params = json.RawMessage(tt.params)
 			}
-			top, ok := protocol.Members(params)
+			top, ok := protocol.SplitObject(nil, params)
 			if !ok && len(params) > 0 {
 				t.Fatalf("params %s are not an object", params)
 			}
@@ -353,4 +353,19 @@ func TestInputDecodeRetry(t *testing.T) {
 	if m := invalidInputReply("choice").Message; m != "Invalid input response: choice" {
 		t.Errorf("message %q", m)
 	}
+}
+
+// withInputs returns a context whose handler's Elicit, Sample and
+// ListRoots read their answers from responses, as the runtime's
+// callContext gives a request of a method that may ask.
+func withInputs(ctx context.Context, responses map[string]json.RawMessage) (context.Context, *inputs) {
+	in := &inputs{responses: responses}
+	return context.WithValue(ctx, inputsKey{}, in), in
+}
+
+// withLegacy marks ctx as a legacy request of sess, as the runtime's
+// callContext does.
+func withLegacy(ctx context.Context, sess *SessionState) context.Context {
+	n, _ := ctx.Value(notifierKey{}).(Notifier)
+	return context.WithValue(ctx, legacyKey{}, &legacyCall{sess: sess, notifier: n})
 }

@@ -32,8 +32,7 @@ func (c *call) relay(ctx context.Context, h RawHandler, name string) Outcome {
 		}
 		req.InputResponses = responses
 	} else {
-		meta, _ := members(c.params["_meta"])
-		req.ProgressToken = meta["progressToken"]
+		req.ProgressToken = c.split.Meta.Value("progressToken")
 	}
 	res, err := c.runRelay(ctx, h, req)
 	var perr *protocol.Error

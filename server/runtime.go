@@ -69,9 +69,10 @@ func New(opts Options) (*Server, error) {
 // It is kept current by every catalog change, so a request reads it
 // without walking the catalog.
 func (s *Server) capabilities() protocol.ServerCapabilities {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.caps
+	if c := s.capsNow.Load(); c != nil {
+		return *c
+	}
+	return protocol.ServerCapabilities{} // an empty catalog
 }
 
 // updateCapabilitiesLocked recomputes the advertised capabilities after a
@@ -92,6 +93,8 @@ func (s *Server) updateCapabilitiesLocked() {
 	}
 	c.ToolsListChanged, c.PromptsListChanged, c.ResourcesListChanged = c.Tools, c.Prompts, c.Resources
 	s.caps = orCapabilities(c, s.ext.advertised)
+	caps := s.caps
+	s.capsNow.Store(&caps)
 }
 
 // capabilitiesJSON is the capabilities object for a version's era.
@@ -187,32 +190,59 @@ type call struct {
 	s       *Server
 	req     *Request
 	sess    *SessionState
-	params  map[string]json.RawMessage
+	split   *protocol.Split // req.Params split, by the transport's decoder or Dispatch
+	params  protocol.Object // split.Members
 	version string
 	modern  bool
 	meta    *protocol.RequestMeta // 2026 only
 	caps    protocol.ServerCapabilities
 	answers map[string]json.RawMessage // MRTR answers of this and earlier rounds
+
+	// What the call's context holds (callContext), kept here so that a
+	// request costs one allocation for all of it.
+	ctx      callContext
+	legacy   legacyCall // legacy eras
+	inputs   inputs     // 2026, while asking is set (mrtr)
+	asking   bool
+	metaData protocol.RequestMeta // what meta points to
+	tool     CallToolRequest      // tools/call's request
+	wire     callToolWire         // tools/call's result
 }
 
-// Dispatch serves one request in either era (protocol.md §4.2, §5.2).
+// Dispatch serves one request in either era (protocol.md §4.2, §5.2). It
+// uses the transport's split of the params (Request.Split) when there is
+// one, and splits them itself otherwise.
 func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
-	params, ok := members(req.Params)
-	if !ok {
-		return errOutcome(protocol.ErrParamsType)
+	split := req.Split
+	if split == nil {
+		var params json.RawMessage
+		if len(req.Params) > 0 {
+			params = req.Params
+		}
+		own, ok := protocol.SplitParams(params)
+		if !ok {
+			return errOutcome(protocol.ErrParamsType)
+		}
+		split = &own
 	}
-	c := &call{s: s, req: req, sess: req.State, params: params}
+	c := &call{s: s, req: req, sess: req.State, split: split, params: split.Members}
 	if c.sess == nil {
 		c.sess = NewSessionState(0)
 	}
-	if meta, modern := protocol.ModernMeta(params); modern {
-		return c.serveModern(ctx, meta)
+	c.ctx = callContext{Context: ctx, c: c}
+	ctx = &c.ctx
+	if split.Modern {
+		return c.serveModern(ctx)
 	}
 	return c.serveLegacy(ctx)
 }
 
 func (c *call) serveLegacy(ctx context.Context) Outcome {
-	c.version = c.req.Header.Get(HeaderProtocolVersion)
+	// The key is canonical already: a Get would canonicalize it again on
+	// every request.
+	if v := c.req.Header[HeaderProtocolVersion]; len(v) > 0 {
+		c.version = v[0]
+	}
 	if c.version == "" || !c.s.versions.Enabled(c.version) || c.version == protocol.Version2026 {
 		switch {
 		case c.version != "":
@@ -233,23 +263,19 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 	if err := protocol.Gate(c.req.Method, c.caps); err != nil {
 		return errOutcome(err)
 	}
-	if err := protocol.CheckLegacyMeta(c.params); err != nil {
+	if err := protocol.CheckLegacyMeta(c.split); err != nil {
 		return errOutcome(err)
 	}
-	ctx = withLegacy(ctx, c.sess)
+	n, _ := ctx.Value(notifierKey{}).(Notifier)
+	c.legacy = legacyCall{sess: c.sess, notifier: n}
 	return c.serveMethod(ctx)
 }
 
-// serveModern serves a 2026-era request whose params._meta is metaMembers.
-func (c *call) serveModern(ctx context.Context, metaMembers map[string]json.RawMessage) Outcome {
-	c.modern = true
-	if ctx.Value(legacyKey{}) != nil {
-		// Dispatched from inside a legacy handler (a relay): this request
-		// is 2026's, and asks for input through MRTR.
-		ctx = context.WithValue(ctx, legacyKey{}, (*legacyCall)(nil))
-	}
-	meta, err := protocol.DecodeMetaMembers(metaMembers)
-	if err != nil {
+// serveModern serves a 2026-era request.
+func (c *call) serveModern(ctx context.Context) Outcome {
+	c.modern = true // the call's context no longer says legacy (callContext)
+	meta := &c.metaData
+	if err := meta.Decode(c.split.Meta); err != nil {
 		return errOutcome(err)
 	}
 	if err := meta.Check(c.s.versions); err != nil {
@@ -364,15 +390,6 @@ func errOutcome(e *protocol.Error) Outcome { return Outcome{Err: e} }
 
 func invalidParams(msg string) Outcome {
 	return errOutcome(&protocol.Error{Code: protocol.CodeInvalidParams, Message: msg})
-}
-
-// members decodes a JSON object into its members. ok is false when raw is
-// present and not an object; an absent raw gives nil, true.
-func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	if len(raw) == 0 {
-		return nil, true
-	}
-	return protocol.Members(raw)
 }
 
 // member is one extra top-level member added to a result.

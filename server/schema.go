@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/snodod/snodod/protocol"
 )
 
 // This file compiles the JSON Schemas of tools once, at registration, and
@@ -101,16 +103,30 @@ func (s *schema) isObject() bool { return s.object }
 // well-formed JSON (the protocol layer decoded it); a schema that is only
 // {"type":"object"} accepts any object without decoding it.
 func (s *schema) validateArguments(args json.RawMessage) string {
+	msg, _, _ := s.validateSplit(args, nil, false)
+	return msg
+}
+
+// validateSplit is validateArguments given the arguments' members when
+// the decoder split them already (have), and returning them when it split
+// them itself (ok), for the tool's decoder.
+func (s *schema) validateSplit(args json.RawMessage, members protocol.Object, have bool) (string, protocol.Object, bool) {
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
+		args, members, have = json.RawMessage(`{}`), nil, true
 	}
 	if s.trivial && args[0] == '{' {
-		return ""
+		return "", members, have
 	}
-	if msg, sure := s.validFlat(args); sure {
-		return msg
+	split, ok, msg, sure := s.validFlat(args, members, have)
+	if sure {
+		return msg, split, ok
 	}
+	return s.validateSlow(args), split, ok
+}
+
+// validateSlow is validateArguments by the full validator.
+func (s *schema) validateSlow(args json.RawMessage) string {
 	v, err := decodeJSON(args)
 	if err != nil {
 		return "Invalid arguments: arguments are not valid JSON"

@@ -12,14 +12,27 @@ import (
 // members allowed or not. Typed tools with plain struct arguments get this
 // shape from their Go types.
 type flatSchema struct {
-	kinds  map[string]string // property name -> JSON Schema type
-	closed bool              // additionalProperties: false
+	// props are the properties and their JSON Schema types, looked up
+	// linearly: a tool has a handful.
+	props  []flatProp
+	closed bool // additionalProperties: false
+}
+
+type flatProp struct{ name, kind string }
+
+func (f *flatSchema) kind(name string) (string, bool) {
+	for _, p := range f.props {
+		if p.name == name {
+			return p.kind, true
+		}
+	}
+	return "", false
 }
 
 // compileFlat returns the flat form of a schema document, or nil when it
 // says anything the flat check does not cover.
 func compileFlat(doc map[string]any) *flatSchema {
-	f := &flatSchema{kinds: map[string]string{}}
+	f := &flatSchema{}
 	for k, v := range doc {
 		switch k {
 		case "type":
@@ -38,7 +51,7 @@ func compileFlat(doc map[string]any) *flatSchema {
 				}
 				switch t := pm["type"]; t {
 				case "string", "integer", "number", "boolean":
-					f.kinds[name] = t.(string)
+					f.props = append(f.props, flatProp{name, t.(string)})
 				default:
 					return nil
 				}
@@ -62,9 +75,10 @@ func compileFlat(doc map[string]any) *flatSchema {
 // valid reports whether args certainly satisfy the schema (required
 // members are checked by the caller). false means "not certain": the full
 // validator then decides, and words the failure.
-func (f *flatSchema) valid(args map[string]json.RawMessage) bool {
-	for name, raw := range args {
-		kind, known := f.kinds[name]
+func (f *flatSchema) valid(args protocol.Object) bool {
+	for _, m := range args {
+		name, raw := m.Name, m.Value
+		kind, known := f.kind(name)
 		if !known {
 			if f.closed {
 				return false
@@ -106,17 +120,20 @@ func plainInteger(raw []byte) bool {
 
 // validFlat is the fast path of validateArguments: "", true when the
 // arguments are valid or miss required members (with the message), or
-// false when the full validator must decide.
-func (s *schema) validFlat(args json.RawMessage) (string, bool) {
+// false when the full validator must decide. members are the arguments'
+// members when have is set; otherwise it splits them when it needs them,
+// and returns them (ok) when it did.
+func (s *schema) validFlat(args json.RawMessage, members protocol.Object, have bool) (_ protocol.Object, ok bool, msg string, sure bool) {
 	if s.flat == nil {
-		return "", false
+		return members, have, "", false
 	}
-	members, ok := protocol.Members(args)
-	if !ok {
-		return "", false
+	if !have {
+		if members, have = protocol.SplitObject(nil, args); !have {
+			return nil, false, "", false
+		}
 	}
-	if msg := missingRequired(s.required, func(name string) bool { _, ok := members[name]; return ok }); msg != "" {
-		return msg, true
+	if msg := missingRequired(s.required, members.Has); msg != "" {
+		return members, true, msg, true
 	}
-	return "", s.flat.valid(members)
+	return members, true, "", s.flat.valid(members)
 }

@@ -48,9 +48,12 @@ type Server struct {
 	// pass-through view learns it from its upstream, so it may change.
 	ident atomic.Pointer[identity]
 
-	mu        sync.RWMutex
-	revision  uint64 // catalog revision, bumped by every change
-	caps      protocol.ServerCapabilities
+	mu       sync.RWMutex
+	revision uint64 // catalog revision, bumped by every change
+	caps     protocol.ServerCapabilities
+	// capsNow is caps for readers without the lock: every request reads
+	// them, and a read lock taken by both cores costs a cache line's trip.
+	capsNow   atomic.Pointer[protocol.ServerCapabilities]
 	tools     map[string]*toolEntry
 	resources map[string]*resourceEntry
 	templates map[string]*templateEntry

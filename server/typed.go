@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -77,8 +78,19 @@ func typedTool[In, Out any](t *Tool, h TypedToolHandler[In, Out]) (*Tool, ToolHa
 		}
 		tool.OutputSchema = out.raw()
 	}
+	flat := newFlatArgs(reflect.TypeFor[In]())
 	handler := func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
-		in, err := decodeArguments[In](req.Arguments)
+		var in In
+		var err error
+		decoded := false
+		if flat != nil {
+			if members, ok := req.argumentMembers(); ok {
+				decoded = flat.decode(unsafe.Pointer(&in), members)
+			}
+		}
+		if !decoded {
+			in, err = decodeArguments[In](req.Arguments)
+		}
 		if err != nil {
 			return &CallToolResult{
 				Content: []Content{TextContent("Invalid arguments: " + err.Error())},
@@ -88,6 +100,9 @@ func typedTool[In, Out any](t *Tool, h TypedToolHandler[In, Out]) (*Tool, ToolHa
 		res, out, err := h(ctx, req, in)
 		if err != nil {
 			return nil, err // the runtime makes it an isError result, or an input request
+		}
+		if res != nil && (res.StructuredContent != nil || !holdsValue(out)) {
+			return res, nil // nothing to add: the runtime only reads it
 		}
 		var result CallToolResult // a copy: the handler may return a shared result
 		if res != nil {

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/snodod/snodod/protocol"
 )
 
 // This file holds the catalog's public types: what a Go developer registers
@@ -83,6 +85,20 @@ type CallToolRequest struct {
 	// json.Number), or nil. Progress is reported with ReportProgress; the
 	// token is here for tools that echo or log it.
 	ProgressToken any
+
+	// args are Arguments' members when the decoder or the runtime split
+	// them already (argsOK), for a typed tool's decoder.
+	args   protocol.Object
+	argsOK bool
+}
+
+// argumentMembers returns Arguments split into members, splitting them
+// unless that was done; ok is false when they are not an object.
+func (r *CallToolRequest) argumentMembers() (members protocol.Object, ok bool) {
+	if !r.argsOK {
+		r.args, r.argsOK = protocol.SplitObject(nil, r.Arguments)
+	}
+	return r.args, r.argsOK
 }
 
 // CallToolResult is the result of tools/call (protocol.md §6.4).

@@ -181,16 +181,18 @@ var (
 // over its stdin and stdout. Its methods may be called from any goroutine.
 // It owns the process: nothing else signals or waits for it.
 //
-// Goroutines: one reads stdout (and routes responses, progress and the
-// upstream's own messages), one writes stdin (every frame, in order), one
-// drains stderr and one logs its lines, one supervises the process's end;
-// each Handler.Request runs on its own. All end before Done is closed.
+// Goroutines: one reads stdout itself (stdio.LineScanner) and routes
+// responses, progress and the upstream's own messages; one writes stdin
+// when the pipe would block (a caller writes its frame itself, without
+// waiting, when nothing waits before it: writer); one drains stderr and
+// one logs its lines; one supervises the process's end; each
+// Handler.Request runs on its own. All end before Done is closed.
 type Conn struct {
 	cfg    ConnConfig
 	log    *slog.Logger
 	group  *proc.Group
-	reader *stdio.Reader
-	stdout *os.File // read ends, closed once drained
+	reader *stdio.LineScanner // read by readLoop
+	stdout *os.File           // read ends, closed once drained
 	stderr *os.File
 
 	// Set by the handshake, read-only once Start returns.
@@ -289,7 +291,7 @@ func (c *Conn) supervise() {
 	}
 	// The group is gone; a pipe still open belongs to a process that left
 	// it, and is closed after a moment so the Conn can end.
-	waitOr(c.readDone, drainGrace, c.reader.Close)
+	waitOr(c.readDone, drainGrace, c.stopReading)
 	waitOr(c.stderrDone, drainGrace, func() { _ = c.stderr.Close() })
 	exit := exitError(c.group.Wait(), c.tail.String())
 	if c.readErr != nil && exit.Err == nil {
@@ -297,6 +299,10 @@ func (c *Conn) supervise() {
 	}
 	c.finish(exit)
 }
+
+// stopReading interrupts readLoop's read of stdout, which then returns
+// as at the end of input.
+func (c *Conn) stopReading() { _ = c.stdout.SetReadDeadline(time.Now()) }
 
 // waitOr waits for ch up to d, then calls force and waits again.
 func waitOr(ch <-chan struct{}, d time.Duration, force func()) {
@@ -325,7 +331,8 @@ func (c *Conn) finish(exit *ExitError) {
 	c.w.close(ErrClosed)
 	c.handlerCancel()
 	c.handlers.Wait()
-	c.reader.Close()
+	c.stopReading()
+	<-c.readDone
 	_ = c.stdout.Close()
 	_ = c.stderr.Close()
 	close(c.logStop) // the reader and the drain have ended: nothing queues lines

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -58,7 +59,7 @@ func (c *Conn) readLoop() {
 			c.handleLine(line)
 		case errors.Is(err, stdio.ErrLineTooLong):
 			c.stats.oversizeLines.Add(1) // longLine fails its call once the line has ended
-		case errors.Is(err, io.EOF), errors.Is(err, stdio.ErrReaderClosed):
+		case errors.Is(err, io.EOF), errors.Is(err, os.ErrDeadlineExceeded): // stopReading
 			return
 		default:
 			c.readErr = err

@@ -112,7 +112,7 @@ func (c *Conn) spawn(cmd Command) error {
 	c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
 	c.w.init(inW, c.log, c.kill)
 	watch := &lineWatch{f: outR, limit: c.cfg.MaxLineBytes, onLong: c.longLine}
-	c.reader = stdio.NewReader(watch, c.cfg.MaxLineBytes)
+	c.reader = stdio.NewLineScanner(watch, c.cfg.MaxLineBytes) // read on readLoop's goroutine
 	go c.w.loop()
 	go c.drainStderr()
 	go c.logStderr()

@@ -2,8 +2,8 @@ package stdio
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
+	"sync"
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
@@ -73,7 +73,7 @@ func (c *coordinator) handleData(line []byte) {
 
 func (c *coordinator) request(msg *protocol.Message) {
 	c.stats.request()
-	if _, ok := c.inflight[msg.ID]; ok {
+	if w, ok := c.inflight[msg.ID]; ok && w.inFlight() {
 		c.writeError(msg.ID, protocol.ErrDuplicateID)
 		return
 	}
@@ -85,32 +85,100 @@ func (c *coordinator) request(msg *protocol.Message) {
 		c.initialize(msg)
 		return
 	}
-	w := &work{id: msg.ID, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}}
+	w := &work{id: msg.ID, split: msg.Split, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}}
 	req := &w.req
+	req.Split = &w.split // the decoder's split: the runtime splits nothing again
 	w.sink.c, w.sink.w = c, w
-	ctx := server.WithNotifier(context.Background(), &w.sink)
+	w.ctx = server.RequestContext{Context: context.Background(), Notifier: &w.sink}
 	if !msg.Modern {
 		req.Header = c.header
-		ctx = server.WithClientRequester(ctx, &w.sink) // protocol.md §3.1
+		w.ctx.Requester = &w.sink // protocol.md §3.1
 	}
 	if msg.ProgressToken != nil && msg.Method != "subscriptions/listen" {
 		if token, ok := protocol.ParseID(msg.ProgressToken); ok {
 			w.sink.token = token
-			ctx = server.WithProgress(ctx, &w.sink)
+			w.ctx.Progress = &w.sink
 		}
 	}
-	run := func(ctx context.Context) server.Outcome { return c.disp.Dispatch(ctx, req) }
-	// Delivering never blocks the worker (see mailbox).
-	done := func(o server.Outcome) {
-		w.outcome = o
-		c.mail.post(message{kind: msgOutcome, w: w})
+	if c.inline != nil {
+		// The runtime's own methods that never block are answered here
+		// (DESIGN.md's first shortcut): no hop to a worker and back.
+		if o, ok := c.inline.DispatchInline(&w.ctx, req); ok {
+			c.answerInline(msg.ID, o)
+			return
+		}
 	}
-	if err := c.exec.Submit(ctx, msg.ID, run, done); err != nil {
+	if err := c.exec.SubmitJob(&w.ctx, msg.ID, &w.job, w); err != nil {
 		c.writeError(msg.ID, err)
 		return
 	}
+	if c.stats.to != nil {
+		c.stats.to.inFlight.Add(1)
+	}
 	c.inflight[msg.ID] = w
 	c.journalAdmit(msg.ID)
+}
+
+// answerInline writes the outcome of a request served on the coordinator.
+func (c *coordinator) answerInline(id protocol.ID, o server.Outcome) {
+	switch {
+	case o.Err != nil:
+		c.writeError(id, o.Err)
+	case o.Stream != nil:
+		// Never for the methods served inline; refused rather than lost.
+		o.Stream.Close(server.Refused, "")
+		c.writeError(id, protocol.ErrInvalidResult)
+	default:
+		c.writeResult(id, o.Result)
+	}
+}
+
+// Run implements server.Task: the request's handler, on a worker.
+func (w *work) Run(ctx context.Context) server.Outcome {
+	return w.sink.c.disp.Dispatch(ctx, &w.req)
+}
+
+// Done implements server.Task: the worker that finished the request
+// commits its final frame itself (DESIGN.md's second shortcut, see
+// output), and wakes the coordinator only when it must. A listen stream,
+// and a legacy request that sent requests to the client (their
+// cancellations precede its response), go to the coordinator. Delivering
+// never blocks the worker (see mailbox).
+func (w *work) Done(o server.Outcome) {
+	c := w.sink.c
+	if o.Stream != nil || w.sink.asked.Load() {
+		w.outcome = o
+		c.mail.post(message{kind: msgOutcome, w: w})
+		return
+	}
+	buf := frameBuffers.Get().(*[]byte)
+	frame := (*buf)[:0]
+	if o.Err != nil {
+		frame = protocol.AppendError(frame, w.id, o.Err)
+	} else {
+		var ok bool
+		if frame, ok = encodeResult(frame, w.id, o.Result, c); !ok {
+			frame = protocol.AppendError(frame, w.id, protocol.ErrInvalidResult)
+		}
+	}
+	wake, kept := c.out.finish(w, frame)
+	if !kept && cap(frame) <= maxBatch {
+		*buf = frame
+		frameBuffers.Put(buf)
+	}
+	if wake {
+		c.nudge()
+	}
+}
+
+// frameBuffers hold the buffers workers encode final frames into: most
+// are copied into the output at once, so one buffer serves many.
+var frameBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// inFlight reports whether w still holds its id: a request without its
+// final frame, or an open listen stream (transport.md §7).
+func (w *work) inFlight() bool {
+	return w.state.Load() == live || w.stream != nil
 }
 
 // initialize answers a legacy initialize inline, so a client may pipeline the
@@ -150,7 +218,7 @@ var versionHeaders = map[string]http.Header{
 
 func (c *coordinator) notification(msg *protocol.Message) {
 	if msg.Method == "notifications/cancelled" {
-		c.cancel(msg.Params)
+		c.cancel(&msg.Split)
 		return
 	}
 	// Nothing else is ever answered (§8); the runtime may note it
@@ -158,27 +226,21 @@ func (c *coordinator) notification(msg *protocol.Message) {
 	c.disp.Notify(c.sess, msg.Method, msg.Params)
 }
 
-// cancel applies a notifications/cancelled that is valid by §9; anything else
-// has no effect.
-func (c *coordinator) cancel(params json.RawMessage) {
-	p, ok := protocol.Members(params)
-	if !ok {
-		return
-	}
-	id, ok := protocol.ParseID(p["requestId"])
+// cancel applies a notifications/cancelled that is valid by §9 (its
+// params split by the decoder); anything else has no effect.
+func (c *coordinator) cancel(p *protocol.Split) {
+	id, ok := protocol.ParseID(p.Members.Value("requestId"))
 	if !ok {
 		return
 	}
 	var reason string
-	if raw, present := p["reason"]; present {
+	if raw, present := p.Members.Get("reason"); present {
 		if reason, ok = protocol.String(raw); !ok {
 			return
 		}
 	}
-	if raw, present := p["_meta"]; present {
-		if _, ok := protocol.Members(raw); !ok {
-			return
-		}
+	if p.Members.Has("_meta") && !p.MetaObject {
+		return
 	}
 	w, ok := c.inflight[id]
 	if !ok {
@@ -189,26 +251,33 @@ func (c *coordinator) cancel(params json.RawMessage) {
 		return
 	}
 	delete(c.inflight, id)
+	if !c.out.end(w, dropped) {
+		return // its final frame was committed first (§9, effect 3)
+	}
 	c.journalDone(id, false)
 	c.exec.Cancel(id)
 	c.cancelClientRequestsOf(w)
 }
 
-// complete writes a request's outcome, unless the request is no longer in
-// flight (cancelled, timed out, ended by shutdown): then nothing is written.
+// complete writes a request's outcome that came to the coordinator,
+// unless the request is no longer in flight (cancelled, timed out, ended
+// by shutdown): then nothing is written.
 func (c *coordinator) complete(w *work, o server.Outcome) {
-	if c.inflight[w.id] != w {
+	if c.inflight[w.id] != w || w.state.Load() != live {
 		return
 	}
-	delete(c.inflight, w.id)
 	c.journalDone(w.id, true)
 	c.cancelClientRequestsOf(w)
 	switch {
 	case o.Err != nil:
-		c.writeError(w.id, o.Err)
+		c.writeErrorFor(w, w.id, o.Err)
 	case o.Stream != nil:
+		c.out.end(w, done) // the request has its outcome; the stream holds the id
 		c.openStream(w, o.Stream)
 	default:
-		c.writeResult(w.id, o.Result)
+		c.writeResultFor(w, w.id, o.Result)
+	}
+	if w.stream == nil {
+		delete(c.inflight, w.id)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadLine(t *testing.T) {
@@ -33,8 +34,7 @@ func TestReadLine(t *testing.T) {
 				_, _ = io.WriteString(pw, tt.in)
 				_ = pw.Close()
 			}()
-			r := NewReader(pr, tt.limit)
-			defer r.Close()
+			r := NewLineScanner(pr, tt.limit)
 			var got []string
 			for {
 				line, err := r.ReadLine()
@@ -60,16 +60,20 @@ func TestReadLine(t *testing.T) {
 	}
 }
 
-func TestReadLineClosed(t *testing.T) {
+// A read deadline interrupts a blocked ReadLine, for good.
+func TestReadLineInterrupted(t *testing.T) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pw.Close()
 	defer pr.Close()
-	r := NewReader(pr, 0)
-	r.Close()
-	if _, err := r.ReadLine(); !errors.Is(err, ErrReaderClosed) {
-		t.Errorf("ReadLine after Close = %v, want ErrReaderClosed", err)
+	r := NewLineScanner(pr, 0)
+	go pr.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	if _, err := r.ReadLine(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("ReadLine = %v, want the deadline's error", err)
+	}
+	if _, err := r.ReadLine(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("ReadLine again = %v, want the same error", err)
 	}
 }

@@ -48,6 +48,9 @@ type clientReply struct {
 // RequestClient implements server.ClientRequester for the sink's request.
 func (s *requestSink) RequestClient(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	c := s.c
+	// Its end then goes through the coordinator, which cancels what the
+	// client was asked before writing the response (work.Done).
+	s.asked.Store(true)
 	if err := c.sess.AcquireClientRequest(ctx); err != nil {
 		return nil, err
 	}
@@ -91,9 +94,9 @@ func (c *coordinator) sendClientRequest(call *clientCall) {
 		c.calls = make(map[protocol.ID]*clientCall)
 	}
 	c.calls[call.id] = call
-	c.out = append(c.out, call.frame...)
+	c.scratch = append(c.scratch[:0], call.frame...)
 	call.frame = nil
-	if !c.commit() {
+	if !c.commit(nil, false) {
 		delete(c.calls, call.id)
 		call.reply <- clientReply{err: c.failed}
 		return

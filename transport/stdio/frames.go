@@ -11,42 +11,50 @@ import (
 // once nothing is in flight, so an idle connection holds none.
 const maxBatch = 64 << 10
 
-// Frames are committed to c.out and written by flush. A frame committed
-// while the coordinator handles a line or an outcome (c.lazy) may wait in
-// c.out until the coordinator has nothing else ready, so frames that become
-// ready together go out in one write; any other frame is written at once,
-// together with those waiting before it. Either way frames never
-// interleave or split, and nothing waits beyond maxBatch.
+// The coordinator's frames are encoded into c.scratch and committed to the
+// shared output (output.go), where workers commit final frames too. A
+// frame committed while the coordinator handles a line or an outcome
+// (c.lazy) may wait until the coordinator has nothing else ready (or a
+// worker writes it with its own), so frames that become ready together go
+// out in one write; any other frame is written at once, together with
+// those waiting before it. Either way frames never interleave or split,
+// and nothing waits beyond maxBatch.
 
-// commit ends a frame appended to c.out. After the first write failure
-// nothing is written again (transport.md §11.4) and commit reports false.
-func (c *coordinator) commit() bool {
-	if c.lazy && len(c.out) < maxBatch {
-		return c.failed == nil
+// commit commits the frame in c.scratch, for the request w when it is not
+// nil (final: its last frame), and writes what is pending unless c.lazy
+// lets it wait. It reports false when nothing may be written: after the
+// first write failure (transport.md §11.4), or for a request that has
+// ended.
+func (c *coordinator) commit(w *work, final bool) bool {
+	var ok bool
+	if w != nil {
+		ok = c.out.commitFor(w, c.scratch, final)
+	} else {
+		ok = c.out.commit(c.scratch)
+	}
+	c.scratch = c.scratch[:0]
+	if cap(c.scratch) > maxBatch || len(c.inflight) == 0 {
+		c.scratch = nil // an idle connection holds no buffer
+	}
+	if !ok {
+		c.noteFailure()
+		return false
+	}
+	if n, _ := c.out.waiting(); c.lazy && n < maxBatch {
+		return true
 	}
 	return c.flush()
 }
 
-// flush writes the committed frames in one write, or reports false when
-// the write path has failed, now or before.
+// flush writes the committed frames, or reports false when the write path
+// has failed, now or before.
 func (c *coordinator) flush() bool {
-	if c.failed != nil {
+	if !c.out.flush() {
+		c.noteFailure()
 		return false
 	}
-	if len(c.out) == 0 {
-		return true
-	}
-	if err := c.w.write(c.out); err != nil {
-		// An abandoned write may still be reading the buffer.
-		c.out = nil
-		c.failed = err
-		c.log.Warn("stdio output failed; ending the connection", "err", err)
-		return false
-	}
-	if cap(c.out) <= maxBatch && len(c.inflight) > 0 {
-		c.out = c.out[:0]
-	} else {
-		c.out = nil // an idle connection holds no buffer
+	if len(c.inflight) == 0 {
+		c.out.release() // an idle connection holds no buffer
 	}
 	if len(c.unjournaled) > 0 {
 		c.journalWritten()
@@ -54,41 +62,79 @@ func (c *coordinator) flush() bool {
 	return true
 }
 
+// noteFailure records the output's terminal failure, if there is one.
+func (c *coordinator) noteFailure() {
+	if c.failed != nil {
+		return
+	}
+	if err := c.out.err(); err != nil {
+		c.failed = err
+		c.log.Warn("stdio output failed; ending the connection", "err", err)
+	}
+}
+
 func (c *coordinator) writeError(id protocol.ID, e *protocol.Error) bool {
+	return c.writeErrorFor(nil, id, e)
+}
+
+// writeErrorFor writes an error line, as w's final frame when w is set.
+func (c *coordinator) writeErrorFor(w *work, id protocol.ID, e *protocol.Error) bool {
 	if c.failed != nil {
 		return false
 	}
-	c.out = protocol.AppendError(c.out, id, e)
-	return c.commit()
+	c.scratch = protocol.AppendError(c.scratch[:0], id, e)
+	return c.commit(w, w != nil)
 }
 
 // writeResult writes a response; a result that cannot be encoded is
 // replaced by "Server produced an invalid result".
 func (c *coordinator) writeResult(id protocol.ID, result any) bool {
+	return c.writeResultFor(nil, id, result)
+}
+
+// writeResultFor writes a response, as w's final frame when w is set.
+func (c *coordinator) writeResultFor(w *work, id protocol.ID, result any) bool {
 	if c.failed != nil {
 		return false
 	}
+	frame, ok := encodeResult(c.scratch[:0], id, result, c)
+	if !ok {
+		return c.writeErrorFor(w, id, protocol.ErrInvalidResult)
+	}
+	c.scratch = frame
+	return c.commit(w, w != nil)
+}
+
+// encodeResult appends a response frame to dst, or reports false (logged)
+// when result is nil or cannot be encoded.
+func encodeResult(dst []byte, id protocol.ID, result any, c *coordinator) ([]byte, bool) {
 	if result == nil {
 		c.log.Error("handler produced no result", "id", id)
-		return c.writeError(id, protocol.ErrInvalidResult)
+		return dst, false
 	}
-	var err error
-	// On failure the Append functions leave c.out as it was.
-	if c.out, err = protocol.AppendResult(c.out, id, result); err != nil {
+	frame, err := protocol.AppendResult(dst, id, result)
+	if err != nil {
 		c.log.Error("result cannot be encoded", "id", id, "err", err)
-		return c.writeError(id, protocol.ErrInvalidResult)
+		return dst, false
 	}
-	return c.commit()
+	return frame, true
 }
 
 func (c *coordinator) writeNotification(method string, params any) bool {
+	return c.writeNotificationFor(nil, method, params)
+}
+
+// writeNotificationFor writes a notification, as one of w's frames when w
+// is set (nothing is written once w has ended).
+func (c *coordinator) writeNotificationFor(w *work, method string, params any) bool {
 	if c.failed != nil {
 		return false
 	}
-	var err error
-	if c.out, err = protocol.AppendNotification(c.out, method, params); err != nil {
+	frame, err := protocol.AppendNotification(c.scratch[:0], method, params)
+	if err != nil {
 		c.log.Error("notification cannot be encoded", "method", method, "err", err)
 		return false
 	}
-	return c.commit()
+	c.scratch = frame
+	return c.commit(w, false)
 }

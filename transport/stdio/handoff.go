@@ -55,6 +55,7 @@ func (*Handoff) Is(target error) bool { return target == ErrHandOver }
 func (c *coordinator) beginHandoff(grace time.Duration) {
 	c.handoff = true
 	c.phase = closingInputEnded // nothing more is read
+	c.out.setEager()            // each request's end is awaited
 	c.feedWake = nil
 	c.graceEnd = time.NewTimer(grace)
 	for _, call := range c.calls {
@@ -66,7 +67,7 @@ func (c *coordinator) beginHandoff(grace time.Duration) {
 
 // handoffDone reports whether the pause is over: nothing admitted is left
 // but listen streams.
-func (c *coordinator) handoffDone() bool { return len(c.inflight) == c.stats.streams }
+func (c *coordinator) handoffDone() bool { return len(c.inflight) == c.streams }
 
 // expireHandoff ends the grace of a hand-over: the requests still admitted
 // are cancelled and answered "snodod restarted; this request was
@@ -80,10 +81,14 @@ func (c *coordinator) expireHandoff() {
 			continue
 		}
 		delete(c.inflight, id)
+		if w.state.Load() != live {
+			continue // answered by its worker already
+		}
 		c.exec.Cancel(id)
 		c.journalDone(id, true)
 		c.cancelClientRequestsOf(w)
-		c.writeError(id, protocol.ErrRestartCancelled)
+		c.writeErrorFor(w, id, protocol.ErrRestartCancelled)
+		c.out.end(w, dropped) // if the write path failed meanwhile
 	}
 }
 

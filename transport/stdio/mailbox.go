@@ -42,6 +42,7 @@ const (
 	msgEvent                            // note carries a stream event
 	msgClientRequest                    // call is to be sent to the client
 	msgClientCancel                     // call's handler stopped waiting
+	msgWake                             // the output needs the coordinator (see nudge)
 )
 
 // message is small, since the mailbox holds one per waiting outcome: what
@@ -142,5 +143,41 @@ func (c *coordinator) handleMessage(m message) {
 		c.sendClientRequest(m.call)
 	case msgClientCancel:
 		c.cancelClientRequest(m.call)
+	case msgWake:
+		// The loop then sweeps, and writes what workers could not.
+		c.out.nudged.Store(false)
+		c.noteFailure()
+	}
+}
+
+// nudge wakes the coordinator for the output (a worker's write that would
+// block or failed, or a request it ended while the coordinator waits for
+// them): once, however many workers ask before it looks.
+func (c *coordinator) nudge() {
+	if c.out.nudged.CompareAndSwap(false, true) {
+		c.mail.post(message{kind: msgWake})
+	}
+}
+
+// sweep takes the requests workers finished out of the in-flight set.
+func (c *coordinator) sweep() {
+	if !c.out.hasFinished.Load() {
+		return
+	}
+	got := c.out.takeFinished(c.swept)
+	for i, w := range got {
+		if c.inflight[w.id] == w {
+			delete(c.inflight, w.id)
+		}
+		c.journalDone(w.id, true)
+		got[i] = nil
+	}
+	if len(c.unjournaled) > 0 {
+		c.flush() // the journal hears once they are written
+	}
+	if cap(got) <= maxSpareMessages && len(c.inflight) > 0 {
+		c.swept = got[:0]
+	} else {
+		c.swept = nil // an idle connection holds no list
 	}
 }

@@ -82,7 +82,7 @@ var ErrSessionFailed = errors.New("session coordinator failed")
 // already sent ("Session closed by server") before handing the device
 // back, rather than leaving them unread.
 func (c *coordinator) settle() (done bool) {
-	c.publish()
+	c.sweep()
 	if c.handoff {
 		return c.handoffDone()
 	}
@@ -103,6 +103,7 @@ func (c *coordinator) settle() (done bool) {
 // once: it can no longer answer them.
 func (c *coordinator) endInput() {
 	c.phase = c.phase.endInput()
+	c.out.setEager() // from now on each request's end is awaited
 	c.feedWake = nil
 	for _, w := range c.inflight {
 		if w.stream != nil {
@@ -122,6 +123,7 @@ func (c *coordinator) shutdown(ctx context.Context) {
 		return
 	}
 	c.phase = c.phase.shutdown()
+	c.out.setEager()
 	grace := c.grace
 	if errors.Is(context.Cause(ctx), ErrKilled) {
 		grace = 0
@@ -152,8 +154,9 @@ func (c *coordinator) expire() {
 // had sent to the client are cancelled.
 func (c *coordinator) abandon(cause any) error {
 	c.lazy = false
-	c.flush()
+	c.flushAll()
 	c.endAdmitted(true)
+	c.flushAll()
 	if c.failed != nil {
 		return c.failed
 	}
@@ -177,10 +180,14 @@ func (c *coordinator) endAdmitted(announce bool) {
 			c.closeStream(w, server.ClosedByServer, "")
 			continue
 		}
+		if w.state.Load() != live {
+			continue // its final frame was committed already
+		}
 		c.exec.Cancel(id)
 		c.journalDone(id, true)
 		c.cancelClientRequestsOf(w)
-		c.writeError(id, protocol.ErrSessionClosed)
+		c.writeErrorFor(w, id, protocol.ErrSessionClosed)
+		c.out.end(w, dropped) // if the write path failed meanwhile
 	}
 }
 
@@ -191,6 +198,7 @@ type cancelledParams struct {
 
 // teardown runs when the coordinator returns, on every path.
 func (c *coordinator) teardown() {
+	c.out.close()
 	c.mail.close()
 	c.exec.CancelAll()
 	for _, w := range c.inflight {
@@ -198,10 +206,11 @@ func (c *coordinator) teardown() {
 			c.closeStream(w, server.Disconnected, "")
 		}
 	}
+	c.sweep() // the journal hears of what workers answered
 	c.journalEnd()
 	clear(c.inflight)
 	c.failClientRequests(errClientRequestClosed)
-	c.w.close()
+	c.out.w.close()
 	c.pumps.Wait()
 	c.publishEnd()
 }

@@ -28,6 +28,7 @@ type requestSink struct {
 	w     *work
 	token protocol.ID
 	busy  atomic.Bool // a report is outstanding
+	asked atomic.Bool // the handler sent a request to the client
 
 	// Owned by the coordinator.
 	count int
@@ -89,7 +90,7 @@ type progressParams struct {
 // progress writes one report if its request is still in flight and the
 // report keeps the sequence strictly increasing and within the cap.
 func (c *coordinator) progress(s *requestSink, p server.Progress) error {
-	if c.inflight[s.w.id] != s.w {
+	if c.inflight[s.w.id] != s.w || s.w.state.Load() != live {
 		return server.ErrProgressClosed
 	}
 	if s.count >= maxProgressNotifications {
@@ -102,7 +103,9 @@ func (c *coordinator) progress(s *requestSink, p server.Progress) error {
 	if p.HasTotal {
 		params.Total = &p.Total
 	}
-	if !c.writeNotification("notifications/progress", params) {
+	// Committed only while the request is live, and written before the
+	// handler hears back, so it precedes the final frame (output).
+	if !c.writeNotificationFor(s.w, "notifications/progress", params) {
 		return server.ErrProgressClosed
 	}
 	s.count++
@@ -113,7 +116,7 @@ func (c *coordinator) progress(s *requestSink, p server.Progress) error {
 // notify writes a request-scoped notification if its request is still in
 // flight.
 func (c *coordinator) notify(s *requestSink, method string, params any) error {
-	if c.inflight[s.w.id] != s.w || !c.writeNotification(method, params) {
+	if c.inflight[s.w.id] != s.w || !c.writeNotificationFor(s.w, method, params) {
 		return server.ErrProgressClosed
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snodod/snodod/internal/faults"
@@ -71,7 +72,7 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		log:       log,
 		disp:      t.Dispatcher,
 		exec:      exec.Conn(),
-		w:         newFrameWriter(t.Out, lim.WriteTimeout),
+		out:       newOutput(newFrameWriter(t.Out, lim.WriteTimeout), t.Counters),
 		reader:    reader,
 		fault:     faults.From(ctx).C(),
 		sess:      t.State,
@@ -83,6 +84,12 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		stats:     counting{to: t.Counters},
 		ownExec:   ownExec,
 		ownReader: ownReader,
+	}
+	c.inline, _ = t.Dispatcher.(server.InlineDispatcher)
+	if c.journal != nil {
+		// The journal hears of each answer from the coordinator, soon
+		// after it is written: workers wake it for every request they end.
+		c.out.setEager()
 	}
 	if c.sess == nil {
 		c.sess = server.NewSessionState(lim.MaxSubscriptions)
@@ -113,15 +120,17 @@ func (c *coordinator) release() {
 
 // coordinator is the one goroutine that owns a connection's state. Lines
 // arrive from the reader; everything else arrives in the mailbox. It never
-// waits on a handler, and it writes every frame itself (see commit for
-// when frames share a write).
+// waits on a handler. It commits every frame but the final ones workers
+// commit themselves (output), and writes what may not be written without
+// waiting (see commit for when frames share a write).
 type coordinator struct {
-	log   *slog.Logger
-	disp  server.Dispatcher
-	exec  *server.ExecConn
-	w     *frameWriter
-	sess  *server.SessionState
-	grace time.Duration
+	log    *slog.Logger
+	disp   server.Dispatcher
+	inline server.InlineDispatcher // disp, when it serves some methods inline
+	exec   *server.ExecConn
+	out    *output
+	sess   *server.SessionState
+	grace  time.Duration
 
 	reader *Reader
 	fault  <-chan struct{} // a test's injected failure (internal/faults); nil otherwise
@@ -144,8 +153,9 @@ type coordinator struct {
 	graceEnd *time.Timer // set once shutdown has begun
 	yielded  bool        // gather yielded once since frames began to wait
 	failed   error       // the terminal output failure
-	out      []byte      // committed frames not yet written (see commit)
-	lazy     bool        // frames committed now may wait in out
+	scratch  []byte      // the frame being encoded (see commit)
+	lazy     bool        // frames committed now may wait to be written
+	swept    []*work     // the output's finished list, for reuse (see sweep)
 	stats    counting    // what Counters show
 
 	// What open created for this connection alone (release closes it).
@@ -161,14 +171,23 @@ type coordinator struct {
 	// committed but not yet written.
 	journal     Journal
 	unjournaled []protocol.ID
+	// streams counts the open listen streams (they are in inflight too).
+	streams int
 }
 
 // work is one admitted request, and later possibly its listen stream.
-// Its request, sink and outcome live in it, one allocation for all.
+// Its request, context, sink and outcome live in it, one allocation for
+// all; it is the executor's Task.
 type work struct {
-	id   protocol.ID
-	req  server.Request
-	sink requestSink
+	id    protocol.ID
+	split protocol.Split // the decoder's, for req.Split
+	req   server.Request
+	ctx   server.RequestContext
+	job   server.Job // the executor's record of it
+	sink  requestSink
+	// state is live until the request's final frame is committed (done)
+	// or it is cancelled or ended (dropped); it changes under output.mu.
+	state atomic.Uint32
 	// outcome is set by the executor's worker before it posts msgOutcome.
 	outcome server.Outcome
 
@@ -195,26 +214,37 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 		if c.phase.inputOpen() {
 			batches = c.reader.batches
 		}
-		if len(c.out) > 0 {
+		if n, _ := c.out.waiting(); n > 0 {
 			c.gather(batches)
 			continue
 		}
+		if !c.out.sleep() {
+			continue // a worker committed a frame meanwhile
+		}
 		if c.phase.shuttingDown() {
-			if c.waitClosing(batches) {
+			closed := c.waitClosing(batches)
+			c.out.wake()
+			if closed {
 				return c.failed
 			}
 			continue
 		}
+		// Awake again before handling anything, so that workers leave
+		// their frames to this turn's write (output).
 		select {
 		case c.reader.pending = <-batches:
+			c.out.wake()
 		case <-c.feedWake:
+			c.out.wake()
 			c.pollSession()
 		case <-c.fault:
 			panic("injected fault")
 		case <-c.mail.wake:
+			c.out.wake()
 			c.handleMail()
 		case <-ctxDone:
 			ctxDone = nil
+			c.out.wake()
 			c.shutdown(ctx)
 		}
 	}
@@ -267,7 +297,7 @@ func (c *coordinator) finish(err *error) {
 		*err = c.abandon(v)
 		return
 	}
-	if *err == nil && !c.flush() {
+	if *err == nil && !c.flushAll() {
 		*err = c.failed
 	}
 	if *err == nil && c.handoff {
@@ -275,11 +305,31 @@ func (c *coordinator) finish(err *error) {
 	}
 }
 
-// gather is a turn of the loop while frames wait in c.out: it takes what
-// is already at hand, so that frames ready together go out in one write,
-// and writes them when nothing is. The reader or a worker this goroutine
-// just woke may not have run yet, so it yields once before writing.
+// flushAll writes everything committed, or reports false when the write
+// path has failed.
+func (c *coordinator) flushAll() bool {
+	for {
+		if !c.flush() {
+			return false
+		}
+		if n, _ := c.out.waiting(); n == 0 {
+			return true
+		}
+	}
+}
+
+// gather is a turn of the loop while frames wait to be written: it takes
+// what is already at hand, so that frames ready together go out in one
+// write, and writes them when nothing is. The reader or a worker this
+// goroutine just woke may not have run yet, so it yields once before
+// writing, unless the device would block (the coordinator alone writes
+// then).
 func (c *coordinator) gather(batches <-chan []lineEvent) {
+	if _, blocked := c.out.waiting(); blocked {
+		c.yielded = false
+		c.flush()
+		return
+	}
 	select {
 	case c.reader.pending = <-batches:
 		return

@@ -4,7 +4,7 @@ import "sync/atomic"
 
 // Counters show a running connection's load to other goroutines (a status
 // display) without a message to the coordinator. Give one to
-// Transport.Counters; the coordinator keeps it current and leaves it at zero
+// Transport.Counters; the transport keeps it current and leaves it at zero
 // when Serve returns, so the successive instances of a restarted session
 // may share one. All methods may be called from any goroutine.
 type Counters struct {
@@ -21,25 +21,12 @@ func (c *Counters) Requests() int64 { return c.requests.Load() }
 // running or queued. Open listen streams are not counted here.
 func (c *Counters) InFlight() int { return int(c.inFlight.Load()) }
 
-// counting is the coordinator's side of Counters. It publishes after each
-// event it handled, and only when the value changed, so an idle status
-// reader costs the coordinator nothing and a busy one a compare.
+// counting is the coordinator's side of Counters. A request is counted when
+// it is admitted and uncounted by whoever ends it (output.endLocked: the
+// worker that commits its final frame, or the coordinator), so the count
+// is current without the coordinator looking.
 type counting struct {
-	to       *Counters // nil: nobody is looking
-	streams  int       // open listen streams (they live in inflight too)
-	inFlight int       // last published value
-}
-
-// publish stores the current load in the Counters, if any.
-func (c *coordinator) publish() {
-	s := &c.stats
-	if s.to == nil {
-		return
-	}
-	if n := len(c.inflight) - s.streams; n != s.inFlight {
-		s.inFlight = n
-		s.to.inFlight.Store(int64(n))
-	}
+	to *Counters // nil: nobody is looking
 }
 
 // request counts a request line.

@@ -47,7 +47,7 @@ func (c *coordinator) startStream(w *work, s server.Stream) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stream, w.cancel, w.next = s, cancel, make(chan struct{}, 1)
 	c.inflight[w.id] = w
-	c.stats.streams++
+	c.streams++
 	c.pumps.Add(1)
 	go c.pump(ctx, w)
 	c.journalStreams()
@@ -103,7 +103,7 @@ func (c *coordinator) streamEvent(w *work, ev server.Event, err error) {
 // source learns why. Nothing is written here.
 func (c *coordinator) closeStream(w *work, reason server.CloseReason, detail string) {
 	delete(c.inflight, w.id)
-	c.stats.streams--
+	c.streams--
 	c.sess.ReleaseSubscription()
 	w.cancel()
 	w.stream.Close(reason, detail)

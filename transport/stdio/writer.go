@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -32,15 +33,20 @@ type frameWriter struct {
 	// frames go through a helper goroutine that the coordinator waits for
 	// boundedly, and a blocked write is abandoned.
 	deadlines bool
-	frames    chan []byte
-	results   chan error
-	timer     *time.Timer
+	// raw is the device's descriptor when it is in the runtime's poller
+	// (it takes deadlines, and is a syscall.Conn): a write is first tried
+	// without waiting, by the coordinator and by workers (try).
+	raw     syscall.RawConn
+	frames  chan []byte
+	results chan error
+	timer   *time.Timer
 }
 
 func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
 	w := &frameWriter{out: out, timeout: timeout}
 	if d, ok := out.(writeDeadliner); ok && d.SetWriteDeadline(time.Time{}) == nil {
 		w.deadlines = true
+		w.raw = rawConn(out)
 	}
 	return w
 }
@@ -61,11 +67,23 @@ func (w *frameWriter) write(frames []byte) error {
 }
 
 func (w *frameWriter) writeWithDeadline(frame []byte) error {
+	if w.raw != nil {
+		// Most writes are taken at once: they need no deadline.
+		n, err := w.try(frame)
+		if err != nil || n == len(frame) {
+			return err
+		}
+		frame = frame[n:]
+	}
 	d := w.out.(writeDeadliner)
 	if err := d.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
 		return err
 	}
 	_, err := w.out.Write(frame)
+	if w.raw != nil && err == nil {
+		// Cleared, or the next try would find it expired.
+		err = d.SetWriteDeadline(time.Time{})
+	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return ErrWriteTimeout
 	}

@@ -51,6 +51,10 @@ func main() {
 		dEnv     = flag.String("daemon-env", "", "space-separated NAME=VALUE settings for snodod serve, replacing the harness's (\"none\": the defaults)")
 		hosted   = flag.Bool("hosted", true, "run the hosted-server scenarios (relay overhead, sharing)")
 		sharers  = flag.Int("sharing-clients", 100, "clients of the sharing scenario (0: skip it)")
+		curves   = flag.Bool("curves", true, "run the scaling curves (requests in flight, sessions)")
+		httpOn   = flag.Bool("http", true, "run the Streamable HTTP scenario")
+		gosdkH   = flag.String("gosdkhttp", "bin/gosdkhttp", "the Go SDK's streamable HTTP peer")
+		goBench  = flag.String("gobench", "", "the output of the main module's go test -bench -benchmem, for its hot-path rows")
 	)
 	flag.Parse()
 	if *repeats <= 0 {
@@ -109,6 +113,15 @@ func main() {
 		if *hosted && serveOK {
 			runHosted(rep, *snodod, peerOf(all, "raw"), sharer(all), *sharers, r, *repeats)
 		}
+		if *curves {
+			runCurves(rep, servers, serveOK, *snodod, r, *repeats)
+		}
+		if *httpOn && serveOK {
+			runHTTP(rep, *snodod, *gosdkH, *nodeDir, r, *repeats)
+		}
+	}
+	if *goBench != "" {
+		rep.GoBench = readGoBench(*goBench)
 	}
 	if *sessions && !serveOK {
 		log.Printf("snodod serve scenarios skipped: %s", why)
@@ -118,13 +131,20 @@ func main() {
 
 	fmt.Print(rep.Console())
 	if *docs != "" {
-		if err := os.WriteFile(filepath.Join(*docs, "bench.md"), []byte(rep.Markdown("bench.png")), 0o644); err != nil {
+		scaling := ""
+		if len(rep.Curves) > 0 {
+			scaling = "bench-scaling.png"
+		}
+		if err := os.WriteFile(filepath.Join(*docs, "bench.md"), []byte(rep.Markdown("bench.png", scaling)), 0o644); err != nil {
 			log.Fatal(err)
 		}
 		if err := rep.Chart(filepath.Join(*docs, "bench.png")); err != nil {
 			log.Fatal(err)
 		}
-		log.Printf("wrote %s and %s", filepath.Join(*docs, "bench.md"), filepath.Join(*docs, "bench.png"))
+		if err := rep.ScalingChart(filepath.Join(*docs, "bench-scaling.png")); err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("wrote bench.md, bench.png and bench-scaling.png in %s", *docs)
 	}
 	if *jsonOut != "" {
 		b, err := json.MarshalIndent(jsonSafe(rep), "", "  ")
@@ -153,10 +173,14 @@ func sizes(quick bool, repeats int) report.Config {
 		Healthy:      20, HealthyPhase: 2 * time.Second,
 		StalledRequests: 64, StalledBig: 1_000_000,
 	}
+	c.InFlightLevels, c.SessionLevels, c.CurveCalls = []int{1, 64, 1024}, []int{1, 10, 100, 1000, 10000}, 20000
+	c.HTTPClients, c.HTTPPhase = 64, 5*time.Second
 	if quick {
 		c.Stdio.Warmup, c.Stdio.Sequential, c.Stdio.Pipelined, c.Stdio.LargeRepeats = 50, 300, 3000, 1
 		c.Sessions, c.CallsEach, c.IdleSessions = 100, 20, 1000
 		c.Healthy, c.HealthyPhase = 10, time.Second
+		c.SessionLevels, c.CurveCalls = []int{1, 10, 100, 1000}, 3000
+		c.HTTPPhase = 2 * time.Second
 	}
 	// The executor's queue must hold one call of every concurrent session,
 	// or the figure would count refusals.

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -126,16 +125,6 @@ func (p *Proc) Kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.waited
 	p.release()
-}
-
-// CPUTime is the user and system CPU time of a process that has ended, from
-// its rusage (wait4).
-func CPUTime(state *os.ProcessState) time.Duration {
-	ru, ok := state.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // clockTick is USER_HZ, the unit of the CPU times in /proc/PID/stat: 100

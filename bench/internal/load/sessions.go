@@ -18,6 +18,7 @@ type Concurrent struct {
 	Sessions, CallsEach int
 	CallsPerSec         float64
 	P50, P99            float64 // µs
+	CPUPerCall          float64 // µs of the daemon's CPU per good call (exact, schedstat)
 	Failed              int     // calls without a good answer
 	Problems            []string
 }
@@ -25,7 +26,7 @@ type Concurrent struct {
 // RunConcurrent opens sessions sessions, then has each make calls echo
 // calls one after the other, all sessions at once.
 func RunConcurrent(d *Daemon, dialect wire.Dialect, sessions, calls int, timeout time.Duration) Concurrent {
-	r := Concurrent{Sessions: sessions, CallsEach: calls, CallsPerSec: nan(), P50: nan(), P99: nan()}
+	r := Concurrent{Sessions: sessions, CallsEach: calls, CallsPerSec: nan(), P50: nan(), P99: nan(), CPUPerCall: nan()}
 	ss, err := d.openMany(sessions, dialect)
 	if err != nil {
 		r.Problems = append(r.Problems, err.Error())
@@ -61,10 +62,12 @@ func RunConcurrent(d *Daemon, dialect wire.Dialect, sessions, calls int, timeout
 			}
 		})
 	}
+	before, uerr := ProcUsage(d.PID())
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(t0)
+	after, aerr := ProcUsage(d.PID())
 	var all []time.Duration
 	for i := range lat {
 		all = append(all, lat[i]...)
@@ -76,6 +79,9 @@ func RunConcurrent(d *Daemon, dialect wire.Dialect, sessions, calls int, timeout
 	s := stats.Summarise(all)
 	r.CallsPerSec = float64(len(all)) / elapsed.Seconds()
 	r.P50, r.P99 = s.P50, s.P99
+	if uerr == nil && aerr == nil && len(all) > 0 {
+		r.CPUPerCall = float64(after.Sub(before).Run) / float64(time.Microsecond) / float64(len(all))
+	}
 	return r
 }
 

@@ -45,15 +45,18 @@ type StdioResult struct {
 	CallsPerSec      float64 // pipelined
 	PipeP50, PipeP99 float64 // µs
 	CPUPerCall       float64 // µs of server CPU (user+system) per pipelined call
-	BigResultMs      float64
-	BigResultRSS     float64 // bytes: VmHWM growth over the first call
-	BigResultRSSAll  float64 // bytes: VmHWM growth over all LargeRepeats calls
-	BigRequestMs     float64
-	BigRequestRSS    float64 // bytes, as BigResultRSS
-	BigRequestRSSAll float64 // bytes, as BigResultRSSAll
-	HugeLine, Cancel string  // outcomes, when probed
-	WrongAnswers     int     // answers to the wrong id, with the wrong text, or errors
-	Problems         []string
+	// Where the pipelined calls' CPU went, per call: user and system time
+	// (to the tick), context switches, read and write system calls.
+	UserPerCall, SysPerCall, SwitchesPerCall, ReadWritePerCall float64
+	BigResultMs                                                float64
+	BigResultRSS                                               float64 // bytes: VmHWM growth over the first call
+	BigResultRSSAll                                            float64 // bytes: VmHWM growth over all LargeRepeats calls
+	BigRequestMs                                               float64
+	BigRequestRSS                                              float64 // bytes, as BigResultRSS
+	BigRequestRSSAll                                           float64 // bytes, as BigResultRSSAll
+	HugeLine, Cancel                                           string  // outcomes, when probed
+	WrongAnswers                                               int     // answers to the wrong id, with the wrong text, or errors
+	Problems                                                   []string
 }
 
 func (r *StdioResult) problem(format string, a ...any) {
@@ -69,7 +72,8 @@ func nan() float64 { return math.NaN() }
 func RunStdio(s Server, d wire.Dialect, cfg StdioConfig) StdioResult {
 	r := StdioResult{Server: s.Name, Version: d.Version,
 		StartupMs: nan(), SeqP50: nan(), SeqP99: nan(), CallsPerSec: nan(), PipeP50: nan(), PipeP99: nan(),
-		CPUPerCall: nan(), BigResultMs: nan(), BigResultRSS: nan(), BigResultRSSAll: nan(),
+		CPUPerCall: nan(), UserPerCall: nan(), SysPerCall: nan(), SwitchesPerCall: nan(), ReadWritePerCall: nan(),
+		BigResultMs: nan(), BigResultRSS: nan(), BigResultRSSAll: nan(),
 		BigRequestMs: nan(), BigRequestRSS: nan(), BigRequestRSSAll: nan()}
 	if !throughput(s, d, cfg, &r) {
 		return r
@@ -158,20 +162,18 @@ func throughput(s Server, d wire.Dialect, cfg StdioConfig, r *StdioResult) bool 
 	lat := stats.Summarise(seq)
 	r.SeqP50, r.SeqP99 = lat.P50, lat.P99
 
-	cpu0, err := ProcCPUTime(p.PID())
-	if err != nil {
-		r.problem("cpu: %v", err)
-		return true
+	pl, err := RunPipelined(p, d, id, cfg.Pipelined, cfg.InFlight, cfg.Timeout)
+	r.WrongAnswers += pl.Wrong
+	for _, what := range pl.Problems {
+		r.problem("%s", what)
 	}
-	pl, elapsed, wrong, err := pipeline(p.Conn, d, id, cfg.Pipelined, cfg.InFlight, cfg.Timeout, r)
-	r.WrongAnswers += wrong
 	if err != nil {
 		r.problem("pipelined: %v%s", err, stderrNote(p))
 		return true
 	}
-	lat = stats.Summarise(pl)
-	r.CallsPerSec = float64(cfg.Pipelined) / elapsed.Seconds()
-	r.PipeP50, r.PipeP99 = lat.P50, lat.P99
+	r.CallsPerSec, r.PipeP50, r.PipeP99 = pl.CallsPerSec, pl.P50, pl.P99
+	r.CPUPerCall, r.UserPerCall, r.SysPerCall = pl.CPUPerCall, pl.UserPerCall, pl.SysPerCall
+	r.SwitchesPerCall, r.ReadWritePerCall = pl.SwitchesPerCall, pl.ReadWritePerCall
 	state, killed := p.Close(5 * time.Second)
 	switch {
 	case killed:
@@ -179,7 +181,6 @@ func throughput(s Server, d wire.Dialect, cfg StdioConfig, r *StdioResult) bool 
 	case !state.Success():
 		r.problem("exited with %s after its input ended%s", state, stderrNote(p))
 	}
-	r.CPUPerCall = float64(CPUTime(state)-cpu0) / float64(time.Microsecond) / float64(cfg.Pipelined)
 	return true
 }
 

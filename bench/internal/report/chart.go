@@ -35,13 +35,18 @@ func (r *Report) Chart(path string) error {
 	if err != nil {
 		return err
 	}
+	return writePanels(path, calls, cpu)
+}
+
+// writePanels writes a PNG of two plots side by side.
+func writePanels(path string, left, right *plot.Plot) error {
 	const width, height = 12 * vg.Inch, 4.5 * vg.Inch
 	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(110))
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 8, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{{calls, cpu}}, tiles, dc)
-	calls.Draw(canvases[0][0])
-	cpu.Draw(canvases[0][1])
+	canvases := plot.Align([][]*plot.Plot{{left, right}}, tiles, dc)
+	left.Draw(canvases[0][0])
+	right.Draw(canvases[0][1])
 	f, err := os.Create(path)
 	if err != nil {
 		return err

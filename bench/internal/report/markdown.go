@@ -14,17 +14,20 @@ func (r *Report) Console() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nmedians of %d repeat(s); (r×) = snodod ÷ that server\n\n", r.Config.Repeats)
 	b.WriteString(r.Table().Markdown())
-	b.WriteString("\nGoals of issue 5:\n")
+	b.WriteString("\nGoals (issue 13; hosted servers issue 10; HTTP issue 12):\n")
 	for _, g := range r.Goals() {
 		b.WriteString("  - " + strings.ReplaceAll(g, "**", "") + "\n")
 	}
 	b.WriteString("\n" + r.behaviour())
 	b.WriteString(r.hosted())
+	b.WriteString(r.httpSection())
+	b.WriteString(r.scaling(""))
 	return b.String()
 }
 
-// Markdown is docs/bench.md. chart is the PNG's file name beside it.
-func (r *Report) Markdown(chart string) string {
+// Markdown is docs/bench.md. chart and scaling are the PNGs' file names
+// beside it.
+func (r *Report) Markdown(chart, scaling string) string {
 	var b strings.Builder
 	m := r.Machine
 	mode := "full run"
@@ -36,14 +39,15 @@ func (r *Report) Markdown(chart string) string {
 snodod against the MCP SDKs that serve the same tools over stdio, and
 against a raw NDJSON loop that is the floor of this harness. This page is
 written by `+"`make bench`"+` (bench/cmd/mcpbench): rerun it rather than edit it.
-The goals are those of issue 5.
+The goals are those of issue 13 (the hosted servers' of issue 10, HTTP's of
+issue 12).
 
 Latest: %s, %s; the harness took %s.
 
 ## Reproduce
 
 `+"```sh"+`
-make bench                 # everything, 3 repeats: about 4 minutes on 2 cores
+make bench                 # everything, 3 repeats: about 10 minutes on 2 cores
 BENCH_QUICK=1 make bench   # one repeat with smaller counts, for development
 `+"```"+`
 
@@ -51,7 +55,8 @@ BENCH_QUICK=1 make bench   # one repeat with smaller counts, for development
 `+"`npm ci --prefix bench/node`"+` (when its lock file changed), runs the Go
 micro-benchmarks of the main module (`+"`go test -bench`"+`), builds the peers and
 the harness in `+"`bench/`"+` (its own Go module), and runs the harness, which
-prints the table and rewrites this page and `+"`docs/bench.png`"+`. It needs Go,
+prints the table and rewrites this page, `+"`docs/bench.png`"+` and
+`+"`docs/bench-scaling.png`"+`. It needs Go,
 and Node.js 20 or later with npm for the TypeScript peer (without them that
 column is left out). Everything runs on this machine over pipes and Unix
 sockets, bounded in count and time. Two scenarios have pages of their own,
@@ -87,6 +92,10 @@ TypeScript SDK's JIT cold: compare servers on a full run.
 	for _, g := range r.Goals() {
 		b.WriteString("- " + g + "\n")
 	}
+	b.WriteString(r.timeGoes())
+	b.WriteString(r.scaling(scaling))
+	b.WriteString(r.hosted())
+	b.WriteString(r.httpSection())
 
 	b.WriteString("\n## The servers\n\n")
 	for _, s := range r.Servings {
@@ -114,9 +123,12 @@ answered with a result carrying `+"`resultType`"+`.
   each text is unique, and an answer with the wrong text counts as wrong.
 - **Pipelined**: %d echo calls with %d outstanding; calls/s over the
   whole batch, latency from writing a request to reading its answer.
-- **Server CPU per call**: the server's user+system CPU over the
-  pipelined batch (its rusage from wait4 after its input ends, less its
-  /proc/PID/stat time before the batch), divided by the calls.
+- **Server CPU per call**: the server's CPU over the pipelined batch,
+  from the scheduler's run time of each of its threads
+  (/proc/PID/task/*/schedstat, to the nanosecond) before and after the
+  batch, divided by the calls; the user and system parts, context
+  switches and read/write calls come from the same threads' stat, status
+  and io.
 - **Large payloads**: a %s-byte result (`+"`big`"+`) and a %s-byte
   request (`+"`echo`"+` of that much text, so its answer is as large), each in
   a fresh process after 20 warm-up calls, %d time(s) in a row; the median
@@ -138,12 +150,32 @@ answered with a result carrying `+"`resultType`"+`.
   sessions; then %d healthy sessions calling for %s alone, and again while
   one more session has asked for %d results of %s bytes and reads nothing.
   The generator's RLIMIT_NOFILE: %s.
+- **Scaling**: %s echo calls at each level, pipelined with %s requests in
+  flight to a fresh `+"`snodod stdio --demo`"+` (its executor's queue raised to
+  hold them all) and to the floor; and on a fresh `+"`snodod serve`"+` with
+  %s sessions at once, about as many calls in all, each session's one
+  after another; CPU from the server's schedstat over each level.
+- **HTTP**: %d clients on keep-alive connections, each sending one call
+  after another for %s, after one warm-up call per connection.
 `, c.Stdio.Sequential, c.Stdio.Warmup, c.Stdio.Pipelined, c.Stdio.InFlight,
 		Number(float64(c.Stdio.BigResult)), Number(float64(c.Stdio.BigRequest)), c.Stdio.LargeRepeats,
 		Number(float64(c.Stdio.HugeLine)), c.Stdio.HugeTimeout, strings.Join(orList(c.DaemonEnv), " "),
 		Number(float64(c.Sessions)), c.CallsEach, Number(float64(c.IdleSessions)), c.Healthy, c.HealthyPhase,
-		c.StalledRequests, Number(float64(c.StalledBig)), c.GeneratorNoFile)
+		c.StalledRequests, Number(float64(c.StalledBig)), c.GeneratorNoFile,
+		Number(float64(c.CurveCalls)), levels(c.InFlightLevels), levels(c.SessionLevels), c.HTTPClients, c.HTTPPhase)
 	return b.String()
+}
+
+// levels lists a curve's levels: "1, 64 and 1,024".
+func levels(ls []int) string {
+	s := make([]string, len(ls))
+	for i, l := range ls {
+		s[i] = Number(float64(l))
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // support says, per server, which versions it serves and why not.

@@ -122,6 +122,9 @@ func Number(v float64) string {
 	return thousands(int64(math.Round(v)))
 }
 
+// Count renders a count with thousands separators: 10,000.
+func Count(n int) string { return thousands(int64(n)) }
+
 func thousands(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")

@@ -1,5 +1,5 @@
 // Command gosdkhttp is a peer server for snodod's HTTP benchmark
-// (bench/cmd/httpbench): the demo tool echo on the official Go MCP SDK,
+// (the HTTP scenario of bench/cmd/mcpbench): the demo tool echo on the official Go MCP SDK,
 // served by its streamable HTTP handler in stateless mode with JSON
 // responses, the SDK's documented setup for 2026-07-28.
 //

@@ -1,0 +1,32 @@
+package server
+
+import "context"
+
+// callContext is the context a request's handler gets: the transport's,
+// with the runtime's own values for this request (the legacy call for Log
+// and RequestClient, the MRTR inputs for Elicit, Sample and ListRoots)
+// answered from the call itself. A context.WithValue per value cost two
+// allocations each on every request; this node lives in the call.
+type callContext struct {
+	context.Context
+	c *call
+}
+
+// Value answers the runtime's keys for this request, shadowing any the
+// parent holds: a 2026 request dispatched from inside a legacy handler (a
+// relay) is not legacy, and asks for input through MRTR.
+func (x *callContext) Value(key any) any {
+	switch key.(type) {
+	case legacyKey:
+		if x.c.modern {
+			return nil
+		}
+		return &x.c.legacy
+	case inputsKey:
+		if !x.c.asking {
+			return nil
+		}
+		return &x.c.inputs
+	}
+	return x.Context.Value(key)
+}

@@ -1,0 +1,70 @@
+package server
+
+import "context"
+
+// RequestContext is a request's context as a transport builds it: its
+// parent, and the transport's sinks for the request (what WithNotifier,
+// WithClientRequester and WithProgress add), in one value that the
+// transport may keep inside its own per-request state, so that giving a
+// handler its sinks allocates nothing. A nil sink is absent. Use it by
+// pointer; it must not be copied once in use.
+type RequestContext struct {
+	context.Context
+	Notifier  Notifier
+	Requester ClientRequester
+	Progress  ProgressReporter
+}
+
+// Value answers the sinks' keys, and the parent's otherwise.
+func (r *RequestContext) Value(key any) any {
+	switch key.(type) {
+	case notifierKey:
+		if r.Notifier != nil {
+			return r.Notifier
+		}
+		return nil
+	case clientRequesterKey:
+		if r.Requester != nil {
+			return r.Requester
+		}
+		return nil
+	case progressKey:
+		if r.Progress != nil {
+			return r.Progress
+		}
+		return nil
+	}
+	return r.Context.Value(key)
+}
+
+// InlineDispatcher is a Dispatcher that serves some requests without the
+// executor (DESIGN.md's first shortcut: where the hop to a worker and back
+// costs more than the work). A transport that sees one calls
+// DispatchInline on its own goroutine for each admitted request first, and
+// submits the request to the executor only when it reports false. Such a
+// request never takes an executor slot, so it is answered even when the
+// executor is full.
+//
+// A type that embeds *Server gets its DispatchInline, which serves those
+// methods with the Server's own Dispatch: one that wraps Dispatch for
+// them must wrap DispatchInline too.
+type InlineDispatcher interface {
+	Dispatcher
+	// DispatchInline serves req at once when its method is one the
+	// dispatcher answers without ever blocking, and otherwise reports
+	// false having done nothing. It must not block: it runs on the
+	// connection's coordinator. ctx carries the transport's values.
+	DispatchInline(ctx context.Context, req *Request) (Outcome, bool)
+}
+
+// DispatchInline serves ping, server/discover and the four list methods
+// at once (see InlineDispatcher): the runtime's own methods that never
+// block, since they read the catalog and the request and wait on nothing
+// else. Any other method reports false.
+func (s *Server) DispatchInline(ctx context.Context, req *Request) (Outcome, bool) {
+	switch req.Method {
+	case "ping", "server/discover", "tools/list", "resources/list", "resources/templates/list", "prompts/list":
+		return s.Dispatch(ctx, req), true
+	}
+	return Outcome{}, false
+}
