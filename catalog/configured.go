@@ -144,7 +144,7 @@ func (c *configured) warnings() []string {
 // Reserved are the tool and prompt names something other than the
 // configuration already serves in the same view, each with who serves it
 // ("snodod's own status tool"). A configured name among them is refused,
-// as the configuration alone settles collisions (upstreams.md §2).
+// as the configuration alone settles collisions (docs/upstreams.md §2).
 type Reserved struct {
 	Tools   map[string]string
 	Prompts map[string]string

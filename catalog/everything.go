@@ -20,7 +20,7 @@ import (
 // descriptions; where they leave something open, the Go SDK's
 // conformance/everything-server (v1.8.0) decides. Deliberate differences:
 // client input (sampling, elicitation, roots) is asked for with MRTR, so it
-// works in 2026 only (legacy eras answer -32603, protocol.md §4.2 step 8);
+// works in 2026 only (legacy eras answer -32603, docs/protocol.md §4.2 step 8);
 // completions return values rather than an empty list; and
 // test_trigger_resource_update is added so that clients need not wait for
 // the periodic update of the watched resource.

@@ -15,7 +15,7 @@ import (
 
 // This file holds the fixture's tools that ask the client for input:
 // sampling, elicitation and roots. In 2026 they are multi-round-trip
-// requests (protocol.md §12); in legacy eras the same calls send the
+// requests (docs/protocol.md §12); in legacy eras the same calls send the
 // request to the client and wait for its answer (§3.1), which is what the
 // legacy scenarios tools-call-sampling, tools-call-elicitation,
 // elicitation-sep1034-defaults and elicitation-sep1330-enums check.
@@ -42,7 +42,7 @@ func inputTool(s *server.Server, name, description string, h func(ctx context.Co
 
 // everythingInputTools registers the tools that ask the client for input.
 // A handler returns the error Elicit, Sample or ListRoots gave it: in 2026
-// the runtime turns ErrInputRequired into input_required (protocol.md
+// the runtime turns ErrInputRequired into input_required (docs/protocol.md
 // §12); in legacy eras it is a failure of the call.
 func everythingInputTools(s *server.Server) {
 	server.AddTool(s, &server.Tool{Name: "test_sampling", Description: "Tests server-initiated sampling (LLM completion request)"},

@@ -194,7 +194,7 @@ func TestEverythingInputErrors(t *testing.T) {
 		t.Errorf("no capabilities: %+v, %+v", r, perr)
 	}
 
-	// Legacy eras cannot ask for input (protocol.md §4.2 step 8).
+	// Legacy eras cannot ask for input (docs/protocol.md §4.2 step 8).
 	for _, version := range []string{"2025-06-18", "2025-11-25"} {
 		legacy := newClient(t, s, version, `{"elicitation":{},"sampling":{},"roots":{}}`)
 		for tool, args := range map[string]map[string]any{

@@ -32,7 +32,7 @@ func (c *conformanceClient) RequestClient(_ context.Context, method string, para
 }
 
 // The conformance fixture's elicitation and sampling tools ask a legacy
-// client directly (protocol.md §3.1): the scenarios tools-call-elicitation,
+// client directly (docs/protocol.md §3.1): the scenarios tools-call-elicitation,
 // tools-call-sampling, elicitation-sep1034-defaults and
 // elicitation-sep1330-enums check the request the client gets and the text
 // the tool answers with its reply.

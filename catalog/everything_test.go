@@ -180,7 +180,7 @@ func TestEverythingLogging(t *testing.T) {
 			t.Errorf("%s: text %q", version, got)
 		}
 		var want []string
-		if version != v2026 { // protocol.md §5.3: no notifications/message in 2026
+		if version != v2026 { // docs/protocol.md §5.3: no notifications/message in 2026
 			for _, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 				want = append(want, `notifications/message {"level":"info","data":"`+msg+`"}`)
 			}

@@ -13,7 +13,7 @@ const deadlineMargin = time.Second
 
 // waitOnChild is called once a run's child has started: from then on the
 // request only waits on it, so it gives its executor slot back, the tool's
-// max_concurrency bounding such runs (transport.md §13.7), and its
+// max_concurrency bounding such runs (docs/transport.md §13.7), and its
 // executor deadline becomes the tool's own (docs/config.md, "Which
 // deadline wins"): session.request_timeout would otherwise cut a run
 // before its timeout, 60 s by default against 30 s.

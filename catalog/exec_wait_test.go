@@ -16,7 +16,7 @@ import (
 )
 
 // An exec tool's run in the shared executor, as the daemon serves it: it
-// gives its executor slot back once its child runs (transport.md §13.7),
+// gives its executor slot back once its child runs (docs/transport.md §13.7),
 // and its deadline is the tool's timeout, not session.request_timeout
 // (docs/config.md, "Which deadline wins").
 

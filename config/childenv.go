@@ -13,12 +13,12 @@ import (
 )
 
 // This file holds what an entry that runs a program shares with
-// upstreams.md §1: the child's environment (inherit_env and env), its
+// docs/upstreams.md §1: the child's environment (inherit_env and env), its
 // working directory, the program resolved on the child's PATH, and paths
 // relative to the configuration file.
 
 // inheritedByDefault is the allow-list of the daemon's variables a child
-// gets when inherit_env is not given (upstreams.md §1). A trailing *
+// gets when inherit_env is not given (docs/upstreams.md §1). A trailing *
 // matches any rest of the name.
 var inheritedByDefault = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_*", "TZ", "TMPDIR", "XDG_*"}
 
@@ -169,7 +169,7 @@ func entryPath(p string, ctx entryContext) string {
 }
 
 // childDir reads cwd: the child's working directory, $HOME by default
-// (upstreams.md §1), which must be a directory.
+// (docs/upstreams.md §1), which must be a directory.
 func childDir(f *fields, ctx entryContext, env []string) string {
 	dir := f.str("cwd", "")
 	if dir == "" {

@@ -64,13 +64,13 @@ type Daemon struct {
 // Protocol holds the MCP versions served.
 type Protocol struct {
 	// Versions lists the enabled MCP versions, each once, in any order
-	// (protocol.md §1.1). Load turns an empty list into all three, so it is
+	// (docs/protocol.md §1.1). Load turns an empty list into all three, so it is
 	// never empty.
 	Versions []string `koanf:"versions"`
 }
 
 // Server holds what the server says about itself (serverInfo,
-// instructions) and the cache fields of 2026 results (protocol.md §10.2).
+// instructions) and the cache fields of 2026 results (docs/protocol.md §10.2).
 type Server struct {
 	// Name is serverInfo.name. Never empty.
 	Name string `koanf:"name"`
@@ -102,7 +102,7 @@ type Server struct {
 	StateKeyFile string `koanf:"state_key_file"`
 }
 
-// HTTP holds the Streamable HTTP listener's settings (protocol.md §13).
+// HTTP holds the Streamable HTTP listener's settings (docs/protocol.md §13).
 type HTTP struct {
 	// Listen is the listener's host:port. Empty: no HTTP listener. A
 	// host-less ":port" binds 127.0.0.1.

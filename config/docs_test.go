@@ -271,7 +271,7 @@ versions = ["2025-06-18", "2025-06-18"]
 }
 
 // TestLineLimitProse: session.max_line_bytes counts the newline
-// (transport.md §3.1). The key table says so from package limits; this
+// (docs/transport.md §3.1). The key table says so from package limits; this
 // catches prose anywhere in the repository (docs, README, the example
 // configuration, doc comments, help texts) that says otherwise.
 func TestLineLimitProse(t *testing.T) {
@@ -304,7 +304,7 @@ func TestLineLimitProse(t *testing.T) {
 		}
 		for _, sentence := range strings.Split(wrap.ReplaceAllString(string(b), " "), ". ") {
 			if wrong.MatchString(sentence) && limit.MatchString(sentence) {
-				t.Errorf("%s says the line limit leaves the newline out; it counts it (transport.md §3.1): %q", path, sentence)
+				t.Errorf("%s says the line limit leaves the newline out; it counts it (docs/transport.md §3.1): %q", path, sentence)
 			}
 		}
 		return nil

@@ -8,7 +8,7 @@ import (
 )
 
 // The rules of the http.* keys that need more than one key or a grammar
-// of their own (protocol.md §13.1, §13.5).
+// of their own (docs/protocol.md §13.1, §13.5).
 
 var nodeIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 

@@ -15,7 +15,7 @@ import (
 )
 
 // wantDefaults is the configuration with nothing set, under testEnv: the
-// values the specs (transport.md §15, protocol.md §13.5) and the issue fix.
+// values the specs (docs/transport.md §15, docs/protocol.md §13.5) and the issue fix.
 var wantDefaults = Config{
 	Limits: limits.Limits{
 		WriteTimeout: 5 * time.Second, MaxLineBytes: 2000000, MaxSubscriptions: 32,

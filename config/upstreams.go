@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// This file holds the configuration of hosted MCP servers (upstreams.md
+// This file holds the configuration of hosted MCP servers (docs/upstreams.md
 // §1): the keyed section [upstreams] and the entry section mcpServers,
 // whose entries are written as MCP clients write theirs (Claude Desktop,
 // Claude Code's .mcp.json, Cursor, Cline), so that a block pasted from a
@@ -35,7 +35,7 @@ type Upstreams struct {
 	// -31003. >= 1.
 	MaxQueued int `koanf:"max_queued"`
 	// MaxParked caps the calls of 2026 clients parked on a legacy
-	// upstream's elicitation or sampling, daemon-wide (upstreams.md §6).
+	// upstream's elicitation or sampling, daemon-wide (docs/upstreams.md §6).
 	// >= 1.
 	MaxParked int `koanf:"max_parked"`
 	// StderrBytes is the stderr kept per upstream for `snodod logs` and
@@ -73,11 +73,11 @@ type Upstream struct {
 	// Prefix names the upstream's tools and prompts in the aggregated
 	// view: <Prefix>__<name>. [a-z0-9-]{1,16}.
 	Prefix string
-	// Share is "all", "cwd" or "session" (upstreams.md §3).
+	// Share is "all", "cwd" or "session" (docs/upstreams.md §3).
 	Share string
 	// MaxInstances caps the instances of a "cwd" or "session" upstream.
 	MaxInstances int
-	// Start is "lazy", "eager" or "manual" (upstreams.md §4).
+	// Start is "lazy", "eager" or "manual" (docs/upstreams.md §4).
 	Start string
 	// StartTimeout bounds a start: spawn, era probe, handshake, listing.
 	StartTimeout time.Duration
@@ -152,7 +152,7 @@ func (f Filter) Allows(name string) bool {
 	return (len(f.Include) == 0 || match(f.Include)) && !match(f.Exclude)
 }
 
-// Restart is the restart policy of a crashed upstream (upstreams.md §4).
+// Restart is the restart policy of a crashed upstream (docs/upstreams.md §4).
 type Restart struct {
 	// MaxAttempts consecutive failed starts make the upstream "failed".
 	MaxAttempts int
@@ -163,7 +163,7 @@ type Restart struct {
 	ResetAfter time.Duration
 }
 
-// The defaults of an entry's fields (upstreams.md §1).
+// The defaults of an entry's fields (docs/upstreams.md §1).
 const (
 	DefaultShare          = "all"
 	DefaultStart          = "lazy"
@@ -264,7 +264,7 @@ func (c *Config) Upstream(name string) *Upstream {
 	return &c.MCPServers[i]
 }
 
-// defaultPrefix derives a prefix from an entry's name (upstreams.md §1):
+// defaultPrefix derives a prefix from an entry's name (docs/upstreams.md §1):
 // lowered, characters outside [a-z0-9-] made "-", cut to 16 characters.
 func defaultPrefix(name string) string {
 	b := []byte(strings.ToLower(name))

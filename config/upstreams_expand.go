@@ -9,7 +9,7 @@ import (
 )
 
 // The expansions of an mcpServers entry's command, args, env values, cwd
-// and roots (upstreams.md §1):
+// and roots (docs/upstreams.md §1):
 //
 //	${VAR}           the daemon's variable; unset is an error
 //	${VAR:-default}  the variable, or default when it is unset or empty

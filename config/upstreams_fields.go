@@ -11,7 +11,7 @@ import (
 )
 
 // serverFields are the fields of an mcpServers entry, in the order of
-// upstreams.md §1, each with its decoder.
+// docs/upstreams.md §1, each with its decoder.
 var serverFields = []string{
 	"command", "args", "env", "inherit_env", "cwd", "disabled", "enabled", "prefix", "share",
 	"max_instances", "start", "start_timeout", "request_timeout", "idle_timeout", "timeout",

@@ -32,7 +32,7 @@ import (
 //
 // A connect may name a view ("view": an upstream to pass through; absent:
 // the aggregated view) and the client's working directory ("cwd"), which
-// share = "cwd" and "session" upstreams start in (upstreams.md §3).
+// share = "cwd" and "session" upstreams start in (docs/upstreams.md §3).
 //
 // A refused or malformed request gets {"ok":false,"error":"…"} and the
 // connection is closed. The connection of a "connect" stays open while the

@@ -18,7 +18,7 @@ import (
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
 
-// The Streamable HTTP listener (protocol.md §13): bound by Run before the
+// The Streamable HTTP listener (docs/protocol.md §13): bound by Run before the
 // daemon reports ready (a bad or busy http.listen fails the start, like the
 // sockets), served by a suture service under the root supervisor (a
 // failing server is restarted on the same listener), drained with the
@@ -65,7 +65,7 @@ type httpListener struct {
 
 // genViews resolves the views the HTTP endpoint serves: the aggregated
 // view at http.path, an upstream passed through at http.path/NAME
-// (upstreams.md §2), each for the generation new sessions use, so a
+// (docs/upstreams.md §2), each for the generation new sessions use, so a
 // request after a reload is served by the reloaded catalog.
 type genViews struct{ d *Daemon }
 
@@ -84,7 +84,7 @@ func (v genViews) View(name string) (server.Dispatcher, bool) {
 // session of the view (stateless): a share = "session" upstream has one
 // instance for every 2026 HTTP client of this node. HTTP clients send no
 // working directory: share = "cwd" and "session" upstreams start in the
-// daemon's (upstreams.md §3).
+// daemon's (docs/upstreams.md §3).
 type httpView struct {
 	d    *Daemon
 	name string

@@ -28,7 +28,7 @@ type Status struct {
 	// Sessions are ordered by id (oldest first).
 	Sessions []SessionStatus `json:"sessions"`
 	Executor ExecutorStatus  `json:"executor"`
-	// Upstreams has one row per hosted server instance (upstreams.md §8).
+	// Upstreams has one row per hosted server instance (docs/upstreams.md §8).
 	Upstreams []upstream.Status `json:"upstreams"`
 	// Warnings are what the configured catalog could not do, such as a
 	// folder with more directories than max_watched_dirs.
@@ -60,7 +60,7 @@ type SessionStatus struct {
 type ExecutorStatus struct {
 	Running int `json:"running"`
 	// Detached counts requests in flight that hold no slot while they wait
-	// on a child (transport.md §13.7).
+	// on a child (docs/transport.md §13.7).
 	Detached       int `json:"detached"`
 	Queued         int `json:"queued"`
 	MaxConcurrency int `json:"max_concurrency"`

@@ -13,14 +13,14 @@ import (
 	"github.com/snodod/snodod/upstream"
 )
 
-// The daemon's side of hosted upstreams (upstreams.md): one
+// The daemon's side of hosted upstreams (docs/upstreams.md): one
 // upstream.Manager runs them under the root supervisor; every generation's
 // server shows the aggregated view; a session asks for its view and
 // working directory with the hand-over; status, snodod upstream and snodod
 // logs reach the Manager through the control socket.
 
 // UpstreamsURI is the resource of the daemon's catalog that lists the
-// upstreams' status (upstreams.md §8).
+// upstreams' status (docs/upstreams.md §8).
 const UpstreamsURI = "snodod://upstreams"
 
 // openUpstreams makes the manager of cfg's upstreams; it runs once Run

@@ -15,7 +15,7 @@ import (
 	"github.com/snodod/snodod/upstream"
 )
 
-// The control socket's upstream and logs ops (upstreams.md §8), through
+// The control socket's upstream and logs ops (docs/upstreams.md §8), through
 // the socket, on a daemon hosting the fake upstream.
 
 // startUpstreamDaemon runs a daemon whose one mcpServers entry, "fake",

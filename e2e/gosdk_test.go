@@ -290,7 +290,7 @@ func goSDKSuite(t *testing.T, c *goClient, version string) {
 		c.call(t, ctx, "test_tool_with_logging", nil)
 		want := []string{"Tool execution started", "Tool processing data", "Tool execution completed"}
 		if version == v2026 {
-			want = nil // protocol.md §5.3: no notifications/message in 2026
+			want = nil // docs/protocol.md §5.3: no notifications/message in 2026
 		}
 		// On the wire, a request's log messages precede its response.
 		id, _ := c.rec.sentID("tools/call", "test_tool_with_logging")
@@ -398,7 +398,7 @@ func testGoSubscribe(t *testing.T, c *goClient, version string) {
 
 // testGoInput calls tools that ask the client for input: answered through
 // the SDK's multi-round-trip middleware in 2026, and in legacy eras by the
-// SDK's handlers for the requests snodod sends it (protocol.md §3.1), with
+// SDK's handlers for the requests snodod sends it (docs/protocol.md §3.1), with
 // the same results.
 func testGoInput(t *testing.T, c *goClient, version string) {
 	ctx := t.Context()

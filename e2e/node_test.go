@@ -139,7 +139,7 @@ func checkTypeScript(t *testing.T, s tsSession, overHTTP bool) {
 	check("resources/subscribe and an update", s.Updated, s.Updated)
 	check("notifications/tools/list_changed", s.ToolsChanged, s.ToolsChanged)
 	// The client declares no elicitation capability, so nothing is sent to
-	// it and the tool call is answered as protocol.md §14.2 case 9 says.
+	// it and the tool call is answered as docs/protocol.md §14.2 case 9 says.
 	check("input request refused", s.InputRequired.Code == -32603 &&
 		strings.Contains(s.InputRequired.Message, "Client does not support elicitation/create"), s.InputRequired)
 	if !overHTTP {

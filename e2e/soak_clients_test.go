@@ -105,7 +105,7 @@ func (s *lineSession) handle(line []byte) {
 			s.progress[tok]++
 			s.mu.Unlock()
 			if !inFlight {
-				s.nStray.Add(1) // progress after its result (transport.md §10.3)
+				s.nStray.Add(1) // progress after its result (docs/transport.md §10.3)
 			}
 		}
 		return

@@ -19,7 +19,7 @@ import (
 	"github.com/snodod/snodod/daemon"
 )
 
-// Hosted servers (upstreams.md) behind the real binary: the fake upstream
+// Hosted servers (docs/upstreams.md) behind the real binary: the fake upstream
 // for what only a daemon process shows (orphans after kill -9), and the
 // reference servers from npm (upstream_npm_test.go).
 

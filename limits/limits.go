@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// The defaults (transport.md §15), also in All.
+// The defaults (docs/transport.md §15), also in All.
 const (
 	DefaultMaxLineBytes     = 2_000_000
 	DefaultWriteTimeout     = 5 * time.Second
@@ -45,17 +45,17 @@ const (
 // flag set each field.
 type Limits struct {
 	// MaxLineBytes bounds one input line, its newline included
-	// (transport.md §3.1).
+	// (docs/transport.md §3.1).
 	MaxLineBytes int
 	// WriteTimeout bounds the writing of one frame; a frame that misses it
-	// ends the connection (transport.md §11.3).
+	// ends the connection (docs/transport.md §11.3).
 	WriteTimeout time.Duration
 	// MaxSubscriptions caps one connection's listen streams plus the
 	// resource URIs it subscribed with resources/subscribe
-	// (protocol.md §9.5).
+	// (docs/protocol.md §9.5).
 	MaxSubscriptions int
 	// RequestTimeout bounds one request in the executor, from its start
-	// (transport.md §13.4).
+	// (docs/transport.md §13.4).
 	RequestTimeout time.Duration
 	// RestartIntensity is how many times a failing session may be
 	// restarted within RestartWindow; the next failure ends it. It plays
@@ -106,7 +106,7 @@ type Limit struct {
 }
 
 // Leaf is the key without its section ("max_line_bytes"), as the
-// transport's own messages name the limit (transport.md §15).
+// transport's own messages name the limit (docs/transport.md §15).
 func (l Limit) Leaf() string { return l.Key[strings.IndexByte(l.Key, '.')+1:] }
 
 // IsDuration reports whether the limit is a time.Duration (else an int).
@@ -193,7 +193,7 @@ func (ls Limits) WithDefaults() Limits {
 }
 
 // Validate reports every negative field at once, joined with errors.Join,
-// each in the words of transport.md §15: "max_line_bytes must be a
+// each in the words of docs/transport.md §15: "max_line_bytes must be a
 // positive integer". Zero fields are valid (they mean the default).
 func (ls Limits) Validate() error {
 	var errs []error

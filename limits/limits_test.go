@@ -57,7 +57,7 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
-// Each negative field is refused with the message of transport.md §15;
+// Each negative field is refused with the message of docs/transport.md §15;
 // zero (the default) and the smallest positive value are accepted.
 func TestValidate(t *testing.T) {
 	if err := (Limits{}).Validate(); err != nil {

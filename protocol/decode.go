@@ -6,7 +6,7 @@ import (
 	"math"
 )
 
-// Decode decodes and classifies one line (transport.md §4 and §5, rows 1 to
+// Decode decodes and classifies one line (docs/transport.md §4 and §5, rows 1 to
 // 8). line may still end in its LF. What Decode returns aliases line
 // (Params, its Split, ProgressToken, Result, ErrorObject): the caller gives
 // the line to the message, and must not modify it while the message is in
@@ -45,7 +45,7 @@ func Decode(line []byte) Message {
 	return s.classify()
 }
 
-// classify applies transport.md §5 rows 1 to 8 to a decoded top-level object.
+// classify applies docs/transport.md §5 rows 1 to 8 to a decoded top-level object.
 func (s *scanner) classify() Message {
 	t := &s.top
 	jsonrpc, id, method, params := t[fieldJSONRPC], t[fieldID], t[fieldMethod], t[fieldParams]

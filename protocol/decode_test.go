@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// Helpers after transport.md §16 "Conventions".
+// Helpers after docs/transport.md §16 "Conventions".
 const meta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
 // req is REQ(id, m, p): p is an object's members without braces.
@@ -219,7 +219,7 @@ var decodeCases = []struct {
 	{"method not string with result", `{"jsonrpc":"2.0","method":1,"result":{}}`, want{kind: KindInvalid, err: ErrMethodType}},
 }
 
-// TestDecodeResponse pins what a client response carries (transport.md
+// TestDecodeResponse pins what a client response carries (docs/transport.md
 // §7.1): its result and error members as they were sent.
 func TestDecodeResponse(t *testing.T) {
 	for _, tc := range []struct {

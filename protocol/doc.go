@@ -1,6 +1,6 @@
 // Package protocol holds the wire format of snodod's MCP sessions: JSON-RPC
 // 2.0 envelopes, bounded request ids, the strict line decoder and classifier
-// (transport.md §4 and §5), the frame encoder (§11.1), and the error codes
+// (docs/transport.md §4 and §5), the frame encoder (§11.1), and the error codes
 // and fixed error objects the transport writes (§6). The MCP dialects
 // (version table, per-method rules, _meta validation, result shaping) join it
 // later.

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-// The encoder writes frames as transport.md §11.1 fixes them: one compact
+// The encoder writes frames as docs/transport.md §11.1 fixes them: one compact
 // JSON object and "\n"; non-ASCII as raw UTF-8; <, >, & and / unescaped;
 // U+2028 and U+2029 as \u2028 and \u2029; control characters escaped;
 // invalid UTF-8 replaced by U+FFFD; envelope members in a fixed order.
@@ -78,7 +78,7 @@ func appendMethodParams(dst []byte, start int, method string, params any) ([]byt
 
 // AppendRequest appends the frame
 // {"jsonrpc":"2.0","id":<id>,"method":<method>,"params":<params>} and "\n"
-// to dst, for a request snodod sends to its client (protocol.md §3.1);
+// to dst, for a request snodod sends to its client (docs/protocol.md §3.1);
 // "params" is left out when params is nil. When params cannot be encoded it
 // returns dst unchanged and the error.
 func AppendRequest(dst []byte, id ID, method string, params any) ([]byte, error) {

@@ -126,7 +126,7 @@ func TestAppendNotification(t *testing.T) {
 	}
 }
 
-// TestEncodeUnicode is transport.md §16 cases 50 and 51.
+// TestEncodeUnicode is docs/transport.md §16 cases 50 and 51.
 func TestEncodeUnicode(t *testing.T) {
 	text := "héllo 日本 😀 a\u2028b\u2029c <a&b>/"
 	line, err := AppendResult(nil, StringID("u"), map[string]string{"text": text})
@@ -186,7 +186,7 @@ func TestAppendDoesNotAllocateForErrors(t *testing.T) {
 }
 
 // TestAppendRequest pins the frame of a request snodod sends to its client
-// (protocol.md §3.1): envelope members in order, and params left out when
+// (docs/protocol.md §3.1): envelope members in order, and params left out when
 // nil or refused whole when they cannot be encoded.
 func TestAppendRequest(t *testing.T) {
 	line, err := AppendRequest([]byte("x"), StringID("snodod:1"), "roots/list", struct{}{})

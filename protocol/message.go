@@ -71,7 +71,7 @@ const (
 	KindInvalid
 	// KindResponse is a response from the client: it completes a request
 	// snodod sent to the client when its ID is one of those outstanding,
-	// and is dropped silently otherwise (transport.md §7.1).
+	// and is dropped silently otherwise (docs/transport.md §7.1).
 	KindResponse
 	// KindNotification has a string method and no id: handled inline, never answered.
 	KindNotification
@@ -79,7 +79,7 @@ const (
 	KindRequest
 )
 
-// Message is one classified line (transport.md §4 and §5, rows 1 to 8; the
+// Message is one classified line (docs/transport.md §4 and §5, rows 1 to 8; the
 // in-flight check of row 9 belongs to the connection).
 type Message struct {
 	Kind Kind
@@ -132,7 +132,7 @@ const (
 	CodeUnsupportedVersion = -32022 // 2026 only
 )
 
-// Errors written by the transport and the executor (transport.md §6). They
+// Errors written by the transport and the executor (docs/transport.md §6). They
 // are shared values: never modify them.
 var (
 	ErrParse              = &Error{Code: CodeParseError, Message: "Parse error"}

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// RequestMeta is the request metadata of a 2026-era request (protocol.md
+// RequestMeta is the request metadata of a 2026-era request (docs/protocol.md
 // §5.1), as DecodeMeta found it. Only the presence and shape checks of §5.2
 // steps 3 to 5 have been applied; Check applies steps 7 and 8.
 type RequestMeta struct {
@@ -29,7 +29,7 @@ type RequestMeta struct {
 	Members Object
 }
 
-// Messages of the _meta checks (protocol.md §4.2, §5.2), each -32602.
+// Messages of the _meta checks (docs/protocol.md §4.2, §5.2), each -32602.
 const (
 	msgMetaObject          = "_meta must be an object"
 	msgMetaKey             = "_meta contains an invalid key or non-JSON value"
@@ -45,19 +45,19 @@ const (
 )
 
 // metaProgressTokenMember is the _meta member carrying a progress token
-// (transport.md §10.1).
+// (docs/transport.md §10.1).
 const metaProgressTokenMember = "progressToken"
 
 // unsupportedVersionData is the data of -32022; its field order is the wire
-// order of protocol.md §5.2 step 7.
+// order of docs/protocol.md §5.2 step 7.
 type unsupportedVersionData struct {
 	Requested string   `json:"requested"`
 	Supported []string `json:"supported"`
 }
 
 // DecodeModernMeta is what the HTTP transport does with a request routed
-// to the 2026 rules (protocol.md §13.2) before the runtime sees it:
-// protocol.md §5.2 steps 2 to 5 on a 2026-era request's params (split into
+// to the 2026 rules (docs/protocol.md §13.2) before the runtime sees it:
+// docs/protocol.md §5.2 steps 2 to 5 on a 2026-era request's params (split into
 // members, nil when absent) and returns its metadata. In order, each
 // -32602:
 //
@@ -78,7 +78,7 @@ func DecodeModernMeta(params map[string]json.RawMessage) (*RequestMeta, *Error) 
 	return DecodeMeta(meta)
 }
 
-// DecodeMeta runs protocol.md §5.2 steps 3 to 5 on a 2026-era request's
+// DecodeMeta runs docs/protocol.md §5.2 steps 3 to 5 on a 2026-era request's
 // _meta, split into members (Split.Meta: step 2, the presence of an object
 // _meta, is the caller's; on stdio the era rule of §1.2 guarantees it). In
 // order, each -32602:
@@ -156,13 +156,13 @@ func knownVersion(raw json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// Check runs protocol.md §5.2 steps 7 and 8 on metadata from
+// Check runs docs/protocol.md §5.2 steps 7 and 8 on metadata from
 // DecodeMetaMembers, against the enabled versions. In order:
 //
 //   - the version is not 2026-07-28, or 2026-07-28 is disabled: -32022
 //     "Unsupported protocol version" with data
 //     {"requested":"<as sent>","supported":[<enabled 2026-era versions>]};
-//   - a progressToken that is not a bounded id (transport.md §10.1):
+//   - a progressToken that is not a bounded id (docs/transport.md §10.1):
 //     ErrProgressToken;
 //   - a logLevel that is not one of the eight level strings: -32602 "Invalid
 //     MCP request log level";
@@ -206,7 +206,7 @@ func (m *RequestMeta) Check(enabled Versions) *Error {
 	return nil
 }
 
-// validClientInfo applies the clientInfo rules of protocol.md §5.2 step 8.
+// validClientInfo applies the clientInfo rules of docs/protocol.md §5.2 step 8.
 func validClientInfo(raw json.RawMessage) bool {
 	var buf [8]Member
 	info, ok := SplitObject(buf[:0], raw)
@@ -244,7 +244,7 @@ func validClientInfo(raw json.RawMessage) bool {
 }
 
 // validClientCapabilities applies the clientCapabilities rules of
-// protocol.md §5.2 step 8.
+// docs/protocol.md §5.2 step 8.
 func validClientCapabilities(raw json.RawMessage) bool {
 	var buf, innerBuf [8]Member
 	caps, ok := SplitObject(buf[:0], raw)
@@ -289,7 +289,7 @@ func optionalObject(members Object, name string) bool {
 	return !present || jsonKind(v) == '{'
 }
 
-// CheckLegacyMeta runs protocol.md §4.2 steps 5 and 6 on a legacy-era
+// CheckLegacyMeta runs docs/protocol.md §4.2 steps 5 and 6 on a legacy-era
 // request's split params. In order:
 //
 //   - _meta present and not an object (null included): -32602 "_meta must be
@@ -317,13 +317,13 @@ func CheckLegacyMeta(p *Split) *Error {
 	return nil
 }
 
-// logLevels are the eight levels of protocol.md §5.1 and §11, least severe
+// logLevels are the eight levels of docs/protocol.md §5.1 and §11, least severe
 // first.
 var logLevels = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // LogLevelRank returns the severity of a log level, 0 for debug up to 7 for
 // emergency, in the order debug, info, notice, warning, error, critical,
-// alert, emergency (protocol.md §5.1, §11). A message is written when its
+// alert, emergency (docs/protocol.md §5.1, §11). A message is written when its
 // rank is at least the threshold's. ok is false for any other string; level
 // names are case-sensitive.
 func LogLevelRank(level string) (rank int, ok bool) {
@@ -336,7 +336,7 @@ func LogLevelRank(level string) (rank int, ok bool) {
 }
 
 // validMetaKey reports whether key follows the _meta key grammar of
-// protocol.md §5.1: an optional prefix of dot-separated labels, each starting
+// docs/protocol.md §5.1: an optional prefix of dot-separated labels, each starting
 // with a letter, ending with a letter or digit and holding letters, digits
 // and hyphens inside, followed by "/"; then a name that starts and ends with
 // a letter or digit and holds letters, digits, "-", "_" and "." inside.

@@ -36,7 +36,7 @@ func withMeta(members string) json.RawMessage {
 	return json.RawMessage(`{"_meta":{` + members + `}}`)
 }
 
-// metaFull is META of transport.md §16 with extra members.
+// metaFull is META of docs/transport.md §16 with extra members.
 func metaFull(extra string) json.RawMessage {
 	m := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
 	if extra != "" {

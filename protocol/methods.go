@@ -2,7 +2,7 @@ package protocol
 
 import "strings"
 
-// Era is the dialect family a request is served under (protocol.md §1.2):
+// Era is the dialect family a request is served under (docs/protocol.md §1.2):
 // Legacy for 2025-11-25 and 2025-06-18, Modern for 2026-07-28.
 type Era uint8
 
@@ -15,7 +15,7 @@ const (
 	Modern
 )
 
-// Which era serves each request method (protocol.md §3.1). Methods absent
+// Which era serves each request method (docs/protocol.md §3.1). Methods absent
 // from the table, the tasks/* family included, are served by neither.
 const (
 	inLegacy = 1 << Legacy
@@ -32,12 +32,12 @@ var requestMethods = [...]string{
 	"prompts/list", "prompts/get", "completion/complete", "logging/setLevel", "subscriptions/listen",
 }
 
-// methodNotFound is -32601 "Method not found: <method>" (protocol.md §3.2).
+// methodNotFound is -32601 "Method not found: <method>" (docs/protocol.md §3.2).
 func methodNotFound(method string) *Error {
 	return &Error{Code: CodeMethodNotFound, Message: "Method not found: " + method}
 }
 
-// Availability applies protocol.md §3.2 to a request (a message with an id)
+// Availability applies docs/protocol.md §3.2 to a request (a message with an id)
 // for method in era, before capability gating (Gate). In order:
 //
 //   - any "notifications/…" method: -32600 "<method> must be a
@@ -70,7 +70,7 @@ func Availability(era Era, method string) *Error {
 	return nil
 }
 
-// erasOf says which eras serve method (the table of protocol.md §3.1),
+// erasOf says which eras serve method (the table of docs/protocol.md §3.1),
 // by a switch: every request asks, and a switch on the string costs less
 // than hashing it. Methods it does not list, the tasks/* family included,
 // are served by neither.
@@ -88,7 +88,7 @@ func erasOf(method string) uint8 {
 }
 
 // ServerCapabilities is what the server advertises, as far as gating needs
-// it (protocol.md §3.3, §3.4): Tools, Prompts, Resources and Completions
+// it (docs/protocol.md §3.3, §3.4): Tools, Prompts, Resources and Completions
 // for the presence of each capability, the ListChanged flags and
 // ResourcesSubscribe for tools.listChanged, prompts.listChanged,
 // resources.listChanged and resources.subscribe.
@@ -103,7 +103,7 @@ type ServerCapabilities struct {
 	ResourcesListChanged bool
 }
 
-// Gate applies the capability gating of protocol.md §3.3 to a method that
+// Gate applies the capability gating of docs/protocol.md §3.3 to a method that
 // Availability accepted: -32601 "Method not found: <method>" when the
 // capability the method needs is not advertised in caps, nil otherwise.
 //

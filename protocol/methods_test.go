@@ -2,7 +2,7 @@ package protocol
 
 import "testing"
 
-// TestAvailability covers protocol.md §3.1, §3.2 and cases 6, 22 and 27.
+// TestAvailability covers docs/protocol.md §3.1, §3.2 and cases 6, 22 and 27.
 func TestAvailability(t *testing.T) {
 	const (
 		served = iota
@@ -97,7 +97,7 @@ func TestAvailability(t *testing.T) {
 	checkError(t, "Availability(Era(2))", Availability(Era(2), "tools/list"), CodeMethodNotFound, "Method not found: tools/list")
 }
 
-// TestGate covers protocol.md §3.3 and cases 13, 19, 28 and 39.
+// TestGate covers docs/protocol.md §3.3 and cases 13, 19, 28 and 39.
 func TestGate(t *testing.T) {
 	all := ServerCapabilities{
 		Tools: true, Prompts: true, Resources: true, Completions: true, ResourcesSubscribe: true,

@@ -123,7 +123,7 @@ func SplitObject(dst Object, raw json.RawMessage) (Object, bool) {
 // Split is what the decoder found in a message's params, handed down so
 // that no later step splits them again: the members of params, those of
 // params._meta and of params.arguments (a tool's or a prompt's), and the
-// era the request belongs to (protocol.md §1.2).
+// era the request belongs to (docs/protocol.md §1.2).
 // Message embeds it; a caller holding only the params text gets one from
 // SplitParams.
 type Split struct {
@@ -141,7 +141,7 @@ type Split struct {
 	ArgumentsObject bool
 	// Modern reports that params._meta is an object holding the member
 	// "io.modelcontextprotocol/protocolVersion" (whatever its value): the
-	// request belongs to the 2026 era (protocol.md §1.2).
+	// request belongs to the 2026 era (docs/protocol.md §1.2).
 	Modern bool
 }
 
@@ -167,7 +167,7 @@ func SplitParams(params json.RawMessage) (Split, bool) {
 	return s, true
 }
 
-// era applies the era rule of protocol.md §1.2, the one place it is
+// era applies the era rule of docs/protocol.md §1.2, the one place it is
 // stated: a request is 2026's when its _meta is an object holding the
 // protocol version member.
 func (s *Split) era() {

@@ -7,7 +7,7 @@ import (
 )
 
 // Parameter checks shared by the stdio and HTTP transports. Each answers
-// the exact -32602 message of protocol.md. params is the raw params object
+// the exact -32602 message of docs/protocol.md. params is the raw params object
 // of a request that passed Decode: nil when absent, otherwise an object with
 // unique member names.
 
@@ -18,11 +18,11 @@ const (
 	msgListenURIs          = "subscriptions/listen resourceSubscriptions must contain absolute URI strings"
 	msgListenTooMany       = "subscriptions/listen resourceSubscriptions accepts at most 1000 URIs"
 
-	// maxListenURIs bounds resourceSubscriptions (protocol.md §9.1).
+	// maxListenURIs bounds resourceSubscriptions (docs/protocol.md §9.1).
 	maxListenURIs = 1000
 )
 
-// InitializeParams is a validated legacy initialize proposal (protocol.md
+// InitializeParams is a validated legacy initialize proposal (docs/protocol.md
 // §2 step 1).
 type InitializeParams struct {
 	// ProtocolVersion is the proposed version, a non-empty string that
@@ -35,7 +35,7 @@ type InitializeParams struct {
 	ClientInfo json.RawMessage
 }
 
-// DecodeInitialize validates a legacy initialize's params (protocol.md §2
+// DecodeInitialize validates a legacy initialize's params (docs/protocol.md §2
 // step 1): protocolVersion a non-empty string, capabilities an object,
 // clientInfo an object with string name and version. Anything else, absent
 // params included, is -32602 "initialize requires protocolVersion,
@@ -66,7 +66,7 @@ func DecodeInitialize(params json.RawMessage) (*InitializeParams, *Error) {
 	}, nil
 }
 
-// ListenFilter is a subscriptions/listen filter (protocol.md §9.1, §9.2).
+// ListenFilter is a subscriptions/listen filter (docs/protocol.md §9.1, §9.2).
 type ListenFilter struct {
 	ToolsListChanged     bool
 	PromptsListChanged   bool
@@ -82,7 +82,7 @@ type ListenFilter struct {
 // they are checked.
 var listenFlags = [...]string{"toolsListChanged", "promptsListChanged", "resourcesListChanged"}
 
-// DecodeListen validates subscriptions/listen params (protocol.md §9.1). In
+// DecodeListen validates subscriptions/listen params (docs/protocol.md §9.1). In
 // order, each -32602:
 //
 //   - params.notifications missing or not an object (null included):
@@ -149,7 +149,7 @@ func DecodeListen(params json.RawMessage) (*ListenFilter, *Error) {
 	return &f, nil
 }
 
-// Accept returns the accepted filter of protocol.md §9.2: each ListChanged
+// Accept returns the accepted filter of docs/protocol.md §9.2: each ListChanged
 // member kept when requested and its listChanged is advertised;
 // ResourceSubscriptions kept (a copy) when ResourcesSubscribe is advertised
 // and nil otherwise. The result may be the empty filter.
@@ -167,7 +167,7 @@ func (f ListenFilter) Accept(caps ServerCapabilities) ListenFilter {
 
 // IsAbsoluteURI reports whether s parses as a URI reference (net/url.Parse)
 // with a non-empty scheme: "test://watched" and "urn:x" are absolute;
-// "relative/path", "not a uri" and "" are not (protocol.md §5.2, §9.1,
+// "relative/path", "not a uri" and "" are not (docs/protocol.md §5.2, §9.1,
 // §9.7).
 func IsAbsoluteURI(s string) bool {
 	u, err := url.Parse(s)

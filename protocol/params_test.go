@@ -15,7 +15,7 @@ func rawOrNil(s string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-// TestDecodeInitializeErrors covers protocol.md §2 step 1 and case 4.
+// TestDecodeInitializeErrors covers docs/protocol.md §2 step 1 and case 4.
 func TestDecodeInitializeErrors(t *testing.T) {
 	const message = "initialize requires protocolVersion, capabilities and clientInfo name/version"
 	for _, params := range []string{
@@ -76,7 +76,7 @@ func uriList(n int, uri func(i int) string) string {
 	return "[" + strings.Join(items, ",") + "]"
 }
 
-// TestDecodeListenErrors covers protocol.md §9.1 and case 39.
+// TestDecodeListenErrors covers docs/protocol.md §9.1 and case 39.
 func TestDecodeListenErrors(t *testing.T) {
 	const (
 		object   = "subscriptions/listen requires a notifications object"
@@ -163,7 +163,7 @@ func sameFilter(a, b ListenFilter) bool {
 		slices.Equal(a.ResourceSubscriptions, b.ResourceSubscriptions)
 }
 
-// TestAccept covers protocol.md §9.2 and case 36.
+// TestAccept covers docs/protocol.md §9.2 and case 36.
 func TestAccept(t *testing.T) {
 	requested := ListenFilter{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourceSubscriptions: []string{"test://watched"}}
 	tests := []struct {

@@ -14,14 +14,14 @@ import (
 
 // The scanner: one validating pass over the line.
 
-// Fixed decoding limits (transport.md §4 and §15).
+// Fixed decoding limits (docs/transport.md §4 and §15).
 const (
 	// maxIntegerDigits bounds an integer literal (no fraction, no exponent),
 	// sign not counted. Digits are counted while scanning, so a longer literal
 	// is refused without ever being converted.
 	maxIntegerDigits = 64
 	// maxNesting bounds how deeply arrays nest in arrays, and objects in
-	// objects. The two are counted separately: transport.md §16 case 17 serves
+	// objects. The two are counted separately: docs/transport.md §16 case 17 serves
 	// 1,000 nested arrays inside params.arguments, which already sits three
 	// objects deep, and refuses 1,001.
 	maxNesting = 1000

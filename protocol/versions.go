@@ -2,7 +2,7 @@ package protocol
 
 import "errors"
 
-// The protocol versions snodod speaks (protocol.md §1). Version2026 is the
+// The protocol versions snodod speaks (docs/protocol.md §1). Version2026 is the
 // 2026 era; the other two are the legacy era.
 const (
 	Version2026     = "2026-07-28"
@@ -10,7 +10,7 @@ const (
 	Version20250618 = "2025-06-18"
 )
 
-// The reserved _meta member names of protocol.md §5.1 (requests) and §5.3,
+// The reserved _meta member names of docs/protocol.md §5.1 (requests) and §5.3,
 // §9.2 (results and listen streams).
 const (
 	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
@@ -21,14 +21,14 @@ const (
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
-// versionOrder is the fixed preference order, newest first (protocol.md
+// versionOrder is the fixed preference order, newest first (docs/protocol.md
 // §1.1). Bit i of Versions.mask enables versionOrder[i]; index 0 is the only
 // 2026-era version.
 var versionOrder = [...]string{Version2026, Version20251125, Version20250618}
 
 const modernMask = 1 << 0
 
-// Versions is a set of enabled protocol versions (protocol.md §1.1), always
+// Versions is a set of enabled protocol versions (docs/protocol.md §1.1), always
 // reported newest first whatever order it was configured in. The zero value
 // enables nothing; use ParseVersions. Versions is a small comparable value.
 type Versions struct {
@@ -38,7 +38,7 @@ type Versions struct {
 var errProtocolVersions = errors.New("protocol_versions may list only 2026-07-28, 2025-11-25 and 2025-06-18, each once")
 
 // ParseVersions validates the configured protocol_versions list
-// (transport.md §15): any order, each of the three versions at most once.
+// (docs/transport.md §15): any order, each of the three versions at most once.
 // An empty or nil list enables all three. Anything else (an unknown or
 // repeated version) is refused with the exact configuration message.
 func ParseVersions(list []string) (Versions, error) {
@@ -79,12 +79,12 @@ func (v Versions) pick(mask uint8) []string {
 }
 
 // All returns every enabled version, newest first, as a fresh slice (never
-// nil). It is server/discover's supportedVersions (protocol.md §5.4).
+// nil). It is server/discover's supportedVersions (docs/protocol.md §5.4).
 func (v Versions) All() []string { return v.pick(0xFF) }
 
 // Modern returns the enabled 2026-era versions: ["2026-07-28"] or an empty,
 // non-nil slice, so that it encodes as [] in the "supported" data of -32022
-// (protocol.md §5.2 step 7) and of a refused initialize (§1.3).
+// (docs/protocol.md §5.2 step 7) and of a refused initialize (§1.3).
 func (v Versions) Modern() []string { return v.pick(modernMask) }
 
 // Legacy returns the enabled legacy versions, newest first, as a fresh slice
@@ -97,7 +97,7 @@ func (v Versions) Enabled(version string) bool {
 	return bit != 0 && v.mask&bit != 0
 }
 
-// Negotiate answers a legacy initialize's proposal (protocol.md §2 step 2):
+// Negotiate answers a legacy initialize's proposal (docs/protocol.md §2 step 2):
 // an enabled legacy version is echoed; anything else (an unknown version, a
 // disabled one, or 2026-07-28, which is never negotiated) gets the newest
 // enabled legacy version. ok is false when no legacy version is enabled; the

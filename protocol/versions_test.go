@@ -119,7 +119,7 @@ func TestVersionsEnabledUnknown(t *testing.T) {
 	}
 }
 
-// TestNegotiate pins protocol.md §2 step 2 and §14 cases 1, 3 and 47.
+// TestNegotiate pins docs/protocol.md §2 step 2 and §14 cases 1, 3 and 47.
 func TestNegotiate(t *testing.T) {
 	tests := []struct {
 		enabled  []string

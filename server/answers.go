@@ -8,11 +8,11 @@ import (
 // This file holds what makes a client's answer fit its request, in both
 // eras: elicitation (action, and content against the requested schema),
 // sampling (role, content and model) and roots (a list of uris)
-// (protocol.md §3.1, §12.3). An answer that does not fit is refused before
+// (docs/protocol.md §3.1, §12.3). An answer that does not fit is refused before
 // the handler sees it.
 
 // fitsRequestedSchema checks accepted content against the schema the
-// handler asked with (protocol.md §14.4 case 33: a label that is not a
+// handler asked with (docs/protocol.md §14.4 case 33: a label that is not a
 // string does not fit). An answer that fits is the handler's to use; one
 // that does not is answered "Invalid input response".
 func fitsRequestedSchema(requested any, out *ElicitResult) bool {
@@ -34,7 +34,7 @@ func fitsRequestedSchema(requested any, out *ElicitResult) bool {
 	return sch.validateValue(content) == nil
 }
 
-// decodeElicitResult fits an elicitation answer (protocol.md §12.3): action
+// decodeElicitResult fits an elicitation answer (docs/protocol.md §12.3): action
 // accept, decline or cancel; content, when present, an object of strings,
 // numbers, booleans and string lists. A form accept needs content; a url
 // accept carries none.

@@ -46,7 +46,7 @@ func TestToolResultAppendMatchesEncoder(t *testing.T) {
 		if string(fast) != string(slow) {
 			t.Errorf("fast path differs:\nfast %.300s\nslow %.300s", fast, slow)
 		}
-		// transport.md §11.1 and case 51: <, > and & are written as they are.
+		// docs/transport.md §11.1 and case 51: <, > and & are written as they are.
 		if strings.Contains(string(fast), `\u003c`) || strings.Contains(string(fast), `\u0026`) {
 			t.Errorf("HTML escaped: %.300s", fast)
 		}

@@ -141,7 +141,7 @@ func (s *Server) change(apply func(), c change) {
 	s.hub.publish(c)
 }
 
-// Log sends a log message for the request ctx belongs to (protocol.md §11):
+// Log sends a log message for the request ctx belongs to (docs/protocol.md §11):
 // in legacy eras, a notifications/message before the request's final line
 // when level is at or above the session's threshold; never in 2026. level
 // is one of debug, info, notice, warning, error, critical, alert,

@@ -11,7 +11,7 @@ import (
 )
 
 // This file holds requests from snodod to the client of a legacy request
-// (protocol.md §3.1, transport.md §7.1): the ClientRequester a transport
+// (docs/protocol.md §3.1, docs/transport.md §7.1): the ClientRequester a transport
 // implements, and RequestClient, which handlers and relays call. Elicit,
 // Sample and ListRoots use it in legacy eras and MRTR in 2026 (mrtr.go).
 //
@@ -25,12 +25,12 @@ import (
 //     protocol.Message carries a client response's id, result and error.
 
 // MaxClientRequests is how many requests to one connection's client may be
-// outstanding at once (protocol.md §3.1); more wait in
+// outstanding at once (docs/protocol.md §3.1); more wait in
 // AcquireClientRequest.
 const MaxClientRequests = 16
 
 // ClientRequester sends requests to the client of one legacy request
-// (protocol.md §3.1). A transport puts one in the context of every legacy
+// (docs/protocol.md §3.1). A transport puts one in the context of every legacy
 // request it dispatches, bound to that request: what it sends belongs to
 // that request and is cancelled with it.
 type ClientRequester interface {
@@ -59,15 +59,15 @@ func WithClientRequester(ctx context.Context, r ClientRequester) context.Context
 // Sample and ListRoots in legacy eras) when the client did not declare the
 // capability the request needs: nothing was sent. The error also wraps a
 // *protocol.Error shaped as -32021 "Missing required client capability"
-// with data.requiredCapabilities (protocol.md §12.2), for errors.As (a
+// with data.requiredCapabilities (docs/protocol.md §12.2), for errors.As (a
 // relay to a 2026 client). A tools/call, prompts/get or resources/read
 // handler that returns it is answered -32603 "Client does not support
-// <method>" (protocol.md §14.2 case 9).
+// <method>" (docs/protocol.md §14.2 case 9).
 var ErrMissingClientCapability = errors.New("missing required client capability")
 
 // ErrInvalidClientResponse is wrapped by Elicit, Sample and ListRoots in
 // legacy eras when the client's response does not fit its request
-// (protocol.md §3.1: elicitation action and content against the requested
+// (docs/protocol.md §3.1: elicitation action and content against the requested
 // schema; sampling role, content and model; roots a list of uris). It is
 // the handler's error.
 var ErrInvalidClientResponse = errors.New("invalid response from the client")

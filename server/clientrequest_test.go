@@ -96,7 +96,7 @@ func callAsk(t *testing.T, s *Server, sess *SessionState, r ClientRequester, mod
 
 // In a legacy request Elicit, Sample and ListRoots reach the client through
 // the transport's requester, and its answer comes back validated
-// (protocol.md §3.1).
+// (docs/protocol.md §3.1).
 func TestClientRequestLegacyAnswers(t *testing.T) {
 	form := ElicitParams{Message: "name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}
 	for _, tc := range []struct {
@@ -152,7 +152,7 @@ func TestClientRequestLegacyAnswers(t *testing.T) {
 // A capability the client did not declare at initialize: nothing is sent,
 // the handler gets ErrMissingClientCapability with the -32021 shape, and a
 // tool that returns it is answered -32603 "Client does not support
-// <method>" (protocol.md §14.2 case 9).
+// <method>" (docs/protocol.md §14.2 case 9).
 func TestClientRequestMissingCapability(t *testing.T) {
 	for _, tc := range []struct {
 		caps, method string

@@ -8,7 +8,7 @@ import (
 )
 
 // contentWire is the JSON form of every content block kind; which members
-// appear depends on Type (protocol.md §6.4).
+// appear depends on Type (docs/protocol.md §6.4).
 type contentWire struct {
 	Type     string  `json:"type"`
 	Text     *string `json:"text,omitempty"`
@@ -28,7 +28,7 @@ type contentWire struct {
 
 // MarshalJSON writes the block in its MCP shape. A text block always has
 // "text", even when empty. Like every frame, it leaves <, > and & as they
-// are (transport.md §11.1), which json.Marshal would not.
+// are (docs/transport.md §11.1), which json.Marshal would not.
 func (c Content) MarshalJSON() ([]byte, error) {
 	w := contentWire{Type: c.Type, Annotations: c.Annotations, Meta: c.Meta}
 	switch c.Type {
@@ -77,7 +77,7 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes {uri, mimeType?, text} or, when Blob is non-nil,
-// {uri, mimeType?, blob} with the blob in base64 (protocol.md §7).
+// {uri, mimeType?, blob} with the blob in base64 (docs/protocol.md §7).
 func (rc ResourceContents) MarshalJSON() ([]byte, error) {
 	type text struct {
 		URI      string         `json:"uri"`

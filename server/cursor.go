@@ -18,7 +18,7 @@ import (
 
 // This file holds the signer of the tokens snodod hands to clients and
 // must recognise later without keeping state: pagination cursors
-// (protocol.md §10.1) and MRTR request states (§12.3). Both are base64url
+// (docs/protocol.md §10.1) and MRTR request states (§12.3). Both are base64url
 // (no padding) of a small payload followed by a truncated HMAC-SHA256 over
 // a label, the payload and what the token is bound to. The key is random
 // per process, so a token from another process (or before a restart) is
@@ -38,7 +38,7 @@ func newSigner() *signer {
 }
 
 const (
-	stateLifetime  = 10 * time.Minute // protocol.md §12.3
+	stateLifetime  = 10 * time.Minute // docs/protocol.md §12.3
 	stateMACBytes  = 28               // 8 + 28 = 36 bytes: 48 characters, no partial group
 	cursorMACBytes = 16               // 8 + 16 = 24 bytes: 32 characters
 )
@@ -79,7 +79,7 @@ func encodeToken(payload uint64, sum []byte) string {
 
 // stateWith signs a requestState that also carries the answers given so far
 // (a JSON object), so a later round need not repeat them: snodod keeps no
-// state between rounds, the client carries it (protocol.md §12.1). The
+// state between rounds, the client carries it (docs/protocol.md §12.1). The
 // answers travel in base64url before the signed token, and the MAC covers
 // them.
 func (s *signer) stateWith(method string, params json.RawMessage, answers map[string]json.RawMessage, now time.Time) string {

@@ -10,7 +10,7 @@ import (
 
 // HeaderProtocolVersion is the request header that names a legacy session's
 // negotiated version. Over stdio the transport injects it after a successful
-// initialize (transport.md §14), so both transports select dialects alike.
+// initialize (docs/transport.md §14), so both transports select dialects alike.
 const HeaderProtocolVersion = "Mcp-Protocol-Version"
 
 // Request is one admitted request as a transport hands it to a Dispatcher.
@@ -43,7 +43,7 @@ type Outcome struct {
 	Stream Stream
 }
 
-// Stream is an open subscriptions/listen stream (protocol.md §9). The
+// Stream is an open subscriptions/listen stream (docs/protocol.md §9). The
 // transport owns it once it is returned: it writes Ack first, then each event
 // Next returns, one at a time, and ends it with exactly one call to Close.
 type Stream interface {
@@ -52,7 +52,7 @@ type Stream interface {
 	Ack() any
 	// Next blocks until the source has the next event or ends, or ctx ends.
 	// A non-nil error means the source failed. The transport calls Next
-	// again only after the previous event was written (protocol.md §9.4).
+	// again only after the previous event was written (docs/protocol.md §9.4).
 	Next(ctx context.Context) (Event, error)
 	// Close tells the source why the stream ended. It is called once.
 	Close(reason CloseReason, detail string)
@@ -90,7 +90,7 @@ const (
 // Dispatcher serves admitted requests. One Dispatcher is shared by every
 // connection of a process, so its methods may be called concurrently.
 type Dispatcher interface {
-	// Initialize answers a legacy initialize inline (transport.md §14). It
+	// Initialize answers a legacy initialize inline (docs/transport.md §14). It
 	// returns the result and the negotiated version, or an error that leaves
 	// the connection's recorded version unchanged. It must not block.
 	Initialize(sess *SessionState, params json.RawMessage) (result any, version string, err *protocol.Error)

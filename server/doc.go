@@ -4,7 +4,7 @@
 // and completions) shared by every session of a process, and serves it as
 // a Dispatcher in the three protocol versions snodod speaks: 2025-06-18 and
 // 2025-11-25 after a legacy initialize, and the stateless 2026-07-28, chosen
-// per request (protocol.md §1.2). Register capabilities with the typed
+// per request (docs/protocol.md §1.2). Register capabilities with the typed
 // AddTool (schemas inferred from Go types), Server.AddTool, AddResource,
 // AddResourceTemplate, AddPrompt and the completion methods; they may be
 // called at any time, from any goroutine, and subscribed sessions are told

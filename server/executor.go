@@ -9,7 +9,7 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// Executor defaults (transport.md §15).
+// Executor defaults (docs/transport.md §15).
 const (
 	DefaultMaxConcurrency = 32
 	DefaultMaxQueue       = 256
@@ -39,7 +39,7 @@ type ExecutorLimits struct {
 }
 
 // Validate reports every negative field, one error each, joined with
-// errors.Join, in the wording of transport.md §15. Zero fields are valid.
+// errors.Join, in the wording of docs/transport.md §15. Zero fields are valid.
 func (l ExecutorLimits) Validate() error {
 	var errs []error
 	if l.MaxConcurrency < 0 {
@@ -75,7 +75,7 @@ func (l ExecutorLimits) withDefaults() ExecutorLimits {
 // workers, deadlines and outcomes.
 
 // Executor runs request handlers for every connection of the process
-// (transport.md §13). It is bounded (MaxConcurrency running; MaxQueue
+// (docs/transport.md §13). It is bounded (MaxConcurrency running; MaxQueue
 // waiting in shared places, plus ConnQueue per connection), applies RequestTimeout to each running handler, and reports each
 // outcome to the submitter through a callback; it never writes anything.
 //
@@ -213,7 +213,7 @@ type ExecConn struct {
 }
 
 // Submit admits run under id on this connection. The checks are, in order
-// (transport.md §13.2):
+// (docs/transport.md §13.2):
 //
 //  1. id is already admitted on this connection, running or queued:
 //     protocol.ErrDuplicateID;

@@ -5,7 +5,7 @@ import "context"
 // This file holds Detach: a handler that only waits on something outside
 // the process (a hosted upstream's answer, an exec tool's child) gives its
 // executor slot to the next queued item while it stays in flight
-// (transport.md §13.7).
+// (docs/transport.md §13.7).
 
 // slotState says whether a running job holds one of MaxConcurrency slots.
 type slotState uint8
@@ -17,13 +17,13 @@ const (
 )
 
 // Detach gives the executor slot of the request ctx belongs to back, for
-// the next queued item (transport.md §13.7), while the request stays in
+// the next queued item (docs/transport.md §13.7), while the request stays in
 // flight: its key stays admitted, its context, deadline (ExtendDeadline
 // included), cancellation, progress and outcome are unchanged, and its
 // handler goes on running on its goroutine. A handler calls it when what
 // is left is waiting on something outside the process that bounds how many
 // may wait: a relayed request once its upstream instance has admitted it
-// (upstreams.md §8: max_in_flight and max_queued), an exec tool once its
+// (docs/upstreams.md §8: max_in_flight and max_queued), an exec tool once its
 // child runs (tools.NAME.max_concurrency). Work that may still use CPU for
 // long must not detach: the slots are what bounds the process's CPU.
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// Detach (transport.md §13.5): a handler waiting on something outside the
+// Detach (docs/transport.md §13.5): a handler waiting on something outside the
 // process gives its slot back while it stays in flight. These tests run on
 // synctest's clock, so "answered at once" means before any time passes.
 

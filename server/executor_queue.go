@@ -8,7 +8,7 @@ import (
 
 // This file holds the executor's queues: each connection's queue in
 // admission order, the turn order over connections with queued work, and
-// the hand-over of a freed slot (transport.md §13.2). Everything here runs
+// the hand-over of a freed slot (docs/transport.md §13.2). Everything here runs
 // under Executor.mu.
 //
 // Counting places: a connection's first ConnQueue waiting items are in its

@@ -261,7 +261,7 @@ func TestExecutorAdmissionOrder(t *testing.T) {
 	idle(t, e)
 }
 
-// The examples of transport.md §13.2 and §16 cases 30 and 31.
+// The examples of docs/transport.md §13.2 and §16 cases 30 and 31.
 func TestExecutorSpecExamples(t *testing.T) {
 	tests := []struct {
 		queue    int

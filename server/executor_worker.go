@@ -112,7 +112,7 @@ func (e *Executor) armLocked(t **time.Timer, at *time.Time, when time.Time, whic
 }
 
 // startLocked makes j a running job subject to its deadline from now
-// (transport.md §13.4). e.mu is held.
+// (docs/transport.md §13.4). e.mu is held.
 func (e *Executor) startLocked(j *job) {
 	j.state = jobRunning
 	j.deadline = time.Now().Add(e.limits.RequestTimeout)

@@ -117,7 +117,7 @@ func (c *call) callTool(ctx context.Context) Outcome {
 	}
 	var structured json.RawMessage
 	if res.StructuredContent != nil {
-		// As every frame, it leaves <, > and & as they are (transport.md
+		// As every frame, it leaves <, > and & as they are (docs/transport.md
 		// §11.1), which json.Marshal would not.
 		if structured, err = protocol.AppendValue(nil, res.StructuredContent); err != nil {
 			c.s.log.Error("tool produced unencodable structured content", "tool", name, "err", err)

@@ -133,7 +133,7 @@ func (ss *SessionState) changed() {
 }
 
 // ListenRecord is an open subscriptions/listen stream as plain data: its
-// request id (which is also its subscription id, protocol.md §9.2), the
+// request id (which is also its subscription id, docs/protocol.md §9.2), the
 // version it was served under, and the filter it acknowledged.
 type ListenRecord struct {
 	ID        json.RawMessage `json:"id"`

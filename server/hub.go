@@ -8,7 +8,7 @@ import (
 
 // This file holds the subscription hub: the process-wide fan-out of catalog
 // changes to every subscription (a 2026 listen stream, or a legacy
-// connection's notification feed). Delivery follows protocol.md §9.4: each
+// connection's notification feed). Delivery follows docs/protocol.md §9.4: each
 // subscription pulls its next change only after the previous one was
 // written, at most maxWaiting changes wait per subscription, an identical
 // waiting change absorbs a new one, and on overflow the oldest is dropped.
@@ -30,7 +30,7 @@ type change struct {
 	uri  string // only for changeResourceUpdated
 }
 
-// maxWaiting is how many undelivered changes wait per feed (protocol.md
+// maxWaiting is how many undelivered changes wait per feed (docs/protocol.md
 // §9.4).
 const maxWaiting = 100
 

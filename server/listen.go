@@ -9,12 +9,12 @@ import (
 )
 
 // This file holds the two kinds of subscription built on the hub: the 2026
-// subscriptions/listen stream (protocol.md §9.1 to §9.6), a Stream the
+// subscriptions/listen stream (docs/protocol.md §9.1 to §9.6), a Stream the
 // transport drives, and the legacy session feed whose changes become the
 // §9.7 and §9.8 notification lines.
 
 // listenFilter is a listen's accepted filter: the request intersected with
-// the advertised capabilities (protocol.md §9.2). uris nil means
+// the advertised capabilities (docs/protocol.md §9.2). uris nil means
 // resourceSubscriptions was not kept; non-nil (even empty) means it was and
 // is acknowledged as such.
 type listenFilter struct {

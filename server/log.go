@@ -7,7 +7,7 @@ import (
 )
 
 // log forwards a legacy handler's log message at or above the session's
-// threshold to the transport's request notifier (protocol.md §11).
+// threshold to the transport's request notifier (docs/protocol.md §11).
 func (l *legacyCall) log(level, logger string, data any) {
 	if l.notifier == nil {
 		return
@@ -26,7 +26,7 @@ func (l *legacyCall) log(level, logger string, data any) {
 
 // LogEnabled reports whether Log at level would send a message for the
 // request ctx belongs to: a legacy request whose session's threshold
-// admits level (protocol.md §11). A relay that must log what the client
+// admits level (docs/protocol.md §11). A relay that must log what the client
 // does not get elsewhere asks it first.
 func LogEnabled(ctx context.Context, level string) bool {
 	l, ok := ctx.Value(legacyKey{}).(*legacyCall)

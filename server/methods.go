@@ -10,7 +10,7 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// pageSize is the number of items per list page (protocol.md §10.1).
+// pageSize is the number of items per list page (docs/protocol.md §10.1).
 const pageSize = 100
 
 // paginate serves one page of a sorted list, checking the cursor against
@@ -201,7 +201,7 @@ func (c *call) handlerError(in *inputs, err error) (Outcome, bool) {
 		return errOutcome(errInputNotSupported), true
 	case !c.modern && errors.As(err, &missing):
 		// A legacy client that did not declare the capability: nothing
-		// was sent (protocol.md §3.1, §14.2 case 9).
+		// was sent (docs/protocol.md §3.1, §14.2 case 9).
 		return errOutcome(&protocol.Error{Code: protocol.CodeInternalError, Message: "Client does not support " + missing.method}), true
 	case errors.Is(err, ErrInputRequired):
 		return c.inputRequired(in), true
@@ -209,7 +209,7 @@ func (c *call) handlerError(in *inputs, err error) (Outcome, bool) {
 	return Outcome{}, false
 }
 
-// inputRequired answers a round that needs client input (protocol.md
+// inputRequired answers a round that needs client input (docs/protocol.md
 // §12.1, §12.2).
 func (c *call) inputRequired(in *inputs) Outcome {
 	requests := in.requested()

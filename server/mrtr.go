@@ -14,7 +14,7 @@ import (
 // This file holds client input as handlers see it. In a legacy request
 // Elicit, Sample and ListRoots send the request to the client and wait for
 // its answer (RequestClient, clientrequest.go). In 2026 they are
-// multi-round-trip requests (protocol.md §12): they either return the
+// multi-round-trip requests (docs/protocol.md §12): they either return the
 // client's answer carried by this round of the request, or
 // ErrInputRequired, which the handler returns so the runtime can answer
 // input_required. The runtime
@@ -41,7 +41,7 @@ var ErrInputRequired = errors.New("input required")
 // 2026 tools/call, prompts/get or resources/read, and by RequestClient in a
 // legacy request whose transport cannot reach the client; the runtime
 // answers -32603 "Input requests are not supported in this protocol
-// version" (legacy eras) or "Internal error" (other methods, protocol.md
+// version" (legacy eras) or "Internal error" (other methods, docs/protocol.md
 // §12.1).
 var errInputUnsupported = errors.New("input requests are not supported here")
 
@@ -49,7 +49,7 @@ var errInputUnsupported = errors.New("input requests are not supported here")
 // that does not fit its request; the runtime answers invalidInputReply.
 var errInvalidInput = errors.New("input response does not fit its request")
 
-// Errors the runtime answers for multi-round-trip requests (protocol.md
+// Errors the runtime answers for multi-round-trip requests (docs/protocol.md
 // §12). They are shared values: never modify them.
 var (
 	errStateNotString = &protocol.Error{Code: protocol.CodeInvalidParams,
@@ -59,12 +59,12 @@ var (
 )
 
 // invalidInputReply is the error answered for an answer under key that does
-// not fit its request (protocol.md §12.3).
+// not fit its request (docs/protocol.md §12.3).
 func invalidInputReply(key string) *protocol.Error {
 	return &protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid input response: " + key}
 }
 
-// missingCapabilityReply is the -32021 error of protocol.md §12.2 for the
+// missingCapabilityReply is the -32021 error of docs/protocol.md §12.2 for the
 // merged requiredCapabilities returned by missingCapabilities.
 func missingCapabilityReply(required map[string]any) *protocol.Error {
 	return &protocol.Error{Code: protocol.CodeMissingCapability, Message: "Missing required client capability",
@@ -189,7 +189,7 @@ type inputs struct {
 // inputsKey finds a request's inputs in its context: the runtime's
 // callContext answers it for methods that may ask (mrtr), with the retry's
 // inputResponses (nil on a first round). Without them (methods that may
-// not ask, protocol.md §12.1) Elicit, Sample and ListRoots fail with
+// not ask, docs/protocol.md §12.1) Elicit, Sample and ListRoots fail with
 // errInputUnsupported.
 type inputsKey struct{}
 
@@ -255,7 +255,7 @@ func askInput(ctx context.Context, key string, r InputRequest, fit func(json.Raw
 }
 
 // missingCapabilities checks requests against the request's
-// clientCapabilities (protocol.md §12.2). It returns nil when every needed
+// clientCapabilities (docs/protocol.md §12.2). It returns nil when every needed
 // capability is declared, else the merged requiredCapabilities object.
 // Form elicitation is reported as {"elicitation":{}}, unlike the reference
 // library's {"elicitation":{"form":{}}}.
@@ -363,7 +363,7 @@ func decodeAsJSON(v any, out any) {
 	_ = json.Unmarshal(raw, out)
 }
 
-// decodeRetry reads the retry members of params (protocol.md §12.3):
+// decodeRetry reads the retry members of params (docs/protocol.md §12.3):
 // inputResponses (nil when absent) and requestState (nil when absent). The
 // state is not verified here; see signer.checkState.
 func decodeRetry(params protocol.Object) (responses map[string]json.RawMessage, state *string, err *protocol.Error) {

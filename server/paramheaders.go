@@ -6,7 +6,7 @@ import (
 )
 
 // ToolParamHeaders returns the Mcp-Param-<Name> headers a 2026 client
-// mirrors for the tool named name (SEP-2243, protocol.md §13.3): each
+// mirrors for the tool named name (SEP-2243, docs/protocol.md §13.3): each
 // inputSchema property with "x-mcp-header": "<Name>", mapped from the
 // header name to the argument's name. ok is false when no such tool is
 // registered. The Streamable HTTP transport checks the headers against the

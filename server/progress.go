@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// Progress is one progress report of a handler (transport.md §10).
+// Progress is one progress report of a handler (docs/transport.md §10).
 type Progress struct {
 	Progress float64
 	// Total is written only when HasTotal is set.
@@ -56,7 +56,7 @@ func ReportProgress(ctx context.Context, p Progress) error {
 // Notifier writes a request-scoped notification (a log message) before the
 // request's final line, under the rules of progress reports: it blocks until
 // written or refused, and nothing is written after the request finished or
-// was cancelled (transport.md §10.3). A transport puts one in every
+// was cancelled (docs/transport.md §10.3). A transport puts one in every
 // handler's context.
 type Notifier interface {
 	Notify(method string, params any) error

@@ -13,7 +13,7 @@ import (
 )
 
 // This file holds relayed items: tools, prompts, resources and templates
-// that another MCP server serves (a hosted upstream, upstreams.md §2),
+// that another MCP server serves (a hosted upstream, docs/upstreams.md §2),
 // listed with their definitions as that server sent them and served by a
 // handler that forwards the request. They live in the same catalog as the
 // items registered with AddTool and its siblings, so pagination, cursors,
@@ -108,7 +108,7 @@ type RawRequest struct {
 // RawResult is what a relay handler answers.
 type RawResult struct {
 	// Result is the other server's result object. The runtime shapes it
-	// for the client's era (protocol.md §5.3): for 2026 clients resultType
+	// for the client's era (docs/protocol.md §5.3): for 2026 clients resultType
 	// is added when absent and the serverInfo _meta member is the
 	// runtime's; for legacy clients resultType, ttlMs, cacheScope and
 	// that member are removed.
@@ -136,7 +136,7 @@ type relayItem struct {
 	handler  RawHandler
 	complete RawHandler
 	// listed is the definition with the listed name; listedNoIcons the
-	// same without "icons", for 2025-06-18 (protocol.md §3.5).
+	// same without "icons", for 2025-06-18 (docs/protocol.md §3.5).
 	listed, listedNoIcons json.RawMessage
 }
 
@@ -153,7 +153,7 @@ func (l listedItem) MarshalJSON() ([]byte, error) {
 		return l.raw, nil
 	}
 	// protocol.AppendValue, not json.Marshal: frames leave <, > and & as
-	// they are (transport.md §11.1).
+	// they are (docs/transport.md §11.1).
 	return protocol.AppendValue(nil, l.v)
 }
 

@@ -67,7 +67,7 @@ func (c *call) runRelay(ctx context.Context, h RawHandler, req *RawRequest) (res
 }
 
 // relayInputRequired answers a round that needs client input (2026 only,
-// and only for the methods that may ask, protocol.md §12.1).
+// and only for the methods that may ask, docs/protocol.md §12.1).
 func (c *call) relayInputRequired(res *RawResult) Outcome {
 	switch c.req.Method {
 	case "tools/call", "prompts/get", "resources/read":
@@ -92,7 +92,7 @@ func (c *call) relayInputRequired(res *RawResult) Outcome {
 }
 
 // shapeRelayed shapes another server's result object for the client's era
-// (upstreams.md §6): for 2026, resultType "complete" when absent, the
+// (docs/upstreams.md §6): for 2026, resultType "complete" when absent, the
 // serverInfo _meta member the runtime's, and for a read the cache fields
 // when absent; for legacy eras resultType, ttlMs, cacheScope and that
 // member removed, and a tool's structuredContent kept only when it is an

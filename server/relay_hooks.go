@@ -18,7 +18,7 @@ type extensions struct {
 
 // SubscriptionHook is told which resource URIs sessions subscribe to, so
 // that a view relaying another server subscribes there too, once per URI
-// however many sessions do (upstreams.md §5). Both methods are called
+// however many sessions do (docs/upstreams.md §5). Both methods are called
 // with the context of the request that subscribed (its values identify
 // the session); they must not block.
 //

@@ -65,7 +65,7 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// capabilities returns what the catalog advertises now (protocol.md §3.4).
+// capabilities returns what the catalog advertises now (docs/protocol.md §3.4).
 // It is kept current by every catalog change, so a request reads it
 // without walking the catalog.
 func (s *Server) capabilities() protocol.ServerCapabilities {
@@ -142,7 +142,7 @@ type initializeResult struct {
 	Instructions    string         `json:"instructions,omitempty"`
 }
 
-// Initialize answers a legacy initialize (protocol.md §2). On success the
+// Initialize answers a legacy initialize (docs/protocol.md §2). On success the
 // session starts afresh under the negotiated version.
 func (s *Server) Initialize(sess *SessionState, params json.RawMessage) (any, string, *protocol.Error) {
 	if len(s.versions.Legacy()) == 0 {
@@ -163,7 +163,7 @@ func (s *Server) Initialize(sess *SessionState, params json.RawMessage) (any, st
 	}, version, nil
 }
 
-// Notify handles a notification inline (transport.md §8). Only
+// Notify handles a notification inline (docs/transport.md §8). Only
 // notifications/initialized has an effect here; cancellation belongs to the
 // transport. It never blocks.
 func (s *Server) Notify(sess *SessionState, method string, _ json.RawMessage) {
@@ -209,7 +209,7 @@ type call struct {
 	wire     callToolWire         // tools/call's result
 }
 
-// Dispatch serves one request in either era (protocol.md §4.2, §5.2). It
+// Dispatch serves one request in either era (docs/protocol.md §4.2, §5.2). It
 // uses the transport's split of the params (Request.Split) when there is
 // one, and splits them itself otherwise.
 func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
@@ -339,7 +339,7 @@ func (c *call) discover() Outcome {
 
 // result shapes a complete result for the request's era: legacy results are
 // as given; 2026 results gain resultType and the serverInfo _meta, and, when
-// cached, ttlMs and cacheScope (protocol.md §5.3, §10.2).
+// cached, ttlMs and cacheScope (docs/protocol.md §5.3, §10.2).
 func (c *call) result(v any, cached bool, override *ReadResourceResult) Outcome {
 	if !c.modern {
 		return Outcome{Result: v}

@@ -20,7 +20,7 @@ import (
 
 // This file compiles the JSON Schemas of tools once, at registration, and
 // validates arguments and structured output against them on every call
-// (protocol.md §6.3, §6.4). Validation is github.com/google/jsonschema-go;
+// (docs/protocol.md §6.3, §6.4). Validation is github.com/google/jsonschema-go;
 // what is added here is the exact failure text of §6.3, checks the library
 // leaves out (unknown type names, unsupported $schema), and JSON decoding
 // that keeps numbers beyond float64 validatable.
@@ -46,7 +46,7 @@ type schema struct {
 
 // compileSchema parses and resolves a JSON Schema once. Nil or empty raw
 // means {"type":"object"}. A schema without $schema is JSON Schema 2020-12
-// (protocol.md §4.3); draft-07 schemas that declare it are accepted too.
+// (docs/protocol.md §4.3); draft-07 schemas that declare it are accepted too.
 // The error, for a programmer error at registration, says what is wrong.
 func compileSchema(raw json.RawMessage) (*schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -92,12 +92,12 @@ func compileSchema(raw json.RawMessage) (*schema, error) {
 func (s *schema) json() json.RawMessage { return s.raw }
 
 // isObject reports "type":"object" at the root. Legacy eras hide tools
-// whose input or output schema is not an object schema (protocol.md §6.1).
+// whose input or output schema is not an object schema (docs/protocol.md §6.1).
 func (s *schema) isObject() bool { return s.object }
 
 // validateArguments validates a tools/call arguments object (raw JSON, {}
 // when absent). It returns "" when valid, else the failure text of
-// protocol.md §6.3: "Missing required arguments: <names>" when required
+// docs/protocol.md §6.3: "Missing required arguments: <names>" when required
 // properties are missing (in the schema's order, joined by ", "),
 // otherwise "Invalid arguments: <detail>". args is expected to be
 // well-formed JSON (the protocol layer decoded it); a schema that is only

@@ -106,7 +106,7 @@ func TestSchemaReasons(t *testing.T) {
 }
 
 func TestSchemaValidateValue(t *testing.T) {
-	// The list_out case of protocol.md §14: an array output schema.
+	// The list_out case of docs/protocol.md §14: an array output schema.
 	list := mustCompile(t, `{"type":"array","items":{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}}`)
 	if list.isObject() {
 		t.Error("array schema: isObject true")

@@ -20,7 +20,7 @@ type Options struct {
 	// Versions are the enabled protocol versions; empty means all three.
 	Versions []string
 	// CacheTTL and CacheScope fill ttlMs and cacheScope of 2026 results
-	// (protocol.md §10.2). CacheScope is "private" (default) or "public".
+	// (docs/protocol.md §10.2). CacheScope is "private" (default) or "public".
 	CacheTTL   time.Duration
 	CacheScope string
 	// SubscribableResources advertises resources.subscribe: the catalog

@@ -11,14 +11,14 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// DefaultMaxSubscriptions caps a connection's subscriptions (transport.md
+// DefaultMaxSubscriptions caps a connection's subscriptions (docs/transport.md
 // §15).
 const DefaultMaxSubscriptions = 32
 
 // SessionState is one connection's state as the runtime keeps it: the legacy
 // session (client capabilities, log threshold, resource subscriptions,
 // whether notifications/initialized arrived) and the subscription count that
-// listen streams and legacy resource subscriptions share (protocol.md §9.5).
+// listen streams and legacy resource subscriptions share (docs/protocol.md §9.5).
 //
 // A transport makes one per connection with NewSession and passes it with
 // every call. It outlives a transport instance: a restarted session keeps
@@ -102,7 +102,7 @@ func (ss *SessionState) ReleaseSubscription() {
 var errSessionClosed = errors.New("session closed")
 
 // Next blocks until the next session-level notification of a legacy
-// session (protocol.md §4.1, §9.7, §9.8): a list change or an update of a
+// session (docs/protocol.md §4.1, §9.7, §9.8): a list change or an update of a
 // subscribed resource, delivered only once notifications/initialized has
 // arrived. It returns ctx's error when ctx ends, or an error once the
 // session is closed. One goroutine at a time may call it.
@@ -189,7 +189,7 @@ func (ss *SessionState) nudge() {
 }
 
 // startLegacy begins a fresh legacy session after a successful initialize
-// (protocol.md §2 step 4).
+// (docs/protocol.md §2 step 4).
 func (ss *SessionState) startLegacy(caps, clientInfo json.RawMessage) {
 	info, _ := protocol.LogLevelRank("info")
 	ss.mu.Lock()

@@ -13,7 +13,7 @@ const MinStateKeyBytes = 32
 
 // This file lets a server sign with a key it is given rather than a
 // random one: several processes behind one load balancer then accept one
-// another's requestState and cursors (protocol.md §12.3, §10.1), so an
+// another's requestState and cursors (docs/protocol.md §12.3, §10.1), so an
 // MRTR retry may land on any node.
 
 // LoadStateKey reads the key file of server.state_key_file: its content

@@ -36,7 +36,7 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *CallToolReques
 // any means {"type":"object"}. Unless t.OutputSchema is set or Out is
 // any, the output schema is inferred from Out likewise (a pointer's from
 // its element type); it need not be an object schema, but legacy
-// protocol versions list only tools whose schemas are (protocol.md §6.1).
+// protocol versions list only tools whose schemas are (docs/protocol.md §6.1).
 // Inferred schemas are computed once per type.
 //
 // Out becomes structuredContent whenever it holds a value: a struct, even

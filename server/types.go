@@ -9,9 +9,9 @@ import (
 
 // This file holds the catalog's public types: what a Go developer registers
 // and what handlers receive and return. Field names follow MCP; the JSON
-// shapes are those of protocol.md §6 to §8.
+// shapes are those of docs/protocol.md §6 to §8.
 
-// Implementation names a server (serverInfo, protocol.md §3.5) or a client.
+// Implementation names a server (serverInfo, docs/protocol.md §3.5) or a client.
 type Implementation struct {
 	Name        string `json:"name"`
 	Version     string `json:"version"`
@@ -46,7 +46,7 @@ type ToolAnnotations struct {
 	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
 }
 
-// Tool describes one tool (protocol.md §6.1).
+// Tool describes one tool (docs/protocol.md §6.1).
 type Tool struct {
 	Name        string `json:"name"`
 	Title       string `json:"title,omitempty"`
@@ -101,7 +101,7 @@ func (r *CallToolRequest) argumentMembers() (members protocol.Object, ok bool) {
 	return r.args, r.argsOK
 }
 
-// CallToolResult is the result of tools/call (protocol.md §6.4).
+// CallToolResult is the result of tools/call (docs/protocol.md §6.4).
 type CallToolResult struct {
 	Content []Content `json:"content"`
 	// StructuredContent is any JSON value in 2026; legacy eras keep it
@@ -151,7 +151,7 @@ func ResourceLinkContent(r *Resource) Content { return Content{Type: "resource_l
 // EmbeddedResource returns a resource block holding rc.
 func EmbeddedResource(rc *ResourceContents) Content { return Content{Type: "resource", Resource: rc} }
 
-// Resource describes a resource (protocol.md §7).
+// Resource describes a resource (docs/protocol.md §7).
 type Resource struct {
 	URI         string         `json:"uri"`
 	Name        string         `json:"name"`
@@ -201,14 +201,14 @@ type ReadResourceRequest struct {
 
 // ReadResourceResult is the result of resources/read. Contents must not be
 // empty. CacheTTL and CacheScope, when set, override the server's cache
-// fields for this read (2026 only, protocol.md §10.2).
+// fields for this read (2026 only, docs/protocol.md §10.2).
 type ReadResourceResult struct {
 	Contents   []ResourceContents
 	CacheTTL   *int64 // milliseconds
 	CacheScope string // "public" or "private"
 }
 
-// Prompt describes a prompt (protocol.md §8.1).
+// Prompt describes a prompt (docs/protocol.md §8.1).
 type Prompt struct {
 	Name        string           `json:"name"`
 	Title       string           `json:"title,omitempty"`

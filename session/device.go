@@ -67,7 +67,7 @@ type ttyState struct {
 //     back into its own input, turn ^C into signals and truncate a line at
 //     4,095 bytes (the line discipline's buffer on Linux); output
 //     processing would turn every "\n" into "\r\n". Raw mode has none of
-//     that (transport.md §3.4).
+//     that (docs/transport.md §3.4).
 //
 // On error, in and out are closed.
 func NewDevice(in, out *os.File, peer Peer) (_ *Device, err error) {
@@ -268,7 +268,7 @@ func (r deviceInput) Read(p []byte) (int, error) {
 	// on the master once the session side is closed, and on the session
 	// side while the master's close hangs it up (once the hang-up is
 	// complete, reads return 0 instead). Either is end of input, not a
-	// read error to answer with -32700 (transport.md §3.4, §12.1).
+	// read error to answer with -32700 (docs/transport.md §3.4, §12.1).
 	if err != nil && r.d.inTTY && errors.Is(err, syscall.EIO) {
 		err = io.EOF
 	}

@@ -37,7 +37,7 @@ type Record struct {
 	Requests int64        `json:"requests,omitempty"`
 	Restarts int64        `json:"restarts,omitempty"`
 	Device   DeviceRecord `json:"device"`
-	// Input is what the session read and did not handle (transport.md
+	// Input is what the session read and did not handle (docs/transport.md
 	// §3: the next byte the successor handles is the next the session
 	// would have).
 	Input   stdio.Carry            `json:"input"`

@@ -31,7 +31,7 @@ type Config struct {
 	// Executor runs requests; nil gives each transport instance its own.
 	Executor *server.Executor
 
-	// Limits are the transport's limits (transport.md §15) and the
+	// Limits are the transport's limits (docs/transport.md §15) and the
 	// restart limits: RestartIntensity failures of the transport are
 	// allowed within RestartWindow (defaults 5 and 10 s); the next one
 	// ends the session.
@@ -69,7 +69,7 @@ type Journal interface {
 }
 
 // Validate reports every invalid field at once: each negative limit with
-// the message of transport.md §15, and a missing Dispatcher.
+// the message of docs/transport.md §15, and a missing Dispatcher.
 func (c *Config) Validate() error {
 	errs := []error{c.Limits.Validate()}
 	if c.Dispatcher == nil {

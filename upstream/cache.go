@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 )
 
-// cache is the on-disk catalog cache (upstreams.md §4): after each
+// cache is the on-disk catalog cache (docs/upstreams.md §4): after each
 // listing, an upstream's catalog, era and version are stored in
 // <dir>/<name>-<fingerprint>.json, so that a stopped or failed upstream
 // stays listed and a lazy one need not start to be listed. The file holds

@@ -133,7 +133,7 @@ func (s *Session) Initialize(ss *server.SessionState, params json.RawMessage) (a
 }
 
 // ToolParamHeaders is the view server's: the Mcp-Param-<Name> headers a
-// 2026 HTTP client sends with a tools/call (protocol.md §13.3).
+// 2026 HTTP client sends with a tools/call (docs/protocol.md §13.3).
 func (s *Session) ToolParamHeaders(tool string) (map[string]string, bool) {
 	return s.srv.ToolParamHeaders(tool)
 }
@@ -146,7 +146,7 @@ func (s *Session) Notify(ss *server.SessionState, method string, params json.Raw
 // Dispatch serves req on the view's server, tagged with the session.
 // A request that needs an upstream that has no catalog yet (never
 // started, no cache) first starts it and waits, up to the request's end
-// (upstreams.md §4: lazy start on "a list with no cache", and never
+// (docs/upstreams.md §4: lazy start on "a list with no cache", and never
 // "Unknown tool" for a server that is merely not listed yet): lists and
 // reads for every such upstream of the view, a call or a prompt for the
 // one its prefix names.
@@ -198,7 +198,7 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 	failed := m.ensureListed(ctx, s.Client, needs)
 	if target != nil && target.currentCatalog() == nil && ctx.Err() == nil {
 		// Never listed, and cannot be now: its state says why, rather
-		// than "Unknown tool" (upstreams.md §7).
+		// than "Unknown tool" (docs/upstreams.md §7).
 		var f *failure
 		if errors.As(failed[target], &f) {
 			return server.Outcome{Err: f.rpcError()}

@@ -70,7 +70,7 @@ type ConnConfig struct {
 	// errors.
 	Name string
 	// Protocol is "" or "auto" (probe), "2025-06-18", "2025-11-25" or
-	// "2026-07-28" (upstreams.md §6).
+	// "2026-07-28" (docs/upstreams.md §6).
 	Protocol string
 	// KnownEra skips the probe when the catalog cache knows the era for
 	// this fingerprint: "" (probe), EraLegacy or Era2026.
@@ -83,7 +83,7 @@ type ConnConfig struct {
 	ClientInfo server.Implementation
 	// ClientCapabilities is declared in a legacy initialize (roots only
 	// when snodod can answer roots/list; sampling and elicitation only
-	// when it can relay them: upstreams.md §5). nil declares {}.
+	// when it can relay them: docs/upstreams.md §5). nil declares {}.
 	ClientCapabilities json.RawMessage
 	// Stderr receives the child's stderr from its first byte; nil keeps a
 	// private ring of the default size outside any budget.
@@ -99,7 +99,7 @@ type ConnConfig struct {
 	// mid-start leaves nothing its successor's KillOrphans misses.
 	Record *GroupRecord
 	// ProbeTimeout bounds the wait for an answer to the server/discover
-	// probe (upstreams.md §6); 0 means DefaultProbeTimeout.
+	// probe (docs/upstreams.md §6); 0 means DefaultProbeTimeout.
 	ProbeTimeout time.Duration
 	// StopGrace is each wait of Stop: after closing stdin and after
 	// SIGTERM; 0 means DefaultStopGrace.
@@ -231,7 +231,7 @@ type Conn struct {
 
 // Start spawns cmd (proc.Start: own group, parent-death signal), drains its
 // stderr from the first byte into cfg.Stderr and the log, probes the era
-// (upstreams.md §6: cached era, else server/discover with 2026 _meta, up to
+// (docs/upstreams.md §6: cached era, else server/discover with 2026 _meta, up to
 // 10 s while draining stderr; else initialize 2025-11-25 accepting what the
 // server negotiates), and performs the handshake (legacy: initialize, then
 // notifications/initialized). ctx bounds the whole start (start_timeout).
@@ -378,7 +378,7 @@ func (c *Conn) InFlight() int {
 	return len(c.calls)
 }
 
-// Stop ends the instance gracefully (upstreams.md §4): close stdin, wait up
+// Stop ends the instance gracefully (docs/upstreams.md §4): close stdin, wait up
 // to StopGrace (5 s), SIGTERM to the group, StopGrace, SIGKILL to the
 // group, reap. Calls not yet written get ErrClosed; calls in flight get the
 // *ExitError. A ctx that ends early skips to SIGKILL. Safe to call more

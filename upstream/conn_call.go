@@ -211,7 +211,7 @@ func cancelFrame(id int64, reason error) []byte {
 	return append(b, "}}\n"...)
 }
 
-// Per-hop _meta members: each hop stamps its own (upstreams.md §5).
+// Per-hop _meta members: each hop stamps its own (docs/upstreams.md §5).
 var perHopMeta = []string{
 	protocol.MetaProtocolVersion,
 	"io.modelcontextprotocol/clientCapabilities",
@@ -274,7 +274,7 @@ func (c *Conn) outParams(params json.RawMessage, o CallOptions, token int64) (js
 
 var errParamsObject = errors.New("params must be a JSON object")
 
-// stamp2026 adds the 2026 per-request metadata (protocol.md §5.1).
+// stamp2026 adds the 2026 per-request metadata (docs/protocol.md §5.1).
 func (c *Conn) stamp2026(meta map[string]json.RawMessage, o CallOptions) {
 	meta[protocol.MetaProtocolVersion] = protocol.AppendString(nil, c.version)
 	caps := o.ClientCapabilities

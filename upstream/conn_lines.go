@@ -16,7 +16,7 @@ const watchBytes = 256
 // and last bytes of each line that spans reads, and when a line turns out
 // to be over the limit it reports them (on the Reader's goroutine, once the
 // line has ended), so that a too-long response fails its call
-// (upstreams.md §4, stdout hygiene) instead of leaving it waiting. Lines
+// (docs/upstreams.md §4, stdout hygiene) instead of leaving it waiting. Lines
 // that end within one read cost one IndexByte.
 type lineWatch struct {
 	f      *os.File

@@ -80,7 +80,7 @@ func (c *Conn) longLine(head, tail []byte) {
 	c.log.Warn("upstream wrote a line over the line limit; dropped", "limit", c.cfg.MaxLineBytes, "start", string(head[:min(len(head), 80)]))
 }
 
-// handleLine routes one stdout line (upstreams.md §4 stdout hygiene, §5).
+// handleLine routes one stdout line (docs/upstreams.md §4 stdout hygiene, §5).
 func (c *Conn) handleLine(line []byte) {
 	line = bytes.TrimRight(line, " \t\r")
 	if len(bytes.TrimSpace(line)) == 0 {
@@ -168,7 +168,7 @@ func (c *Conn) notification(method string, params json.RawMessage) {
 	}
 }
 
-// progress routes a progress notification to its call (upstreams.md §5):
+// progress routes a progress notification to its call (docs/upstreams.md §5):
 // only while it is in flight, only when progress increases, the token
 // removed.
 func (c *Conn) progress(params json.RawMessage) {

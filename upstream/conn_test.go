@@ -14,7 +14,7 @@ import (
 )
 
 // The client's progressToken and per-hop reserved _meta keys are replaced
-// by this hop's; everything else passes (upstreams.md §5).
+// by this hop's; everything else passes (docs/upstreams.md §5).
 func TestCallMeta(t *testing.T) {
 	clientMeta := map[string]any{
 		"progressToken":                        "client-token",

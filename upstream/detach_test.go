@@ -9,7 +9,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// TestRelayedCallsGiveSlotsBack is the boundary of transport.md §13.7:
+// TestRelayedCallsGiveSlotsBack is the boundary of docs/transport.md §13.7:
 // max_concurrency relayed calls that only wait on their upstream, and one
 // more (queued in the instance's gate), leave every executor slot free, so
 // a request of the daemon's own catalog is answered while they all wait.

@@ -1,5 +1,5 @@
 // Package upstream hosts the MCP servers users already have ("upstreams",
-// upstreams.md): each configured server runs once, as a supervised child
+// docs/upstreams.md): each configured server runs once, as a supervised child
 // process, and is served to every session that needs it.
 //
 // Two layers share the package. The lower one (conn*.go, process*.go,
@@ -8,10 +8,10 @@
 // above a Conn:
 //
 //   - Manager (manager.go) owns every configured upstream, applies a new
-//     configuration with the fingerprint rules of upstreams.md §4, kills
+//     configuration with the fingerprint rules of docs/upstreams.md §4, kills
 //     the orphans of a crashed predecessor, and answers status.
 //   - An upstream (upstream.go) is one configured server: a suture
-//     supervisor holding its instances, one per share key (upstreams.md
+//     supervisor holding its instances, one per share key (docs/upstreams.md
 //     §3), created single-flight within max_instances and
 //     upstreams.max_children.
 //   - An instance (instance.go, instance_run.go) is one child process over
@@ -30,9 +30,9 @@
 //     changes re-listed and announced, resource updates to subscribers with
 //     reference-counted upstream subscriptions, log messages and
 //     server→client requests attributed to the one session that has
-//     requests in flight, and the four era pairings of upstreams.md §6.
+//     requests in flight, and the four era pairings of docs/upstreams.md §6.
 //   - Errors (errors.go) are what a client sees when an upstream cannot
-//     serve (upstreams.md §7): never a hang, never "Unknown tool" for a
+//     serve (docs/upstreams.md §7): never a hang, never "Unknown tool" for a
 //     server that is merely down.
 //
 // A session reaches the upstreams through the Dispatcher the Manager gives

@@ -10,7 +10,7 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// The codes of snodod's own upstream errors (upstreams.md §7). They lie
+// The codes of snodod's own upstream errors (docs/upstreams.md §7). They lie
 // outside JSON-RPC's reserved range, as the 2026 rules ask, and every
 // message starts with "snodod:", so none can be mistaken for the
 // upstream's own error.
@@ -54,7 +54,7 @@ type failure struct {
 	code    int64
 	message string
 	detail  Detail
-	// asError keeps a tools/call failure a JSON-RPC error (limits, upstreams.md §7).
+	// asError keeps a tools/call failure a JSON-RPC error (limits, docs/upstreams.md §7).
 	asError bool
 }
 
@@ -79,7 +79,7 @@ func (f *failure) toolResult() json.RawMessage {
 	return b
 }
 
-// unavailableMessage words an instance that cannot serve (upstreams.md §7):
+// unavailableMessage words an instance that cannot serve (docs/upstreams.md §7):
 // why, how often, when the next attempt is, and the last stderr.
 func unavailableMessage(name string, s *stateSnapshot) string {
 	var b strings.Builder

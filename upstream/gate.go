@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// gate bounds the requests one instance has in flight (upstreams.md §8:
+// gate bounds the requests one instance has in flight (docs/upstreams.md §8:
 // upstreams.max_in_flight, 32) and those waiting for a slot
 // (upstreams.max_queued, 64). Waiting requests are served round-robin by
 // session, so a session that queues many cannot starve the others. Its

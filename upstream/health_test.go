@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Health pings (upstreams.md §4): a ping every ping_interval while nothing
+// Health pings (docs/upstreams.md §4): a ping every ping_interval while nothing
 // is in flight; any answer, even -32601, is alive; 3 consecutive
 // timeouts kill the process, which is then restarted. The interval is the
 // configuration's; the 10 s timeout is shortened through the Manager

@@ -10,7 +10,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// State is an upstream instance's state (upstreams.md §8).
+// State is an upstream instance's state (docs/upstreams.md §8).
 type State string
 
 // The states.
@@ -25,7 +25,7 @@ const (
 )
 
 // instance is one child process of an upstream over its life, for one
-// share key (upstreams.md §3): its state, its process when running, its
+// share key (docs/upstreams.md §3): its state, its process when running, its
 // restart history and its gate. The supervision loop (instance_run.go)
 // runs as a suture service under the upstream's supervisor and is the
 // only writer of state transitions other than draining; requests read
@@ -177,7 +177,7 @@ var errStopped = errors.New("upstream instance stopped")
 
 // acquire returns the running connection, starting the process when it is
 // stopped (lazy start) or failed long enough ago (one on-demand attempt per
-// restart.max_delay), and waiting while it starts (upstreams.md §7): with a
+// restart.max_delay), and waiting while it starts (docs/upstreams.md §7): with a
 // progressToken, the client gets progress "starting NAME". throughBackoff
 // waits for a scheduled restart too (the one retry of a side-effect-free
 // request); otherwise backoff and failed answer at once. A client whose ctx

@@ -10,7 +10,7 @@ import (
 	"github.com/thejerf/suture/v4"
 )
 
-// Health pings (upstreams.md §4): any answer is alive; pingFailures
+// Health pings (docs/upstreams.md §4): any answer is alive; pingFailures
 // consecutive pings without one within pingTimeout kill the process.
 const (
 	pingTimeout  = 10 * time.Second
@@ -19,7 +19,7 @@ const (
 
 // Serve is the instance's supervision loop, a suture service that never
 // asks suture to restart it: restarts follow the upstream's own backoff
-// (upstreams.md §4), which suture's does not express. It returns
+// (docs/upstreams.md §4), which suture's does not express. It returns
 // suture.ErrDoNotRestart when ctx ends (shutdown: the process is stopped
 // within the drain grace), when the instance is drained by a reload, or
 // when its session ended.

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestReload pins the fingerprint rules of upstreams.md §4.
+// TestReload pins the fingerprint rules of docs/upstreams.md §4.
 func TestReload(t *testing.T) {
 	base := `
 [mcpServers.keep]

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// An upstream's notifications/message (upstreams.md §5) is attributed
+// An upstream's notifications/message (docs/upstreams.md §5) is attributed
 // like its requests: delivered to the one session with requests in
 // flight on the instance when that session's level admits it (legacy: its
 // logging/setLevel, info until it sets one; 2026: the request's
@@ -88,7 +88,7 @@ func TestLogMessagesModern(t *testing.T) {
 	}{
 		{"warning", "warning", "modern-warning", true},
 		{"warning", "info", "modern-info", false},
-		{"", "emergency", "modern-no-level", false}, // no logLevel: no messages (protocol.md §11)
+		{"", "emergency", "modern-no-level", false}, // no logLevel: no messages (docs/protocol.md §11)
 	} {
 		params := logNow(tc.message, tc.token)
 		res := c.call("tools/call", withLevel(tc.request, params[1:len(params)-1]))

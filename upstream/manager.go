@@ -75,7 +75,7 @@ type Manager struct {
 	// disabled): no request needs to start one before it is served.
 	allListed atomic.Bool
 	// pingWait, when not 0, replaces pingTimeout (nanoseconds): tests
-	// shorten it; it is no configuration key (upstreams.md §4 fixes 10 s).
+	// shorten it; it is no configuration key (docs/upstreams.md §4 fixes 10 s).
 	pingWait atomic.Int64
 
 	childMu  sync.Mutex
@@ -149,7 +149,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 }
 
 // Serve runs the upstreams until ctx ends, then stops every process in
-// parallel within the shutdown grace (upstreams.md §4).
+// parallel within the shutdown grace (docs/upstreams.md §4).
 func (m *Manager) Serve(ctx context.Context) error {
 	m.mu.Lock()
 	if m.served {
@@ -237,7 +237,7 @@ func (m *Manager) supervisorEvent(e suture.Event) {
 	}
 }
 
-// Apply applies a reloaded configuration (upstreams.md §4): an upstream
+// Apply applies a reloaded configuration (docs/upstreams.md §4): an upstream
 // whose fingerprint is unchanged is kept with its history (its view
 // fields updated: prefix, filters, timeouts, limits); a changed one is
 // replaced (the new one starts at once when the old one was running; the
@@ -401,7 +401,7 @@ func (m *Manager) Start(name string) error {
 }
 
 // Stop stops an upstream's instances; they stay stopped until Start or
-// Restart (upstreams.md §8).
+// Restart (docs/upstreams.md §8).
 func (m *Manager) Stop(name string) error {
 	u := m.upstream(name)
 	if u == nil {

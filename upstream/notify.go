@@ -14,7 +14,7 @@ import (
 const subscribeTimeout = 10 * time.Second
 
 // Notify is the instance's Handler for what its upstream sends on its own
-// (upstreams.md §5): list changes are re-listed and announced by the
+// (docs/upstreams.md §5): list changes are re-listed and announced by the
 // views, resource updates go to subscribed sessions, log messages are
 // attributed like requests; anything else is dropped and counted. It runs
 // on the Conn's reader and never blocks.
@@ -43,7 +43,7 @@ func (in *instance) Notify(method string, params json.RawMessage) {
 }
 
 // resync re-lists one kind, one resync per instance and kind at a time;
-// changes announced meanwhile coalesce into one more (upstreams.md §5).
+// changes announced meanwhile coalesce into one more (docs/upstreams.md §5).
 func (in *instance) resync(method string) {
 	in.mu.Lock()
 	if in.resyncing == nil {
@@ -84,7 +84,7 @@ func (in *instance) resync(method string) {
 // logMessage delivers an upstream's notifications/message to the one
 // session with requests in flight on the instance, if its level admits
 // it (legacy: its logging/setLevel; 2026: the request's logLevel); a
-// message that no session gets goes to the daemon's log (upstreams.md §5).
+// message that no session gets goes to the daemon's log (docs/upstreams.md §5).
 func (in *instance) logMessage(params json.RawMessage) {
 	var msg struct {
 		Level  string          `json:"level"`

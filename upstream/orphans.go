@@ -32,7 +32,7 @@ const recordHeader = "snodod-groups 1"
 
 // GroupRecord is the file in which a daemon records the process groups of
 // its instances, so that its successor can kill what a crash left behind
-// (upstreams.md §4). Its methods may be called from any goroutine; one
+// (docs/upstreams.md §4). Its methods may be called from any goroutine; one
 // daemon owns the file.
 type GroupRecord struct {
 	path string

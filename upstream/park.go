@@ -14,7 +14,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// A 2026 client on a legacy upstream (upstreams.md §6): the upstream asks
+// A 2026 client on a legacy upstream (docs/upstreams.md §6): the upstream asks
 // for elicitation or sampling in the middle of a call, as a request to its
 // client; a 2026 client can only be asked by an input_required answer.
 // snodod parks the upstream's request, answers the client's call
@@ -172,7 +172,7 @@ func (p *parking) resume(ctx context.Context, handle string, req *server.RawRequ
 		return nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: "inputResponses must answer u1"}
 	}
 	// The retry only waits on the parked call, which upstreams.max_parked
-	// and the gate bound (transport.md §13.7).
+	// and the gate bound (docs/transport.md §13.7).
 	server.Detach(ctx)
 	pc.pending.reply <- inputReply{result: answer}
 	pc.pending = nil

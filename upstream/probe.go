@@ -11,7 +11,7 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// The era probe and handshake (upstreams.md §6, research §5.6).
+// The era probe and handshake (docs/upstreams.md §6, research §5.6).
 //
 // With protocol "auto" and no cached era, server/discover is sent with 2026
 // _meta. A DiscoverResult listing 2026-07-28, or a modern -3202x error,
@@ -219,7 +219,7 @@ func (c *Conn) handshakeModern(ctx context.Context, notModern string) error {
 }
 
 // namesModern reports whether an initialize error names 2026-07-28 among
-// its supported versions (protocol.md §1.3: data.supported).
+// its supported versions (docs/protocol.md §1.3: data.supported).
 func namesModern(err error) bool {
 	var perr *protocol.Error
 	if !errors.As(err, &perr) {

@@ -13,12 +13,12 @@ import (
 )
 
 // maxInputRounds bounds the input_required rounds snodod plays for a
-// legacy client on a 2026 upstream (upstreams.md §6).
+// legacy client on a 2026 upstream (docs/upstreams.md §6).
 const maxInputRounds = 10
 
 // owner is who one relayed call is for: the CallOptions.Owner the Conn
 // hands back with the upstream's own requests, and the key of log
-// attribution (upstreams.md §5).
+// attribution (docs/upstreams.md §5).
 type owner struct {
 	client   *Client
 	ctx      context.Context // the client's request: its progress, log, RequestClient
@@ -81,7 +81,7 @@ func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, or
 	}
 	params := req.Params
 	if method == "tools/call" && argumentsAbsent(params) {
-		// Absent arguments are {} to snodod (protocol.md §6.3), and
+		// Absent arguments are {} to snodod (docs/protocol.md §6.3), and
 		// servers validating with a schema refuse an absent object (or
 		// the null some clients send for none).
 		params = withMember(params, "arguments", json.RawMessage("{}"))
@@ -114,7 +114,7 @@ func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, or
 }
 
 // sideEffectFree methods are retried once on the restarted instance when
-// the process exits during them (upstreams.md §4).
+// the process exits during them (docs/upstreams.md §4).
 func sideEffectFree(method string) bool {
 	switch method {
 	case "resources/read", "prompts/get", "completion/complete", "tools/list", "prompts/list", "resources/list", "resources/templates/list":
@@ -123,13 +123,13 @@ func sideEffectFree(method string) bool {
 	return false
 }
 
-// mayAskInput are the methods an input_required may answer (protocol.md §12.1).
+// mayAskInput are the methods an input_required may answer (docs/protocol.md §12.1).
 func mayAskInput(method string) bool {
 	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
 }
 
 // call relays to a running instance, with the one retry of a
-// side-effect-free request and the era bridges of upstreams.md §6. The
+// side-effect-free request and the era bridges of docs/upstreams.md §6. The
 // request holds a place in the instance's gate from before the instance
 // is acquired (a start) to its end, every retry and input round included;
 // a parked call's goroutine takes the place over.
@@ -254,7 +254,7 @@ func clientError(err error) error {
 // enter takes the request's place in the instance's gate, or fails it
 // -31003 when the gate's queue is full. Once admitted the request waits on
 // the upstream alone, bounded by the gate, so it gives its executor slot
-// back (transport.md §13.7). A nil error must be paired with gate.leave.
+// back (docs/transport.md §13.7). A nil error must be paired with gate.leave.
 func (in *instance) enter(ctx context.Context, o *owner) error {
 	ok, err := in.gate.enter(ctx, sessionKey(o.client), func() { server.Detach(ctx) })
 	if err != nil {

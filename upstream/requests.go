@@ -13,7 +13,7 @@ import (
 
 // connConfig is how the instance's Conn is made: snodod's clientInfo, the
 // capabilities it can honour (roots only when it has an answer; sampling
-// and elicitation, relayed to an attributed session, upstreams.md §5), the
+// and elicitation, relayed to an attributed session, docs/upstreams.md §5), the
 // upstream's shared stderr ring, the era the cache knows.
 func (in *instance) connConfig() ConnConfig {
 	cfg := in.u.conf()
@@ -41,7 +41,7 @@ func (in *instance) connConfig() ConnConfig {
 }
 
 // Request is the instance's Handler for requests from a legacy upstream
-// (upstreams.md §5): roots/list is answered from the configuration (or
+// (docs/upstreams.md §5): roots/list is answered from the configuration (or
 // the client's directory); sampling/createMessage and elicitation/create
 // go to the one session that owns every request in flight: to a legacy
 // client as a request, to a 2026 client as input_required of its parked
@@ -65,7 +65,7 @@ func (in *instance) Request(ctx context.Context, method string, params json.RawM
 	}
 	if method == "sampling/createMessage" {
 		// Context from "this server" or "all servers" means nothing behind
-		// an aggregator (upstreams.md §5).
+		// an aggregator (docs/upstreams.md §5).
 		if m, _ := protocol.Members(params); m != nil {
 			if _, ok := m["includeContext"]; ok {
 				params = withMember(params, "includeContext", "none")

@@ -21,7 +21,7 @@ func fakeHistoryOf(t *testing.T, c *client, tool string) history {
 }
 
 // TestSameIDFromTwoSessions is the normal case of a shared upstream: two
-// sessions send "id":1 at once; each gets its own answer (upstreams.md §5).
+// sessions send "id":1 at once; each gets its own answer (docs/upstreams.md §5).
 func TestSameIDFromTwoSessions(t *testing.T) {
 	h := newHarness(t, oneFake)
 	a, b := h.connect("", "", "2025-11-25"), h.connect("", "", "2025-11-25")

@@ -141,7 +141,7 @@ func TestUnattributable(t *testing.T) {
 }
 
 // TestSlowStart: a client that gives up does not stop the start; the next
-// call is fast (upstreams.md §4).
+// call is fast (docs/upstreams.md §4).
 func TestSlowStart(t *testing.T) {
 	h := newHarness(t, `
 [mcpServers.slow]

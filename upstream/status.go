@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Status is one row of `snodod status` (upstreams.md §8): one per
+// Status is one row of `snodod status` (docs/upstreams.md §8): one per
 // instance, or one per upstream that has none yet.
 type Status struct {
 	Name string `json:"name"`

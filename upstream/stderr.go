@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Defaults of the stderr limits (upstreams.md §8).
+// Defaults of the stderr limits (docs/upstreams.md §8).
 const (
 	DefaultStderrRingBytes   = 64 << 10
 	DefaultStderrBudgetBytes = 8 << 20

@@ -24,7 +24,7 @@ type upstream struct {
 	m    *Manager
 	name string
 	cfg  atomic.Pointer[config.Upstream] // view fields change on reload: conf
-	// fingerprint identifies the process configuration (upstreams.md §4):
+	// fingerprint identifies the process configuration (docs/upstreams.md §4):
 	// a change restarts, anything else is a view change.
 	fingerprint string
 	ring        *StderrRing
@@ -87,7 +87,7 @@ func (u *upstream) startEagerly(in *instance) bool {
 
 // instanceFor returns the instance serving client (nil: a client with no
 // session, such as a test), creating it single-flight within
-// max_instances and upstreams.max_children (upstreams.md §3).
+// max_instances and upstreams.max_children (docs/upstreams.md §3).
 func (u *upstream) instanceFor(c *Client) (*instance, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -175,7 +175,7 @@ func (u *upstream) each(f func(*instance)) {
 }
 
 // listed takes an instance's fresh catalog: stored in the cache, and the
-// views recomputed, which announces what changed (upstreams.md §4, §5).
+// views recomputed, which announces what changed (docs/upstreams.md §4, §5).
 func (u *upstream) listed(in *instance, cat *catalog) {
 	for _, t := range cat.Truncated {
 		u.m.log.Warn("upstream catalog cut at its bounds", "upstream", u.name, "list", t)
@@ -194,7 +194,7 @@ func (u *upstream) currentCatalog() *catalog {
 	return u.catalog
 }
 
-// fingerprint digests what makes a process different (upstreams.md §4):
+// fingerprint digests what makes a process different (docs/upstreams.md §4):
 // command, args, env (values hashed, never stored), inherit_env, cwd,
 // share and protocol.
 func fingerprint(u *config.Upstream) string {

@@ -83,7 +83,7 @@ func urlElicitations(data any) (json.RawMessage, bool) {
 }
 
 // declaresURLElicitation reports whether a client declared elicitation in
-// URL mode (protocol.md §12.2: {"elicitation":{"url":{}}}).
+// URL mode (docs/protocol.md §12.2: {"elicitation":{"url":{}}}).
 func declaresURLElicitation(caps json.RawMessage) bool {
 	m, _ := protocol.Members(caps)
 	e, _ := protocol.Members(m["elicitation"])

@@ -13,7 +13,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// The views (upstreams.md §2): what a session sees of the upstreams.
+// The views (docs/upstreams.md §2): what a session sees of the upstreams.
 //
 // The aggregated view is the daemon's own server (its catalog first) with
 // every enabled upstream's items relayed under <prefix>__<name>, each
@@ -236,7 +236,7 @@ func (m *Manager) items(u *upstream, name func(string) string, claim func(string
 }
 
 // aggregateInstructions appends each upstream's instructions under a
-// "## <prefix>" heading, in name order (upstreams.md §2).
+// "## <prefix>" heading, in name order (docs/upstreams.md §2).
 func aggregateInstructions(own string, ups []*upstream) string {
 	var b strings.Builder
 	b.WriteString(own)
@@ -282,7 +282,7 @@ func advertised(caps capabilities) protocol.ServerCapabilities {
 }
 
 // viewHook hears a view's resource subscriptions and holds them on the
-// upstream that serves the URI (upstreams.md §5).
+// upstream that serves the URI (docs/upstreams.md §5).
 type viewHook struct {
 	m        *Manager
 	srv      *server.Server

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// takeStdout reserves standard output for protocol frames (transport.md
+// takeStdout reserves standard output for protocol frames (docs/transport.md
 // §3.4, case 74). It returns a new descriptor for what fd 1 was, and points
 // fd 1 at standard error, so that anything else in the process that writes
 // to standard output (a library's fmt.Println, a C library) lands on

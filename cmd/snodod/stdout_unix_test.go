@@ -57,7 +57,7 @@ func stdoutHelper() int {
 	return 0
 }
 
-// TestStdoutHygiene is transport.md case 74 at the level of descriptors:
+// TestStdoutHygiene is docs/transport.md case 74 at the level of descriptors:
 // once standard output is taken, only frames reach it and everything else
 // written to fd 1 lands on standard error.
 func TestStdoutHygiene(t *testing.T) {

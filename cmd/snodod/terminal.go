@@ -8,7 +8,7 @@ import (
 )
 
 // stdioTerminal prepares standard input for `snodod stdio` when it is a
-// terminal. The contract's device rule applies (transport.md §3.4): a
+// terminal. The contract's device rule applies (docs/transport.md §3.4): a
 // terminal's session side is raw, since canonical mode cuts a line at
 // 4,095 bytes, echoes the requests back and edits them; programs drive
 // `snodod stdio` over ptys. cooked keeps the line discipline, for a person

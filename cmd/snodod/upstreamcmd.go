@@ -17,7 +17,7 @@ import (
 	"github.com/snodod/snodod/upstream"
 )
 
-// The commands of hosted servers (upstreams.md §8): snodod upstream
+// The commands of hosted servers (docs/upstreams.md §8): snodod upstream
 // start|stop|restart NAME and snodod logs NAME [-f], both through the
 // control socket, and the upstream rows of snodod status.
 

@@ -1,5 +1,5 @@
 // Command fakeupstream is a small MCP server over stdio for snodod's tests:
-// every behaviour a hosted server can show (upstreams.md, research §5.10)
+// every behaviour a hosted server can show (docs/upstreams.md, research §5.10)
 // is one flag or one tool call away. Tests build it with `go build` into a
 // temporary directory and run it as an upstream.
 //

@@ -2,7 +2,7 @@ package main
 
 import "flag"
 
-// -pings: how the fake answers ping (snodod's health pings, upstreams.md
+// -pings: how the fake answers ping (snodod's health pings, docs/upstreams.md
 // §4) while it goes on answering everything else: "answer" ({}), "ignore"
 // (never: an unresponsive server), or "error" (-32601, which is alive
 // too). Each ping is recorded in history like any request.

@@ -1,7 +1,7 @@
 // Package faults lets tests make a session's coordinator fail as a bug
 // would, from outside the session: the failed transport instance answers
 // what it had in flight and the session restarts it on the same device
-// (transport.md §12.4). It is internal so that it is no part of any
+// (docs/transport.md §12.4). It is internal so that it is no part of any
 // package's API: only snodod's own packages and tests reach it.
 //
 // Faults are off unless armed: by a test in its own process (Arm), or by

@@ -1,5 +1,5 @@
 // Package proc starts and stops child processes as whole process groups, so
-// that nothing a child spawns outlives it (upstreams.md §4: npx, uvx and
+// that nothing a child spawns outlives it (docs/upstreams.md §4: npx, uvx and
 // shell wrappers leave the real server as a grandchild). It is used for
 // hosted MCP servers (upstream/) and for exec tools (catalog/).
 //

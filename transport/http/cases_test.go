@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The cases of protocol.md §14.6, over a real loopback listener.
+// The cases of docs/protocol.md §14.6, over a real loopback listener.
 
 const discover = `{"jsonrpc":"2.0","id":"d1","method":"server/discover","params":{"_meta":` + META + `}}`
 

@@ -9,7 +9,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// Requests from snodod to a legacy session's client (protocol.md §3.1,
+// Requests from snodod to a legacy session's client (docs/protocol.md §3.1,
 // §13.4): elicitation/create, sampling/createMessage, roots/list and ping,
 // sent by a handler through server.RequestClient. Each travels as an event
 // on the SSE stream of the POST whose handler sent it; the client answers
@@ -94,7 +94,7 @@ func (s *session) removePending(id protocol.ID) {
 }
 
 // clientResponse completes the outstanding request a response POST
-// answers; any other response is dropped silently (transport.md §7.1).
+// answers; any other response is dropped silently (docs/transport.md §7.1).
 func (s *session) clientResponse(msg *protocol.Message) {
 	s.mu.Lock()
 	reply := s.pending[msg.ID]

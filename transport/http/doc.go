@@ -1,4 +1,4 @@
-// Package http serves MCP over Streamable HTTP (protocol.md §13): one
+// Package http serves MCP over Streamable HTTP (docs/protocol.md §13): one
 // endpoint for both eras, with the era chosen from the body first
 // (research §1.1): a POST whose params._meta carries the 2026 version key
 // is a stateless 2026-07-28 exchange; initialize opens a legacy session

@@ -11,7 +11,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// Fixed progress limits (transport.md §10.2, §15), as on stdio.
+// Fixed progress limits (docs/transport.md §10.2, §15), as on stdio.
 const (
 	maxProgressNotifications = 1000
 	maxProgressMessageBytes  = 4096
@@ -23,7 +23,7 @@ const (
 // its only writer (serve); the handler's goroutine hands it progress
 // reports and request-scoped notifications through notes and waits for
 // each to be written, so progress is never ahead of the wire and always
-// before the result (transport.md §10.3).
+// before the result (docs/transport.md §10.3).
 type exchange struct {
 	id    protocol.ID
 	req   server.Request

@@ -58,7 +58,7 @@ var fuzzMethods = []string{"POST", "GET", "DELETE", "PUT", "OPTIONS", "PATCH", "
 
 // FuzzHandler sends requests of any method, path, headers and body to a
 // Streamable HTTP endpoint on a loopback listener with a bearer token,
-// and checks the answer: a status protocol.md §13 lists; the Host,
+// and checks the answer: a status docs/protocol.md §13 lists; the Host,
 // Origin and token rules applied before anything else (403, 401); every
 // JSON body one JSON-RPC 2.0 message, an error for a 4xx or 5xx; every
 // SSE event one JSON-RPC message.
@@ -122,7 +122,7 @@ func FuzzHandler(f *testing.F) {
 	})
 }
 
-// statuses are the statuses protocol.md §13 gives an endpoint; 400 and
+// statuses are the statuses docs/protocol.md §13 gives an endpoint; 400 and
 // 431 also come from Go's HTTP server for requests it cannot parse.
 var statuses = map[int]bool{200: true, 202: true, 204: true, 400: true, 401: true, 403: true, 404: true, 405: true,
 	406: true, 408: true, 409: true, 413: true, 415: true, 431: true, 503: true}
@@ -132,7 +132,7 @@ func checkAnswer(t *testing.T, req *nethttp.Request, resp *nethttp.Response) {
 		t.Fatalf("status %d for %s %s", resp.StatusCode, req.Method, req.URL.Path)
 	}
 	// The guard's rules, in their order: Host (loopback listener), Origin,
-	// then the token (protocol.md §13.1).
+	// then the token (docs/protocol.md §13.1).
 	want := 0
 	switch {
 	case !loopbackHost(req.Host):

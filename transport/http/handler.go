@@ -17,7 +17,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// Handler serves one Streamable HTTP endpoint for both eras (protocol.md
+// Handler serves one Streamable HTTP endpoint for both eras (docs/protocol.md
 // §13): stateless 2026-07-28 POSTs and legacy 2025 sessions. It is an
 // http.Handler; its methods may be called concurrently. Serve it from an
 // http.Server built by NewServer (or with the same settings: no
@@ -86,7 +86,7 @@ func (h *Handler) Stats() Stats {
 	}
 }
 
-// Shutdown ends the handler (transport.md §12.4 as HTTP has it): listen
+// Shutdown ends the handler (docs/transport.md §12.4 as HTTP has it): listen
 // and session streams end at once (a listen with notifications/cancelled),
 // new requests are refused with "Session closed by server", admitted ones
 // may finish within Options.ShutdownGrace and are then cancelled and
@@ -206,7 +206,7 @@ func (h *Handler) route(path string) (server.Dispatcher, bool) {
 	return h.o.Views.View(name)
 }
 
-// post reads and classifies a POST (protocol.md §13.1, §13.2).
+// post reads and classifies a POST (docs/protocol.md §13.1, §13.2).
 func (h *Handler) post(w nethttp.ResponseWriter, r *nethttp.Request, disp server.Dispatcher) {
 	timeout := h.o.WriteTimeout
 	if !jsonContent(r) {
@@ -293,7 +293,7 @@ func readAtMost(buf []byte, r io.Reader, n int) ([]byte, error) {
 	return buf, nil
 }
 
-// request routes a request by the ladder of protocol.md §13.2.
+// request routes a request by the ladder of docs/protocol.md §13.2.
 func (h *Handler) request(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
 	switch {
 	case msg.Modern:
@@ -329,7 +329,7 @@ func (h *Handler) modernHeader(r *nethttp.Request) bool {
 }
 
 // notification handles a notification POST: 202 and no body, always
-// once routed (transport.md §8). A legacy one reaches its session:
+// once routed (docs/transport.md §8). A legacy one reaches its session:
 // cancellation, notifications/initialized.
 func (h *Handler) notification(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
 	rsp := newResponder(w, h.o.WriteTimeout)
@@ -337,7 +337,7 @@ func (h *Handler) notification(w nethttp.ResponseWriter, r *nethttp.Request, msg
 	// client still sends with it (§13.3); nor has one without a session,
 	// which is never refused: the Go SDK's 2026 client sends its
 	// cancellations bare, and takes any 4xx as the end of its connection
-	// (protocol.md §13.2 step 5 would answer 400).
+	// (docs/protocol.md §13.2 step 5 would answer 400).
 	if msg.Modern || h.modernHeader(r) || r.Header.Get(headerSessionID) == "" {
 		rsp.empty(nethttp.StatusAccepted)
 		return
@@ -352,7 +352,7 @@ func (h *Handler) notification(w nethttp.ResponseWriter, r *nethttp.Request, msg
 }
 
 // response handles a client's response POST: 202; in a legacy session it
-// may answer a request snodod sent (protocol.md §3.1).
+// may answer a request snodod sent (docs/protocol.md §3.1).
 func (h *Handler) response(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message) {
 	if r.Header.Get(headerSessionID) != "" {
 		s, status, err := h.sessions.find(r)

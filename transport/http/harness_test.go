@@ -23,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// META is the request metadata of transport.md §16 as a JSON fragment.
+// META is the request metadata of docs/transport.md §16 as a JSON fragment.
 const META = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
 // env is one handler on a real loopback listener, serving the test
@@ -95,7 +95,7 @@ func serveLoopback(t testing.TB, h *mcphttp.Handler, limits mcphttp.ServerLimits
 	return "http://" + ln.Addr().String()
 }
 
-// addTestCatalog registers the tools of protocol.md §14.1 that the HTTP
+// addTestCatalog registers the tools of docs/protocol.md §14.1 that the HTTP
 // cases use.
 func addTestCatalog(e *env) {
 	s := e.srv

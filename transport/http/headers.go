@@ -11,7 +11,7 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// The request headers a 2026 POST carries besides its body (protocol.md
+// The request headers a 2026 POST carries besides its body (docs/protocol.md
 // §13.3, SEP-2243), checked at §5.2 step 6: a load balancer may route on
 // them without parsing the body, so they must say what the body says.
 

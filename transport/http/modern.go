@@ -9,7 +9,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// modern serves a 2026-07-28 POST (protocol.md §13.3): every exchange is
+// modern serves a 2026-07-28 POST (docs/protocol.md §13.3): every exchange is
 // one POST and nothing is kept between them. Each request is its own
 // connection of the executor, so equal ids from different clients (or
 // the same one) never collide, and closing the response cancels it.
@@ -138,7 +138,7 @@ func (h *Handler) await(ctx context.Context, x *exchange, rsp *responder, stream
 
 // final writes a request's outcome: an error with the era's status, or its
 // result (a result that cannot be encoded is "Server produced an invalid
-// result", transport.md §11.1). On a committed stream it is the last event.
+// result", docs/transport.md §11.1). On a committed stream it is the last event.
 func (h *Handler) final(rsp *responder, id protocol.ID, o server.Outcome, status func(*protocol.Error) int) {
 	if o.Err != nil {
 		rsp.json(status(o.Err), protocol.AppendError(nil, id, o.Err))

@@ -13,7 +13,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// Defaults of the handler's limits (protocol.md §13.5). Zero in Options
+// Defaults of the handler's limits (docs/protocol.md §13.5). Zero in Options
 // means these.
 const (
 	DefaultPath               = "/mcp"
@@ -26,12 +26,12 @@ const (
 	DefaultShutdownGrace      = 10 * time.Second
 	// DefaultKeepAlive is how long an SSE stream may stay silent before a
 	// ": keep-alive" comment is written: under nginx's default 60 s
-	// proxy_read_timeout with room to spare (protocol.md §13.1).
+	// proxy_read_timeout with room to spare (docs/protocol.md §13.1).
 	DefaultKeepAlive = 15 * time.Second
 )
 
 // Views resolves the views served below the endpoint: a request for
-// Path + "/NAME" is served by View(NAME) (upstreams.md §2, a pass-through
+// Path + "/NAME" is served by View(NAME) (docs/upstreams.md §2, a pass-through
 // view). It may be called concurrently; a view may appear and disappear
 // while the handler serves.
 type Views interface {
@@ -62,7 +62,7 @@ type Options struct {
 	Executor *server.Executor
 	// Versions are the enabled protocol versions (empty: all three). They
 	// decide the routing of requests that carry no 2026 metadata
-	// (protocol.md §13.2 steps 4 and 5).
+	// (docs/protocol.md §13.2 steps 4 and 5).
 	Versions []string
 
 	// Path is the endpoint (default "/mcp").
@@ -85,7 +85,7 @@ type Options struct {
 	// besides the loopback names. When set, every request's Host must be
 	// one of them or a loopback name, whatever address the listener is
 	// bound to; when empty, only a listener bound to loopback checks Host
-	// (DNS rebinding, protocol.md §13.1).
+	// (DNS rebinding, docs/protocol.md §13.1).
 	AllowedHosts []string
 	// AuthToken, when set, is the bearer token every request must carry in
 	// Authorization; others get 401.
@@ -96,7 +96,7 @@ type Options struct {
 	// MaxSessions caps the legacy sessions alive at once.
 	MaxSessions int
 	// SessionMaxSubscriptions caps one legacy session's subscriptions
-	// (protocol.md §9.5, session.max_subscriptions).
+	// (docs/protocol.md §9.5, session.max_subscriptions).
 	SessionMaxSubscriptions int
 	// SessionIdleTimeout ends a legacy session after this long with
 	// nothing in flight and no open stream.

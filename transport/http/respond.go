@@ -11,7 +11,7 @@ import (
 )
 
 // responder writes one HTTP response: either one JSON body, or an SSE
-// stream of events (protocol.md §13.1). It is used by one goroutine, the
+// stream of events (docs/protocol.md §13.1). It is used by one goroutine, the
 // one serving the request, which is the response's only writer. The status
 // line is committed as late as possible, so that errors found before the
 // first event still choose their status (research §1.4).

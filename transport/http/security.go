@@ -10,7 +10,7 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// The checks every request passes before its body is read (protocol.md
+// The checks every request passes before its body is read (docs/protocol.md
 // §13.1): Host (DNS rebinding), Origin (cross-site pages), then the bearer
 // token. Each refusal has a JSON-RPC error body, so that a client can tell
 // it from a proxy's page.
@@ -106,7 +106,7 @@ func (g *guard) authorized(header string) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), g.token) == 1
 }
 
-// loopbackName: the three names protocol.md §13.1 allows.
+// loopbackName: the three names docs/protocol.md §13.1 allows.
 func loopbackName(name string) bool {
 	return name == "localhost" || name == "127.0.0.1" || name == "::1"
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// Legacy sessions (protocol.md §13.4). A session is a connection in the
-// sense of transport.md: its own recorded version, in-flight ids, log
+// Legacy sessions (docs/protocol.md §13.4). A session is a connection in the
+// sense of docs/transport.md: its own recorded version, in-flight ids, log
 // level, resource subscriptions and subscription cap (a server.SessionState),
 // and its own executor connection. Its requests arrive as separate POSTs,
 // possibly at once on several connections; its state is guarded by mu.
@@ -78,7 +78,7 @@ func (t *sessionTable) create(state *server.SessionState, version string, disp s
 // version older than every one snodod speaks (2025-03-26, 2024-11-05) is
 // tolerated: the TypeScript SDK's transports send 2025-03-26 in some
 // requests of a 2025-11-25 session, and the conformance suite's
-// server-sse-multiple-streams does (research §1.1); protocol.md §13.4 would
+// server-sse-multiple-streams does (research §1.1); docs/protocol.md §13.4 would
 // refuse it.
 func (t *sessionTable) find(r *nethttp.Request) (*session, int, *protocol.Error) {
 	t.mu.Lock()
@@ -235,7 +235,7 @@ func (s *session) serve(w nethttp.ResponseWriter, r *nethttp.Request, msg *proto
 	// With SSE accepted, any request of a session may become a stream:
 	// the response is committed as SSE only when a first event (progress,
 	// a log message, a request to the client) or a keep-alive is due, and
-	// is plain JSON otherwise (protocol.md §13.1).
+	// is plain JSON otherwise (docs/protocol.md §13.1).
 	stream := accepts(r, "text/event-stream")
 	ctx := x.context(msg.ProgressToken, stream)
 	if stream {
@@ -266,7 +266,7 @@ func (s *session) serve(w nethttp.ResponseWriter, r *nethttp.Request, msg *proto
 		// its response is discarded (§13.4).
 		return
 	case endCancelled:
-		// Nothing is ever written for a cancelled request (transport.md §9).
+		// Nothing is ever written for a cancelled request (docs/transport.md §9).
 		rsp.empty(nethttp.StatusNoContent)
 		return
 	case endGrace, endSession:
@@ -279,7 +279,7 @@ func (s *session) serve(w nethttp.ResponseWriter, r *nethttp.Request, msg *proto
 }
 
 // notify handles a notification of the session: a cancellation (valid by
-// transport.md §9) withdraws its request; anything else goes to the
+// docs/transport.md §9) withdraws its request; anything else goes to the
 // runtime (notifications/initialized).
 func (s *session) notify(msg *protocol.Message, _ server.Dispatcher) {
 	s.mu.Lock()
@@ -307,7 +307,7 @@ func (s *session) notify(msg *protocol.Message, _ server.Dispatcher) {
 	close(x.cancelled)
 }
 
-// cancelledID reads the requestId of a valid cancellation (transport.md §9).
+// cancelledID reads the requestId of a valid cancellation (docs/transport.md §9).
 func cancelledID(params json.RawMessage) (protocol.ID, bool) {
 	p, ok := protocol.Members(params)
 	if !ok {
@@ -351,7 +351,7 @@ func (s *session) stream(ctx context.Context, rsp *responder) {
 }
 
 // initialize answers a legacy initialize and creates its session
-// (protocol.md §13.4). A stale Mcp-Session-Id on it is ignored: clients
+// (docs/protocol.md §13.4). A stale Mcp-Session-Id on it is ignored: clients
 // keep the header across restarts.
 func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
 	timeout := h.o.WriteTimeout

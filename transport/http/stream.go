@@ -8,7 +8,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// listen serves an open subscriptions/listen stream on rsp (protocol.md
+// listen serves an open subscriptions/listen stream on rsp (docs/protocol.md
 // §9, §13.3): the acknowledgement first, then each event, asked of the
 // source only after the previous one was written (§9.4), until the source
 // ends, the client goes away (nothing more is written), or Shutdown
@@ -134,7 +134,7 @@ func (h *Handler) acquireListen() bool {
 
 // sessionStream serves a legacy session's GET stream: the session-level
 // notifications (list changes, updates of subscribed resources,
-// protocol.md §4.1, §9.7, §9.8), each asked for only after the previous
+// docs/protocol.md §4.1, §9.7, §9.8), each asked for only after the previous
 // one was written, until the client goes away, the session ends or
 // Shutdown.
 func (h *Handler) sessionStream(ctx context.Context, rsp *responder, s *session) {

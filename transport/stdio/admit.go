@@ -10,7 +10,7 @@ import (
 )
 
 // This file holds what the coordinator does with a line: classify it
-// (transport.md §5), admit a request to the executor (§13), answer
+// (docs/transport.md §5), admit a request to the executor (§13), answer
 // initialize inline (§14), apply notifications and cancellations (§8, §9),
 // hand a client's response to the request that waits for it (§7.1), and
 // write an outcome (§13.3).
@@ -92,7 +92,7 @@ func (c *coordinator) request(msg *protocol.Message) {
 	w.ctx = server.RequestContext{Context: context.Background(), Notifier: &w.sink}
 	if !msg.Modern {
 		req.Header = c.header
-		w.ctx.Requester = &w.sink // protocol.md §3.1
+		w.ctx.Requester = &w.sink // docs/protocol.md §3.1
 	}
 	if msg.ProgressToken != nil && msg.Method != "subscriptions/listen" {
 		if token, ok := protocol.ParseID(msg.ProgressToken); ok {
@@ -176,13 +176,13 @@ func (w *work) Done(o server.Outcome) {
 var frameBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // inFlight reports whether w still holds its id: a request without its
-// final frame, or an open listen stream (transport.md §7).
+// final frame, or an open listen stream (docs/transport.md §7).
 func (w *work) inFlight() bool {
 	return w.state.Load() == live || w.stream != nil
 }
 
 // initialize answers a legacy initialize inline, so a client may pipeline the
-// requests that follow it (transport.md §14).
+// requests that follow it (docs/transport.md §14).
 func (c *coordinator) initialize(msg *protocol.Message) {
 	result, version, perr := c.disp.Initialize(c.sess, msg.Params)
 	if perr != nil {
@@ -197,7 +197,7 @@ func (c *coordinator) initialize(msg *protocol.Message) {
 }
 
 // setVersion records the negotiated version whose header later legacy
-// requests carry (transport.md §14).
+// requests carry (docs/transport.md §14).
 func (c *coordinator) setVersion(version string) {
 	if c.header.Get(server.HeaderProtocolVersion) == version {
 		return

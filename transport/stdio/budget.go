@@ -20,7 +20,7 @@ import (
 // away from its connection, freeing that memory at once. The connection
 // whose line was taken is answered -32600 (BudgetError) when it next
 // sends, or ends, its input; the rest of that line is dropped unread and
-// the line after it is served (transport.md §3.2, as for a line over the
+// the line after it is served (docs/transport.md §3.2, as for a line over the
 // limit).
 //
 // Only unfinished lines count: a line that ends within one read never

@@ -14,7 +14,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// testCatalog is the test catalog of transport.md §16: small controllable
+// testCatalog is the test catalog of docs/transport.md §16: small controllable
 // handlers behind the real dispatch interface. It speaks no MCP dialect; it
 // reports the Mcp-Protocol-Version header it was given so tests can check
 // the transport's header injection.

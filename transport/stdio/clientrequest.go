@@ -10,7 +10,7 @@ import (
 )
 
 // This file holds requests from snodod to the client of a legacy request
-// (protocol.md §3.1, transport.md §7.1). A legacy request's requestSink is
+// (docs/protocol.md §3.1, docs/transport.md §7.1). A legacy request's requestSink is
 // its server.ClientRequester: the handler's goroutine takes one of the
 // session's places (server.MaxClientRequests), encodes the request and
 // posts it; the coordinator keeps the table of outstanding requests
@@ -105,7 +105,7 @@ func (c *coordinator) sendClientRequest(call *clientCall) {
 }
 
 // clientResponse completes the request to the client that msg answers
-// (transport.md §7.1); a response to anything else is dropped silently.
+// (docs/transport.md §7.1); a response to anything else is dropped silently.
 func (c *coordinator) clientResponse(msg *protocol.Message) {
 	call := c.calls[msg.ID]
 	if call == nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/snodod/snodod/transport/stdio"
 )
 
-// Requests from snodod to legacy clients (protocol.md §3.1, transport.md
+// Requests from snodod to legacy clients (docs/protocol.md §3.1, docs/transport.md
 // §7.1), over real pipes and sockets, with the official Go SDK client as
 // the peer where it fits, and raw lines where the test must see or withhold
 // what the client answers.

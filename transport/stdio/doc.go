@@ -1,6 +1,6 @@
 // Package stdio serves one MCP connection of newline-delimited JSON-RPC over
 // any reader and writer: a client's pipes, a Unix socket, a terminal
-// (transport.md).
+// (docs/transport.md).
 //
 // A connection has three parts. The Reader reads lines of at most the line
 // limit on its own goroutine; it outlives a Transport, so that a session
@@ -10,7 +10,7 @@
 // handler. Handlers run on the executor's workers. A legacy request's
 // handler may send requests to the client (server.RequestClient): the
 // coordinator writes them and routes the client's responses back
-// (transport.md §7.1).
+// (docs/transport.md §7.1).
 //
 // Two shortcuts of DESIGN.md skip hops between goroutines where they cost
 // more than the work (issue 13):
@@ -32,7 +32,7 @@
 //     the coordinator through a mailbox whose post never blocks, so a
 //     worker never waits on a connection whose writer is stuck.
 //
-// Two things are done in batches, where transport.md §11.2 describes them
+// Two things are done in batches, where docs/transport.md §11.2 describes them
 // one at a time, because a hand-off between goroutines and a write(2) per
 // line cost more than the work on this machine's requests:
 //

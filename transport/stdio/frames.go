@@ -23,7 +23,7 @@ const maxBatch = 64 << 10
 // commit commits the frame in c.scratch, for the request w when it is not
 // nil (final: its last frame), and writes what is pending unless c.lazy
 // lets it wait. It reports false when nothing may be written: after the
-// first write failure (transport.md §11.4), or for a request that has
+// first write failure (docs/transport.md §11.4), or for a request that has
 // ended.
 func (c *coordinator) commit(w *work, final bool) bool {
 	var ok bool

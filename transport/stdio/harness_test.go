@@ -261,7 +261,7 @@ func (h *harness) finish() {
 
 const meta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
-// req is REQ(id, m, p) of transport.md §16: a 2026-era request.
+// req is REQ(id, m, p) of docs/transport.md §16: a 2026-era request.
 func req(id any, method, params string) string {
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(params), &p); err != nil {
@@ -322,7 +322,7 @@ func parse(t *testing.T, line string) frame {
 	return f
 }
 
-// errLine is the exact error line of transport.md §6.
+// errLine is the exact error line of docs/transport.md §6.
 func errLine(id string, code int, msg string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, id, code, msg)
 }

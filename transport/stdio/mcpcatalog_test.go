@@ -15,14 +15,14 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// This file builds the catalog of protocol.md §14.1 with the real server
+// This file builds the catalog of docs/protocol.md §14.1 with the real server
 // API, for the golden transcripts (transcript_test.go). Unlike testCatalog
 // (catalog_test.go), which stands in for the runtime, this is the runtime:
 // every line of a transcript is what server.Server and the transport
 // produce together.
 
 // transcriptConfig is the -- config -- section of a transcript. Zero
-// values mean the defaults of protocol.md (all versions enabled, cache_ttl
+// values mean the defaults of docs/protocol.md (all versions enabled, cache_ttl
 // 0, cache_scope private, max_subscriptions 32).
 type transcriptConfig struct {
 	// Catalog selects the catalog variant:
@@ -145,7 +145,7 @@ func (c *mcpCatalog) addTool(t *server.Tool, h server.ToolHandler) {
 
 // testIcons are carried by echo, test://static-text, the template and the
 // prompt simple, so that transcripts show icons kept (2025-11-25, 2026) and
-// dropped (2025-06-18, protocol.md §3.5).
+// dropped (2025-06-18, docs/protocol.md §3.5).
 var testIcons = []server.Icon{{Src: "https://example.com/item.png", MIMEType: "image/png"}}
 
 // The input and output schemas of the §14.1 tools.
@@ -158,7 +158,7 @@ const (
 	choiceSchema    = `{"type":"object","properties":{"label":{"type":"string"}},"required":["label"]}`
 )
 
-// addDefaultTools registers the tools of protocol.md §14.1.
+// addDefaultTools registers the tools of docs/protocol.md §14.1.
 func (c *mcpCatalog) addDefaultTools() {
 	c.addTool(&server.Tool{Name: "echo", Description: "Echoes text", InputSchema: json.RawMessage(echoInput), Icons: testIcons},
 		func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -218,7 +218,7 @@ func (c *mcpCatalog) addDefaultTools() {
 			label, ok := res.Content["label"].(string)
 			if !ok {
 				// The runtime is to refuse such an answer before the
-				// handler sees it (protocol.md §12.3); if it reaches us,
+				// handler sees it (docs/protocol.md §12.3); if it reaches us,
 				// say so visibly.
 				return nil, errors.New("label is not a string")
 			}
@@ -343,7 +343,7 @@ func (c *mcpCatalog) promptsChanged() { c.addSimplePrompt() }
 // controlledDispatcher is the server as the transport's Dispatcher, with
 // one addition: each listen stream it opens can be ended by the runner
 // (!complete-source, !fail-source). The runtime has no public way to end a
-// source (protocol.md §9.6 "the source ends gracefully / fails"), so the
+// source (docs/protocol.md §9.6 "the source ends gracefully / fails"), so the
 // wrapper stands in for it; everything else is the runtime's.
 type controlledDispatcher struct {
 	*server.Server

@@ -65,7 +65,7 @@ type Transport struct {
 }
 
 // Validate reports every invalid limit at once, each with the exact message
-// of transport.md §15, and a missing device or Dispatcher.
+// of docs/transport.md §15, and a missing device or Dispatcher.
 func (t *Transport) Validate() error {
 	errs := []error{t.Limits.Validate()}
 	if t.In == nil && t.Reader == nil || t.Out == nil {

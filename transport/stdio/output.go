@@ -49,7 +49,7 @@ type output struct {
 	writing bool      // a goroutine is writing frames committed before pending
 	blocked bool      // the device would block: the coordinator drains pending
 	awake   bool      // the coordinator will look at pending before it waits
-	failed  error     // the terminal failure (transport.md §11.4)
+	failed  error     // the terminal failure (docs/transport.md §11.4)
 	closed  bool
 	// finished are the requests whose final frame a worker committed, for
 	// the coordinator to take out of its in-flight set; eager makes a

@@ -10,7 +10,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// phase is where a connection is in its life (transport.md §12). It only
+// phase is where a connection is in its life (docs/transport.md §12). It only
 // moves forward, by two events that may come in either order: the end of
 // input (EOF, a read error, a reader panic) and the start of a shutdown
 // (Serve's ctx ends). A failed write ends the connection from any phase
@@ -60,7 +60,7 @@ func (p phase) String() string {
 
 // shutdownLinger is how long a shutting-down connection with nothing in
 // flight keeps reading, so requests already on their way are answered
-// "Session closed by server" (transport.md §12.4 step 2) instead of
+// "Session closed by server" (docs/transport.md §12.4 step 2) instead of
 // finding the connection gone. Each line read restarts it; the grace
 // period still bounds the whole shutdown.
 const shutdownLinger = 25 * time.Millisecond
@@ -149,7 +149,7 @@ func (c *coordinator) expire() {
 }
 
 // abandon ends a failed instance before the device is handed on
-// (transport.md §12.4): listen streams get notifications/cancelled,
+// (docs/transport.md §12.4): listen streams get notifications/cancelled,
 // admitted requests get "Session closed by server", and the requests they
 // had sent to the client are cancelled.
 func (c *coordinator) abandon(cause any) error {

@@ -3,7 +3,7 @@ package stdio
 import "testing"
 
 // The phases move forward only, by the end of input and the start of a
-// shutdown in either order (transport.md §12).
+// shutdown in either order (docs/transport.md §12).
 func TestPhaseTransitions(t *testing.T) {
 	for _, tc := range []struct {
 		from                  phase

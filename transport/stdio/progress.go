@@ -10,7 +10,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// Fixed progress limits (transport.md §10.2, §15).
+// Fixed progress limits (docs/transport.md §10.2, §15).
 const (
 	maxProgressNotifications = 1000
 	maxProgressMessageBytes  = 4096

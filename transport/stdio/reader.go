@@ -80,7 +80,7 @@ type lineEvent struct {
 }
 
 // lineReader splits a byte stream into lines of at most limit bytes,
-// newline included (transport.md §3). It holds at most limit bytes of an
+// newline included (docs/transport.md §3). It holds at most limit bytes of an
 // incomplete line, whatever the peer sends. It is used by one goroutine.
 type lineReader struct {
 	src   source
@@ -298,7 +298,7 @@ func (lr *lineReader) finish() lineEvent {
 // limit in its own goroutine and hands them over a read at a time: the
 // lines one read completed (or one long line) go to the coordinator in one
 // batch, and the Reader holds at most one undelivered batch (see
-// transport.md §11.2, which says one line). It outlives a Transport: a
+// docs/transport.md §11.2, which says one line). It outlives a Transport: a
 // session restarted on the same device continues with the bytes already
 // read, the lines delivered but not yet handled included, and finds the
 // end of input if an earlier instance took it. Its goroutine ends with

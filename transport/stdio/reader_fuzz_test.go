@@ -31,7 +31,7 @@ func (r *chunkedReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// wantEvents is what transport.md §3 says a reader with limit makes of
+// wantEvents is what docs/transport.md §3 says a reader with limit makes of
 // data: each LF-terminated line is accepted when its length, LF included,
 // is at most the limit; a last line without LF when its length is at most
 // the limit; every other line is one refusal; then the end of input.
@@ -57,7 +57,7 @@ func wantEvents(data []byte, limit int) []lineEvent {
 
 // FuzzLineReader checks that the bounded reader's lines do not depend on
 // how the device chunks its bytes, that they are exactly what
-// transport.md §3 says, that no batch exceeds maxBatchLines, and that the
+// docs/transport.md §3 says, that no batch exceeds maxBatchLines, and that the
 // reader never holds more than the limit of an unfinished line.
 func FuzzLineReader(f *testing.F) {
 	for _, seed := range []struct {

@@ -24,7 +24,7 @@ import (
 
 // Serve runs the connection until input has ended and every admitted request
 // has finished (it returns nil), until ctx is cancelled and the shutdown of
-// transport.md §12.4 has completed (nil), or until the write path fails (an
+// docs/transport.md §12.4 has completed (nil), or until the write path fails (an
 // *OutputError, at once, without waiting for input to end). Invalid limits
 // are refused before any byte is read.
 func (t *Transport) Serve(ctx context.Context) error {

@@ -110,7 +110,7 @@ func (s *pooledSource) read() ([]byte, error) {
 		return buf, rerr
 	case errors.Is(err, syscall.EIO):
 		// A terminal whose other side is gone fails reads with EIO: that
-		// is the end of its input (transport.md §3.4, §12.1).
+		// is the end of its input (docs/transport.md §3.4, §12.1).
 		return buf, io.EOF
 	case err != nil:
 		return buf, os.NewSyscallError("read", err)

@@ -7,7 +7,7 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// openStream starts a listen stream whose dispatch completed (protocol.md
+// openStream starts a listen stream whose dispatch completed (docs/protocol.md
 // §9.2): the acknowledgement first, then events one at a time.
 func (c *coordinator) openStream(w *work, s server.Stream) {
 	// Handing over, a stream opens as usual, to be handed over with the
@@ -115,9 +115,9 @@ var ready = func() chan struct{} { c := make(chan struct{}); close(c); return c 
 
 // pollSession writes the legacy session's next waiting notification (a
 // list change, a resource update), one per turn of the coordinator, each
-// asked for only after the previous one was written (protocol.md §9.4).
+// asked for only after the previous one was written (docs/protocol.md §9.4).
 // With nothing waiting it keeps the channel that will say when to look
-// again. Session-level notifications end at EOF (transport.md §12.1).
+// again. Session-level notifications end at EOF (docs/transport.md §12.1).
 func (c *coordinator) pollSession() {
 	c.feedWake = nil
 	if !c.phase.inputOpen() || c.failed != nil {

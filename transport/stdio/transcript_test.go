@@ -32,7 +32,7 @@ import (
 // # Format
 //
 // A transcript is a txtar-like archive: free text (the comment: which cases
-// of protocol.md §14 or transport.md §16 it pins), then the sections
+// of docs/protocol.md §14 or docs/transport.md §16 it pins), then the sections
 //
 //	-- config --   a transcriptConfig (JSON)
 //	-- in --       the input, one line at a time
@@ -53,14 +53,14 @@ import (
 //	!eof                 close the input; Serve must return; no more input
 //	!shutdown            cancel Serve's context (daemon shutdown); no more input
 //	!answer <method> <m> from now on answer each request snodod sends to
-//	                     the client (protocol.md §3.1) with that method: m is
+//	                     the client (docs/protocol.md §3.1) with that method: m is
 //	                     the response's result or error member, e.g.
 //	                     "result":{"roots":[]} or "error":{"code":-1,"message":"no"}
 //
 // A request from snodod (a line with both method and id) is answered as
 // soon as it is read, and is recorded like any other line; one without an
 // !answer for its method is a failure (snodod never sends a request to a
-// 2026 client, protocol.md §14.4 case 42).
+// 2026 client, docs/protocol.md §14.4 case 42).
 //
 // Placeholders: each nextCursor and requestState in the output is
 // replaced by <cursor-N> or <state-N> (N counts occurrences), and later
@@ -97,7 +97,7 @@ import (
 // # Comparison
 //
 // Lines are compared as bytes after normalisation. The envelope's member
-// order is part of the contract (transport.md §11.1) and is kept as
+// order is part of the contract (docs/transport.md §11.1) and is kept as
 // written; member order inside result, params and error.data is not, so
 // those are re-encoded with sorted keys (numbers kept as written, no HTML
 // escaping). The serverInfo version (the build version) becomes "<build>",
@@ -443,7 +443,7 @@ func (r *runner) next(d time.Duration) (string, bool) {
 
 // record normalises and keeps one output line. A request snodod sends to
 // the client is answered as !answer said, and one without an !answer is a
-// failure (protocol.md §3.1, §14.4 case 42).
+// failure (docs/protocol.md §3.1, §14.4 case 42).
 func (r *runner) record(raw string) string {
 	var env struct {
 		ID     json.RawMessage `json:"id"`
@@ -467,7 +467,7 @@ func (r *runner) record(raw string) string {
 
 // waitFinal records output up to and including the final line for id (its
 // JSON text, as sent). For a 2026-era request it also checks that a result
-// carries resultType and the serverInfo _meta (protocol.md §5.3, case 42).
+// carries resultType and the serverInfo _meta (docs/protocol.md §5.3, case 42).
 func (r *runner) waitFinal(n int, id string, listen, modern bool) {
 	deadline := time.Now().Add(finalTimeout)
 	for {

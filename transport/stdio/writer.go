@@ -12,7 +12,7 @@ import (
 // accepted by the device within WriteTimeout.
 var ErrWriteTimeout = errors.New("timeout")
 
-// OutputError is the terminal failure of the write path (transport.md §11.4).
+// OutputError is the terminal failure of the write path (docs/transport.md §11.4).
 // Serve returns it; errors.Is matches its cause (ErrWriteTimeout, or the
 // device's error such as syscall.EPIPE or syscall.ENOSPC).
 type OutputError struct{ Err error }

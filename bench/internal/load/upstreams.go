@@ -12,7 +12,7 @@ import (
 	"github.com/snodod/snodod/bench/internal/wire"
 )
 
-// The hosted-server scenarios (upstreams.md): what relaying through
+// The hosted-server scenarios (docs/upstreams.md): what relaying through
 // `snodod connect NAME` costs over spawning the server directly, and what
 // one shared server saves over a copy per client.
 
