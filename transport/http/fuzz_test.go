@@ -173,8 +173,10 @@ func checkAnswer(t *testing.T, req *nethttp.Request, resp *nethttp.Response) {
 			t.Fatalf("status %d without a JSON-RPC error: %.300s", resp.StatusCode, b)
 		}
 	case resp.StatusCode == 202 || resp.StatusCode == 204 || resp.StatusCode == 431:
-	case resp.StatusCode == 400 && want == 0 && resp.Header.Get("Content-Type") == "text/plain; charset=utf-8":
-		// Go's server refusing what it cannot parse, before the handler.
+	case resp.StatusCode == 400 && ctype == "text/plain; charset=utf-8":
+		// Go's server refusing what it cannot parse (the fuzzer found a
+		// space in the request target) before the handler runs, so before
+		// the guard's rules too.
 	default:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 		t.Fatalf("status %d with Content-Type %q: %q", resp.StatusCode, ctype, b)
