@@ -31,7 +31,7 @@ type ExecutorLimits struct {
 	// for capacity, however full the shared places are, so no connection
 	// can be crowded out by others; the executor then holds at most
 	// MaxQueue + ConnQueue × connections waiting items. The daemon gives
-	// each session 4 (issue 9, bug 10).
+	// each session 4 (issue 9, bug 10); a RequestConn has none.
 	ConnQueue int
 	// RequestTimeout bounds each handler from the moment it starts; time in
 	// the queue does not count (default 30 s).
@@ -194,6 +194,16 @@ func (e *Executor) Stats() ExecutorStats {
 // connection holds no resources of its own: when it ends, CancelAll releases
 // its work and the handle may be dropped.
 func (e *Executor) Conn() *ExecConn {
+	return &ExecConn{e: e, jobs: make(map[protocol.ID]*job), places: e.limits.ConnQueue}
+}
+
+// RequestConn returns a connection handle for the one request of a
+// stateless exchange (a 2026-07-28 HTTP POST). It is a Conn without queue
+// places of its own: were each POST given ConnQueue places, every request
+// could wait beside a busy executor and the number waiting would be bounded
+// only by the open HTTP connections. Its request waits, if it must, in the
+// shared places, and is refused with ErrCapacity when they are full.
+func (e *Executor) RequestConn() *ExecConn {
 	return &ExecConn{e: e, jobs: make(map[protocol.ID]*job)}
 }
 
@@ -202,7 +212,8 @@ func (e *Executor) Conn() *ExecConn {
 // Its queue and its links in the executor's turn order are in
 // executor_queue.go.
 type ExecConn struct {
-	e *Executor
+	e      *Executor
+	places int // queue places of its own: ExecutorLimits.ConnQueue, or 0
 	// The fields below are guarded by e.mu.
 	jobs            map[protocol.ID]*job // tracked work: queued or running
 	running, queued int
@@ -339,13 +350,13 @@ func (c *ExecConn) SubmitJob(ctx context.Context, id protocol.ID, slot *Job, tas
 func (e *Executor) refusalLocked(c *ExecConn, busy bool) *protocol.Error {
 	// Where the item would wait: in one of c's own places, or in the
 	// shared ones.
-	inShared := busy && c.queued >= e.limits.ConnQueue
+	inShared := busy && c.queued >= c.places
 	switch {
 	case inShared && e.shared >= e.limits.MaxQueue:
 		return protocol.ErrCapacity
 	case e.closed:
 		return protocol.ErrExecutorClosed
-	case inShared && c.queued > e.limits.ConnQueue && e.shared >= e.crowded:
+	case inShared && c.queued > c.places && e.shared >= e.crowded:
 		return protocol.ErrCapacity
 	}
 	return nil

@@ -65,7 +65,7 @@ func (c *ExecConn) pushLocked(j *job) {
 	c.qTail = j
 	c.queued++
 	c.e.queued++
-	if c.queued > c.e.limits.ConnQueue {
+	if c.queued > c.places {
 		c.e.shared++
 	}
 	if !c.inReady {
@@ -87,7 +87,7 @@ func (c *ExecConn) unlinkLocked(j *job) {
 		j.next.prev = j.prev
 	}
 	j.next, j.prev = nil, nil
-	if c.queued > c.e.limits.ConnQueue {
+	if c.queued > c.places {
 		c.e.shared-- // the last item leaves the shared places first
 	}
 	c.queued--

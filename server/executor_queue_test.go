@@ -188,3 +188,21 @@ func TestExecutorEverySessionHasRoom(t *testing.T) {
 	}
 	idle(t, e)
 }
+
+// A RequestConn (one 2026 HTTP POST) has no queue places of its own: with
+// the shared places full it is refused at once, while a Conn beside it
+// still has its own ConnQueue places.
+func TestExecutorRequestConnHasNoPlaces(t *testing.T) {
+	q := newQueueRig(t, ExecutorLimits{MaxQueue: 2, ConnQueue: 2})
+	// MaxQueue 2 has no reserve: two POSTs fill the shared places.
+	for i, want := range []*protocol.Error{nil, nil, protocol.ErrCapacity, protocol.ErrCapacity} {
+		c := q.e.RequestConn()
+		q.conns[fmt.Sprint("post", i)] = c
+		if err := submit(c, "1", q.r.instant(fmt.Sprint("post", i))); err != want {
+			t.Fatalf("POST %d = %v, want %v", i, err, want)
+		}
+	}
+	q.run([]queueStep{{"A", false}, {"A", false}, {"A", true}})
+	expectStats(t, "executor", q.e.Stats(), ExecutorStats{Running: 1, Queued: 4})
+	q.end()
+}

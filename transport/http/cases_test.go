@@ -214,13 +214,6 @@ func TestCase51Statuses(t *testing.T) {
 // Case 52: streamed progress, cancellation by closing, listen.
 func TestCase52Streams(t *testing.T) {
 	e := newEnv(t, nil)
-	progressBody := func(block bool) string {
-		b := `"name":"progress","arguments":{"block":false}`
-		if block {
-			b = `"name":"progress","arguments":{"block":true}`
-		}
-		return strings.Replace(modernBody("5", "tools/call", b), `"_meta":{`, `"_meta":{"progressToken":"pt",`, 1)
-	}
 	s := openSSE(t, "POST", e.url, modernHeaders("tools/call", "progress"), progressBody(false))
 	if ct := s.resp.Header.Get("Content-Type"); ct != "text/event-stream" || s.resp.Header.Get("X-Accel-Buffering") != "no" ||
 		!strings.Contains(s.resp.Header.Get("Cache-Control"), "no-cache") {

@@ -231,6 +231,17 @@ func (e *env) call(t *testing.T, id, method, name, params string) reply {
 	return post(t, e.url, modernHeaders(method, name), modernBody(id, method, params))
 }
 
+// progressBody is a 2026 call of the test catalog's progress tool with a
+// progress token, so that it is answered over SSE; block makes it wait
+// for its cancellation.
+func progressBody(block bool) string {
+	b := `"name":"progress","arguments":{"block":false}`
+	if block {
+		b = `"name":"progress","arguments":{"block":true}`
+	}
+	return strings.Replace(modernBody("5", "tools/call", b), `"_meta":{`, `"_meta":{"progressToken":"pt",`, 1)
+}
+
 // modernBody is REQ(id, method, params): params (an object's members,
 // possibly empty) gain "_meta":META.
 func modernBody(id, method, params string) string {

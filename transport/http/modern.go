@@ -39,7 +39,7 @@ func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 	stream := sse && (listen || msg.ProgressToken != nil)
 	x := newExchange(msg.ID, msg.Method)
 	x.req.Params = msg.Params
-	conn := h.o.Executor.Conn()
+	conn := h.o.Executor.RequestConn()
 	run := func(ctx context.Context) server.Outcome { return disp.Dispatch(ctx, &x.req) }
 	if err := conn.Submit(x.context(msg.ProgressToken, stream), msg.ID, run, x.deliver); err != nil {
 		refuse(w, nethttp.StatusOK, msg.ID, err, timeout)
