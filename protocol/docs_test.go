@@ -36,7 +36,7 @@ const moduleRoot = ".."
 var contractDocs = []string{"transport.md", "protocol.md"}
 
 // messageDirs are the packages whose error messages reach the wire.
-var messageDirs = []string{".", "../server", "../transport/stdio"}
+var messageDirs = []string{".", "../server", "../transport/stdio", "../transport/http"}
 
 // resultTexts are client-visible texts that are not error messages, so the
 // source scan below does not find them: a tool's argument-validation
