@@ -19,8 +19,11 @@ func statusUsage(w io.Writer) {
 
 Shows the running daemon's sessions, one row each (id, device kind, peer
 pid and uid, age, negotiated MCP version, requests in flight, subscriptions,
-restarts, bytes in and out), and the shared executor's load. --json prints
-the same as one JSON object, for scripts.
+restarts, bytes in and out), the shared executor's load, the HTTP listener
+when http.listen is set, each hosted MCP server (state, instances, pid,
+restarts, calls in flight, its last error) and the warnings of the
+configured catalog. --json prints the same as one JSON object, for
+scripts; "snodod upstream" and "snodod logs" act on the hosted servers.
 
 Exit status: 0, or 1 with one line on standard error when the daemon
 cannot be reached.
