@@ -20,9 +20,10 @@ func statusUsage(w io.Writer) {
 Shows the running daemon's sessions, one row each (id, device kind, peer
 pid and uid, age, negotiated MCP version, requests in flight, subscriptions,
 restarts, bytes in and out), the shared executor's load, the HTTP listener
-when http.listen is set, each hosted MCP server (state, instances, pid,
-restarts, calls in flight, its last error) and the warnings of the
-configured catalog. --json prints the same as one JSON object, for
+when http.listen is set, each hosted MCP server instance (state, pid, era
+and version, uptime, restarts, calls in flight, sessions, listed items,
+last exit; * marks counts from the cache; why a failed one failed) and
+the warnings of the configured catalog. --json prints the same as one JSON object, for
 scripts; "snodod upstream" and "snodod logs" act on the hosted servers.
 
 Exit status: 0, or 1 with one line on standard error when the daemon
