@@ -111,7 +111,7 @@ func main() {
 			runSessions(rep, *snodod, r, *repeats)
 		}
 		if *hosted && serveOK {
-			runHosted(rep, *snodod, peerOf(all, "raw"), sharer(all), *sharers, r, *repeats)
+			runHosted(rep, *snodod, relayUpstreams(all), sharer(all), *sharers, r, *repeats)
 		}
 		if *curves {
 			runCurves(rep, servers, serveOK, *snodod, r, *repeats)

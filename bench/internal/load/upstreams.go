@@ -16,10 +16,12 @@ import (
 // `snodod connect NAME` costs over spawning the server directly, and what
 // one shared server saves over a copy per client.
 
-// Relay is the relay-overhead scenario at one version: the same server
-// spawned directly and hosted by snodod serve behind snodod connect NAME.
+// Relay is the relay-overhead scenario of one upstream at one version:
+// the same server spawned directly and hosted by snodod serve behind
+// snodod connect NAME.
 type Relay struct {
-	Version string
+	Upstream string // the hosted server's name (raw, go-sdk)
+	Version  string
 	Direct  StdioResult // the server spawned by the harness
 	Relayed StdioResult // the same server behind snodod connect NAME
 	// DaemonCPU and UpstreamCPU are µs of CPU per relayed call, of the
@@ -94,7 +96,7 @@ func children(pid int) []int {
 
 // RunRelay measures server directly and behind snodod connect NAME, at d.
 func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env []string) Relay {
-	r := Relay{Version: d.Version}
+	r := Relay{Upstream: server.Name, Version: d.Version}
 	r.Direct = StdioResult{Server: server.Name, Version: d.Version}
 	throughput(server, d, cfg, &r.Direct)
 	dm, upPID, control, err := upstreamDaemon(snodod, server.Command, 16, env)

@@ -233,28 +233,7 @@ func (r *Report) httpMedian(server string, get func(load.HTTPResult) float64) fl
 // extraGoals are the goals outside the main table: the hosted servers'
 // (issue 10) and HTTP's (issue 12).
 func (r *Report) extraGoals() []string {
-	var out []string
-	for _, v := range r.Versions {
-		med := func(get func(load.Relay) float64) float64 {
-			var vals []float64
-			for _, x := range r.Relays {
-				if x.Version == v {
-					vals = append(vals, get(x))
-				}
-			}
-			return stats.Median(vals)
-		}
-		if !slices.ContainsFunc(r.Relays, func(x load.Relay) bool { return x.Version == v }) {
-			continue
-		}
-		added := med(func(x load.Relay) float64 { return x.Relayed.SeqP50 - x.Direct.SeqP50 })
-		ratio := med(func(x load.Relay) float64 { return stats.Ratio(x.Relayed.CallsPerSec, x.Direct.CallsPerSec) })
-		cpu := med(func(x load.Relay) float64 { return stats.Ratio(x.DaemonCPU, x.UpstreamCPU) })
-		out = append(out,
-			fmt.Sprintf("relayed sequential call, added p50, %s — %s", v, Goal(fmt.Sprintf("≤ %v µs", goalRelayAdded), added, atMost(goalRelayAdded), func(x float64) string { return Number(x) + " µs" })),
-			fmt.Sprintf("relayed pipelined calls/s vs direct, %s — %s", v, Goal(fmt.Sprintf("≥ %v×", goalRelayCalls), ratio, atLeast(goalRelayCalls), GoalRatio)),
-			fmt.Sprintf("snodod's CPU per relayed call vs the server's own, %s — %s", v, Goal("≤ 1×", cpu, atMost(1), GoalRatio)))
-	}
+	out := r.relayGoals()
 	if len(r.HTTP) > 0 {
 		subj := func(get func(load.HTTPResult) float64) float64 { return r.httpMedian(Subject, get) }
 		bestCalls, bestCPU, best := math.NaN(), math.NaN(), ""

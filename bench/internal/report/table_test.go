@@ -112,18 +112,38 @@ func TestGoalsAndMedians(t *testing.T) {
 func TestExtraGoals(t *testing.T) {
 	r := &Report{Versions: []string{wire.V20250618}}
 	for _, k := range []float64{0.9, 1, 1.1} {
-		r.Relays = append(r.Relays, load.Relay{Version: wire.V20250618,
+		r.Relays = append(r.Relays, load.Relay{Upstream: "raw", Version: wire.V20250618,
 			Direct:  load.StdioResult{SeqP50: 100, CallsPerSec: 1000},
-			Relayed: load.StdioResult{SeqP50: 100 + 20*k, CallsPerSec: 800 * k}, DaemonCPU: 5 * k, UpstreamCPU: 4})
+			Relayed: load.StdioResult{SeqP50: 100 + 20*k, CallsPerSec: 800 * k}, DaemonCPU: 5 * k, UpstreamCPU: 4},
+			load.Relay{Upstream: "go-sdk", Version: wire.V20250618,
+				Direct:  load.StdioResult{SeqP50: 150, CallsPerSec: 5000},
+				Relayed: load.StdioResult{SeqP50: 190 * k, CallsPerSec: 3000}, DaemonCPU: 20, UpstreamCPU: 200 * k})
 		r.HTTP = append(r.HTTP,
 			load.HTTPResult{Server: Subject, CallsPerSec: 5000 * k, CPUPerCall: 50 * k},
 			load.HTTPResult{Server: "go-sdk", CallsPerSec: 2000, CPUPerCall: 200})
 	}
 	goals := strings.Join(r.Goals(), "\n")
+	if strings.Index(goals, "(raw upstream)") > strings.Index(goals, "(go-sdk upstream)") {
+		t.Errorf("the upstreams are not in the order measured:\n%s", goals)
+	}
+	hosted := r.hosted()
 	for _, want := range []string{
-		"relayed sequential call, added p50, 2025-06-18 — ≤ 30 µs: met (20.0 µs)",
-		"relayed pipelined calls/s vs direct, 2025-06-18 — ≥ 0.7×: met (0.800×)",
-		"snodod's CPU per relayed call vs the server's own, 2025-06-18 — ≤ 1×: **not met** (1.250×)",
+		"| raw | 2025-06-18 | 100 | 120 | 20.0 | 1,000 | 800 | 0.80× | 5.00 | 4.00 |",
+		"| go-sdk | 2025-06-18 | 150 | 190 | 40.0 | 5,000 | 3,000 | 0.60× | 20.0 | 200 |",
+	} {
+		if !strings.Contains(hosted, want) {
+			t.Errorf("hosted section lacks %q:\n%s", want, hosted)
+		}
+	}
+	for _, want := range []string{
+		"relayed sequential call, added p50, 2025-06-18 (raw upstream) — ≤ 30 µs: met (20.0 µs)",
+		"relayed pipelined calls/s vs direct, 2025-06-18 (raw upstream) — ≥ 0.7×: met (0.800×)",
+		"snodod's CPU per relayed call vs the server's own, 2025-06-18 (raw upstream) — ≤ 1×: **not met** (1.250×)",
+		// The Go SDK's row is judged on its own figures: 190 - 150 µs,
+		// 3,000 of 5,000 calls/s, 20 of 200 µs.
+		"relayed sequential call, added p50, 2025-06-18 (go-sdk upstream) — ≤ 30 µs: **not met** (40.0 µs)",
+		"relayed pipelined calls/s vs direct, 2025-06-18 (go-sdk upstream) — ≥ 0.7×: **not met** (0.600×)",
+		"snodod's CPU per relayed call vs the server's own, 2025-06-18 (go-sdk upstream) — ≤ 1×: met (0.100×)",
 		"HTTP calls/s vs the best peer (go-sdk) — ≥ 2×: met (2.500×)",
 		"HTTP CPU per call vs the best peer (go-sdk) — ≤ 0.5×: met (0.250×)",
 	} {
