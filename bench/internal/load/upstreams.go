@@ -22,8 +22,8 @@ import (
 type Relay struct {
 	Upstream string // the hosted server's name (raw, go-sdk)
 	Version  string
-	Direct  StdioResult // the server spawned by the harness
-	Relayed StdioResult // the same server behind snodod connect NAME
+	Direct   StdioResult // the server spawned by the harness
+	Relayed  StdioResult // the same server behind snodod connect NAME
 	// DaemonCPU and UpstreamCPU are µs of CPU per relayed call, of the
 	// daemon and of the hosted server, over the relayed run (handshake,
 	// warm-up, sequential and pipelined calls).
@@ -107,11 +107,14 @@ func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env
 	defer dm.Stop()
 	relayed := Server{Name: server.Name + " via snodod connect", Command: []string{snodod, "connect", "--control-socket", control, "up"}}
 	r.Relayed = StdioResult{Server: relayed.Name, Version: d.Version}
-	d0, err1 := ProcCPUTime(dm.PID())
-	u0, err2 := ProcCPUTime(upPID)
+	// Exact run times (schedstat): at a quick run's counts the 10 ms tick
+	// of /proc/PID/stat is a few ticks in all, and the ratio of two such
+	// counts says nothing.
+	d0, err1 := ProcUsage(dm.PID())
+	u0, err2 := ProcUsage(upPID)
 	throughput(relayed, d, cfg, &r.Relayed)
-	d1, err3 := ProcCPUTime(dm.PID())
-	u1, err4 := ProcCPUTime(upPID)
+	d1, err3 := ProcUsage(dm.PID())
+	u1, err4 := ProcUsage(upPID)
 	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
 			r.Problems = append(r.Problems, "cpu: "+err.Error())
@@ -119,8 +122,8 @@ func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env
 		}
 	}
 	calls := float64(cfg.Warmup + cfg.Sequential + cfg.Pipelined + 1)
-	r.DaemonCPU = float64(d1-d0) / float64(time.Microsecond) / calls
-	r.UpstreamCPU = float64(u1-u0) / float64(time.Microsecond) / calls
+	r.DaemonCPU = float64(d1.Sub(d0).Run) / float64(time.Microsecond) / calls
+	r.UpstreamCPU = float64(u1.Sub(u0).Run) / float64(time.Microsecond) / calls
 	return r
 }
 
