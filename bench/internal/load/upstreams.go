@@ -40,16 +40,7 @@ func upstreamDaemon(snodod string, command []string, maxSessions int, env []stri
 	if err != nil {
 		return nil, 0, "", err
 	}
-	quoted := make([]string, len(command)-1)
-	for i, a := range command[1:] {
-		quoted[i] = strconv.Quote(a)
-	}
-	config := fmt.Sprintf("[mcpServers.up]\ncommand = %q\nargs = [%s]\nstart = \"eager\"\nprotocol = \"2025-06-18\"\nping_interval = \"0s\"\n",
-		command[0], strings.Join(quoted, ", "))
-	if err = os.MkdirAll(filepath.Join(dir, "snodod"), 0o700); err == nil {
-		err = os.WriteFile(filepath.Join(dir, "snodod", "config.toml"), []byte(config), 0o600)
-	}
-	if err != nil {
+	if err := writeUpstreamConfig(dir, command); err != nil {
 		os.RemoveAll(dir)
 		return nil, 0, "", err
 	}

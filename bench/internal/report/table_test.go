@@ -1,7 +1,10 @@
 package report
 
 import (
+	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -174,5 +177,51 @@ func TestCompact(t *testing.T) {
 		if got := compact(v); got != want {
 			t.Errorf("compact(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// Issue 12's hosting scenario: its table (a gateway that could not run is
+// n/a with its reason, not dropped), its goals against the best gateway
+// that ran, and the HTTP chart.
+func TestHTTPHosting(t *testing.T) {
+	r := &Report{Config: Config{HTTPClients: 64}}
+	for _, k := range []float64{0.9, 1, 1.1} {
+		r.HTTPHosted = append(r.HTTPHosted,
+			load.HTTPResult{Server: Subject, CallsPerSec: 8000 * k, CPUPerCall: 90, ChildCPUPerCall: 10, Processes: 2},
+			load.HTTPResult{Server: "supergateway", CallsPerSec: 300, CPUPerCall: 2500 * k, ChildCPUPerCall: 600, Processes: 129},
+			load.HTTPResult{Server: "mcp-proxy", CallsPerSec: math.NaN(), CPUPerCall: math.NaN(), ChildCPUPerCall: math.NaN(), Unavailable: "node not found"})
+		r.HTTP = append(r.HTTP, load.HTTPResult{Server: Subject, CallsPerSec: 20000, CPUPerCall: 40})
+	}
+	section := r.httpSection()
+	for _, want := range []string{
+		"### Hosting a stdio server over HTTP",
+		"| snodod | 8,000 | 90.0 | 0 | 10.0 | 2 |",
+		"| supergateway | 300 | 2,500 | 0 | 600 | 129 |",
+		"| mcp-proxy | n/a: node not found | n/a | n/a | n/a | n/a |",
+	} {
+		if !strings.Contains(section, want) {
+			t.Errorf("section lacks %q:\n%s", want, section)
+		}
+	}
+	goals := strings.Join(r.Goals(), "\n")
+	for _, want := range []string{
+		"HTTP hosting a stdio server: calls/s vs the best gateway (supergateway) — ≥ 2×: met (26.667×)",
+		"HTTP hosting a stdio server: CPU per call vs the best gateway (supergateway) — ≤ 0.5×: met (0.036×)",
+		// The other HTTP scenario has no peer here: its goals say so.
+		"HTTP calls/s vs the best peer (none measured) — ≥ 2×: not measured",
+	} {
+		if !strings.Contains(goals, want) {
+			t.Errorf("goals lack %q:\n%s", want, goals)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "http.png")
+	if err := r.HTTPChart(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("HTTPChart wrote no PNG (%v)", err)
+	}
+	if err := (&Report{}).HTTPChart(filepath.Join(t.TempDir(), "none.png")); err != nil {
+		t.Errorf("HTTPChart with nothing measured: %v", err)
 	}
 }
