@@ -129,15 +129,9 @@ func TestExtraGoals(t *testing.T) {
 	if strings.Index(goals, "(raw upstream)") > strings.Index(goals, "(go-sdk upstream)") {
 		t.Errorf("the upstreams are not in the order measured:\n%s", goals)
 	}
-	hosted := r.hosted()
-	for _, want := range []string{
+	contains(t, "the hosted section", r.hosted(),
 		"| raw | 2025-06-18 | 100 | 120 | 20.0 | 1,000 | 800 | 0.80× | 5.00 | 4.00 |",
-		"| go-sdk | 2025-06-18 | 150 | 190 | 40.0 | 5,000 | 3,000 | 0.60× | 20.0 | 200 |",
-	} {
-		if !strings.Contains(hosted, want) {
-			t.Errorf("hosted section lacks %q:\n%s", want, hosted)
-		}
-	}
+		"| go-sdk | 2025-06-18 | 150 | 190 | 40.0 | 5,000 | 3,000 | 0.60× | 20.0 | 200 |")
 	for _, want := range []string{
 		"relayed sequential call, added p50, 2025-06-18 (raw upstream) — ≤ 30 µs: met (20.0 µs)",
 		"relayed pipelined calls/s vs direct, 2025-06-18 (raw upstream) — ≥ 0.7×: met (0.800×)",
@@ -192,28 +186,16 @@ func TestHTTPHosting(t *testing.T) {
 			load.HTTPResult{Server: "mcp-proxy", CallsPerSec: math.NaN(), CPUPerCall: math.NaN(), ChildCPUPerCall: math.NaN(), Unavailable: "node not found"})
 		r.HTTP = append(r.HTTP, load.HTTPResult{Server: Subject, CallsPerSec: 20000, CPUPerCall: 40})
 	}
-	section := r.httpSection()
-	for _, want := range []string{
+	contains(t, "the section", r.httpSection(),
 		"### Hosting a stdio server over HTTP",
 		"| snodod | 8,000 | 90.0 | 0 | 10.0 | 2 |",
 		"| supergateway | 300 | 2,500 | 0 | 600 | 129 |",
-		"| mcp-proxy | n/a: node not found | n/a | n/a | n/a | n/a |",
-	} {
-		if !strings.Contains(section, want) {
-			t.Errorf("section lacks %q:\n%s", want, section)
-		}
-	}
-	goals := strings.Join(r.Goals(), "\n")
-	for _, want := range []string{
+		"| mcp-proxy | n/a: node not found | n/a | n/a | n/a | n/a |")
+	contains(t, "the goals", strings.Join(r.Goals(), "\n"),
 		"HTTP hosting a stdio server: calls/s vs the best gateway (supergateway) — ≥ 2×: met (26.667×)",
 		"HTTP hosting a stdio server: CPU per call vs the best gateway (supergateway) — ≤ 0.5×: met (0.036×)",
 		// The other HTTP scenario has no peer here: its goals say so.
-		"HTTP calls/s vs the best peer (none measured) — ≥ 2×: not measured",
-	} {
-		if !strings.Contains(goals, want) {
-			t.Errorf("goals lack %q:\n%s", want, goals)
-		}
-	}
+		"HTTP calls/s vs the best peer (none measured) — ≥ 2×: not measured")
 	path := filepath.Join(t.TempDir(), "http.png")
 	if err := r.HTTPChart(path); err != nil {
 		t.Fatal(err)
@@ -223,5 +205,15 @@ func TestHTTPHosting(t *testing.T) {
 	}
 	if err := (&Report{}).HTTPChart(filepath.Join(t.TempDir(), "none.png")); err != nil {
 		t.Errorf("HTTPChart with nothing measured: %v", err)
+	}
+}
+
+// contains fails t for every one of wants that text (what) lacks.
+func contains(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
 	}
 }
