@@ -44,25 +44,33 @@ func (r *Report) httpSection() string {
 	return b.String()
 }
 
-// httpTable writes the table of one HTTP scenario and its problems.
-func httpTable(b *strings.Builder, results []load.HTTPResult, processes bool) {
-	head, sep := "| server | calls/s | CPU per call (µs) | failed calls |", "|---|---:|---:|---:|"
-	if processes {
-		head, sep = head+" of the CPU, the stdio server(s)' (µs) | processes |", sep+"---:|---:|"
+// httpTable writes the table of one HTTP scenario and its problems; hosts
+// adds the columns of a host of stdio servers: the part of its CPU that
+// its children used, and how many processes it ran.
+func httpTable(b *strings.Builder, results []load.HTTPResult, hosts bool) {
+	cells := func(a, b []string) []string {
+		if hosts {
+			return a
+		}
+		return b
 	}
-	b.WriteString(head + "\n" + sep + "\n")
+	row := func(c []string) { b.WriteString("| " + strings.Join(c, " | ") + " |\n") }
+	row(cells([]string{"host", "calls/s", "CPU per call (µs)", "of it, the stdio server(s)' (µs)", "failed calls", "processes"},
+		[]string{"server", "calls/s", "CPU per call (µs)", "failed calls"}))
+	row(cells([]string{"---", "---:", "---:", "---:", "---:", "---:"}, []string{"---", "---:", "---:", "---:"}))
 	for _, s := range httpServers(results) {
 		if why := unavailable(results, s); why != "" {
-			fmt.Fprintf(b, "| %s | n/a: %s | n/a | n/a |%s\n", s, strings.ReplaceAll(why, "|", "\\|"), map[bool]string{true: " n/a | n/a |"}[processes])
+			na := "n/a: " + strings.ReplaceAll(why, "|", "\\|")
+			row(cells([]string{s, na, "n/a", "n/a", "n/a", "n/a"}, []string{s, na, "n/a", "n/a"}))
 			continue
 		}
-		med := func(get func(load.HTTPResult) float64) string { return Number(httpMedian(results, s, get)) }
-		fmt.Fprintf(b, "| %s | %s | %s | %s |", s, med(func(x load.HTTPResult) float64 { return x.CallsPerSec }),
-			med(func(x load.HTTPResult) float64 { return x.CPUPerCall }), med(func(x load.HTTPResult) float64 { return float64(x.Errors) }))
-		if processes {
-			fmt.Fprintf(b, " %s | %s |", med(func(x load.HTTPResult) float64 { return x.ChildCPUPerCall }), Count(int(math.Round(httpMedian(results, s, func(x load.HTTPResult) float64 { return float64(x.Processes) })))))
-		}
-		b.WriteString("\n")
+		med := func(get func(load.HTTPResult) float64) float64 { return httpMedian(results, s, get) }
+		calls := Number(med(func(x load.HTTPResult) float64 { return x.CallsPerSec }))
+		cpu := Number(med(func(x load.HTTPResult) float64 { return x.CPUPerCall }))
+		failed := Number(med(func(x load.HTTPResult) float64 { return float64(x.Errors) }))
+		row(cells([]string{s, calls, cpu, Number(med(func(x load.HTTPResult) float64 { return x.ChildCPUPerCall })), failed,
+			Count(int(math.Round(med(func(x load.HTTPResult) float64 { return float64(x.Processes) }))))},
+			[]string{s, calls, cpu, failed}))
 	}
 	for _, x := range results {
 		for _, p := range x.Problems {
