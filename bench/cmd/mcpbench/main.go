@@ -56,6 +56,7 @@ func main() {
 		sharers  = flag.Int("sharing-clients", 100, "clients of the sharing scenario (0: skip it)")
 		curves   = flag.Bool("curves", true, "run the scaling curves (requests in flight, sessions)")
 		httpOn   = flag.Bool("http", true, "run the Streamable HTTP scenario")
+		httpN    = flag.Int("http-clients", 0, "concurrent clients of the HTTP scenarios (0: 64)")
 		hostHTTP = flag.Bool("http-hosting", true, "run the scenario of one stdio server over HTTP behind snodod, supergateway and mcp-proxy")
 		gosdkH   = flag.String("gosdkhttp", "bin/gosdkhttp", "the Go SDK's streamable HTTP peer")
 		goBench  = flag.String("gobench", "", "the output of the main module's go test -bench -benchmem, for its hot-path rows")
@@ -70,6 +71,9 @@ func main() {
 	cfg := sizes(*quick, *repeats)
 	cfg.GeneratorNoFile = raiseNoFile()
 	cfg.SessionsVersion = *sVersion
+	if *httpN > 0 {
+		cfg.HTTPClients = *httpN
+	}
 	switch *dEnv {
 	case "":
 	case "none":

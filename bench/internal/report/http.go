@@ -153,7 +153,7 @@ func (r *Report) HTTPChart(path string) error {
 	if len(r.HTTP) == 0 && len(r.HTTPHosted) == 0 {
 		return nil
 	}
-	calls, err := httpBars(r, "Streamable HTTP calls/s (64 clients, higher is better)", "calls/s", func(x load.HTTPResult) float64 { return x.CallsPerSec })
+	calls, err := httpBars(r, fmt.Sprintf("Streamable HTTP calls/s (%d clients, higher is better)", r.Config.HTTPClients), "calls/s", func(x load.HTTPResult) float64 { return x.CallsPerSec })
 	if err != nil {
 		return err
 	}
