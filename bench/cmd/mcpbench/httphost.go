@@ -31,10 +31,10 @@ func runHTTPHosting(rep *report.Report, snodod string, upstream load.Server, nod
 	// A gateway's port is picked just before it starts, so that no other
 	// has taken it since.
 	node, nodeErr := exec.LookPath("node")
-	gateway := func(make func(node, nodeDir string, command []string, port int) load.HTTPServer) func() load.HTTPServer {
+	gateway := func(build func(node, nodeDir string, command []string, port int) load.HTTPServer) func() load.HTTPServer {
 		return func() load.HTTPServer {
 			port, err := load.FreePort()
-			s := make(node, nodeDir, upstream.Command, port)
+			s := build(node, nodeDir, upstream.Command, port)
 			switch {
 			case nodeErr != nil:
 				s.Unavailable = "node not found"

@@ -15,9 +15,10 @@ import (
 	"time"
 )
 
-// The HTTP scenario: tools/call echo over Streamable HTTP from concurrent
+// The HTTP scenarios: tools/call echo over Streamable HTTP from concurrent
 // clients on keep-alive connections, for a fixed time, against `snodod
-// serve --demo --http` and the SDKs' streamable servers (stateless).
+// serve --demo --http` and the SDKs' streamable servers (stateless), and
+// against the hosts of one stdio server (httphost.go), in legacy sessions.
 
 // HTTPServer is one server of the HTTP scenarios.
 type HTTPServer struct {
