@@ -28,7 +28,11 @@ type Relay struct {
 	// daemon and of the hosted server, over the relayed run (handshake,
 	// warm-up, sequential and pipelined calls).
 	DaemonCPU, UpstreamCPU float64
-	Problems               []string
+	// DaemonSwitches and DaemonReadWrite are the daemon's context
+	// switches and read/write system calls per relayed call: where its
+	// CPU goes.
+	DaemonSwitches, DaemonReadWrite float64
+	Problems                        []string
 }
 
 // upstreamDaemon starts snodod serve hosting command as the upstream
@@ -115,6 +119,8 @@ func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env
 	calls := float64(cfg.Warmup + cfg.Sequential + cfg.Pipelined + 1)
 	r.DaemonCPU = float64(d1.Sub(d0).Run) / float64(time.Microsecond) / calls
 	r.UpstreamCPU = float64(u1.Sub(u0).Run) / float64(time.Microsecond) / calls
+	r.DaemonSwitches = float64(d1.Sub(d0).Switches) / calls
+	r.DaemonReadWrite = float64(d1.Sub(d0).ReadWrite) / calls
 	return r
 }
 

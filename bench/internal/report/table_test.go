@@ -117,7 +117,7 @@ func TestExtraGoals(t *testing.T) {
 	for _, k := range []float64{0.9, 1, 1.1} {
 		r.Relays = append(r.Relays, load.Relay{Upstream: "raw", Version: wire.V20250618,
 			Direct:  load.StdioResult{SeqP50: 100, CallsPerSec: 1000},
-			Relayed: load.StdioResult{SeqP50: 100 + 20*k, CallsPerSec: 800 * k}, DaemonCPU: 5 * k, UpstreamCPU: 4},
+			Relayed: load.StdioResult{SeqP50: 100 + 20*k, CallsPerSec: 800 * k}, DaemonCPU: 5 * k, UpstreamCPU: 4, DaemonSwitches: 2, DaemonReadWrite: 1.5},
 			load.Relay{Upstream: "go-sdk", Version: wire.V20250618,
 				Direct:  load.StdioResult{SeqP50: 150, CallsPerSec: 5000},
 				Relayed: load.StdioResult{SeqP50: 190 * k, CallsPerSec: 3000}, DaemonCPU: 20, UpstreamCPU: 200 * k})
@@ -130,8 +130,8 @@ func TestExtraGoals(t *testing.T) {
 		t.Errorf("the upstreams are not in the order measured:\n%s", goals)
 	}
 	contains(t, "the hosted section", r.hosted(),
-		"| raw | 2025-06-18 | 100 | 120 | 20.0 | 1,000 | 800 | 0.80× | 5.00 | 4.00 |",
-		"| go-sdk | 2025-06-18 | 150 | 190 | 40.0 | 5,000 | 3,000 | 0.60× | 20.0 | 200 |")
+		"| raw | 2025-06-18 | 100 | 120 | 20.0 | 1,000 | 800 | 0.80× | 5.00 | 4.00 | 2.00 | 1.50 |",
+		"| go-sdk | 2025-06-18 | 150 | 190 | 40.0 | 5,000 | 3,000 | 0.60× | 20.0 | 200 | 0.00 | 0.00 |")
 	for _, want := range []string{
 		"relayed sequential call, added p50, 2025-06-18 (raw upstream) — ≤ 30 µs: met (20.0 µs)",
 		"relayed pipelined calls/s vs direct, 2025-06-18 (raw upstream) — ≥ 0.7×: met (0.800×)",

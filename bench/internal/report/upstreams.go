@@ -20,6 +20,7 @@ type relayRow struct {
 	CallsRatio               float64 // median of each repeat's relayed / direct
 	DaemonCPU, UpstreamCPU   float64 // µs per relayed call
 	CPURatio                 float64 // median of each repeat's daemon / upstream
+	Switches, ReadWrite      float64 // the daemon's, per relayed call
 }
 
 // relayRows returns one row per upstream (in the order first measured)
@@ -59,7 +60,9 @@ func (r *Report) relayRows() []relayRow {
 				CallsRatio:  med(func(x load.Relay) float64 { return stats.Ratio(x.Relayed.CallsPerSec, x.Direct.CallsPerSec) }),
 				DaemonCPU:   med(func(x load.Relay) float64 { return x.DaemonCPU }),
 				UpstreamCPU: med(func(x load.Relay) float64 { return x.UpstreamCPU }),
-				CPURatio:    med(func(x load.Relay) float64 { return stats.Ratio(x.DaemonCPU, x.UpstreamCPU) })})
+				CPURatio:    med(func(x load.Relay) float64 { return stats.Ratio(x.DaemonCPU, x.UpstreamCPU) }),
+				Switches:    med(func(x load.Relay) float64 { return x.DaemonSwitches }),
+				ReadWrite:   med(func(x load.Relay) float64 { return x.DaemonReadWrite })})
 		}
 	}
 	return out
@@ -88,12 +91,12 @@ func (r *Report) hosted() string {
 	var b strings.Builder
 	b.WriteString("\n## Hosted servers (issue 10)\n\n")
 	if rows := r.relayRows(); len(rows) > 0 {
-		fmt.Fprintf(&b, "Each upstream spawned directly, and hosted by `snodod serve` behind `snodod connect NAME`: the raw peer (the hardest case: it costs almost nothing itself, so snodod's share shows whole) and the Go SDK's (a real server). Medians of %d repeat(s); the added p50 and the ratios are medians of each repeat's.\n\n",
+		fmt.Fprintf(&b, "Each upstream spawned directly, and hosted by `snodod serve` behind `snodod connect NAME`: the raw peer (the hardest case: it costs almost nothing itself, so snodod's share shows whole) and the Go SDK's (a real server). Medians of %d repeat(s); the added p50 and the ratios are medians of each repeat's. CPU, context switches and read/write system calls per call are over the whole relayed run (handshake, warm-up, sequential and pipelined calls), from schedstat, status and io of every thread.\n\n",
 			rows[0].Repeats)
-		b.WriteString("| upstream | version | seq p50 direct (µs) | seq p50 relayed (µs) | added (goal ≤ 30) | calls/s direct | calls/s relayed | ratio (goal ≥ 0.7) | snodod CPU per call (µs) | server CPU per call (µs) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| upstream | version | seq p50 direct (µs) | seq p50 relayed (µs) | added (goal ≤ 30) | calls/s direct | calls/s relayed | ratio (goal ≥ 0.7) | snodod CPU per call (µs) | server CPU per call (µs) | snodod switches per call | snodod read/write calls per call |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, x := range rows {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Upstream, x.Version, Number(x.DirectSeq), Number(x.RelayedSeq), Number(x.Added),
-				Number(x.DirectCalls), Number(x.RelayedCall), Ratio(x.CallsRatio), Number(x.DaemonCPU), Number(x.UpstreamCPU))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n", x.Upstream, x.Version, Number(x.DirectSeq), Number(x.RelayedSeq), Number(x.Added),
+				Number(x.DirectCalls), Number(x.RelayedCall), Ratio(x.CallsRatio), Number(x.DaemonCPU), Number(x.UpstreamCPU), x.Switches, x.ReadWrite)
 		}
 		for _, x := range r.Relays {
 			for _, p := range append(append(x.Problems, x.Direct.Problems...), x.Relayed.Problems...) {
