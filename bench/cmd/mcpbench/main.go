@@ -2,8 +2,11 @@
 // its peers (the official Go and TypeScript MCP SDKs, mark3labs/mcp-go and
 // a raw NDJSON floor) over stdio at protocol versions 2025-06-18 and
 // 2026-07-28, then `snodod serve` with many sessions on its session
-// socket; it prints one table of medians with the ratios of snodod to each
-// server, and writes docs/bench.md and docs/bench.png.
+// socket, hosted servers (relayed behind `snodod connect NAME`, shared),
+// the scaling curves and Streamable HTTP (snodod against the SDKs'
+// servers, and one stdio server hosted by snodod, supergateway and
+// mcp-proxy); it prints one table of medians with the ratios of snodod to
+// each server, and writes docs/bench.md and its charts.
 //
 // `make bench` builds what it needs and runs it from bench/:
 //
@@ -53,6 +56,8 @@ func main() {
 		sharers  = flag.Int("sharing-clients", 100, "clients of the sharing scenario (0: skip it)")
 		curves   = flag.Bool("curves", true, "run the scaling curves (requests in flight, sessions)")
 		httpOn   = flag.Bool("http", true, "run the Streamable HTTP scenario")
+		httpN    = flag.Int("http-clients", 0, "concurrent clients of the HTTP scenarios (0: 64)")
+		hostHTTP = flag.Bool("http-hosting", true, "run the scenario of one stdio server over HTTP behind snodod, supergateway and mcp-proxy")
 		gosdkH   = flag.String("gosdkhttp", "bin/gosdkhttp", "the Go SDK's streamable HTTP peer")
 		goBench  = flag.String("gobench", "", "the output of the main module's go test -bench -benchmem, for its hot-path rows")
 	)
@@ -66,6 +71,9 @@ func main() {
 	cfg := sizes(*quick, *repeats)
 	cfg.GeneratorNoFile = raiseNoFile()
 	cfg.SessionsVersion = *sVersion
+	if *httpN > 0 {
+		cfg.HTTPClients = *httpN
+	}
 	switch *dEnv {
 	case "":
 	case "none":
@@ -111,13 +119,18 @@ func main() {
 			runSessions(rep, *snodod, r, *repeats)
 		}
 		if *hosted && serveOK {
-			runHosted(rep, *snodod, peerOf(all, "raw"), sharer(all), *sharers, r, *repeats)
+			runHosted(rep, *snodod, relayUpstreams(all), sharer(all), *sharers, r, *repeats)
 		}
 		if *curves {
 			runCurves(rep, servers, serveOK, *snodod, r, *repeats)
 		}
 		if *httpOn && serveOK {
 			runHTTP(rep, *snodod, *gosdkH, *nodeDir, r, *repeats)
+		}
+		if *hostHTTP && serveOK {
+			if i := slices.IndexFunc(all, func(s load.Server) bool { return s.Name == report.Floor }); i >= 0 {
+				runHTTPHosting(rep, *snodod, all[i], *nodeDir, r, *repeats)
+			}
 		}
 	}
 	if *goBench != "" {
@@ -135,7 +148,7 @@ func main() {
 		if len(rep.Curves) > 0 {
 			scaling = "bench-scaling.png"
 		}
-		if err := os.WriteFile(filepath.Join(*docs, "bench.md"), []byte(rep.Markdown("bench.png", scaling)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*docs, "bench.md"), []byte(rep.Markdown("bench.png", scaling, "bench-http.png")), 0o644); err != nil {
 			log.Fatal(err)
 		}
 		if err := rep.Chart(filepath.Join(*docs, "bench.png")); err != nil {
@@ -144,7 +157,10 @@ func main() {
 		if err := rep.ScalingChart(filepath.Join(*docs, "bench-scaling.png")); err != nil {
 			log.Fatal(err)
 		}
-		log.Printf("wrote bench.md, bench.png and bench-scaling.png in %s", *docs)
+		if err := rep.HTTPChart(filepath.Join(*docs, "bench-http.png")); err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("wrote bench.md, bench.png, bench-scaling.png and bench-http.png in %s", *docs)
 	}
 	if *jsonOut != "" {
 		b, err := json.MarshalIndent(jsonSafe(rep), "", "  ")
@@ -264,7 +280,13 @@ func moduleVersion(bin, path string) string {
 
 // sdkVersion is the installed version of the TypeScript SDK, or "".
 func sdkVersion(nodeDir string) string {
-	b, err := os.ReadFile(filepath.Join(nodeDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	return nodePackageVersion(nodeDir, "@modelcontextprotocol/sdk")
+}
+
+// nodePackageVersion is the installed version of the npm package pkg in
+// nodeDir's node_modules, or "".
+func nodePackageVersion(nodeDir, pkg string) string {
+	b, err := os.ReadFile(filepath.Join(nodeDir, "node_modules", filepath.FromSlash(pkg), "package.json"))
 	if err != nil {
 		return ""
 	}

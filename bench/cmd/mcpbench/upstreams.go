@@ -10,19 +10,23 @@ import (
 )
 
 // runHosted runs the hosted-server scenarios (issue 10) of repeat r: the
-// relay overhead of the raw peer at every version, and, once, the sharing
-// of the sharer (the TypeScript peer when it is there: what clients spawn
-// today) among clients clients.
-func runHosted(rep *report.Report, snodod string, raw, sharer load.Server, clients, r, repeats int) {
-	for _, version := range rep.Versions {
-		t0 := time.Now()
-		c := rep.Config.Stdio
-		c.Outcomes = false
-		res := load.RunRelay(snodod, raw, wire.Dialect{Version: version}, c, rep.Config.DaemonEnv)
-		rep.Relays = append(rep.Relays, res)
-		log.Printf("[%d/%d] %s relay: seq p50 %s → %s µs, %s → %s calls/s, CPU per call snodod %s, server %s µs (%s)%s", r+1, repeats, version,
-			report.Number(res.Direct.SeqP50), report.Number(res.Relayed.SeqP50), report.Number(res.Direct.CallsPerSec), report.Number(res.Relayed.CallsPerSec),
-			report.Number(res.DaemonCPU), report.Number(res.UpstreamCPU), time.Since(t0).Round(time.Millisecond), problems(append(res.Problems, res.Relayed.Problems...)))
+// relay overhead of each upstream (the raw peer, the hardest case: it
+// costs almost nothing itself; and the Go SDK's, a real server) at every
+// version, the order rotating, and, once, the sharing of the sharer (the
+// TypeScript peer when it is there: what clients spawn today) among
+// clients clients.
+func runHosted(rep *report.Report, snodod string, upstreams []load.Server, sharer load.Server, clients, r, repeats int) {
+	for _, up := range rotate(upstreams, r) {
+		for _, version := range rep.Versions {
+			t0 := time.Now()
+			c := rep.Config.Stdio
+			c.Outcomes = false
+			res := load.RunRelay(snodod, up, wire.Dialect{Version: version}, c, rep.Config.DaemonEnv)
+			rep.Relays = append(rep.Relays, res)
+			log.Printf("[%d/%d] %s relay of %s: seq p50 %s → %s µs, %s → %s calls/s, CPU per call snodod %s, server %s µs (%s)%s", r+1, repeats, version, up.Name,
+				report.Number(res.Direct.SeqP50), report.Number(res.Relayed.SeqP50), report.Number(res.Direct.CallsPerSec), report.Number(res.Relayed.CallsPerSec),
+				report.Number(res.DaemonCPU), report.Number(res.UpstreamCPU), time.Since(t0).Round(time.Millisecond), problems(append(res.Problems, res.Relayed.Problems...)))
+		}
 	}
 	if r > 0 || clients <= 0 {
 		return
@@ -35,15 +39,18 @@ func runHosted(rep *report.Report, snodod string, raw, sharer load.Server, clien
 		report.Number(s.SharedLastMs), time.Since(t0).Round(time.Millisecond), problems(s.Problems))
 }
 
-// peerOf returns the server called name.
-func peerOf(servers []load.Server, name string) load.Server {
-	for _, s := range servers {
-		if s.Name == name {
-			return s
+// relayUpstreams are the hosted servers of the relay scenario: the raw
+// peer and the Go SDK's, those of them in servers.
+func relayUpstreams(servers []load.Server) []load.Server {
+	var out []load.Server
+	for _, name := range []string{"raw", "go-sdk"} {
+		for _, s := range servers {
+			if s.Name == name {
+				out = append(out, s)
+			}
 		}
 	}
-	log.Fatalf("no %s server", name)
-	return load.Server{}
+	return out
 }
 
 // sharer is the server of the sharing scenario: the TypeScript peer, else

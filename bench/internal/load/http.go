@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,20 +15,32 @@ import (
 	"time"
 )
 
-// The HTTP scenario: tools/call echo over Streamable HTTP from concurrent
+// The HTTP scenarios: tools/call echo over Streamable HTTP from concurrent
 // clients on keep-alive connections, for a fixed time, against `snodod
-// serve --demo --http` and the SDKs' streamable servers (stateless).
+// serve --demo --http` and the SDKs' streamable servers (stateless), and
+// against the hosts of one stdio server (httphost.go), in legacy sessions.
 
-// HTTPServer is one server of the HTTP scenario.
+// HTTPServer is one server of the HTTP scenarios.
 type HTTPServer struct {
 	Name    string
 	Command []string
 	Env     []string
 	// Snodod says the server is snodod serve: its address comes from
-	// `snodod status`, the peers' from their "listening" line.
+	// `snodod status` (with View appended to its http.path: "/NAME" is
+	// the upstream NAME passed through); a peer's is URL, once something
+	// accepts there, or else from its "listening ADDR" line.
 	Snodod  bool
+	View    string
+	URL     string
 	Body    string            // the request
 	Headers map[string]string // sent with it
+	// Session, when set, is the legacy protocol version every client
+	// opens a session at first (initialize, notifications/initialized);
+	// its Mcp-Session-Id then goes with each of its calls.
+	Session string
+	// Unavailable says why the server cannot be run here ("" when it
+	// can): it is reported as n/a with this reason.
+	Unavailable string
 }
 
 // HTTPResult is what one server did.
@@ -38,7 +49,15 @@ type HTTPResult struct {
 	Calls       int64
 	Errors      int64
 	CallsPerSec float64
-	CPUPerCall  float64 // µs of the server's CPU (exact, schedstat)
+	// CPUPerCall is µs of CPU (exact, schedstat) of the server's whole
+	// process tree: a gateway and the stdio servers it spawned.
+	CPUPerCall float64
+	// ChildCPUPerCall is the part of it of the processes under the
+	// server's own: the stdio servers a host spawned.
+	ChildCPUPerCall float64
+	// Processes is the size of that tree during the load.
+	Processes   int
+	Unavailable string // why the server was not run, as HTTPServer's
 	Problems    []string
 }
 
@@ -64,14 +83,16 @@ func SnododHTTP(snodod, dir string) HTTPServer {
 
 // RunHTTP loads s with clients concurrent clients for d.
 func RunHTTP(s HTTPServer, clients int, d time.Duration) HTTPResult {
-	res := HTTPResult{Server: s.Name, CallsPerSec: nan(), CPUPerCall: nan()}
+	res := HTTPResult{Server: s.Name, CallsPerSec: nan(), CPUPerCall: nan(), ChildCPUPerCall: nan(), Unavailable: s.Unavailable}
+	if s.Unavailable != "" {
+		return res
+	}
 	cmd := exec.Command(s.Command[0], s.Command[1:]...)
 	cmd.Env = append(os.Environ(), s.Env...)
 	url, err := startHTTP(s, cmd)
 	defer func() {
 		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+			endTree(cmd)
 		}
 	}()
 	if err != nil {
@@ -81,37 +102,25 @@ func RunHTTP(s HTTPServer, clients int, d time.Duration) HTTPResult {
 	tr := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	client := &http.Client{Transport: tr}
 	defer tr.CloseIdleConnections()
-	call := func() error {
-		req, err := http.NewRequest("POST", url, strings.NewReader(s.Body))
-		if err != nil {
-			return err
+	hc := httpClient{client: client, url: url, headers: s.Headers}
+	sessions := make([]string, clients)
+	for i := range clients { // every connection once, and a check that calls work
+		if s.Session != "" {
+			id, err := hc.open(s.Session)
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("session %d: %v", i+1, err))
+				return res
+			}
+			sessions[i] = id
 		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range s.Headers {
-			req.Header.Set(k, v)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"text":"hello"`)) {
-			return fmt.Errorf("%d %.200s", resp.StatusCode, b)
-		}
-		return nil
-	}
-	for range clients { // every connection once, and a check that calls work
-		if err := call(); err != nil {
+		if err := hc.call(s.Body, sessions[i]); err != nil {
 			res.Problems = append(res.Problems, "warm-up call: "+err.Error())
 			return res
 		}
 	}
-	before, err := ProcUsage(cmd.Process.Pid)
+	tree := processTree(cmd.Process.Pid)
+	res.Processes = len(tree)
+	before, beforeUnder, err := treeUsage(tree)
 	if err != nil {
 		res.Problems = append(res.Problems, err.Error())
 		return res
@@ -121,10 +130,10 @@ func RunHTTP(s HTTPServer, clients int, d time.Duration) HTTPResult {
 	start := time.Now()
 	stop := start.Add(d)
 	var wg sync.WaitGroup
-	for range clients {
+	for i := range clients {
 		wg.Go(func() {
 			for time.Now().Before(stop) {
-				if err := call(); err != nil {
+				if err := hc.call(s.Body, sessions[i]); err != nil {
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
@@ -135,15 +144,19 @@ func RunHTTP(s HTTPServer, clients int, d time.Duration) HTTPResult {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	after, err := ProcUsage(cmd.Process.Pid)
+	after, afterUnder, err := treeUsage(tree)
 	if err != nil {
 		res.Problems = append(res.Problems, err.Error())
 		return res
+	}
+	if now := processTree(cmd.Process.Pid); len(now) != len(tree) {
+		res.Problems = append(res.Problems, fmt.Sprintf("%d processes before the load, %d after: the CPU of those that came or went is not all counted", len(tree), len(now)))
 	}
 	res.Calls, res.Errors = calls.Load(), errs.Load()
 	res.CallsPerSec = float64(res.Calls) / elapsed.Seconds()
 	if res.Calls > 0 {
 		res.CPUPerCall = float64(after.Sub(before).Run) / float64(time.Microsecond) / float64(res.Calls)
+		res.ChildCPUPerCall = float64(afterUnder.Sub(beforeUnder).Run) / float64(time.Microsecond) / float64(res.Calls)
 	}
 	if e, ok := firstErr.Load().(string); ok {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d failed calls, the first: %s", res.Errors, e))
@@ -154,8 +167,8 @@ func RunHTTP(s HTTPServer, clients int, d time.Duration) HTTPResult {
 // startHTTP starts cmd and finds the server's URL.
 func startHTTP(s HTTPServer, cmd *exec.Cmd) (string, error) {
 	if s.Snodod {
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		stderr := &tail{max: 4 << 10}
+		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
 			return "", err
 		}
@@ -172,12 +185,19 @@ func startHTTP(s HTTPServer, cmd *exec.Cmd) (string, error) {
 			if out, err := st.Output(); err == nil {
 				var v struct{ HTTP struct{ Listen, Path string } }
 				if json.Unmarshal(out, &v) == nil && v.HTTP.Listen != "" {
-					return "http://" + v.HTTP.Listen + v.HTTP.Path, nil
+					return "http://" + v.HTTP.Listen + v.HTTP.Path + s.View, nil
 				}
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 		return "", fmt.Errorf("snodod did not start: %.300s", stderr.String())
+	}
+	if s.URL != "" {
+		cmd.Stderr = &tail{max: 4 << 10}
+		if err := cmd.Start(); err != nil {
+			return "", err
+		}
+		return s.URL, waitAccepting(s.URL, cmd)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

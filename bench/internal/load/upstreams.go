@@ -16,17 +16,23 @@ import (
 // `snodod connect NAME` costs over spawning the server directly, and what
 // one shared server saves over a copy per client.
 
-// Relay is the relay-overhead scenario at one version: the same server
-// spawned directly and hosted by snodod serve behind snodod connect NAME.
+// Relay is the relay-overhead scenario of one upstream at one version:
+// the same server spawned directly and hosted by snodod serve behind
+// snodod connect NAME.
 type Relay struct {
-	Version string
-	Direct  StdioResult // the server spawned by the harness
-	Relayed StdioResult // the same server behind snodod connect NAME
+	Upstream string // the hosted server's name (raw, go-sdk)
+	Version  string
+	Direct   StdioResult // the server spawned by the harness
+	Relayed  StdioResult // the same server behind snodod connect NAME
 	// DaemonCPU and UpstreamCPU are µs of CPU per relayed call, of the
 	// daemon and of the hosted server, over the relayed run (handshake,
 	// warm-up, sequential and pipelined calls).
 	DaemonCPU, UpstreamCPU float64
-	Problems               []string
+	// DaemonSwitches and DaemonReadWrite are the daemon's context
+	// switches and read/write system calls per relayed call: where its
+	// CPU goes.
+	DaemonSwitches, DaemonReadWrite float64
+	Problems                        []string
 }
 
 // upstreamDaemon starts snodod serve hosting command as the upstream
@@ -38,16 +44,7 @@ func upstreamDaemon(snodod string, command []string, maxSessions int, env []stri
 	if err != nil {
 		return nil, 0, "", err
 	}
-	quoted := make([]string, len(command)-1)
-	for i, a := range command[1:] {
-		quoted[i] = strconv.Quote(a)
-	}
-	config := fmt.Sprintf("[mcpServers.up]\ncommand = %q\nargs = [%s]\nstart = \"eager\"\nprotocol = \"2025-06-18\"\nping_interval = \"0s\"\n",
-		command[0], strings.Join(quoted, ", "))
-	if err = os.MkdirAll(filepath.Join(dir, "snodod"), 0o700); err == nil {
-		err = os.WriteFile(filepath.Join(dir, "snodod", "config.toml"), []byte(config), 0o600)
-	}
-	if err != nil {
+	if err := writeUpstreamConfig(dir, command); err != nil {
 		os.RemoveAll(dir)
 		return nil, 0, "", err
 	}
@@ -94,7 +91,7 @@ func children(pid int) []int {
 
 // RunRelay measures server directly and behind snodod connect NAME, at d.
 func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env []string) Relay {
-	r := Relay{Version: d.Version}
+	r := Relay{Upstream: server.Name, Version: d.Version}
 	r.Direct = StdioResult{Server: server.Name, Version: d.Version}
 	throughput(server, d, cfg, &r.Direct)
 	dm, upPID, control, err := upstreamDaemon(snodod, server.Command, 16, env)
@@ -105,11 +102,14 @@ func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env
 	defer dm.Stop()
 	relayed := Server{Name: server.Name + " via snodod connect", Command: []string{snodod, "connect", "--control-socket", control, "up"}}
 	r.Relayed = StdioResult{Server: relayed.Name, Version: d.Version}
-	d0, err1 := ProcCPUTime(dm.PID())
-	u0, err2 := ProcCPUTime(upPID)
+	// Exact run times (schedstat): at a quick run's counts the 10 ms tick
+	// of /proc/PID/stat is a few ticks in all, and the ratio of two such
+	// counts says nothing.
+	d0, err1 := ProcUsage(dm.PID())
+	u0, err2 := ProcUsage(upPID)
 	throughput(relayed, d, cfg, &r.Relayed)
-	d1, err3 := ProcCPUTime(dm.PID())
-	u1, err4 := ProcCPUTime(upPID)
+	d1, err3 := ProcUsage(dm.PID())
+	u1, err4 := ProcUsage(upPID)
 	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
 			r.Problems = append(r.Problems, "cpu: "+err.Error())
@@ -117,8 +117,10 @@ func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env
 		}
 	}
 	calls := float64(cfg.Warmup + cfg.Sequential + cfg.Pipelined + 1)
-	r.DaemonCPU = float64(d1-d0) / float64(time.Microsecond) / calls
-	r.UpstreamCPU = float64(u1-u0) / float64(time.Microsecond) / calls
+	r.DaemonCPU = float64(d1.Sub(d0).Run) / float64(time.Microsecond) / calls
+	r.UpstreamCPU = float64(u1.Sub(u0).Run) / float64(time.Microsecond) / calls
+	r.DaemonSwitches = float64(d1.Sub(d0).Switches) / calls
+	r.DaemonReadWrite = float64(d1.Sub(d0).ReadWrite) / calls
 	return r
 }
 

@@ -29,6 +29,12 @@ func (u Usage) Sub(v Usage) Usage {
 		Switches: u.Switches - v.Switches, ReadWrite: u.ReadWrite - v.ReadWrite}
 }
 
+// Add returns u + v, field by field.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{Run: u.Run + v.Run, User: u.User + v.User, Sys: u.Sys + v.Sys,
+		Switches: u.Switches + v.Switches, ReadWrite: u.ReadWrite + v.ReadWrite}
+}
+
 // ProcUsage reads pid's Usage.
 func ProcUsage(pid int) (Usage, error) {
 	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*")

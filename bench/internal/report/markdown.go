@@ -25,9 +25,9 @@ func (r *Report) Console() string {
 	return b.String()
 }
 
-// Markdown is docs/bench.md. chart and scaling are the PNGs' file names
-// beside it.
-func (r *Report) Markdown(chart, scaling string) string {
+// Markdown is docs/bench.md. chart, scaling and httpChart are the PNGs'
+// file names beside it ("": none).
+func (r *Report) Markdown(chart, scaling, httpChart string) string {
 	var b strings.Builder
 	m := r.Machine
 	mode := "full run"
@@ -52,17 +52,17 @@ BENCH_QUICK=1 make bench   # one repeat with smaller counts, for development
 `+"```"+`
 
 `+"`make bench`"+` builds `+"`bin/snodod`"+`, installs the TypeScript SDK with
-`+"`npm ci --prefix bench/node`"+` (when its lock file changed), runs the Go
+`+"`npm ci --prefix bench/node`"+` (when its lock file changed; it also pins the gateways), runs the Go
 micro-benchmarks of the main module (`+"`go test -bench`"+`), builds the peers and
 the harness in `+"`bench/`"+` (its own Go module), and runs the harness, which
 prints the table and rewrites this page, `+"`docs/bench.png`"+` and
 `+"`docs/bench-scaling.png`"+`. It needs Go,
-and Node.js 20 or later with npm for the TypeScript peer (without them that
-column is left out). Everything runs on this machine over pipes and Unix
-sockets, bounded in count and time. Two scenarios have pages of their own,
-which `+"`make bench`"+` rewrites after this one: Streamable HTTP
-([bench-http.md](bench-http.md)) and the pause of an upgrade with 1,000
-sessions ([bench-upgrade.md](bench-upgrade.md)); and `+"`make soak`"+` writes
+and Node.js 20 or later with npm for the TypeScript peer and the HTTP
+gateways supergateway and mcp-proxy (without them those are left out, or
+n/a with the reason). Everything runs on this machine over pipes and Unix
+sockets (and HTTP on 127.0.0.1), bounded in count and time. The pause of
+an upgrade with 1,000 sessions has a page of its own, which `+"`make bench`"+`
+rewrites after this one ([bench-upgrade.md](bench-upgrade.md)); and `+"`make soak`"+` writes
 [bench-soak.md](bench-soak.md), 1,000 sessions for 10 minutes with reloads and
 hosted servers killed.
 
@@ -96,6 +96,9 @@ TypeScript SDK's JIT cold: compare servers on a full run.
 	b.WriteString(r.scaling(scaling))
 	b.WriteString(r.hosted())
 	b.WriteString(r.httpSection())
+	if httpChart != "" && (len(r.HTTP) > 0 || len(r.HTTPHosted) > 0) {
+		fmt.Fprintf(&b, "\n![Streamable HTTP calls/s and CPU per call by server](%s)\n", httpChart)
+	}
 
 	b.WriteString("\n## The servers\n\n")
 	for _, s := range r.Servings {
@@ -156,7 +159,11 @@ answered with a result carrying `+"`resultType`"+`.
   %s sessions at once, about as many calls in all, each session's one
   after another; CPU from the server's schedstat over each level.
 - **HTTP**: %d clients on keep-alive connections, each sending one call
-  after another for %s, after one warm-up call per connection.
+  after another for %s, after one warm-up call per connection (and, when
+  hosting a stdio server, after opening its session); a call fails when
+  its answer is not 200 with the echoed text. CPU from the schedstat of
+  every thread of the server's process tree, taken once the sessions are
+  open, before and after the load.
 `, c.Stdio.Sequential, c.Stdio.Warmup, c.Stdio.Pipelined, c.Stdio.InFlight,
 		Number(float64(c.Stdio.BigResult)), Number(float64(c.Stdio.BigRequest)), c.Stdio.LargeRepeats,
 		Number(float64(c.Stdio.HugeLine)), c.Stdio.HugeTimeout, strings.Join(orList(c.DaemonEnv), " "),

@@ -37,9 +37,13 @@ type Report struct {
 	Sharings []load.Sharing
 	// The scaling curves (every repeat), the HTTP scenario (every repeat)
 	// and the Go micro-benchmarks of the hot path (once).
-	Curves  []load.Curve
-	HTTP    []load.HTTPResult
-	GoBench []GoBench
+	Curves []load.Curve
+	HTTP   []load.HTTPResult
+	// HTTPHosted is issue 12's hosting scenario (every repeat): one stdio
+	// server over HTTP behind snodod and behind the npm gateways.
+	HTTPHosted []load.HTTPResult
+	HTTPHosts  []Serving // what each host of HTTPHosted is
+	GoBench    []GoBench
 
 	Config   Config
 	Machine  Machine

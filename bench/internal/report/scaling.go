@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
@@ -186,92 +185,10 @@ func (r *Report) timeGoes() string {
 	return b.String()
 }
 
-// httpSection is the HTTP scenario's table; "" when it did not run.
-func (r *Report) httpSection() string {
-	if len(r.HTTP) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	c := r.Config
-	fmt.Fprintf(&b, "\n## Streamable HTTP\n\n`tools/call echo` over Streamable HTTP, %d concurrent clients on keep-alive connections, %s per server and repeat: `snodod serve --demo --http` and the SDKs' streamable servers, stateless. snodod and the Go SDK get 2026-07-28 requests (per-request `_meta`, the headers of SEP-2243); the TypeScript SDK pinned in bench/node speaks 2025-11-25 at newest, so it gets session-less 2025-11-25 requests. CPU is the server's, exact (schedstat). Medians of the repeats.\n\n",
-		c.HTTPClients, c.HTTPPhase)
-	b.WriteString("| server | calls/s | CPU per call (µs) | failed calls |\n|---|---:|---:|---:|\n")
-	for _, s := range r.httpServers() {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", s, Number(r.httpMedian(s, func(x load.HTTPResult) float64 { return x.CallsPerSec })),
-			Number(r.httpMedian(s, func(x load.HTTPResult) float64 { return x.CPUPerCall })),
-			Number(r.httpMedian(s, func(x load.HTTPResult) float64 { return float64(x.Errors) })))
-	}
-	for _, x := range r.HTTP {
-		for _, p := range x.Problems {
-			fmt.Fprintf(&b, "\n- problem (%s): %s", x.Server, p)
-		}
-	}
-	b.WriteString("\n")
-	return b.String()
-}
-
-func (r *Report) httpServers() []string {
-	var out []string
-	for _, x := range r.HTTP {
-		if !slices.Contains(out, x.Server) {
-			out = append(out, x.Server)
-		}
-	}
-	return out
-}
-
-func (r *Report) httpMedian(server string, get func(load.HTTPResult) float64) float64 {
-	var v []float64
-	for _, x := range r.HTTP {
-		if x.Server == server {
-			v = append(v, get(x))
-		}
-	}
-	return stats.Median(v)
-}
-
 // extraGoals are the goals outside the main table: the hosted servers'
 // (issue 10) and HTTP's (issue 12).
 func (r *Report) extraGoals() []string {
-	var out []string
-	for _, v := range r.Versions {
-		med := func(get func(load.Relay) float64) float64 {
-			var vals []float64
-			for _, x := range r.Relays {
-				if x.Version == v {
-					vals = append(vals, get(x))
-				}
-			}
-			return stats.Median(vals)
-		}
-		if !slices.ContainsFunc(r.Relays, func(x load.Relay) bool { return x.Version == v }) {
-			continue
-		}
-		added := med(func(x load.Relay) float64 { return x.Relayed.SeqP50 - x.Direct.SeqP50 })
-		ratio := med(func(x load.Relay) float64 { return stats.Ratio(x.Relayed.CallsPerSec, x.Direct.CallsPerSec) })
-		cpu := med(func(x load.Relay) float64 { return stats.Ratio(x.DaemonCPU, x.UpstreamCPU) })
-		out = append(out,
-			fmt.Sprintf("relayed sequential call, added p50, %s — %s", v, Goal(fmt.Sprintf("≤ %v µs", goalRelayAdded), added, atMost(goalRelayAdded), func(x float64) string { return Number(x) + " µs" })),
-			fmt.Sprintf("relayed pipelined calls/s vs direct, %s — %s", v, Goal(fmt.Sprintf("≥ %v×", goalRelayCalls), ratio, atLeast(goalRelayCalls), GoalRatio)),
-			fmt.Sprintf("snodod's CPU per relayed call vs the server's own, %s — %s", v, Goal("≤ 1×", cpu, atMost(1), GoalRatio)))
-	}
-	if len(r.HTTP) > 0 {
-		subj := func(get func(load.HTTPResult) float64) float64 { return r.httpMedian(Subject, get) }
-		bestCalls, bestCPU, best := math.NaN(), math.NaN(), ""
-		for _, s := range r.httpServers() {
-			if s == Subject {
-				continue
-			}
-			if c := r.httpMedian(s, func(x load.HTTPResult) float64 { return x.CallsPerSec }); math.IsNaN(bestCalls) || c > bestCalls {
-				bestCalls, best = c, s
-				bestCPU = r.httpMedian(s, func(x load.HTTPResult) float64 { return x.CPUPerCall })
-			}
-		}
-		calls := stats.Ratio(subj(func(x load.HTTPResult) float64 { return x.CallsPerSec }), bestCalls)
-		cpu := stats.Ratio(subj(func(x load.HTTPResult) float64 { return x.CPUPerCall }), bestCPU)
-		out = append(out,
-			fmt.Sprintf("HTTP calls/s vs the best peer (%s) — %s", best, Goal(fmt.Sprintf("≥ %v×", goalHTTPCalls), calls, atLeast(goalHTTPCalls), GoalRatio)),
-			fmt.Sprintf("HTTP CPU per call vs the best peer (%s) — %s", best, Goal(fmt.Sprintf("≤ %v×", goalHTTPCPU), cpu, atMost(goalHTTPCPU), GoalRatio)))
-	}
-	return out
+	out := r.relayGoals()
+	out = append(out, httpGoals("HTTP ", "peer", r.HTTP)...)
+	return append(out, httpGoals("HTTP hosting a stdio server: ", "gateway", r.HTTPHosted)...)
 }

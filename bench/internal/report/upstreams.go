@@ -2,29 +2,42 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/snodod/snodod/bench/internal/load"
 	"github.com/snodod/snodod/bench/internal/stats"
 )
 
-// hosted is the section of the hosted-server scenarios (issue 10): the
-// relay's overhead and the sharing's savings, medians over the repeats;
-// "" when they did not run.
-func (r *Report) hosted() string {
-	if len(r.Relays) == 0 && len(r.Sharings) == 0 {
-		return ""
+// relayRow is the medians of one (upstream, version) of the relay
+// scenario over the repeats.
+type relayRow struct {
+	Upstream, Version        string
+	Repeats                  int
+	DirectSeq, RelayedSeq    float64 // µs, sequential p50
+	Added                    float64 // µs, median of each repeat's relayed - direct
+	DirectCalls, RelayedCall float64 // pipelined calls/s
+	CallsRatio               float64 // median of each repeat's relayed / direct
+	DaemonCPU, UpstreamCPU   float64 // µs per relayed call
+	CPURatio                 float64 // median of each repeat's daemon / upstream
+	Switches, ReadWrite      float64 // the daemon's, per relayed call
+}
+
+// relayRows returns one row per upstream (in the order first measured)
+// and version (in r.Versions' order).
+func (r *Report) relayRows() []relayRow {
+	var ups []string
+	for _, x := range r.Relays {
+		if !slices.Contains(ups, x.Upstream) {
+			ups = append(ups, x.Upstream)
+		}
 	}
-	var b strings.Builder
-	b.WriteString("\n## Hosted servers (issue 10)\n\n")
-	if len(r.Relays) > 0 {
-		fmt.Fprintf(&b, "The %s peer spawned directly, and hosted by `snodod serve` behind `snodod connect NAME`; medians of %d repeat(s).\n\n",
-			r.Relays[0].Direct.Server, len(r.Relays))
-		b.WriteString("| version | seq p50 direct (µs) | seq p50 relayed (µs) | added (goal ≤ 30) | calls/s direct | calls/s relayed | ratio (goal ≥ 0.7) | snodod CPU per call (µs) | server CPU per call (µs) |\n|---|---|---|---|---|---|---|---|---|\n")
+	var out []relayRow
+	for _, up := range ups {
 		for _, v := range r.Versions {
 			var rs []load.Relay
 			for _, x := range r.Relays {
-				if x.Version == v {
+				if x.Upstream == up && x.Version == v {
 					rs = append(rs, x)
 				}
 			}
@@ -38,15 +51,56 @@ func (r *Report) hosted() string {
 				}
 				return stats.Median(vals)
 			}
-			ds, rsq := med(func(x load.Relay) float64 { return x.Direct.SeqP50 }), med(func(x load.Relay) float64 { return x.Relayed.SeqP50 })
-			dc, rc := med(func(x load.Relay) float64 { return x.Direct.CallsPerSec }), med(func(x load.Relay) float64 { return x.Relayed.CallsPerSec })
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v, Number(ds), Number(rsq), Number(rsq-ds),
-				Number(dc), Number(rc), Ratio(rc/dc), Number(med(func(x load.Relay) float64 { return x.DaemonCPU })),
-				Number(med(func(x load.Relay) float64 { return x.UpstreamCPU })))
+			out = append(out, relayRow{Upstream: up, Version: v, Repeats: len(rs),
+				DirectSeq:   med(func(x load.Relay) float64 { return x.Direct.SeqP50 }),
+				RelayedSeq:  med(func(x load.Relay) float64 { return x.Relayed.SeqP50 }),
+				Added:       med(func(x load.Relay) float64 { return x.Relayed.SeqP50 - x.Direct.SeqP50 }),
+				DirectCalls: med(func(x load.Relay) float64 { return x.Direct.CallsPerSec }),
+				RelayedCall: med(func(x load.Relay) float64 { return x.Relayed.CallsPerSec }),
+				CallsRatio:  med(func(x load.Relay) float64 { return stats.Ratio(x.Relayed.CallsPerSec, x.Direct.CallsPerSec) }),
+				DaemonCPU:   med(func(x load.Relay) float64 { return x.DaemonCPU }),
+				UpstreamCPU: med(func(x load.Relay) float64 { return x.UpstreamCPU }),
+				CPURatio:    med(func(x load.Relay) float64 { return stats.Ratio(x.DaemonCPU, x.UpstreamCPU) }),
+				Switches:    med(func(x load.Relay) float64 { return x.DaemonSwitches }),
+				ReadWrite:   med(func(x load.Relay) float64 { return x.DaemonReadWrite })})
+		}
+	}
+	return out
+}
+
+// relayGoals are issue 10's goals, per upstream and version.
+func (r *Report) relayGoals() []string {
+	var out []string
+	for _, x := range r.relayRows() {
+		of := fmt.Sprintf("%s (%s upstream)", x.Version, x.Upstream)
+		out = append(out,
+			fmt.Sprintf("relayed sequential call, added p50, %s — %s", of, Goal(fmt.Sprintf("≤ %v µs", goalRelayAdded), x.Added, atMost(goalRelayAdded), func(v float64) string { return Number(v) + " µs" })),
+			fmt.Sprintf("relayed pipelined calls/s vs direct, %s — %s", of, Goal(fmt.Sprintf("≥ %v×", goalRelayCalls), x.CallsRatio, atLeast(goalRelayCalls), GoalRatio)),
+			fmt.Sprintf("snodod's CPU per relayed call vs the server's own, %s — %s", of, Goal("≤ 1×", x.CPURatio, atMost(1), GoalRatio)))
+	}
+	return out
+}
+
+// hosted is the section of the hosted-server scenarios (issue 10): the
+// relay's overhead and the sharing's savings, medians over the repeats;
+// "" when they did not run.
+func (r *Report) hosted() string {
+	if len(r.Relays) == 0 && len(r.Sharings) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n## Hosted servers (issue 10)\n\n")
+	if rows := r.relayRows(); len(rows) > 0 {
+		fmt.Fprintf(&b, "Each upstream spawned directly, and hosted by `snodod serve` behind `snodod connect NAME`: the raw peer (the hardest case: it costs almost nothing itself, so snodod's share shows whole) and the Go SDK's (a real server). Medians of %d repeat(s); the added p50 and the ratios are medians of each repeat's. CPU, context switches and read/write system calls per call are over the whole relayed run (handshake, warm-up, sequential and pipelined calls), from schedstat, status and io of every thread.\n\n",
+			rows[0].Repeats)
+		b.WriteString("| upstream | version | seq p50 direct (µs) | seq p50 relayed (µs) | added (goal ≤ 30) | calls/s direct | calls/s relayed | ratio (goal ≥ 0.7) | snodod CPU per call (µs) | server CPU per call (µs) | snodod switches per call | snodod read/write calls per call |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, x := range rows {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n", x.Upstream, x.Version, Number(x.DirectSeq), Number(x.RelayedSeq), Number(x.Added),
+				Number(x.DirectCalls), Number(x.RelayedCall), Ratio(x.CallsRatio), Number(x.DaemonCPU), Number(x.UpstreamCPU), x.Switches, x.ReadWrite)
 		}
 		for _, x := range r.Relays {
 			for _, p := range append(append(x.Problems, x.Direct.Problems...), x.Relayed.Problems...) {
-				fmt.Fprintf(&b, "\n- problem (%s): %s", x.Version, p)
+				fmt.Fprintf(&b, "\n- problem (%s, %s): %s", x.Upstream, x.Version, p)
 			}
 		}
 		b.WriteString("\n")
