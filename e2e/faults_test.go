@@ -189,6 +189,9 @@ func TestUnfinishedLinesBudget(t *testing.T) {
 	if err := third.echo(2, "past the budget"); err != nil {
 		t.Fatal(err)
 	}
+	// The daemon reads g's byte when it reads it: until then a's newline
+	// would complete a's line (blank, so unanswered).
+	waitBuffered(t, d, 1_100_001)
 	write(a, "\n")
 	_, got, err := a.next(answerWithin)
 	if err != nil || strings.TrimSpace(string(got)) != refusal {
@@ -406,4 +409,21 @@ func TestClientHalfClosesOrTrickles(t *testing.T) {
 	trickle.Close()
 	other.Close()
 	d.awaitStatus(t, "no session is left", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
+}
+
+// waitBuffered waits until the daemon holds want bytes of unfinished
+// lines (snodod status: buffered_bytes).
+func waitBuffered(t *testing.T, d *daemonProc, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(answerWithin)
+	for {
+		got := d.statusJSON(t).BufferedBytes
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon holds %d bytes of unfinished lines, want %d", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
