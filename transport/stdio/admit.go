@@ -21,6 +21,11 @@ func (c *coordinator) nextLine() {
 	ev := c.reader.pending[0]
 	c.reader.pending[0] = lineEvent{} // the batch may outlive the line
 	c.reader.pending = c.reader.pending[1:]
+	if len(c.reader.pending) == 0 {
+		// An empty rest still holds the batch's array: an idle session
+		// would keep its last batch.
+		c.reader.pending = nil
+	}
 	c.line(ev)
 }
 
