@@ -113,12 +113,17 @@ func (c *coordinator) request(msg *protocol.Message) {
 			return
 		}
 	}
-	if err := c.exec.SubmitJob(&w.ctx, msg.ID, &w.job, w); err != nil {
-		c.writeError(msg.ID, err)
-		return
-	}
+	// Counted before it is submitted: a worker may run and end it (and
+	// uncount it) before SubmitJob returns.
 	if c.stats.to != nil {
 		c.stats.to.inFlight.Add(1)
+	}
+	if err := c.exec.SubmitJob(&w.ctx, msg.ID, &w.job, w); err != nil {
+		if c.stats.to != nil {
+			c.stats.to.inFlight.Add(-1)
+		}
+		c.writeError(msg.ID, err)
+		return
 	}
 	c.inflight[msg.ID] = w
 	c.journalAdmit(msg.ID)
