@@ -33,41 +33,49 @@ func TestIdleCoordinatorStack(t *testing.T) {
 		t.Skip("measures 200 sessions")
 	}
 	const n = 200
-	cat := newCatalog(t)
-	exec, err := server.NewExecutor(server.ExecutorLimits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exec.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	sup := suture.NewSimple("idle")
-	supDone := sup.ServeBackground(ctx)
-	defer func() {
-		cancel()
-		<-supDone
-	}()
+	open := serveIdle(t)
 	base := stackInUse()
-	var clients []clientEnd
-	for i := range n {
-		dev, client := socketDevice(t, Peer{})
-		sup.Add(New(uint64(i), dev, Config{Dispatcher: cat, Executor: exec}))
-		if _, err := io.WriteString(client.w, initialize("2025-06-18")+"\n"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bufio.NewReader(client.r).ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, client)
-	}
+	open(n)
 	perSession := float64(stackInUse()-base) / n
-	for _, c := range clients {
-		defer c.closeAll()
-	}
 	t.Logf("stack per idle session: %.0f B", perSession)
 	if limit := (2*idleStackLimit + idleStackLimit/4) * stackScale; perSession > float64(limit) {
 		t.Errorf("an idle session holds %.0f B of stack, over %d B: its coordinator needs more than a quarter of %d B while idle "+
 			"and keeps twice that; move work off run's frame (see Transport.Serve and coordinator.run)",
 			perSession, limit, 2*idleStackLimit*stackScale)
+	}
+}
+
+// serveIdle serves sessions as the daemon serves them (one supervisor,
+// one executor), each on a socket pair, until the test ends: open(k)
+// starts k more and leaves them idle once initialized. The clients' ends
+// close (socketDevice's cleanup) before the supervisor stops.
+func serveIdle(t *testing.T) (open func(k int)) {
+	cat := newCatalog(t)
+	exec, err := server.NewExecutor(server.ExecutorLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(exec.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	sup := suture.NewSimple("idle")
+	supDone := sup.ServeBackground(ctx)
+	t.Cleanup(func() {
+		cancel()
+		<-supDone
+	})
+	id := uint64(0)
+	return func(k int) {
+		for range k {
+			dev, client := socketDevice(t, Peer{})
+			sup.Add(New(id, dev, Config{Dispatcher: cat, Executor: exec}))
+			id++
+			if _, err := io.WriteString(client.w, initialize("2025-06-18")+"\n"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bufio.NewReader(client.r).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 

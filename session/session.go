@@ -106,14 +106,18 @@ type Session struct {
 	counters stdio.Counters       // the running instance's load
 	restarts atomic.Int64
 
-	fault   *faults.Point // a test's injected failures; nil unless armed
-	serving atomic.Bool   // Serve was called
-	done    chan struct{} // closed once Serve has closed the device
+	fault *faults.Point // a test's injected failures; nil unless armed
+	done  chan struct{} // closed once Serve has closed the device
+
+	// The flags are together, so that a Session fits a smaller size class
+	// of the allocator: an idle session is mostly what it holds.
+	serving atomic.Bool // Serve was called
+	ended   bool        // under mu, with err
+	drained bool        // under mu: ended by the end of Serve's ctx
+	moved   bool        // under mu: see handover
 
 	mu        sync.Mutex
-	err       error // why the session ended; set once, with ended
-	ended     bool
-	drained   bool                    // ended by the end of Serve's ctx
+	err       error                   // why the session ended; set once, with ended
 	cancel    context.CancelCauseFunc // ends the running instance; set by Serve
 	killed    error                   // Kill's cause, for a Serve yet to start
 	failures  []time.Time             // within the restart window, oldest first
@@ -121,11 +125,10 @@ type Session struct {
 	tr        stdio.Transport // set by Serve, used only by its goroutine
 
 	// A hand-over (handover.go): HandOver's channel, set once it is asked
-	// for; moved, once the session has gone to its successor (its device
-	// is not closed); resume, what a resumed session's first instance is
-	// given.
+	// for; moved (with the flags above), once the session has gone to its
+	// successor (its device is not closed); resume, what a resumed
+	// session's first instance is given.
 	handover chan handoverResult
-	moved    bool
 	resume   *resumeState
 }
 

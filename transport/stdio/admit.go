@@ -21,6 +21,11 @@ func (c *coordinator) nextLine() {
 	ev := c.reader.pending[0]
 	c.reader.pending[0] = lineEvent{} // the batch may outlive the line
 	c.reader.pending = c.reader.pending[1:]
+	if len(c.reader.pending) == 0 {
+		// An empty rest still holds the batch's array: an idle session
+		// would keep its last batch.
+		c.reader.pending = nil
+	}
 	c.line(ev)
 }
 
@@ -108,12 +113,17 @@ func (c *coordinator) request(msg *protocol.Message) {
 			return
 		}
 	}
-	if err := c.exec.SubmitJob(&w.ctx, msg.ID, &w.job, w); err != nil {
-		c.writeError(msg.ID, err)
-		return
-	}
+	// Counted before it is submitted: a worker may run and end it (and
+	// uncount it) before SubmitJob returns.
 	if c.stats.to != nil {
 		c.stats.to.inFlight.Add(1)
+	}
+	if err := c.exec.SubmitJob(&w.ctx, msg.ID, &w.job, w); err != nil {
+		if c.stats.to != nil {
+			c.stats.to.inFlight.Add(-1)
+		}
+		c.writeError(msg.ID, err)
+		return
 	}
 	c.inflight[msg.ID] = w
 	c.journalAdmit(msg.ID)
