@@ -34,20 +34,10 @@ type jobKey struct{}
 // deadline's place (an extended deadline is no longer in start order),
 // and sets the deadlines timer for it when it is first. e.mu is held.
 func (e *Executor) runSortedLocked(j *job) {
-	after := e.runTail
-	for after != nil && after.deadline.After(j.deadline) {
-		after = after.runPrev
+	after := e.run.tail
+	for after != nil && after.elem.deadline.After(j.deadline) {
+		after = after.prev
 	}
-	j.runPrev = after
-	if after == nil {
-		j.runNext, e.runHead = e.runHead, j
-	} else {
-		j.runNext, after.runNext = after.runNext, j
-	}
-	if j.runNext == nil {
-		e.runTail = j
-	} else {
-		j.runNext.runPrev = j
-	}
-	e.armLocked(&e.deadlines, &e.deadlineAt, e.runHead.deadline, deadlineTimer)
+	e.run.insertAfter(after, &j.run, j)
+	e.armLocked(&e.deadlines, &e.deadlineAt, e.run.front().deadline, deadlineTimer)
 }

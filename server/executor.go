@@ -121,13 +121,12 @@ type Executor struct {
 	queued  int // every waiting item
 	shared  int // the waiting items in the shared places (beyond ConnQueue)
 	// ready lists the connections with queued work, in turn order.
-	readyHead, readyTail *ExecConn
+	ready linkedList[ExecConn]
 	// idle holds the workers waiting for work, longest waiting first.
 	idle []idleWorker
-	// runHead and runTail list the running jobs in deadline order
-	// (executor_worker.go); the two timers are set for deadlineAt and
-	// reaperAt (zero: not set).
-	runHead, runTail     *job
+	// run lists the running jobs in deadline order (executor_worker.go);
+	// the two timers are set for deadlineAt and reaperAt (zero: not set).
+	run                  linkedList[job]
 	deadlines, reaper    *time.Timer
 	deadlineAt, reaperAt time.Time
 
@@ -217,10 +216,8 @@ type ExecConn struct {
 	// The fields below are guarded by e.mu.
 	jobs            map[protocol.ID]*job // tracked work: queued or running
 	running, queued int
-	qHead, qTail    *job      // this connection's queue, in admission order
-	readyNext       *ExecConn // link in e's ready list
-	readyPrev       *ExecConn
-	inReady         bool
+	queue           linkedList[job] // this connection's queue, in admission order
+	ready           link[ExecConn]  // c's place in e's ready list
 }
 
 // Submit admits run under id on this connection. The checks are, in order

@@ -35,8 +35,7 @@ type job struct {
 	deadline time.Time // while running
 	slot     slotState // guarded by e.mu (executor_detach.go)
 	// links in conn's queue, and in the executor's running list
-	next, prev       *job
-	runNext, runPrev *job
+	queue, run link[job]
 }
 
 // releaseLocked stops tracking j (queued or running) without delivering an
@@ -56,71 +55,29 @@ func (c *ExecConn) releaseLocked(j *job) {
 // pushLocked appends j to c's queue, in c's own places or the shared ones,
 // and puts c in the ready list when it had nothing queued.
 func (c *ExecConn) pushLocked(j *job) {
-	j.prev, j.next = c.qTail, nil
-	if c.qTail == nil {
-		c.qHead = j
-	} else {
-		c.qTail.next = j
-	}
-	c.qTail = j
+	c.queue.pushBack(&j.queue, j)
 	c.queued++
 	c.e.queued++
 	if c.queued > c.places {
 		c.e.shared++
 	}
-	if !c.inReady {
-		c.e.readyAppendLocked(c)
+	if !c.e.ready.contains(&c.ready) {
+		c.e.ready.pushBack(&c.ready, c)
 	}
 }
 
 // unlinkLocked removes j from c's queue, and c from the ready list when its
 // queue is now empty.
 func (c *ExecConn) unlinkLocked(j *job) {
-	if j.prev == nil {
-		c.qHead = j.next
-	} else {
-		j.prev.next = j.next
-	}
-	if j.next == nil {
-		c.qTail = j.prev
-	} else {
-		j.next.prev = j.prev
-	}
-	j.next, j.prev = nil, nil
+	c.queue.remove(&j.queue)
 	if c.queued > c.places {
 		c.e.shared-- // the last item leaves the shared places first
 	}
 	c.queued--
 	c.e.queued--
-	if c.queued == 0 && c.inReady {
-		c.e.readyRemoveLocked(c)
+	if c.queued == 0 && c.e.ready.contains(&c.ready) {
+		c.e.ready.remove(&c.ready)
 	}
-}
-
-func (e *Executor) readyAppendLocked(c *ExecConn) {
-	c.readyPrev, c.readyNext = e.readyTail, nil
-	if e.readyTail == nil {
-		e.readyHead = c
-	} else {
-		e.readyTail.readyNext = c
-	}
-	e.readyTail = c
-	c.inReady = true
-}
-
-func (e *Executor) readyRemoveLocked(c *ExecConn) {
-	if c.readyPrev == nil {
-		e.readyHead = c.readyNext
-	} else {
-		c.readyPrev.readyNext = c.readyNext
-	}
-	if c.readyNext == nil {
-		e.readyTail = c.readyPrev
-	} else {
-		c.readyNext.readyPrev = c.readyPrev
-	}
-	c.readyNext, c.readyPrev = nil, nil
-	c.inReady = false
 }
 
 // nextLocked hands the slot of a returning handler to the oldest queued
@@ -128,16 +85,16 @@ func (e *Executor) readyRemoveLocked(c *ExecConn) {
 // back of the turn order. With nothing queued the slot is freed and nil is
 // returned.
 func (e *Executor) nextLocked() *job {
-	c := e.readyHead
+	c := e.ready.front()
 	if c == nil {
 		e.running--
 		return nil
 	}
-	j := c.qHead
+	j := c.queue.front()
 	c.unlinkLocked(j) // drops c from the ready list when its queue empties
-	if c.inReady && c.readyNext != nil {
-		e.readyRemoveLocked(c)
-		e.readyAppendLocked(c)
+	if c.queued > 0 && c.ready.next != nil {
+		e.ready.remove(&c.ready)
+		e.ready.pushBack(&c.ready, c)
 	}
 	e.startLocked(j)
 	c.running++

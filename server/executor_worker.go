@@ -116,33 +116,16 @@ func (e *Executor) armLocked(t **time.Timer, at *time.Time, when time.Time, whic
 func (e *Executor) startLocked(j *job) {
 	j.state = jobRunning
 	j.deadline = time.Now().Add(e.limits.RequestTimeout)
-	j.runPrev, j.runNext = e.runTail, nil
-	if e.runTail == nil {
-		e.runHead = j
-	} else {
-		e.runTail.runNext = j
-	}
-	e.runTail = j
+	e.run.pushBack(&j.run, j)
 	e.armLocked(&e.deadlines, &e.deadlineAt, j.deadline, deadlineTimer)
 }
 
 // unrunLocked takes j off the running list (it finished, or was
 // released). e.mu is held.
 func (e *Executor) unrunLocked(j *job) {
-	if j.runPrev == nil && e.runHead != j {
-		return // not on it
+	if e.run.contains(&j.run) {
+		e.run.remove(&j.run)
 	}
-	if j.runPrev == nil {
-		e.runHead = j.runNext
-	} else {
-		j.runPrev.runNext = j.runNext
-	}
-	if j.runNext == nil {
-		e.runTail = j.runPrev
-	} else {
-		j.runNext.runPrev = j.runPrev
-	}
-	j.runNext, j.runPrev = nil, nil
 }
 
 // call runs j's handler and recovers a panic into ErrWorkerFailed.
@@ -208,12 +191,12 @@ func (e *Executor) expireDue() {
 	e.deadlineAt = time.Time{}
 	now := time.Now()
 	var due []*job
-	for j := e.runHead; j != nil && !j.deadline.After(now); j = e.runHead {
+	for j := e.run.front(); j != nil && !j.deadline.After(now); j = e.run.front() {
 		j.conn.releaseLocked(j) // takes it off the running list
 		due = append(due, j)
 	}
-	if e.runHead != nil {
-		e.armLocked(&e.deadlines, &e.deadlineAt, e.runHead.deadline, deadlineTimer)
+	if first := e.run.front(); first != nil {
+		e.armLocked(&e.deadlines, &e.deadlineAt, first.deadline, deadlineTimer)
 	}
 	e.mu.Unlock()
 	for _, j := range due {
