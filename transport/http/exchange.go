@@ -2,20 +2,12 @@ package http
 
 import (
 	"context"
-	"math"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
-)
-
-// Fixed progress limits (docs/transport.md §10.2, §15), as on stdio.
-const (
-	maxProgressNotifications = 1000
-	maxProgressMessageBytes  = 4096
-	progressAckTimeout       = 5 * time.Second
+	"github.com/snodod/snodod/transport/internal/progress"
 )
 
 // exchange is one admitted request and the response that carries its
@@ -41,9 +33,7 @@ type exchange struct {
 	cancelled chan struct{}
 	busy      atomic.Bool
 
-	// Owned by serve.
-	count int
-	last  float64
+	seq progress.Sequence // owned by serve
 }
 
 // note is one progress report, request-scoped notification, or frame
@@ -76,9 +66,8 @@ func (x *exchange) deliver(o server.Outcome) {
 
 // Report implements server.ProgressReporter.
 func (x *exchange) Report(p server.Progress) error {
-	if !finite(p.Progress) || p.HasTotal && !finite(p.Total) ||
-		len(p.Message) > maxProgressMessageBytes || !utf8.ValidString(p.Message) {
-		return server.ErrProgressInvalid
+	if err := progress.Check(p); err != nil {
+		return err
 	}
 	return x.send(&note{progress: &p})
 }
@@ -89,12 +78,12 @@ func (x *exchange) Notify(method string, params any) error {
 }
 
 // send hands n to serve and waits for it to be written or refused, at most
-// progressAckTimeout (then the slot stays held: later reports are busy).
+// progress.AckTimeout (then the slot stays held: later reports are busy).
 func (x *exchange) send(n *note) error {
 	if !x.busy.CompareAndSwap(false, true) {
 		return server.ErrProgressBusy
 	}
-	timer := time.NewTimer(progressAckTimeout)
+	timer := time.NewTimer(progress.AckTimeout)
 	defer timer.Stop()
 	n.reply = make(chan error, 1)
 	select {
@@ -112,13 +101,6 @@ func (x *exchange) send(n *note) error {
 	case <-timer.C:
 		return server.ErrProgressTimeout
 	}
-}
-
-type progressParams struct {
-	Token    protocol.ID `json:"progressToken"`
-	Progress float64     `json:"progress"`
-	Total    *float64    `json:"total,omitempty"`
-	Message  string      `json:"message,omitempty"`
 }
 
 // sendFrame hands an encoded frame to the response's writer and waits for
@@ -144,15 +126,9 @@ func (x *exchange) write(rsp *responder, n *note) error {
 	}
 	method, params := n.method, n.params
 	if p := n.progress; p != nil {
-		if x.count >= maxProgressNotifications {
-			return server.ErrProgressLimit
-		}
-		if x.count > 0 && !(p.Progress > x.last) {
-			return server.ErrProgressNotIncreasing
-		}
-		pp := progressParams{Token: x.token, Progress: p.Progress, Message: p.Message}
-		if p.HasTotal {
-			pp.Total = &p.Total
+		pp, err := x.seq.Next(x.token, *p)
+		if err != nil {
+			return err
 		}
 		method, params = "notifications/progress", pp
 	}
@@ -161,8 +137,7 @@ func (x *exchange) write(rsp *responder, n *note) error {
 		return server.ErrProgressClosed
 	}
 	if n.progress != nil {
-		x.count++
-		x.last = n.progress.Progress
+		x.seq.Written(*n.progress)
 	}
 	return nil
 }
@@ -185,5 +160,3 @@ func (x *exchange) context(progressToken []byte, stream bool) context.Context {
 	}
 	return ctx
 }
-
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -1,20 +1,12 @@
 package stdio
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
-)
-
-// Fixed progress limits (docs/transport.md §10.2, §15).
-const (
-	maxProgressNotifications = 1000
-	maxProgressMessageBytes  = 4096
-	progressAckTimeout       = 5 * time.Second
+	"github.com/snodod/snodod/transport/internal/progress"
 )
 
 // requestSink carries a request's progress reports (server.ProgressReporter,
@@ -30,16 +22,13 @@ type requestSink struct {
 	busy  atomic.Bool // a report is outstanding
 	asked atomic.Bool // the handler sent a request to the client
 
-	// Owned by the coordinator.
-	count int
-	last  float64
+	seq progress.Sequence // owned by the coordinator
 }
 
 // Report implements server.ProgressReporter.
 func (s *requestSink) Report(p server.Progress) error {
-	if !finite(p.Progress) || p.HasTotal && !finite(p.Total) ||
-		len(p.Message) > maxProgressMessageBytes || !utf8.ValidString(p.Message) {
-		return server.ErrProgressInvalid
+	if err := progress.Check(p); err != nil {
+		return err
 	}
 	return s.send(message{kind: msgProgress, note: &note{progress: p}})
 }
@@ -50,7 +39,7 @@ func (s *requestSink) Notify(method string, params any) error {
 }
 
 // send hands m to the coordinator and waits for it to be written or
-// refused, at most progressAckTimeout.
+// refused, at most progress.AckTimeout.
 func (s *requestSink) send(m message) error {
 	if !s.busy.CompareAndSwap(false, true) {
 		return server.ErrProgressBusy
@@ -61,7 +50,7 @@ func (s *requestSink) send(m message) error {
 		s.busy.Store(false)
 		return server.ErrProgressClosed
 	}
-	timer := time.NewTimer(progressAckTimeout)
+	timer := time.NewTimer(progress.AckTimeout)
 	defer timer.Stop()
 	select {
 	case err := <-reply:
@@ -80,36 +69,22 @@ func (s *requestSink) send(m message) error {
 	}
 }
 
-type progressParams struct {
-	Token    protocol.ID `json:"progressToken"`
-	Progress float64     `json:"progress"`
-	Total    *float64    `json:"total,omitempty"`
-	Message  string      `json:"message,omitempty"`
-}
-
 // progress writes one report if its request is still in flight and the
 // report keeps the sequence strictly increasing and within the cap.
 func (c *coordinator) progress(s *requestSink, p server.Progress) error {
 	if c.inflight[s.w.id] != s.w || s.w.state.Load() != live {
 		return server.ErrProgressClosed
 	}
-	if s.count >= maxProgressNotifications {
-		return server.ErrProgressLimit
-	}
-	if s.count > 0 && !(p.Progress > s.last) {
-		return server.ErrProgressNotIncreasing
-	}
-	params := progressParams{Token: s.token, Progress: p.Progress, Message: p.Message}
-	if p.HasTotal {
-		params.Total = &p.Total
+	params, err := s.seq.Next(s.token, p)
+	if err != nil {
+		return err
 	}
 	// Committed only while the request is live, and written before the
 	// handler hears back, so it precedes the final frame (output).
 	if !c.writeNotificationFor(s.w, "notifications/progress", params) {
 		return server.ErrProgressClosed
 	}
-	s.count++
-	s.last = p.Progress
+	s.seq.Written(p)
 	return nil
 }
 
@@ -121,5 +96,3 @@ func (c *coordinator) notify(s *requestSink, method string, params any) error {
 	}
 	return nil
 }
-
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
