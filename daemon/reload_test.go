@@ -1,43 +1,21 @@
 package daemon
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/syncbuf"
 	"github.com/snodod/snodod/server"
 )
-
-// lockedBuffer is a bytes.Buffer a logger and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// take returns what was written since the last take.
-func (l *lockedBuffer) take() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.b.String()
-	l.b.Reset()
-	return s
-}
 
 // The running log.format is the one the daemon started with, however many
 // reloads came between: a second reload back to it warns of nothing (it
 // used to say running=json configured=text while the logs were text).
 func TestReloadRestartOnlyKeys(t *testing.T) {
 	dir := shortDir(t)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	cfg := testConfig(t, dir, nil)
 	d, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -57,7 +35,7 @@ func TestReloadRestartOnlyKeys(t *testing.T) {
 		if err := d.Reload(); err != nil {
 			t.Fatal(err)
 		}
-		got := logs.take()
+		got := logs.Take()
 		if step.want == "" && strings.Contains(got, "applies only after a restart") || !strings.Contains(got, step.want) {
 			t.Errorf("reload %d to %s logged:\n%s\nwant %q", i+1, step.format, got, step.want)
 		}

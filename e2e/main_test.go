@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/snodod/snodod/internal/proc/proctest"
+	"github.com/snodod/snodod/internal/syncbuf"
 )
 
 // binary is the snodod binary under test, built with the race detector by
@@ -109,22 +109,7 @@ func isolatedEnv(dir string) []string {
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // recorder keeps every message that crossed a connection, as decoded
 // JSON-RPC envelopes, so that tests can look for lines the client library

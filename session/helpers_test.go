@@ -2,7 +2,6 @@ package session
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/internal/faults"
+	"github.com/snodod/snodod/internal/syncbuf"
 	"github.com/snodod/snodod/server"
 )
 
@@ -431,22 +431,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // logBuffer collects JSON log records from any goroutine.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 func (b *logBuffer) records(t *testing.T) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		if l == "" {
 			continue
 		}

@@ -8,14 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/snodod/snodod/internal/proc/proctest"
+	"github.com/snodod/snodod/internal/syncbuf"
 )
 
 // This is the package's only TestMain (the other upstream tests share it):
@@ -58,22 +57,7 @@ func fakeCommand(flags ...string) Command {
 }
 
 // logBuffer collects a Conn's log lines for assertions.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = syncbuf.Buffer
 
 // startFake starts a Conn on the fake upstream, stopped (and checked for
 // leaked processes) when the test ends.
