@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,15 +67,7 @@ func TestCrashSurvival(t *testing.T) {
 	after := d.awaitStatus(t, "the restarted daemon", answerWithin, func(st *daemon.Status) bool {
 		return st.PID == sd.mainPID() && len(st.Sessions) == 3
 	})
-	if !slices.Equal(sessionRows(after), sessionRows(before)) {
-		t.Errorf("sessions after the crash %q, want %q", sessionRows(after), sessionRows(before))
-	}
-	if !isRaw(t, tty) {
-		t.Error("the pty is not raw after the crash")
-	}
-	for _, tr := range traffic {
-		tr.eventsAfter(t, "the crash")
-	}
+	survived(t, "the crash", before, after, tty, traffic)
 	for name, tr := range traffic {
 		tr.end(t)
 		if tr.timedOut > 1 {

@@ -58,15 +58,7 @@ func TestUpgrade(t *testing.T) {
 	ts.upgraded(t)
 	tsRelay.upgraded(t)
 	after := d.awaitStatus(t, "the new daemon", answerWithin, func(st *daemon.Status) bool { return st.PID == pid })
-	if !slices.Equal(sessionRows(after), sessionRows(before)) {
-		t.Errorf("sessions after the upgrade %q, want the same as before %q", sessionRows(after), sessionRows(before))
-	}
-	if !isRaw(t, tty) {
-		t.Error("the pty is not raw any more after the upgrade")
-	}
-	for _, tr := range traffic {
-		tr.eventsAfter(t, "the upgrade")
-	}
+	survived(t, "the upgrade", before, after, tty, traffic)
 	for _, tr := range traffic {
 		tr.stop(t)
 		tr.sameSession(t)
@@ -281,6 +273,23 @@ func sessionRows(st *daemon.Status) []string {
 		out = append(out, fmt.Sprintf("%d %s %s", s.ID, s.Kind, s.Version))
 	}
 	return out
+}
+
+// survived checks what every session keeps across what (the crash, the
+// upgrade): the daemon lists the same sessions, with the same ids, kinds
+// and versions, as before; the pty on tty is still raw; and every client
+// of traffic is answered and gets its events.
+func survived(t *testing.T, what string, before, after *daemon.Status, tty *os.File, traffic map[string]*goTraffic) {
+	t.Helper()
+	if !slices.Equal(sessionRows(after), sessionRows(before)) {
+		t.Errorf("sessions after %s %q, want the same as before %q", what, sessionRows(after), sessionRows(before))
+	}
+	if !isRaw(t, tty) {
+		t.Errorf("the pty is not raw any more after %s", what)
+	}
+	for _, tr := range traffic {
+		tr.eventsAfter(t, what)
+	}
 }
 
 // eventsAfter checks, after what, that calls are answered and that the
