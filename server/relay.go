@@ -7,7 +7,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/snodod/snodod/protocol"
 )
@@ -290,39 +289,23 @@ func replaceKind[E any, I any](entries map[string]E, sets map[string]RelayedItem
 func looseTemplate(def json.RawMessage) *uriTemplate {
 	m, _ := protocol.Members(def)
 	t, _ := protocol.String(m["uriTemplate"])
-	var b strings.Builder
-	b.WriteString("^")
-	for rest := t; rest != ""; {
-		open := strings.IndexByte(rest, '{')
-		if open < 0 {
-			b.WriteString(regexp.QuoteMeta(rest))
-			break
-		}
-		end := strings.IndexByte(rest[open:], '}')
-		if end < 0 {
-			return &uriTemplate{re: regexp.MustCompile(`^\b$`)} // matches nothing
-		}
-		b.WriteString(regexp.QuoteMeta(rest[:open]))
-		expr := rest[open+1 : open+end]
+	re, err := templateRegexp(t, func(expr string) (string, error) {
 		switch {
 		case expr == "":
+			return "", nil
 		case expr[0] == '+' || expr[0] == '#':
-			b.WriteString(`.*`)
+			return `.*`, nil
 		case expr[0] == '/':
-			b.WriteString(`(?:/[^/?#]*)*`)
+			return `(?:/[^/?#]*)*`, nil
 		case expr[0] == '.' || expr[0] == ';':
-			b.WriteString(`(?:` + regexp.QuoteMeta(expr[:1]) + `[^/?#]*)*`)
+			return `(?:` + regexp.QuoteMeta(expr[:1]) + `[^/?#]*)*`, nil
 		case expr[0] == '?' || expr[0] == '&':
-			b.WriteString(`(?:[?&][^#]*)?`)
-		default:
-			b.WriteString(`[^/?#]*`)
+			return `(?:[?&][^#]*)?`, nil
 		}
-		rest = rest[open+end+1:]
-	}
-	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
+		return `[^/?#]*`, nil
+	})
 	if err != nil {
-		return &uriTemplate{re: regexp.MustCompile(`^\b$`)}
+		return &uriTemplate{re: regexp.MustCompile(`^\b$`)} // matches nothing
 	}
 	return &uriTemplate{re: re}
 }

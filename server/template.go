@@ -16,8 +16,30 @@ type uriTemplate struct {
 }
 
 func compileTemplate(t string) (*uriTemplate, error) {
-	var b strings.Builder
 	var names []string
+	re, err := templateRegexp(t, func(expr string) (string, error) {
+		name, reserved := strings.CutPrefix(expr, "+")
+		if name == "" || strings.ContainsAny(name, "{+#./;?&=,!@|") {
+			return "", fmt.Errorf("unsupported expression {%s} in %q: only {name} and {+name} are supported", expr, t)
+		}
+		names = append(names, name)
+		if reserved {
+			return "(.+)", nil
+		}
+		return "([^/]+)", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &uriTemplate{re: re, names: names}, nil
+}
+
+// templateRegexp compiles template t into an anchored regular expression:
+// its literal text matched as written, each {expression} by the pattern
+// expr returns for the text between the braces. It fails on an unclosed
+// {, or with expr's error.
+func templateRegexp(t string, expr func(string) (string, error)) (*regexp.Regexp, error) {
+	var b strings.Builder
 	b.WriteString("^")
 	for rest := t; rest != ""; {
 		open := strings.IndexByte(rest, '{')
@@ -29,26 +51,16 @@ func compileTemplate(t string) (*uriTemplate, error) {
 		if end < 0 {
 			return nil, fmt.Errorf("unclosed { in %q", t)
 		}
-		name := rest[open+1 : open+end]
-		name, reserved := strings.CutPrefix(name, "+")
-		if name == "" || strings.ContainsAny(name, "{+#./;?&=,!@|") {
-			return nil, fmt.Errorf("unsupported expression {%s} in %q: only {name} and {+name} are supported", rest[open+1:open+end], t)
+		pattern, err := expr(rest[open+1 : open+end])
+		if err != nil {
+			return nil, err
 		}
 		b.WriteString(regexp.QuoteMeta(rest[:open]))
-		if reserved {
-			b.WriteString("(.+)")
-		} else {
-			b.WriteString("([^/]+)")
-		}
-		names = append(names, name)
+		b.WriteString(pattern)
 		rest = rest[open+end+1:]
 	}
 	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	if err != nil {
-		return nil, err
-	}
-	return &uriTemplate{re: re, names: names}, nil
+	return regexp.Compile(b.String())
 }
 
 // match returns the template's variables for uri, or false.
