@@ -121,8 +121,9 @@ func closeFiles(files []*os.File) {
 	}
 }
 
-// sendRequest writes line (which ends in "\n") to c with the descriptors
-// fds attached to its first byte.
+// sendRequest writes line to c with the descriptors fds attached to its
+// first byte: a request line (which ends in "\n") on the control socket,
+// or a frame of the upgrade wire (upgrade_wire.go).
 func sendRequest(c *net.UnixConn, line []byte, fds ...int) error {
 	var rights []byte
 	if len(fds) > 0 {

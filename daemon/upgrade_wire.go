@@ -122,21 +122,13 @@ func (w *wire) send(m upgradeMsg, files ...*os.File) error {
 	}
 	frame := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
 	frame = append(frame, body...)
-	var rights []byte
-	if len(files) > 0 {
-		fds := make([]int, 0, len(files))
-		for _, f := range files {
-			if err := session.Control(f, func(fd int) error { fds = append(fds, fd); return nil }); err != nil {
-				return fmt.Errorf("upgrade message: %w", err)
-			}
+	fds := make([]int, 0, len(files))
+	for _, f := range files {
+		if err := session.Control(f, func(fd int) error { fds = append(fds, fd); return nil }); err != nil {
+			return fmt.Errorf("upgrade message: %w", err)
 		}
-		rights = unix.UnixRights(fds...)
 	}
-	n, _, err := w.c.WriteMsgUnix(frame, rights, nil)
-	if err == nil && n < len(frame) {
-		_, err = w.c.Write(frame[n:])
-	}
-	return err
+	return sendRequest(w.c, frame, fds...)
 }
 
 // recv reads the next message and the descriptors it carries, which the
