@@ -49,6 +49,18 @@ type daemonProc struct {
 	successor int
 }
 
+// newDaemonProc is a daemon, not started, whose XDG directories are under
+// dir (isolatedEnv): where its sockets, configuration file and log are.
+func newDaemonProc(dir string) *daemonProc {
+	return &daemonProc{
+		dir:     dir,
+		socket:  filepath.Join(dir, "run", "snodod", "snodod.sock"),
+		control: filepath.Join(dir, "run", "snodod", "control.sock"),
+		config:  filepath.Join(dir, "config", "snodod", "config.toml"),
+		stderr:  &logFile{path: filepath.Join(dir, "daemon.log")},
+	}
+}
+
 // startDaemon writes config (TOML; none when empty) to the default
 // configuration file and starts `snodod serve --demo args...` with
 // extraEnv, then waits until it answers on its control socket. When the
@@ -83,14 +95,8 @@ func startDaemonIn(t *testing.T, dir, config string, extraEnv []string, args ...
 
 func startWrappedIn(t *testing.T, wrapper []string, dir, config string, extraEnv []string, args ...string) *daemonProc {
 	t.Helper()
-	d := &daemonProc{
-		dir:     dir,
-		socket:  filepath.Join(dir, "run", "snodod", "snodod.sock"),
-		control: filepath.Join(dir, "run", "snodod", "control.sock"),
-		config:  filepath.Join(dir, "config", "snodod", "config.toml"),
-		stderr:  &logFile{path: filepath.Join(dir, "daemon.log")},
-		exited:  make(chan struct{}),
-	}
+	d := newDaemonProc(dir)
+	d.exited = make(chan struct{})
 	if err := os.MkdirAll(filepath.Join(dir, "run"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -123,18 +129,9 @@ func (d *daemonProc) launch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, exited := d.cmd, d.exited
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
+	stop := watch(d.cmd, d.exited)
 	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		stop()
 		if d.successor != 0 {
 			_ = syscall.Kill(d.successor, syscall.SIGKILL)
 			waitGone(d.successor, answerWithin)
@@ -146,6 +143,25 @@ func (d *daemonProc) launch(t *testing.T) {
 			t.Logf("snodod serve's standard error:\n%s", out)
 		}
 	})
+}
+
+// watch waits for the started cmd in the background and closes exited
+// once it has exited. stop kills cmd unless it has exited already, and
+// returns when it has: a test's cleanup calls it before it reads what the
+// process wrote.
+func watch(cmd *exec.Cmd, exited chan struct{}) (stop func()) {
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return func() {
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
 }
 
 // awaitReady waits until the daemon answers on its control socket.
@@ -580,17 +596,9 @@ func startConnect(t *testing.T, cmd *exec.Cmd) *connectProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		_ = cmd.Wait()
-		close(c.exited)
-	}()
+	stop := watch(cmd, c.exited)
 	t.Cleanup(func() {
-		select {
-		case <-c.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-c.exited
-		}
+		stop()
 		if strings.Contains(c.stderr.String(), "DATA RACE") {
 			t.Errorf("the race detector reported a race in snodod connect:\n%s", c.stderr.String())
 		}

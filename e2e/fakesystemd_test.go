@@ -60,13 +60,7 @@ func startFakeSystemd(t *testing.T, config string) *fakeSystemd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	d := &daemonProc{
-		dir:     dir,
-		socket:  filepath.Join(dir, "run", "snodod", "snodod.sock"),
-		control: filepath.Join(dir, "run", "snodod", "control.sock"),
-		config:  filepath.Join(dir, "config", "snodod", "config.toml"),
-		stderr:  &logFile{path: filepath.Join(dir, "daemon.log")},
-	}
+	d := newDaemonProc(dir)
 	if err := os.MkdirAll(filepath.Dir(d.socket), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -157,10 +151,7 @@ func (s *fakeSystemd) start() {
 		s.t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
+	watch(cmd, exited) // the cleanup of startFakeSystemd kills the main process
 	s.mu.Lock()
 	s.main = cmd.Process.Pid
 	s.mu.Unlock()

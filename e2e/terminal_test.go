@@ -166,18 +166,7 @@ func startStdioOn(t *testing.T, tty *os.File, stderr io.Writer, args ...string) 
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	t.Cleanup(watch(cmd, exited))
 	return cmd, buf, exited
 }
 
