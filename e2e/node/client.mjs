@@ -22,7 +22,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
-import { sleep, textOf, until } from './util.mjs';
+import { closeAndWait, sleep, textOf, until } from './util.mjs';
 
 const WATCHED = 'test://watched-resource';
 
@@ -161,12 +161,7 @@ async function session(binary, version, url) {
     await client.close();
     return out;
   }
-  const exited = new Promise((resolve) => {
-    if (child.exitCode !== null) resolve();
-    else child.once('exit', resolve);
-  });
-  await client.close();
-  await exited;
+  await closeAndWait(client, child);
   out.exitCode = child.exitCode;
   out.signal = child.signalCode;
   out.stderr = stderr;

@@ -19,7 +19,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createInterface } from 'node:readline';
 
-import { sleep, textOf, until } from './util.mjs';
+import { closeAndWait, sleep, textOf, until } from './util.mjs';
 
 const WATCHED = 'test://watched-resource';
 
@@ -87,12 +87,7 @@ out.toolsChanged = await until(() => toolsChanged > 0, 10000);
 running = false;
 await Promise.all(workers);
 await long;
-const exited = new Promise((resolve) => {
-  if (child.exitCode !== null) resolve();
-  else child.once('exit', resolve);
-});
-await client.close();
-await exited;
+await closeAndWait(client, child);
 out.exitCode = child.exitCode;
 out.stderr = stderr;
 process.stdout.write(JSON.stringify(out) + '\n');
