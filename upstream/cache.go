@@ -77,20 +77,7 @@ func (c *cache) store(u *upstream, cat *catalog) {
 		return
 	}
 	final := c.path(u)
-	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
-	if err == nil {
-		_, err = tmp.Write(b)
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), final)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}
-	if err != nil {
+	if err := writeFileAtomic(final, b); err != nil {
 		c.failed("upstream catalog cache: cannot write", "upstream", u.name, "path", final, "err", err)
 		return
 	}

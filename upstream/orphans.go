@@ -91,23 +91,7 @@ func (r *GroupRecord) save() error {
 	for _, l := range lines {
 		b.WriteString(l)
 	}
-	return writeFileAtomic(r.path, b.Bytes())
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write group record: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := writeFileAtomic(r.path, b.Bytes()); err != nil {
 		return fmt.Errorf("write group record: %w", err)
 	}
 	return nil
@@ -167,7 +151,7 @@ func KillOrphans(path string, log *slog.Logger) (int, error) {
 		killed++
 	}
 	if err := writeFileAtomic(path, fmt.Appendf(nil, "%s\nboot %s\n", recordHeader, proc.BootID())); err != nil {
-		return killed, err
+		return killed, fmt.Errorf("write group record: %w", err)
 	}
 	return killed, nil
 }
