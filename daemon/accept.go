@@ -86,7 +86,18 @@ func (a *acceptor) Serve(ctx context.Context) error {
 // begun.
 func (a *acceptor) serve(c *net.UnixConn) {
 	if !a.d.beginHandshake() {
-		c.Close() // accepted as the drain began
+		// Accepted as the drain began: a control client is answered as
+		// the drain answers (answerWhileDraining takes over the
+		// listener), a session client is not served.
+		if a.l.name == "control" {
+			a.d.late.Add(1)
+			go func() {
+				defer a.d.late.Done()
+				a.d.serveDraining(c)
+			}()
+			return
+		}
+		c.Close()
 		return
 	}
 	if a.l.name == "control" {

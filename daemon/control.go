@@ -109,12 +109,20 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		}
 	}()
 	defer c.Close()
-	// A drain does not wait for a client that has not sent its request.
-	stop := context.AfterFunc(d.draining, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
+	// A drain waits at most drainingReadTimeout for a client that has not
+	// sent its request yet, then answers it as the drain answers.
+	stop := context.AfterFunc(d.draining, func() { _ = c.SetReadDeadline(time.Now().Add(drainingReadTimeout)) })
 	line, files, err := readRequest(c, time.Now().Add(requestTimeout))
 	if !stop() {
-		closeFiles(files)
-		reply(c, Reply{Error: "the daemon is shutting down"})
+		// The drain began while this request was read: answer it as
+		// the drain answers (status says "draining"), unless the client
+		// sent nothing in time.
+		if err != nil {
+			closeFiles(files)
+			reply(c, Reply{Error: "the daemon is shutting down"})
+			return
+		}
+		d.answerDraining(c, line, files)
 		return
 	}
 	if errors.Is(err, errPassedFDsLost) {

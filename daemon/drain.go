@@ -57,11 +57,18 @@ func (d *Daemon) answerWhileDraining(l *listener) {
 func (d *Daemon) serveDraining(c *net.UnixConn) {
 	defer c.Close()
 	line, files, err := readRequest(c, time.Now().Add(drainingReadTimeout))
-	defer closeFiles(files)
 	if err != nil {
+		closeFiles(files)
 		reply(c, Reply{Error: err.Error()})
 		return
 	}
+	d.answerDraining(c, line, files)
+}
+
+// answerDraining answers the request line of a control connection during
+// the drain, as serveDraining says, and closes files. The caller closes c.
+func (d *Daemon) answerDraining(c *net.UnixConn, line []byte, files []*os.File) {
+	defer closeFiles(files)
 	peer, err := peerCred(c)
 	if err != nil {
 		reply(c, Reply{Error: err.Error()})

@@ -415,15 +415,8 @@ func TestClientHalfClosesOrTrickles(t *testing.T) {
 // lines (snodod status: buffered_bytes).
 func waitBuffered(t *testing.T, d *daemonProc, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(answerWithin)
-	for {
-		got := d.statusJSON(t).BufferedBytes
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon holds %d bytes of unfinished lines, want %d", got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got int64
+	if !await(answerWithin, func() bool { got = d.statusJSON(t).BufferedBytes; return got == want }) {
+		t.Fatalf("the daemon holds %d bytes of unfinished lines, want %d", got, want)
 	}
 }

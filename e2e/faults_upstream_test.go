@@ -70,20 +70,30 @@ func unharmed(t *testing.T, d *daemonProc, s *sessionConn, id int) {
 	if err := s.echo(id+1, "the daemon's own tool"); err != nil {
 		t.Error(err)
 	}
-	st, err := d.status(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, u := range st.Upstreams {
-		if u.PID != 0 {
-			pids = append(pids, u.PID)
+	// A killed instance stays a child until the daemon has reaped it, and
+	// a restarting one is a child before status lists its pid: wait for
+	// the two to agree.
+	var pids, strays []int
+	await(answerWithin, func() bool {
+		st, err := d.status(t.Context())
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, child := range children(t, d.cmd.Process.Pid) {
-		if !slices.Contains(pids, child) {
-			t.Errorf("the daemon has a child %d that no upstream runs (status: %v)", child, pids)
+		pids, strays = pids[:0], strays[:0]
+		for _, u := range st.Upstreams {
+			if u.PID != 0 {
+				pids = append(pids, u.PID)
+			}
 		}
+		for _, child := range children(t, d.cmd.Process.Pid) {
+			if !slices.Contains(pids, child) {
+				strays = append(strays, child)
+			}
+		}
+		return len(strays) == 0
+	})
+	for _, child := range strays {
+		t.Errorf("the daemon has a child %d that no upstream runs (status: %v)", child, pids)
 	}
 }
 
