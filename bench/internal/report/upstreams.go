@@ -98,9 +98,16 @@ func (r *Report) hosted() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n", x.Upstream, x.Version, Number(x.DirectSeq), Number(x.RelayedSeq), Number(x.Added),
 				Number(x.DirectCalls), Number(x.RelayedCall), Ratio(x.CallsRatio), Number(x.DaemonCPU), Number(x.UpstreamCPU), x.Switches, x.ReadWrite)
 		}
+		// Which side had the problem matters: the server spawned
+		// directly (no snodod in the way) or relayed.
 		for _, x := range r.Relays {
-			for _, p := range append(append(x.Problems, x.Direct.Problems...), x.Relayed.Problems...) {
-				fmt.Fprintf(&b, "\n- problem (%s, %s): %s", x.Upstream, x.Version, p)
+			for _, side := range []struct {
+				what     string
+				problems []string
+			}{{"", x.Problems}, {"direct, ", x.Direct.Problems}, {"relayed, ", x.Relayed.Problems}} {
+				for _, p := range side.problems {
+					fmt.Fprintf(&b, "\n- problem (%s%s, %s): %s", side.what, x.Upstream, x.Version, p)
+				}
 			}
 		}
 		b.WriteString("\n")
