@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash"
+	"hash/fnv"
 	"math"
 	"strings"
 	"time"
@@ -21,26 +22,49 @@ import (
 // (docs/protocol.md §10.1) and MRTR request states (§12.3). Both are base64url
 // (no padding) of a small payload followed by a truncated HMAC-SHA256 over
 // a label, the payload and what the token is bound to. The key is random
-// per process, so a token from another process (or before a restart) is
-// refused.
+// per process unless server.state_key_file gives every node the same one,
+// so a token from another process (or before a restart) is refused unless
+// the processes share the key.
 
 // signer signs and checks cursors and request states. It is immutable and
 // safe for concurrent use.
 type signer struct {
 	key [32]byte
+	// origin tells this process's cursors from those of another process
+	// with the same key (see listRev).
+	origin uint64
 }
 
 // newSigner returns a signer with a fresh random key.
 func newSigner() *signer {
-	s := new(signer)
+	s := &signer{origin: newOrigin()}
 	rand.Read(s.key[:]) // never fails (crypto/rand, Go 1.24+)
 	return s
+}
+
+func newOrigin() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// listRev is what a cursor is bound to besides its list and version: the
+// catalog revision (a count of this process's catalog changes) and a
+// fingerprint of the list's keys in order. A cursor issued by this process
+// is valid while the revision is the same, so any catalog change refuses
+// it; one issued by another process sharing the key (a node behind the
+// same load balancer, docs/scale-out.md, or this daemon before a restart)
+// cannot know this revision, and is valid while the list's keys are the
+// same, so the offset it carries means the same items.
+type listRev struct {
+	revision    uint64
+	fingerprint uint64
 }
 
 const (
 	stateLifetime  = 10 * time.Minute // docs/protocol.md §12.3
 	stateMACBytes  = 28               // 8 + 28 = 36 bytes: 48 characters, no partial group
-	cursorMACBytes = 16               // 8 + 16 = 24 bytes: 32 characters
+	cursorMACBytes = 16               // offset, origin, revision: 24 + 16 = 40 bytes, 54 characters
 )
 
 var tokenEncoding = base64.RawURLEncoding
@@ -151,38 +175,64 @@ func paramsDigest(params json.RawMessage) [sha256.Size]byte {
 }
 
 // cursor returns the nextCursor of a page of the list method: the offset of
-// the next page, bound to the protocol version, the catalog revision and
-// the page size. It is never empty.
-func (s *signer) cursor(method, version string, revision uint64, pageSize, offset int) string {
-	return encodeToken(uint64(offset), s.cursorMAC(method, version, revision, pageSize, uint64(offset)))
+// the next page, bound to the protocol version, the list's revision (see
+// listRev) and the page size. It is never empty.
+func (s *signer) cursor(method, version string, rev listRev, pageSize, offset int) string {
+	b := binary.BigEndian.AppendUint64(nil, uint64(offset))
+	b = binary.BigEndian.AppendUint64(b, s.origin)
+	b = binary.BigEndian.AppendUint64(b, rev.revision)
+	return tokenEncoding.EncodeToString(append(b, s.cursorMAC(method, version, s.origin, rev.revision, rev.fingerprint, pageSize, uint64(offset))...))
 }
 
 // parseCursor reads a cursor as the client sent it (any JSON value). It
-// reports false for anything but a string issued by cursor with the same
-// method, version, revision and page size: a non-string (null included:
+// reports false for anything but a string issued by cursor, here or by a
+// process sharing the key, with the same method, version and page size
+// and a list revision still valid (listRev): a non-string (null included:
 // the caller treats only an absent cursor as the first page), "", a
 // forged or modified string, or one that predates a catalog change. The
 // answer is then -32602 "Invalid pagination cursor".
-func (s *signer) parseCursor(cursor json.RawMessage, method, version string, revision uint64, pageSize int) (offset int, ok bool) {
+func (s *signer) parseCursor(cursor json.RawMessage, method, version string, rev listRev, pageSize int) (offset int, ok bool) {
 	token, ok := protocol.String(cursor)
 	if !ok {
 		return 0, false
 	}
-	off, sum, ok := decodeToken(token, cursorMACBytes)
-	if !ok || off > math.MaxInt || !hmac.Equal(sum, s.cursorMAC(method, version, revision, pageSize, off)) {
+	b, err := tokenEncoding.DecodeString(token)
+	if err != nil || len(b) != 24+cursorMACBytes || tokenEncoding.EncodeToString(b) != token {
+		return 0, false
+	}
+	off := binary.BigEndian.Uint64(b)
+	origin, revision := binary.BigEndian.Uint64(b[8:]), binary.BigEndian.Uint64(b[16:])
+	if off > math.MaxInt || origin == s.origin && revision != rev.revision ||
+		!hmac.Equal(b[24:], s.cursorMAC(method, version, origin, revision, rev.fingerprint, pageSize, off)) {
 		return 0, false
 	}
 	return int(off), true
 }
 
-func (s *signer) cursorMAC(method, version string, revision uint64, pageSize int, offset uint64) []byte {
-	m := s.mac("snodod cursor v1")
+func (s *signer) cursorMAC(method, version string, origin, revision, fingerprint uint64, pageSize int, offset uint64) []byte {
+	m := s.mac("snodod cursor v2")
 	writeField(m, []byte(method))
 	writeField(m, []byte(version))
+	writeUint(m, origin)
 	writeUint(m, revision)
+	writeUint(m, fingerprint)
 	writeUint(m, uint64(pageSize))
 	writeUint(m, offset)
 	return m.Sum(nil)[:cursorMACBytes]
+}
+
+// fingerprint hashes the keys of a sorted list, in order (FNV-1a, each key
+// length-prefixed): the same keys give the same fingerprint in every
+// process.
+func fingerprint[T any](items []T, key func(T) string) uint64 {
+	h := fnv.New64a()
+	var n [binary.MaxVarintLen64]byte
+	for _, it := range items {
+		k := key(it)
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
+		h.Write([]byte(k))
+	}
+	return h.Sum64()
 }
 
 // page returns the page of items starting at offset with at most size

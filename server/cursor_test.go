@@ -71,7 +71,7 @@ func TestStateInvalid(t *testing.T) {
 		{"long expired", state, "tools/call", callParams, stateNow.Add(24 * time.Hour)},
 		{"another process", newSigner().state("tools/call", json.RawMessage(callParams), stateNow), "tools/call", callParams, stateNow},
 		{"garbage", "not-a-state", "tools/call", callParams, stateNow},
-		{"a cursor", s.cursor("tools/call", "2026-07-28", 0, 100, 0), "tools/call", callParams, stateNow},
+		{"a cursor", s.cursor("tools/call", "2026-07-28", listRev{}, 100, 0), "tools/call", callParams, stateNow},
 	}
 	for _, tt := range invalid {
 		if s.checkState(tt.state, tt.method, json.RawMessage(tt.params), tt.now) {
@@ -98,14 +98,17 @@ func TestStateAbsentParams(t *testing.T) {
 	}
 }
 
+// rev7 is a list revision for the cursor tests.
+var rev7 = listRev{revision: 7, fingerprint: 1}
+
 func TestCursorRoundTrip(t *testing.T) {
 	s := newSigner()
 	for _, offset := range []int{0, 1, 100, 200, 1 << 40} {
-		c := s.cursor("tools/list", "2026-07-28", 7, 100, offset)
+		c := s.cursor("tools/list", "2026-07-28", rev7, 100, offset)
 		if c == "" {
 			t.Fatal("empty cursor")
 		}
-		got, ok := s.parseCursor(json.RawMessage(fmt.Sprintf("%q", c)), "tools/list", "2026-07-28", 7, 100)
+		got, ok := s.parseCursor(json.RawMessage(fmt.Sprintf("%q", c)), "tools/list", "2026-07-28", rev7, 100)
 		if !ok || got != offset {
 			t.Fatalf("offset %d: parsed %d, %v", offset, got, ok)
 		}
@@ -114,40 +117,62 @@ func TestCursorRoundTrip(t *testing.T) {
 
 func TestCursorInvalid(t *testing.T) {
 	s := newSigner()
-	c := s.cursor("tools/list", "2026-07-28", 7, 100, 100)
+	c := s.cursor("tools/list", "2026-07-28", rev7, 100, 100)
 	quoted := json.RawMessage(fmt.Sprintf("%q", c))
 	tests := []struct {
 		name     string
 		cursor   string
 		method   string
 		version  string
-		revision uint64
+		rev      listRev
 		pageSize int
 	}{
-		{"garbage", `"next-page"`, "tools/list", "2026-07-28", 7, 100},
-		{"empty", `""`, "tools/list", "2026-07-28", 7, 100},
-		{"another list", string(quoted), "prompts/list", "2026-07-28", 7, 100},
-		{"another version", string(quoted), "tools/list", "2025-11-25", 7, 100},
-		{"catalog changed", string(quoted), "tools/list", "2026-07-28", 8, 100},
-		{"another page size", string(quoted), "tools/list", "2026-07-28", 7, 50},
-		{"another process", fmt.Sprintf("%q", newSigner().cursor("tools/list", "2026-07-28", 7, 100, 100)), "tools/list", "2026-07-28", 7, 100},
-		{"a request state", fmt.Sprintf("%q", s.state("tools/list", nil, stateNow)), "tools/list", "2026-07-28", 7, 100},
-		{"a number", `100`, "tools/list", "2026-07-28", 7, 100},
-		{"null", `null`, "tools/list", "2026-07-28", 7, 100},
-		{"an object", `{"offset":100}`, "tools/list", "2026-07-28", 7, 100},
-		{"a list", `["` + c + `"]`, "tools/list", "2026-07-28", 7, 100},
-		{"true", `true`, "tools/list", "2026-07-28", 7, 100},
-		{"nothing", ``, "tools/list", "2026-07-28", 7, 100},
+		{"garbage", `"next-page"`, "tools/list", "2026-07-28", rev7, 100},
+		{"empty", `""`, "tools/list", "2026-07-28", rev7, 100},
+		{"another list", string(quoted), "prompts/list", "2026-07-28", rev7, 100},
+		{"another version", string(quoted), "tools/list", "2025-11-25", rev7, 100},
+		{"catalog changed", string(quoted), "tools/list", "2026-07-28", listRev{revision: 8, fingerprint: rev7.fingerprint}, 100},
+		{"list changed", string(quoted), "tools/list", "2026-07-28", listRev{revision: 7, fingerprint: 2}, 100},
+		{"another page size", string(quoted), "tools/list", "2026-07-28", rev7, 50},
+		{"another process", fmt.Sprintf("%q", newSigner().cursor("tools/list", "2026-07-28", rev7, 100, 100)), "tools/list", "2026-07-28", rev7, 100},
+		{"a request state", fmt.Sprintf("%q", s.state("tools/list", nil, stateNow)), "tools/list", "2026-07-28", rev7, 100},
+		{"a number", `100`, "tools/list", "2026-07-28", rev7, 100},
+		{"null", `null`, "tools/list", "2026-07-28", rev7, 100},
+		{"an object", `{"offset":100}`, "tools/list", "2026-07-28", rev7, 100},
+		{"a list", `["` + c + `"]`, "tools/list", "2026-07-28", rev7, 100},
+		{"true", `true`, "tools/list", "2026-07-28", rev7, 100},
+		{"nothing", ``, "tools/list", "2026-07-28", rev7, 100},
 	}
 	for _, tt := range tests {
-		if off, ok := s.parseCursor(json.RawMessage(tt.cursor), tt.method, tt.version, tt.revision, tt.pageSize); ok {
+		if off, ok := s.parseCursor(json.RawMessage(tt.cursor), tt.method, tt.version, tt.rev, tt.pageSize); ok {
 			t.Errorf("%s: accepted with offset %d", tt.name, off)
 		}
 	}
 	for _, m := range mutations(c) {
-		if _, ok := s.parseCursor(json.RawMessage(fmt.Sprintf("%q", m)), "tools/list", "2026-07-28", 7, 100); ok {
+		if _, ok := s.parseCursor(json.RawMessage(fmt.Sprintf("%q", m)), "tools/list", "2026-07-28", rev7, 100); ok {
 			t.Fatalf("one character changed: %q accepted (issued %q)", m, c)
 		}
+	}
+}
+
+// A cursor of another process sharing the key (a node behind the same
+// load balancer, server.state_key_file) cannot know this process's
+// revision: it is valid while the list's keys are the same.
+func TestCursorAcrossNodes(t *testing.T) {
+	key := []byte(strings.Repeat("k", MinStateKeyBytes))
+	a, b := signerFor(key), signerFor(key)
+	c := fmt.Sprintf("%q", a.cursor("tools/list", "2026-07-28", listRev{revision: 3, fingerprint: 42}, 100, 100))
+	if off, ok := b.parseCursor(json.RawMessage(c), "tools/list", "2026-07-28", listRev{revision: 9, fingerprint: 42}, 100); !ok || off != 100 {
+		t.Errorf("another node, the same list: %d, %v", off, ok)
+	}
+	if _, ok := b.parseCursor(json.RawMessage(c), "tools/list", "2026-07-28", listRev{revision: 3, fingerprint: 43}, 100); ok {
+		t.Error("another node, another list: accepted")
+	}
+	if _, ok := a.parseCursor(json.RawMessage(c), "tools/list", "2026-07-28", listRev{revision: 4, fingerprint: 42}, 100); ok {
+		t.Error("the issuing node after a catalog change, the same keys: accepted")
+	}
+	if _, ok := signerFor([]byte(strings.Repeat("x", MinStateKeyBytes))).parseCursor(json.RawMessage(c), "tools/list", "2026-07-28", listRev{revision: 3, fingerprint: 42}, 100); ok {
+		t.Error("another key: accepted")
 	}
 }
 

@@ -13,13 +13,17 @@ import (
 // pageSize is the number of items per list page (docs/protocol.md §10.1).
 const pageSize = 100
 
-// paginate serves one page of a sorted list, checking the cursor against
-// the catalog revision the list was taken at.
-func paginate[T any](c *call, items []T, revision uint64) ([]T, string, Outcome, bool) {
+// paginate serves one page of a list sorted by key, checking the cursor
+// against the list's revision (listRev) at the catalog revision it was
+// taken at. The list's fingerprint is computed only when a cursor is read
+// or issued.
+func paginate[T any](c *call, items []T, revision uint64, key func(T) string) ([]T, string, Outcome, bool) {
+	rev := listRev{revision: revision}
 	offset := 0
 	if raw, ok := c.params.Get("cursor"); ok {
+		rev.fingerprint = fingerprint(items, key)
 		var valid bool
-		offset, valid = c.s.signer.parseCursor(raw, c.req.Method, c.version, revision, pageSize)
+		offset, valid = c.s.signer.parseCursor(raw, c.req.Method, c.version, rev, pageSize)
 		if !valid {
 			return nil, "", invalidParams("Invalid pagination cursor"), false
 		}
@@ -27,7 +31,10 @@ func paginate[T any](c *call, items []T, revision uint64) ([]T, string, Outcome,
 	out, next, more := page(items, offset, pageSize)
 	cursor := ""
 	if more {
-		cursor = c.s.signer.cursor(c.req.Method, c.version, revision, pageSize, next)
+		if rev.fingerprint == 0 {
+			rev.fingerprint = fingerprint(items, key)
+		}
+		cursor = c.s.signer.cursor(c.req.Method, c.version, rev, pageSize, next)
 	}
 	return out, cursor, Outcome{}, true
 }
@@ -52,7 +59,7 @@ func list[E, T any](c *call, name string, entries map[string]E, view func(E) (T,
 	}
 	c.s.mu.RUnlock()
 	slices.SortFunc(items, func(a, b T) int { return strings.Compare(key(a), key(b)) })
-	out, cursor, fail, ok := paginate(c, items, rev)
+	out, cursor, fail, ok := paginate(c, items, rev, key)
 	if !ok {
 		return fail
 	}

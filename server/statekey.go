@@ -48,5 +48,5 @@ func signerFor(key []byte) *signer {
 	if len(key) == 0 {
 		return newSigner()
 	}
-	return &signer{key: sha256.Sum256(key)}
+	return &signer{key: sha256.Sum256(key), origin: newOrigin()}
 }
