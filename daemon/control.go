@@ -266,7 +266,7 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 // client: the connection is passed on with it (waiterConn), and nothing is
 // written here.
 func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
-	id := s.Stats().ID
+	id := s.ID()
 	d.mu.Lock()
 	d.waiting[id] = c
 	d.mu.Unlock()
@@ -291,7 +291,7 @@ func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
 		}
 		reply(c, Ended{Ended: true, Error: msg})
 	case <-gone:
-		d.log.Info("the connect process of a session left; ending the session", "session", s.Stats().ID)
+		d.log.Info("the connect process of a session left; ending the session", "session", id)
 		s.Kill("its snodod connect process exited")
 	case <-d.stopped:
 	}

@@ -170,7 +170,7 @@ func (d *Daemon) sessionConfig(id uint64, g *generation, at place, files []*os.F
 // record starts, and a new one is stored with the session's descriptors
 // (ctl: the control connection's duplicate, if any).
 func (d *Daemon) enter(s *session.Session, j *journal, ctl []*os.File) {
-	id := s.Stats().ID
+	id := s.ID()
 	d.mu.Lock()
 	d.sessions[id] = s
 	d.mu.Unlock()
