@@ -77,7 +77,7 @@ type TTYRecord struct {
 // them), never closes these. It fails for a terminal whose settings could
 // not be read when it was made raw (on systems other than Linux).
 func (d *Device) Record() (DeviceRecord, []*os.File, error) {
-	files := d.files()
+	files := d.Files()
 	rec := DeviceRecord{Kind: d.kind, Peer: d.peer, Files: len(files), BytesOut: d.bytesOut.Load()}
 	index := func(f *os.File) int {
 		for i, g := range files {
@@ -312,4 +312,4 @@ func (s *Session) Snapshot() (*Record, error) {
 
 // Files returns the device's descriptors, in the order of its record: the
 // session keeps them (a caller passes duplicates on, never closes these).
-func (s *Session) Files() []*os.File { return s.dev.files() }
+func (s *Session) Files() []*os.File { return s.dev.Files() }
