@@ -288,12 +288,6 @@ func (r *resumeState) transport(log *slog.Logger) *stdio.Resume {
 	return tr
 }
 
-func (s *Session) movedAway() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.moved
-}
-
 // Snapshot returns the session's record as a crash would leave it to a
 // successor: the device, the counters and the runtime state, with no unread
 // input (a crash loses what was read and not handled) and no streams (the

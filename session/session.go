@@ -234,16 +234,13 @@ func (s *Session) start() bool {
 // close releases what the session holds, the device last.
 func (s *Session) close() {
 	s.mu.Lock()
-	reader := s.ownReader
+	reader, moved := s.ownReader, s.moved
 	s.mu.Unlock()
 	if reader != nil {
 		reader.Close()
 	}
 	s.rt.Close()
 	s.fault.Release()
-	s.mu.Lock()
-	moved := s.moved
-	s.mu.Unlock()
 	if !moved {
 		if err := s.dev.Close(); err != nil {
 			s.log.Warn("closing the device failed", "err", err)
