@@ -222,10 +222,8 @@ func (s *Session) start() bool {
 		State:      s.rt,
 		Counters:   &s.counters,
 		Resume:     resume,
+		Journal:    s.cfg.Journal, // a nil Journal converts to a nil stdio.Journal
 		Logger:     s.log,
-	}
-	if s.cfg.Journal != nil {
-		s.tr.Journal = s.cfg.Journal
 	}
 	s.log.Debug("session started", "kind", s.dev.Kind(), "pid", s.dev.peer.PID, "uid", s.dev.peer.UID)
 	return true
