@@ -233,10 +233,8 @@ func (s *Session) handedOver(streams []server.ListenRecord) {
 		result <- r
 		return
 	}
-	r.rec = &Record{
-		ID: s.id, Started: s.started, Requests: s.counters.Requests(), Restarts: s.restarts.Load(),
-		Device: dev, Input: carry, State: s.rt.Snapshot(), Streams: streams,
-	}
+	r.rec = s.record(dev, carry)
+	r.rec.Streams = streams
 	r.files = files
 	s.mu.Lock()
 	s.moved = true
@@ -298,10 +296,16 @@ func (s *Session) Snapshot() (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.record(dev, stdio.Carry{BytesIn: s.bytesIn()}), nil
+}
+
+// record is the session's Record on dev with input, without streams or
+// lost requests: what HandOver and Snapshot share.
+func (s *Session) record(dev DeviceRecord, input stdio.Carry) *Record {
 	return &Record{
 		ID: s.id, Started: s.started, Requests: s.counters.Requests(), Restarts: s.restarts.Load(),
-		Device: dev, Input: stdio.Carry{BytesIn: s.bytesIn()}, State: s.rt.Snapshot(),
-	}, nil
+		Device: dev, Input: input, State: s.rt.Snapshot(),
+	}
 }
 
 // Files returns the device's descriptors, in the order of its record: the
