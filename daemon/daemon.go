@@ -354,7 +354,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			d.drain(root, rs.acceptors, listeners, cancelRoot, rootDone)
+			d.drain(rs, cancelRoot, rootDone)
 			return nil
 		case <-hup:
 			_ = d.Reload()
@@ -426,21 +426,19 @@ func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
 // drain ends the daemon: STOPPING=1, stop accepting, let connections in
 // their handshake finish, then cancel every session and wait for them,
 // bounded by daemon.shutdown_grace plus a margin.
-func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken, listeners []*listener, cancelRoot context.CancelFunc, rootDone <-chan error) {
+func (d *Daemon) drain(rs *runState, cancelRoot context.CancelFunc, rootDone <-chan error) {
 	d.notify.send("STOPPING=1")
 	d.startDrain()
 	d.log.Info("draining: no new sessions; running ones finish their requests", "sessions", d.count(), "grace", d.gen.Load().limits.ShutdownGrace)
-	for _, tok := range acceptors {
-		_ = root.RemoveAndWait(tok, time.Second)
-	}
-	for _, l := range listeners {
+	d.stopAccepting(rs)
+	for _, l := range rs.listeners {
 		if l.name == "control" {
 			d.answerWhileDraining(l) // status says "draining" until Run returns
 		} else {
 			l.stop()
 		}
 	}
-	httpDone := d.drainHTTP(root)
+	httpDone := d.drainHTTP(rs.root)
 	defer func() { <-httpDone }()
 	d.mu.Lock()
 	d.closing = true // from now on beginHandshake refuses
