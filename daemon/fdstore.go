@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -9,8 +8,6 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/snodod/snodod/session"
 )
 
 // systemd's file descriptor store (sd_notify(3) FDSTORE=1; systemd.io's
@@ -153,11 +150,9 @@ func notifyWithFiles(socket, state string, files ...*os.File) error {
 	defer unix.Close(fd)
 	var rights []byte
 	if len(files) > 0 {
-		fds := make([]int, 0, len(files))
-		for _, f := range files {
-			if err := session.Control(f, func(fd int) error { fds = append(fds, fd); return nil }); err != nil {
-				return fmt.Errorf("descriptor %s: %w", f.Name(), err)
-			}
+		fds, err := rawFDs(files)
+		if err != nil {
+			return err
 		}
 		rights = unix.UnixRights(fds...)
 	}

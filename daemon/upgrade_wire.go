@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -122,13 +123,13 @@ func (w *wire) send(m upgradeMsg, files ...*os.File) error {
 	}
 	frame := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
 	frame = append(frame, body...)
-	fds := make([]int, 0, len(files))
-	for _, f := range files {
-		if err := session.Control(f, func(fd int) error { fds = append(fds, fd); return nil }); err != nil {
-			return fmt.Errorf("upgrade message: %w", err)
-		}
+	fds, err := rawFDs(files)
+	if err != nil {
+		return fmt.Errorf("upgrade message: %w", err)
 	}
-	return sendRequest(w.c, frame, fds...)
+	err = sendRequest(w.c, frame, fds...)
+	runtime.KeepAlive(files)
+	return err
 }
 
 // recv reads the next message and the descriptors it carries, which the
