@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -168,12 +169,14 @@ func (w *wire) recv(deadline time.Time) (upgradeMsg, []*os.File, error) {
 func (w *wire) fill(n int) ([]byte, error) {
 	oob := make([]byte, unix.CmsgSpace(maxUpgradeFDs*4))
 	for len(w.buf) < n {
-		chunk := make([]byte, max(n-len(w.buf), 4096))
-		k, oobn, flags, _, err := w.c.ReadMsgUnix(chunk, oob)
+		// Read straight into the buffer's free room: a message may be
+		// tens of MiB (a session's unread input), read once, not copied.
+		w.buf = slices.Grow(w.buf, max(n-len(w.buf), 4096))
+		k, oobn, flags, _, err := w.c.ReadMsgUnix(w.buf[len(w.buf):cap(w.buf)], oob)
 		k, oobn = max(k, 0), max(oobn, 0)
 		got, perr := parseRights(oob[:oobn])
 		w.queued = append(w.queued, got...)
-		w.buf = append(w.buf, chunk[:k]...)
+		w.buf = w.buf[:len(w.buf)+k]
 		switch {
 		case perr != nil:
 			return nil, perr
