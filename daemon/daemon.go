@@ -390,14 +390,22 @@ func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.recovered = stored
 	var ls []*listener
+	fail := func(err error) ([]*listener, error) {
+		for _, l := range ls {
+			l.close()
+		}
+		for _, fs := range stored {
+			closeFiles(fs)
+		}
+		return nil, err
+	}
 	if sessionLn != nil {
 		ls = append(ls, &listener{name: "session", path: sessionLn.Addr().String(), ln: sessionLn})
 	} else {
 		l, err := listenUnix("session", cfg.Daemon.Socket, "daemon.socket", true)
 		if err != nil {
-			return nil, err
+			return fail(err) // activated passes a control socket only with a session socket
 		}
 		ls = append(ls, l)
 	}
@@ -410,16 +418,11 @@ func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
 		}
 		l, err := listenUnix("control", path, "daemon.control_socket", false)
 		if err != nil {
-			for _, l := range ls {
-				l.close()
-			}
-			for _, fs := range stored {
-				closeFiles(fs)
-			}
-			return nil, err
+			return fail(err)
 		}
 		ls = append(ls, l)
 	}
+	d.recovered = stored
 	return ls, nil
 }
 
