@@ -30,6 +30,7 @@ func fdStoreName(id uint64) string { return "session-" + strconv.FormatUint(id, 
 type fdStore struct {
 	enabled bool
 	socket  string // NOTIFY_SOCKET
+	max     int    // FileDescriptorStoreMax= as $FDSTORE says it; 0 when it does not
 	log     *slog.Logger
 	failed  sync.Once
 
@@ -51,15 +52,9 @@ func newFDStore(log *slog.Logger) *fdStore {
 	if v, ok := os.LookupEnv("FDSTORE"); ok {
 		n, err := strconv.Atoi(v)
 		s.enabled = s.enabled && err == nil && n > 0
+		s.max = max(n, 0)
 	}
 	return s
-}
-
-// capacity is FileDescriptorStoreMax= as systemd said it, 0 when it did
-// not.
-func (s *fdStore) capacity() int {
-	n, _ := strconv.Atoi(os.Getenv("FDSTORE"))
-	return n
 }
 
 // store keeps files in the store under name (they stay the caller's).
