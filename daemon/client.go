@@ -120,6 +120,12 @@ func Kill(ctx context.Context, path string, id uint64) error {
 // ask sends one request on a new control connection and reads its reply
 // into v (when not nil); ctx ending closes the connection.
 func ask(ctx context.Context, path string, req Request, v any) error {
+	return converse(ctx, path, req, v, nil)
+}
+
+// converse is ask that then, when rest is set, gives rest what follows the
+// reply on the connection; the connection is closed when rest returns.
+func converse(ctx context.Context, path string, req Request, v any, rest func(*bufio.Reader) error) error {
 	c, err := Dial(ctx, path)
 	if err != nil {
 		return err
@@ -127,8 +133,11 @@ func ask(ctx context.Context, path string, req Request, v any) error {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	_, err = roundTrip(c, req, v)
-	return err
+	r, err := roundTrip(c, req, v)
+	if err != nil || rest == nil {
+		return err
+	}
+	return rest(r)
 }
 
 // Handover is a session started on descriptors passed to the daemon.

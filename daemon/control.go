@@ -136,26 +136,12 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		reply(c, Reply{Error: err.Error()})
 		return
 	}
-	peer, err := peerCred(c)
-	if err != nil {
+	req, peer, ok := d.admitRequest(c, line)
+	if !ok || req.Op != "connect" {
 		closeFiles(files)
-		reply(c, Reply{Error: err.Error()})
-		return
 	}
-	if !uidAllowed(peer.UID, d.uid, d.Config().Daemon.AllowedUIDs) {
-		closeFiles(files)
-		d.log.Warn("control connection refused", "peer_pid", peer.PID, "peer_uid", peer.UID)
-		reply(c, Reply{Error: uidError(peer.UID).Message})
+	if !ok {
 		return
-	}
-	var req Request
-	if err := json.Unmarshal(line, &req); err != nil {
-		closeFiles(files)
-		reply(c, Reply{Error: "request is not a JSON object: " + err.Error()})
-		return
-	}
-	if req.Op != "connect" {
-		closeFiles(files)
 	}
 	switch req.Op {
 	case "connect":
@@ -195,6 +181,27 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 	default:
 		reply(c, Reply{Error: fmt.Sprintf("unknown op %q; the ops are connect, status, kill, upgrade, upstream, logs and fault", req.Op)})
 	}
+}
+
+// admitRequest checks the peer of a control connection (the daemon's uid
+// or daemon.allowed_uids) and decodes its request line; a refusal is
+// answered on c, and ok is false. The caller closes what was passed.
+func (d *Daemon) admitRequest(c *net.UnixConn, line []byte) (req Request, peer session.Peer, ok bool) {
+	peer, err := peerCred(c)
+	if err != nil {
+		reply(c, Reply{Error: err.Error()})
+		return req, peer, false
+	}
+	if !uidAllowed(peer.UID, d.uid, d.Config().Daemon.AllowedUIDs) {
+		d.log.Warn("control connection refused", "peer_pid", peer.PID, "peer_uid", peer.UID)
+		reply(c, Reply{Error: uidError(peer.UID).Message})
+		return req, peer, false
+	}
+	if err := json.Unmarshal(line, &req); err != nil {
+		reply(c, Reply{Error: "request is not a JSON object: " + err.Error()})
+		return req, peer, false
+	}
+	return req, peer, true
 }
 
 // connect starts a session on the descriptors a client passed, and answers
@@ -266,7 +273,7 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 // client: the connection is passed on with it (waiterConn), and nothing is
 // written here.
 func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
-	id := s.Stats().ID
+	id := s.ID()
 	d.mu.Lock()
 	d.waiting[id] = c
 	d.mu.Unlock()
@@ -291,7 +298,7 @@ func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
 		}
 		reply(c, Ended{Ended: true, Error: msg})
 	case <-gone:
-		d.log.Info("the connect process of a session left; ending the session", "session", s.Stats().ID)
+		d.log.Info("the connect process of a session left; ending the session", "session", id)
 		s.Kill("its snodod connect process exited")
 	case <-d.stopped:
 	}

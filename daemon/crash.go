@@ -194,7 +194,7 @@ const fdsPerSession = 4
 // sessions' descriptors: the sessions beyond it would not survive a crash.
 func (d *Daemon) checkStore() {
 	max := d.gen.Load().limits.MaxSessions
-	if n := d.store.capacity(); d.store.enabled && n > 0 && n < max*fdsPerSession {
+	if n := d.store.max; d.store.enabled && n > 0 && n < max*fdsPerSession {
 		d.log.Warn("systemd's descriptor store is smaller than daemon.max_sessions needs; sessions beyond it will not survive a crash",
 			"FileDescriptorStoreMax", n, "needed", max*fdsPerSession+16)
 	}

@@ -354,7 +354,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			d.drain(root, rs.acceptors, listeners, cancelRoot, rootDone)
+			d.drain(rs, cancelRoot, rootDone)
 			return nil
 		case <-hup:
 			_ = d.Reload()
@@ -390,14 +390,22 @@ func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.recovered = stored
 	var ls []*listener
+	fail := func(err error) ([]*listener, error) {
+		for _, l := range ls {
+			l.close()
+		}
+		for _, fs := range stored {
+			closeFiles(fs)
+		}
+		return nil, err
+	}
 	if sessionLn != nil {
 		ls = append(ls, &listener{name: "session", path: sessionLn.Addr().String(), ln: sessionLn})
 	} else {
 		l, err := listenUnix("session", cfg.Daemon.Socket, "daemon.socket", true)
 		if err != nil {
-			return nil, err
+			return fail(err) // activated passes a control socket only with a session socket
 		}
 		ls = append(ls, l)
 	}
@@ -410,37 +418,30 @@ func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
 		}
 		l, err := listenUnix("control", path, "daemon.control_socket", false)
 		if err != nil {
-			for _, l := range ls {
-				l.close()
-			}
-			for _, fs := range stored {
-				closeFiles(fs)
-			}
-			return nil, err
+			return fail(err)
 		}
 		ls = append(ls, l)
 	}
+	d.recovered = stored
 	return ls, nil
 }
 
 // drain ends the daemon: STOPPING=1, stop accepting, let connections in
 // their handshake finish, then cancel every session and wait for them,
 // bounded by daemon.shutdown_grace plus a margin.
-func (d *Daemon) drain(root *suture.Supervisor, acceptors []suture.ServiceToken, listeners []*listener, cancelRoot context.CancelFunc, rootDone <-chan error) {
+func (d *Daemon) drain(rs *runState, cancelRoot context.CancelFunc, rootDone <-chan error) {
 	d.notify.send("STOPPING=1")
 	d.startDrain()
 	d.log.Info("draining: no new sessions; running ones finish their requests", "sessions", d.count(), "grace", d.gen.Load().limits.ShutdownGrace)
-	for _, tok := range acceptors {
-		_ = root.RemoveAndWait(tok, time.Second)
-	}
-	for _, l := range listeners {
+	d.stopAccepting(rs)
+	for _, l := range rs.listeners {
 		if l.name == "control" {
 			d.answerWhileDraining(l) // status says "draining" until Run returns
 		} else {
 			l.stop()
 		}
 	}
-	httpDone := d.drainHTTP(root)
+	httpDone := d.drainHTTP(rs.root)
 	defer func() { <-httpDone }()
 	d.mu.Lock()
 	d.closing = true // from now on beginHandshake refuses

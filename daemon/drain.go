@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -69,18 +68,8 @@ func (d *Daemon) serveDraining(c *net.UnixConn) {
 // the drain, as serveDraining says, and closes files. The caller closes c.
 func (d *Daemon) answerDraining(c *net.UnixConn, line []byte, files []*os.File) {
 	defer closeFiles(files)
-	peer, err := peerCred(c)
-	if err != nil {
-		reply(c, Reply{Error: err.Error()})
-		return
-	}
-	if !uidAllowed(peer.UID, d.uid, d.Config().Daemon.AllowedUIDs) {
-		reply(c, Reply{Error: uidError(peer.UID).Message})
-		return
-	}
-	var req Request
-	if err := json.Unmarshal(line, &req); err != nil {
-		reply(c, Reply{Error: "request is not a JSON object: " + err.Error()})
+	req, _, ok := d.admitRequest(c, line)
+	if !ok {
 		return
 	}
 	switch {

@@ -121,6 +121,19 @@ func closeFiles(files []*os.File) {
 	}
 }
 
+// rawFDs returns the descriptors of files, to attach to a message
+// (SCM_RIGHTS). They are valid while files are open: the caller keeps
+// files alive (runtime.KeepAlive) until the message is sent.
+func rawFDs(files []*os.File) ([]int, error) {
+	fds := make([]int, 0, len(files))
+	for _, f := range files {
+		if err := session.Control(f, func(fd int) error { fds = append(fds, fd); return nil }); err != nil {
+			return nil, fmt.Errorf("descriptor %s: %w", f.Name(), err)
+		}
+	}
+	return fds, nil
+}
+
 // sendRequest writes line to c with the descriptors fds attached to its
 // first byte: a request line (which ends in "\n") on the control socket,
 // or a frame of the upgrade wire (upgrade_wire.go).

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -9,8 +8,6 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/snodod/snodod/session"
 )
 
 // systemd's file descriptor store (sd_notify(3) FDSTORE=1; systemd.io's
@@ -33,6 +30,7 @@ func fdStoreName(id uint64) string { return "session-" + strconv.FormatUint(id, 
 type fdStore struct {
 	enabled bool
 	socket  string // NOTIFY_SOCKET
+	max     int    // FileDescriptorStoreMax= as $FDSTORE says it; 0 when it does not
 	log     *slog.Logger
 	failed  sync.Once
 
@@ -54,15 +52,9 @@ func newFDStore(log *slog.Logger) *fdStore {
 	if v, ok := os.LookupEnv("FDSTORE"); ok {
 		n, err := strconv.Atoi(v)
 		s.enabled = s.enabled && err == nil && n > 0
+		s.max = max(n, 0)
 	}
 	return s
-}
-
-// capacity is FileDescriptorStoreMax= as systemd said it, 0 when it did
-// not.
-func (s *fdStore) capacity() int {
-	n, _ := strconv.Atoi(os.Getenv("FDSTORE"))
-	return n
 }
 
 // store keeps files in the store under name (they stay the caller's).
@@ -153,11 +145,9 @@ func notifyWithFiles(socket, state string, files ...*os.File) error {
 	defer unix.Close(fd)
 	var rights []byte
 	if len(files) > 0 {
-		fds := make([]int, 0, len(files))
-		for _, f := range files {
-			if err := session.Control(f, func(fd int) error { fds = append(fds, fd); return nil }); err != nil {
-				return fmt.Errorf("descriptor %s: %w", f.Name(), err)
-			}
+		fds, err := rawFDs(files)
+		if err != nil {
+			return err
 		}
 		rights = unix.UnixRights(fds...)
 	}

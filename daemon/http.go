@@ -97,18 +97,26 @@ var (
 
 // open makes the view's dispatcher for one legacy HTTP session.
 func (v httpView) open() (server.Dispatcher, func()) {
+	g := v.d.gen.Load()
+	disp, end, err := v.dispatcher(g)
+	if err != nil {
+		// The upstream was removed by a reload since the route was
+		// resolved: the aggregated server answers as for an unknown name.
+		return g.srv, func() {}
+	}
+	return disp, end
+}
+
+// dispatcher is the view's dispatcher for one new HTTP session of g, under
+// an id of its own (what the session holds on upstreams is by id). HTTP
+// clients send no working directory.
+func (v httpView) dispatcher(g *generation) (server.Dispatcher, func(), error) {
 	d := v.d
 	d.mu.Lock()
 	d.nextID++
 	id := d.nextID
 	d.mu.Unlock()
-	disp, end, err := d.dispatcher(id, d.gen.Load(), v.name, "")
-	if err != nil {
-		// The upstream was removed by a reload since the route was
-		// resolved: the aggregated server answers as for an unknown name.
-		return d.gen.Load().srv, func() {}
-	}
-	return disp, end
+	return d.dispatcher(id, g, v.name, "")
 }
 
 // stateless is the session every 2026 POST of the view is served in,
@@ -125,11 +133,7 @@ func (v httpView) stateless() server.Dispatcher {
 	if old, ok := d.http2026[v.name]; ok {
 		defer old.end()
 	}
-	d.mu.Lock()
-	d.nextID++
-	id := d.nextID
-	d.mu.Unlock()
-	disp, end, err := d.dispatcher(id, g, v.name, "")
+	disp, end, err := v.dispatcher(g)
 	if err != nil {
 		return g.srv
 	}

@@ -104,14 +104,14 @@ func (d *Daemon) unreserve(id uint64) {
 // error (an unknown view) it closes dev and releases id.
 func (d *Daemon) start(id uint64, g *generation, dev *session.Device, at place, ctl *net.UnixConn) (*session.Session, error) {
 	var stored []*os.File
-	if ctl != nil {
+	if ctl != nil && d.store.enabled { // only a crash record needs it
 		f, err := dupFile(ctl, "control connection")
 		if err == nil {
 			defer f.Close()
 			stored = []*os.File{f}
 		}
 	}
-	cfg, j, err := d.sessionConfig(id, g, at, append(deviceFiles(dev), stored...), nil)
+	cfg, j, err := d.sessionConfig(id, g, at, append(dev.Files(), stored...), nil)
 	if err != nil {
 		dev.Close()
 		d.unreserve(id)
@@ -120,12 +120,6 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device, at place, 
 	s := session.New(id, dev, cfg)
 	d.enter(s, j, stored)
 	return s, nil
-}
-
-// deviceFiles returns dev's descriptors (the device keeps them).
-func deviceFiles(dev *session.Device) []*os.File {
-	_, files, _ := dev.Record()
-	return files
 }
 
 // place is where a session is served: how it came (via "socket" or
@@ -170,7 +164,7 @@ func (d *Daemon) sessionConfig(id uint64, g *generation, at place, files []*os.F
 // record starts, and a new one is stored with the session's descriptors
 // (ctl: the control connection's duplicate, if any).
 func (d *Daemon) enter(s *session.Session, j *journal, ctl []*os.File) {
-	id := s.Stats().ID
+	id := s.ID()
 	d.mu.Lock()
 	d.sessions[id] = s
 	d.mu.Unlock()

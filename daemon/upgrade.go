@@ -333,7 +333,7 @@ func (d *Daemon) handOverSessions(next *successor) ([]movedFiles, error) {
 // pause hands one session over: it returns false for a session that ended
 // meanwhile.
 func (d *Daemon) pause(ctx context.Context, s *session.Session) (movedFiles, bool) {
-	id := s.Stats().ID
+	id := s.ID()
 	// Taken before the session ends and they are forgotten or closed.
 	at := d.placeOf(id)
 	ctl, jf := d.waiterConn(id), d.journalFile(id)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -122,13 +124,13 @@ func (w *wire) send(m upgradeMsg, files ...*os.File) error {
 	}
 	frame := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
 	frame = append(frame, body...)
-	fds := make([]int, 0, len(files))
-	for _, f := range files {
-		if err := session.Control(f, func(fd int) error { fds = append(fds, fd); return nil }); err != nil {
-			return fmt.Errorf("upgrade message: %w", err)
-		}
+	fds, err := rawFDs(files)
+	if err != nil {
+		return fmt.Errorf("upgrade message: %w", err)
 	}
-	return sendRequest(w.c, frame, fds...)
+	err = sendRequest(w.c, frame, fds...)
+	runtime.KeepAlive(files)
+	return err
 }
 
 // recv reads the next message and the descriptors it carries, which the
@@ -167,12 +169,14 @@ func (w *wire) recv(deadline time.Time) (upgradeMsg, []*os.File, error) {
 func (w *wire) fill(n int) ([]byte, error) {
 	oob := make([]byte, unix.CmsgSpace(maxUpgradeFDs*4))
 	for len(w.buf) < n {
-		chunk := make([]byte, max(n-len(w.buf), 4096))
-		k, oobn, flags, _, err := w.c.ReadMsgUnix(chunk, oob)
+		// Read straight into the buffer's free room: a message may be
+		// tens of MiB (a session's unread input), read once, not copied.
+		w.buf = slices.Grow(w.buf, max(n-len(w.buf), 4096))
+		k, oobn, flags, _, err := w.c.ReadMsgUnix(w.buf[len(w.buf):cap(w.buf)], oob)
 		k, oobn = max(k, 0), max(oobn, 0)
 		got, perr := parseRights(oob[:oobn])
 		w.queued = append(w.queued, got...)
-		w.buf = append(w.buf, chunk[:k]...)
+		w.buf = w.buf[:len(w.buf)+k]
 		switch {
 		case perr != nil:
 			return nil, perr

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -143,33 +144,24 @@ func UpstreamAction(ctx context.Context, path, name, action string) error {
 // write; with follow it goes on writing what the upstream writes until ctx
 // ends or the daemon goes.
 func Logs(ctx context.Context, path, name string, follow bool, write func(string) error) error {
-	c, err := Dial(ctx, path)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	r, err := roundTrip(c, Request{Op: "logs", Name: name, Follow: follow}, nil)
-	if err != nil {
-		return err
-	}
-	for {
-		b, err := r.ReadBytes('\n')
-		if err != nil {
-			if ctx.Err() != nil || !follow {
+	return converse(ctx, path, Request{Op: "logs", Name: name, Follow: follow}, nil, func(r *bufio.Reader) error {
+		for {
+			b, err := r.ReadBytes('\n')
+			if err != nil {
+				if ctx.Err() != nil || !follow {
+					return nil
+				}
+				return ErrDaemonGone
+			}
+			var l LogLine
+			if json.Unmarshal(b, &l) == nil {
+				if err := write(l.Log); err != nil {
+					return err
+				}
+			}
+			if !follow {
 				return nil
 			}
-			return ErrDaemonGone
 		}
-		var l LogLine
-		if json.Unmarshal(b, &l) == nil {
-			if err := write(l.Log); err != nil {
-				return err
-			}
-		}
-		if !follow {
-			return nil
-		}
-	}
+	})
 }

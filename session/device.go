@@ -102,7 +102,7 @@ func NewDevice(in, out *os.File, peer Peer) (_ *Device, err error) {
 	if err := Control(d.in, func(fd int) error { return unix.Fstat(fd, &st) }); err != nil {
 		return nil, fmt.Errorf("session: stat %s: %w", d.in.Name(), err)
 	}
-	for _, f := range d.files() {
+	for _, f := range d.Files() {
 		if err := Control(f, func(fd int) error { return d.makeRaw(f, fd) }); err != nil {
 			return nil, fmt.Errorf("session: raw mode on %s: %w", f.Name(), err)
 		}
@@ -228,7 +228,7 @@ func (d *Device) Close() error {
 				errs = append(errs, fmt.Errorf("restore blocking mode of %s: %w", f.Name(), err))
 			}
 		}
-		for _, f := range d.files() {
+		for _, f := range d.Files() {
 			if err := f.Close(); err != nil {
 				errs = append(errs, err)
 			}
@@ -238,8 +238,10 @@ func (d *Device) Close() error {
 	return d.closeErr
 }
 
-// files lists the distinct descriptors the device owns.
-func (d *Device) files() []*os.File {
+// Files lists the distinct descriptors the device owns, in the order of its
+// Record: input, then output when it is another descriptor. They stay the
+// device's: a caller passes duplicates on, never closes these.
+func (d *Device) Files() []*os.File {
 	switch {
 	case d.in == nil:
 		return nil

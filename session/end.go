@@ -44,13 +44,13 @@ func (s *Session) Kill(why string) {
 // it runs.
 func (s *Session) Reason() string {
 	s.mu.Lock()
-	ended, err, drained := s.ended, s.err, s.drained
+	ended, err, drained, moved := s.ended, s.err, s.drained, s.moved
 	s.mu.Unlock()
 	var out *stdio.OutputError
 	switch {
 	case !ended:
 		return ""
-	case s.movedAway():
+	case moved:
 		return ReasonHandedOver
 	case errors.Is(err, stdio.ErrKilled):
 		return ReasonKilled
@@ -75,17 +75,18 @@ func (s *Session) Reason() string {
 // logEnd writes the session's one end-of-session line: what it served,
 // for how long, and why it ended.
 func (s *Session) logEnd() {
+	reason := s.Reason()
 	attrs := []any{
 		"kind", s.dev.Kind(), "peer_pid", s.dev.Peer().PID,
 		"duration", time.Since(s.started).Round(time.Millisecond).String(),
 		"requests", s.counters.Requests(), "restarts", s.restarts.Load(),
 		"bytes_in", s.bytesIn(), "bytes_out", s.dev.BytesOut(),
-		"reason", s.Reason(),
+		"reason", reason,
 	}
 	if err := s.Err(); err != nil {
 		attrs = append(attrs, "error", err.Error())
 	}
-	if s.movedAway() {
+	if reason == ReasonHandedOver {
 		s.log.Info("session handed over", attrs...)
 		return
 	}

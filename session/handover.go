@@ -77,7 +77,7 @@ type TTYRecord struct {
 // them), never closes these. It fails for a terminal whose settings could
 // not be read when it was made raw (on systems other than Linux).
 func (d *Device) Record() (DeviceRecord, []*os.File, error) {
-	files := d.files()
+	files := d.Files()
 	rec := DeviceRecord{Kind: d.kind, Peer: d.peer, Files: len(files), BytesOut: d.bytesOut.Load()}
 	index := func(f *os.File) int {
 		for i, g := range files {
@@ -233,10 +233,8 @@ func (s *Session) handedOver(streams []server.ListenRecord) {
 		result <- r
 		return
 	}
-	r.rec = &Record{
-		ID: s.id, Started: s.started, Requests: s.counters.Requests(), Restarts: s.restarts.Load(),
-		Device: dev, Input: carry, State: s.rt.Snapshot(), Streams: streams,
-	}
+	r.rec = s.record(dev, carry)
+	r.rec.Streams = streams
 	r.files = files
 	s.mu.Lock()
 	s.moved = true
@@ -288,12 +286,6 @@ func (r *resumeState) transport(log *slog.Logger) *stdio.Resume {
 	return tr
 }
 
-func (s *Session) movedAway() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.moved
-}
-
 // Snapshot returns the session's record as a crash would leave it to a
 // successor: the device, the counters and the runtime state, with no unread
 // input (a crash loses what was read and not handled) and no streams (the
@@ -304,12 +296,18 @@ func (s *Session) Snapshot() (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.record(dev, stdio.Carry{BytesIn: s.bytesIn()}), nil
+}
+
+// record is the session's Record on dev with input, without streams or
+// lost requests: what HandOver and Snapshot share.
+func (s *Session) record(dev DeviceRecord, input stdio.Carry) *Record {
 	return &Record{
 		ID: s.id, Started: s.started, Requests: s.counters.Requests(), Restarts: s.restarts.Load(),
-		Device: dev, Input: stdio.Carry{BytesIn: s.bytesIn()}, State: s.rt.Snapshot(),
-	}, nil
+		Device: dev, Input: input, State: s.rt.Snapshot(),
+	}
 }
 
 // Files returns the device's descriptors, in the order of its record: the
 // session keeps them (a caller passes duplicates on, never closes these).
-func (s *Session) Files() []*os.File { return s.dev.files() }
+func (s *Session) Files() []*os.File { return s.dev.Files() }

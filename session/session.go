@@ -222,10 +222,8 @@ func (s *Session) start() bool {
 		State:      s.rt,
 		Counters:   &s.counters,
 		Resume:     resume,
+		Journal:    s.cfg.Journal, // a nil Journal converts to a nil stdio.Journal
 		Logger:     s.log,
-	}
-	if s.cfg.Journal != nil {
-		s.tr.Journal = s.cfg.Journal
 	}
 	s.log.Debug("session started", "kind", s.dev.Kind(), "pid", s.dev.peer.PID, "uid", s.dev.peer.UID)
 	return true
@@ -234,16 +232,13 @@ func (s *Session) start() bool {
 // close releases what the session holds, the device last.
 func (s *Session) close() {
 	s.mu.Lock()
-	reader := s.ownReader
+	reader, moved := s.ownReader, s.moved
 	s.mu.Unlock()
 	if reader != nil {
 		reader.Close()
 	}
 	s.rt.Close()
 	s.fault.Release()
-	s.mu.Lock()
-	moved := s.moved
-	s.mu.Unlock()
 	if !moved {
 		if err := s.dev.Close(); err != nil {
 			s.log.Warn("closing the device failed", "err", err)

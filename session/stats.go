@@ -42,6 +42,10 @@ func (s *Session) Stats() Stats {
 	}
 }
 
+// ID is the session's id, as New or Resume was given it. It may be called
+// from any goroutine.
+func (s *Session) ID() uint64 { return s.id }
+
 // String names the session for logs: "session 12 (pty, pid 123)", or
 // "session 12 (pipe)" when the peer is unknown.
 func (s *Session) String() string {
