@@ -187,15 +187,30 @@ func (d *Daemon) recoverSession(name string, files []*os.File) error {
 
 // fdsPerSession bounds the descriptors a session keeps in the store: its
 // device (one or two), the control connection of its connect, its crash
-// record.
-const fdsPerSession = 4
+// record. storeSpare is the room the shipped units leave besides them
+// (FileDescriptorStoreMax = daemon.max_sessions × 4 + 16,
+// docs/operations.md).
+const (
+	fdsPerSession = 4
+	storeSpare    = 16
+)
 
-// checkStore warns when the store cannot hold daemon.max_sessions
-// sessions' descriptors: the sessions beyond it would not survive a crash.
+// checkStore warns when the store is smaller than the shipped units'
+// FileDescriptorStoreMax rule for daemon.max_sessions: sessions beyond it
+// would not survive a crash. The warning's figure is the one it checks.
 func (d *Daemon) checkStore() {
-	max := d.gen.Load().limits.MaxSessions
-	if n := d.store.max; d.store.enabled && n > 0 && n < max*fdsPerSession {
-		d.log.Warn("systemd's descriptor store is smaller than daemon.max_sessions needs; sessions beyond it will not survive a crash",
-			"FileDescriptorStoreMax", n, "needed", max*fdsPerSession+16)
+	if !d.store.enabled {
+		return
 	}
+	if need, short := storeShort(d.store.max, d.gen.Load().limits.MaxSessions); short {
+		d.log.Warn("systemd's descriptor store is smaller than daemon.max_sessions needs; sessions beyond it will not survive a crash",
+			"FileDescriptorStoreMax", d.store.max, "needed", need)
+	}
+}
+
+// storeShort reports the store size maxSessions need, and whether a store
+// of size (0: unknown, as before systemd 254) is known to be smaller.
+func storeShort(size, maxSessions int) (need int, short bool) {
+	need = maxSessions*fdsPerSession + storeSpare
+	return need, size > 0 && size < need
 }
