@@ -21,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
 // The helpers of daemon_test.go: a `snodod serve --demo` of each test's
@@ -666,14 +668,21 @@ func (l *logFile) String() string {
 // waitGone waits up to within for process pid to be gone (or a zombie: it
 // may be no child of ours to reap), and reports whether it is.
 func waitGone(pid int, within time.Duration) bool {
-	return await(within, func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
+	return await(within, func() bool { return !proctest.Alive(pid) })
+}
+
+// children returns the pids of pid's live (not zombie) children.
+func children(t *testing.T, pid int) []int {
+	t.Helper()
+	all, err := proc.Processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, p := range all {
+		if p.PPID == pid && !p.Exited() {
+			out = append(out, p.PID)
 		}
-		// The state follows the command's closing parenthesis.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
-	})
+	}
+	return out
 }

@@ -323,7 +323,7 @@ func TestKilledUnderSocketActivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	start() // as Restart=on-failure does
-	if !await(answerWithin, func() bool { return !alive(orphan) }) {
+	if !waitGone(orphan, answerWithin) {
 		t.Errorf("the killed daemon's orphaned grandchild %d still runs under the next daemon", orphan)
 	}
 	if r, err := waiting.answer("0", answerWithin); err != nil || r.Error != nil {
