@@ -2,8 +2,6 @@ package load
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -130,31 +128,6 @@ func (p *Proc) Kill() {
 // clockTick is USER_HZ, the unit of the CPU times in /proc/PID/stat: 100
 // on every Linux the kernel ABI allows.
 const clockTick = 10 * time.Millisecond
-
-// ProcCPUTime is the user and system CPU time a live process has used so
-// far, from /proc/PID/stat (to the 10 ms tick).
-func ProcCPUTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces; fields count from after
-	// its closing parenthesis. utime and stime are fields 14 and 15.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(ut+st) * clockTick, nil
-}
 
 // ProcStatus returns a field of /proc/PID/status in bytes (VmRSS, VmHWM:
 // the kernel reports them in kB).
