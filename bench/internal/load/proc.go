@@ -2,6 +2,8 @@ package load
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -128,6 +130,55 @@ func (p *Proc) Kill() {
 // clockTick is USER_HZ, the unit of the CPU times in /proc/PID/stat: 100
 // on every Linux the kernel ABI allows.
 const clockTick = 10 * time.Millisecond
+
+// procStat returns the fields of /proc/PID/stat that follow the command
+// name, which may hold spaces and parentheses: f[0] is the state, f[1]
+// the parent's pid, f[11] and f[12] utime and stime (fields 3, 4, 14 and
+// 15 of proc(5)).
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, errors.New("malformed /proc/" + strconv.Itoa(pid) + "/stat")
+	}
+	return strings.Fields(string(b[i+1:])), nil
+}
+
+// exited reports whether pid has exited: it is gone, or a zombie not yet
+// reaped (by us, or by a parent that is not us).
+func exited(pid int) bool {
+	f, err := procStat(pid)
+	return err != nil || len(f) == 0 || f[0] == "Z"
+}
+
+// children returns the pids of pid's live (not zombie) children.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := procStat(n)
+		if err == nil && len(f) > 1 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// processTree is pid and its live descendants.
+func processTree(pid int) []int {
+	tree := []int{pid}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, children(tree[i])...)
+	}
+	return tree
+}
 
 // ProcStatus returns a field of /proc/PID/status in bytes (VmRSS, VmHWM:
 // the kernel reports them in kB).

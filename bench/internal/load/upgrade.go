@@ -2,11 +2,8 @@ package load
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -133,11 +130,7 @@ func StopSuccessor(pid int) error {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return nil
-		}
-		if s := string(b); strings.Contains(s[strings.LastIndexByte(s, ')')+1:], " Z ") {
+		if exited(pid) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -67,28 +67,6 @@ func upstreamDaemon(snodod string, command []string, maxSessions int, env []stri
 	}
 }
 
-// children returns the pids of pid's live children.
-func children(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // RunRelay measures server directly and behind snodod connect NAME, at d.
 func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env []string) Relay {
 	r := Relay{Upstream: server.Name, Version: d.Version}
