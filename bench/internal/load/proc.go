@@ -154,28 +154,39 @@ func exited(pid int) bool {
 	return err != nil || len(f) == 0 || f[0] == "Z"
 }
 
-// children returns the pids of pid's live (not zombie) children.
-func children(pid int) []int {
+// liveChildren maps every process to its live (not zombie) children, from
+// one pass over /proc.
+func liveChildren() map[int][]int {
 	entries, _ := os.ReadDir("/proc")
-	var out []int
+	kids := map[int][]int{}
 	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		f, err := procStat(n)
-		if err == nil && len(f) > 1 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
-			out = append(out, n)
+		f, err := procStat(pid)
+		if err != nil || len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			kids[ppid] = append(kids[ppid], pid)
 		}
 	}
-	return out
+	return kids
 }
 
-// processTree is pid and its live descendants.
+// children returns the pids of pid's live children.
+func children(pid int) []int { return liveChildren()[pid] }
+
+// processTree is pid and its live descendants, parents before their
+// children, from one pass over /proc (a gateway's tree is a process per
+// session, and more: a pass per process would read /proc that many
+// times over).
 func processTree(pid int) []int {
+	kids := liveChildren()
 	tree := []int{pid}
 	for i := 0; i < len(tree); i++ {
-		tree = append(tree, children(tree[i])...)
+		tree = append(tree, kids[tree[i]]...)
 	}
 	return tree
 }
