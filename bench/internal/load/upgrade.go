@@ -3,7 +3,6 @@ package load
 import (
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -118,9 +117,6 @@ func RunUpgradePause(d *Daemon, bin string, dialect wire.Dialect, sessions int, 
 	r.CallsBefore, r.CallsAcross = len(before), len(across)
 	return r, pid
 }
-
-// Control is the daemon's control socket.
-func (d *Daemon) Control() string { return filepath.Join(d.dir, "c.sock") }
 
 // StopSuccessor ends the daemon an upgrade started (pid, not this
 // process's child): SIGTERM, then up to 15 s for it to be gone.
