@@ -44,13 +44,7 @@ func (r *Report) relayRows() []relayRow {
 			if len(rs) == 0 {
 				continue
 			}
-			med := func(get func(load.Relay) float64) float64 {
-				vals := make([]float64, len(rs))
-				for i, x := range rs {
-					vals[i] = get(x)
-				}
-				return stats.Median(vals)
-			}
+			med := func(get func(load.Relay) float64) float64 { return stats.MedianOf(rs, get) }
 			out = append(out, relayRow{Upstream: up, Version: v, Repeats: len(rs),
 				DirectSeq:   med(func(x load.Relay) float64 { return x.Direct.SeqP50 }),
 				RelayedSeq:  med(func(x load.Relay) float64 { return x.Relayed.SeqP50 }),
