@@ -37,13 +37,12 @@ var HTTPSessionHeaders = map[string]string{"MCP-Protocol-Version": HTTPSessionVe
 // upstream "up" and serving it passed through at http.path/up; its
 // configuration and sockets are in dir.
 func SnododHostedHTTP(snodod, dir string, command []string) (HTTPServer, error) {
-	config := filepath.Join(dir, "config")
-	if err := writeUpstreamConfig(config, command); err != nil {
+	if err := writeUpstreamConfig(filepath.Join(dir, "config"), command); err != nil {
 		return HTTPServer{}, err
 	}
-	return HTTPServer{Name: "snodod", Snodod: true, View: "/up", Session: HTTPSessionVersion, Body: HTTPSessionCall, Headers: HTTPSessionHeaders,
-		Command: []string{snodod, "serve", "--http", "127.0.0.1:0", "--log-level", "warn", "--socket", filepath.Join(dir, "s.sock")},
-		Env:     []string{"XDG_CONFIG_HOME=" + config, "XDG_STATE_HOME=" + filepath.Join(dir, "state")}}, nil
+	s := snododServe(snodod, dir)
+	s.View, s.Session, s.Body, s.Headers = "/up", HTTPSessionVersion, HTTPSessionCall, HTTPSessionHeaders
+	return s, nil
 }
 
 // Supergateway is supergateway (in nodeDir's node_modules) in front of
