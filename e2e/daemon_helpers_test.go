@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -669,6 +670,22 @@ func (l *logFile) String() string {
 // may be no child of ours to reap), and reports whether it is.
 func waitGone(pid int, within time.Duration) bool {
 	return await(within, func() bool { return !proctest.Alive(pid) })
+}
+
+// awaitPIDFile waits for a live process's pid in pidfile (the fake
+// upstream's -grandchild writes one, again after a restart) and returns
+// it; without one within answerWithin the test fails with msg.
+func awaitPIDFile(t *testing.T, pidfile, msg string) int {
+	t.Helper()
+	var pid int
+	if !await(answerWithin, func() bool {
+		b, err := os.ReadFile(pidfile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0 && proctest.Alive(pid)
+	}) {
+		t.Fatal(msg)
+	}
+	return pid
 }
 
 // children returns the pids of pid's live (not zombie) children.

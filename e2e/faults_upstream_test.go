@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/daemon"
-	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/upstream"
 )
 
@@ -139,15 +138,7 @@ func TestUpstreamFaults(t *testing.T) {
 
 	grandchild := func(t *testing.T) int {
 		t.Helper()
-		var pid int
-		if !await(answerWithin, func() bool {
-			b, err := os.ReadFile(pidfile)
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-			return err == nil && pid > 0 && proctest.Alive(pid)
-		}) {
-			t.Fatal("the fake did not start its grandchild")
-		}
-		return pid
+		return awaitPIDFile(t, pidfile, "the fake did not start its grandchild")
 	}
 
 	t.Run("killed mid-call", func(t *testing.T) {

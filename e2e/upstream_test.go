@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,14 +62,7 @@ func TestUpstreamOrphansAfterKill9(t *testing.T) {
 	d.awaitStatus(t, "the upstream ready", answerWithin, func(st *daemon.Status) bool {
 		return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
 	})
-	var grandchild int
-	if !await(answerWithin, func() bool {
-		b, err := os.ReadFile(pidfile)
-		grandchild, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && grandchild > 0
-	}) {
-		t.Fatal("the fake did not start its grandchild")
-	}
+	grandchild := awaitPIDFile(t, pidfile, "the fake did not start its grandchild")
 	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
 	d.signal(t, syscall.SIGKILL)
 	d.waitExit(t, answerWithin)
