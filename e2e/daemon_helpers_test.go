@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +22,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
 // The helpers of daemon_test.go: a `snodod serve --demo` of each test's
@@ -666,14 +669,37 @@ func (l *logFile) String() string {
 // waitGone waits up to within for process pid to be gone (or a zombie: it
 // may be no child of ours to reap), and reports whether it is.
 func waitGone(pid int, within time.Duration) bool {
-	return await(within, func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
+	return await(within, func() bool { return !proctest.Alive(pid) })
+}
+
+// awaitPIDFile waits for a live process's pid in pidfile (the fake
+// upstream's -grandchild writes one, again after a restart) and returns
+// it; without one within answerWithin the test fails with msg.
+func awaitPIDFile(t *testing.T, pidfile, msg string) int {
+	t.Helper()
+	var pid int
+	if !await(answerWithin, func() bool {
+		b, err := os.ReadFile(pidfile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0 && proctest.Alive(pid)
+	}) {
+		t.Fatal(msg)
+	}
+	return pid
+}
+
+// children returns the pids of pid's live (not zombie) children.
+func children(t *testing.T, pid int) []int {
+	t.Helper()
+	all, err := proc.Processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, p := range all {
+		if p.PPID == pid && !p.Exited() {
+			out = append(out, p.PID)
 		}
-		// The state follows the command's closing parenthesis.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
-	})
+	}
+	return out
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -291,14 +290,7 @@ func TestKilledUnderSocketActivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.awaitStatus(t, "the sleep is in flight", answerWithin, func(st *daemon.Status) bool { return st.Executor.Running == 1 })
-	var orphan int
-	if !await(answerWithin, func() bool {
-		b, err := os.ReadFile(pidfile)
-		orphan, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && orphan > 0
-	}) {
-		t.Fatal("the hosted server did not start its grandchild")
-	}
+	orphan := awaitPIDFile(t, pidfile, "the hosted server did not start its grandchild")
 	t.Cleanup(func() { _ = syscall.Kill(orphan, syscall.SIGKILL) })
 	if err := d.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -323,7 +315,7 @@ func TestKilledUnderSocketActivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	start() // as Restart=on-failure does
-	if !await(answerWithin, func() bool { return !alive(orphan) }) {
+	if !waitGone(orphan, answerWithin) {
 		t.Errorf("the killed daemon's orphaned grandchild %d still runs under the next daemon", orphan)
 	}
 	if r, err := waiting.answer("0", answerWithin); err != nil || r.Error != nil {

@@ -138,15 +138,7 @@ func TestUpstreamFaults(t *testing.T) {
 
 	grandchild := func(t *testing.T) int {
 		t.Helper()
-		var pid int
-		if !await(answerWithin, func() bool {
-			b, err := os.ReadFile(pidfile)
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-			return err == nil && pid > 0 && alive(pid)
-		}) {
-			t.Fatal("the fake did not start its grandchild")
-		}
-		return pid
+		return awaitPIDFile(t, pidfile, "the fake did not start its grandchild")
 	}
 
 	t.Run("killed mid-call", func(t *testing.T) {
@@ -177,7 +169,7 @@ func TestUpstreamFaults(t *testing.T) {
 			u, _ := upstreamState(st, "fake")
 			return u.State == "ready" && u.PID != before.PID
 		})
-		if !await(answerWithin, func() bool { return !alive(orphan) }) {
+		if !waitGone(orphan, answerWithin) {
 			t.Errorf("the killed instance's grandchild %d still runs", orphan)
 		}
 		if r := call(t, s, next(), "fake__echo", `{"after":"the kill"}`); r.Error != nil {
@@ -228,7 +220,7 @@ func TestUpstreamFaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("upstream stop fake: %v\n%s", err, out)
 		}
-		if !await(answerWithin, func() bool { return !alive(pid) }) {
+		if !waitGone(pid, answerWithin) {
 			t.Errorf("the grandchild %d outlives its upstream's stop", pid)
 		}
 		unharmed(t, d, s, next())

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
 // TestSoak is `make soak` (issue 14): SOAK_SESSIONS sessions (default
@@ -229,16 +231,19 @@ func (h *soakHarness) fail(what string, err error) {
 // hosted server or the exec tool, after the daemon has exited.
 func (h *soakHarness) leftovers(t *testing.T) []string {
 	var left []string
-	for _, pid := range processes(t) {
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		pgid, _ := syscall.Getpgid(pid)
+	all, err := proc.Processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range all {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
 		h.mu.Lock()
-		inGroup := h.groups[pgid]
+		inGroup := h.groups[p.PGID]
 		h.mu.Unlock()
 		if inGroup || strings.Contains(string(cmdline), h.fake) || strings.Contains(string(cmdline), h.memory) ||
 			strings.Contains(string(cmdline), "soak-exec") {
-			if alive(pid) {
-				left = append(left, fmt.Sprintf("%d %q", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
+			if proctest.Alive(p.PID) {
+				left = append(left, fmt.Sprintf("%d %q", p.PID, strings.ReplaceAll(string(cmdline), "\x00", " ")))
 			}
 		}
 	}

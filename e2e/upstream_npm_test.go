@@ -87,23 +87,11 @@ args = [%q, %q]
 		}
 		pid := d.cmd.Process.Pid
 		d.stop(t)
-		if left := nodeChildren(t, pid); len(left) > 0 {
+		if left := children(t, pid); len(left) > 0 {
 			t.Errorf("node processes left after the daemon stopped: %v", left)
 		}
 	})
 	return d
-}
-
-// nodeChildren lists the live processes whose parent is pid.
-func nodeChildren(t *testing.T, pid int) []int {
-	t.Helper()
-	var out []int
-	for _, c := range children(t, pid) {
-		if alive(c) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // client connects the Go SDK client through snodod connect [view] at
@@ -314,7 +302,7 @@ func TestUpstreamNPMServers(t *testing.T) {
 		}
 		wg.Wait()
 		everything := 0
-		for _, pid := range nodeChildren(t, d.cmd.Process.Pid) {
+		for _, pid := range children(t, d.cmd.Process.Pid) {
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			if strings.Contains(string(cmdline), "server-everything") {
 				everything++

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
 // Hosted servers (docs/upstreams.md) behind the real binary: the fake upstream
@@ -46,52 +46,6 @@ func fakeUpstream(t *testing.T) string {
 	return fakeBin
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
-}
-
-// processes returns the pids of every process now.
-func processes(t *testing.T) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, n)
-		}
-	}
-	return pids
-}
-
-// children returns the pids whose parent is pid.
-func children(t *testing.T, pid int) []int {
-	t.Helper()
-	var out []int
-	for _, n := range processes(t) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		fields := strings.Fields(s[i+1:])
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && fields[0] != "Z" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // TestUpstreamOrphansAfterKill9: a daemon killed with SIGKILL leaves its
 // upstream's grandchild behind (the child itself dies with the daemon,
 // parent-death signal); the next daemon on the same sockets kills it.
@@ -108,25 +62,18 @@ func TestUpstreamOrphansAfterKill9(t *testing.T) {
 	d.awaitStatus(t, "the upstream ready", answerWithin, func(st *daemon.Status) bool {
 		return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
 	})
-	var grandchild int
-	if !await(answerWithin, func() bool {
-		b, err := os.ReadFile(pidfile)
-		grandchild, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && grandchild > 0
-	}) {
-		t.Fatal("the fake did not start its grandchild")
-	}
+	grandchild := awaitPIDFile(t, pidfile, "the fake did not start its grandchild")
 	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
 	d.signal(t, syscall.SIGKILL)
 	d.waitExit(t, answerWithin)
 	time.Sleep(100 * time.Millisecond) // the parent-death signal is asynchronous
-	if !alive(grandchild) {
+	if !proctest.Alive(grandchild) {
 		t.Fatalf("the grandchild %d died with the daemon: nothing for the next one to clean up", grandchild)
 	}
 	// The next daemon has no upstreams (its configuration replaces the
 	// first's): it still kills what the first left.
 	d2 := startDaemonIn(t, dir, "# no upstreams\n", nil)
-	if !await(answerWithin, func() bool { return !alive(grandchild) }) {
+	if !waitGone(grandchild, answerWithin) {
 		t.Errorf("the orphaned grandchild %d still runs after a new daemon started", grandchild)
 	}
 	// It logs what it killed once the group is gone: the line may follow

@@ -78,15 +78,6 @@ func problems(p []string) string {
 	return ": " + strings.Join(p, "; ")
 }
 
-// median is the median of f over the runs.
-func median(runs []load.UpgradePause, f func(load.UpgradePause) float64) float64 {
-	v := make([]float64, len(runs))
-	for i, r := range runs {
-		v[i] = f(r)
-	}
-	return stats.Median(v)
-}
-
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func markdown(runs []load.UpgradePause, sessions int, every, took time.Duration, load0, load1 float64) string {
@@ -111,13 +102,13 @@ func markdown(runs []load.UpgradePause, sessions int, every, took time.Duration,
 	f("reads it; \"before\" are the calls answered before the upgrade started.\n\n")
 	f("| | figure |\n| --- | ---: |\n")
 	f("| sessions | %d |\n", sessions)
-	f("| upgrade, start to exit of `snodod upgrade` (ms) | %.0f |\n", median(runs, func(r load.UpgradePause) float64 { return ms(r.Upgrade) }))
-	f("| calls before it: p50 / p99 (µs) | %.0f / %.0f |\n", median(runs, func(r load.UpgradePause) float64 { return r.Before.P50 }),
-		median(runs, func(r load.UpgradePause) float64 { return r.Before.P99 }))
-	f("| calls across it: p50 / p99 (ms) | %.1f / %.1f |\n", median(runs, func(r load.UpgradePause) float64 { return r.Across.P50 / 1000 }),
-		median(runs, func(r load.UpgradePause) float64 { return r.Across.P99 / 1000 }))
-	f("| longest wait across it (ms) | %.0f |\n", median(runs, func(r load.UpgradePause) float64 { return ms(r.MaxAcross) }))
-	f("| calls across it (per run) | %.0f |\n", median(runs, func(r load.UpgradePause) float64 { return float64(r.CallsAcross) }))
+	f("| upgrade, start to exit of `snodod upgrade` (ms) | %.0f |\n", stats.MedianOf(runs, func(r load.UpgradePause) float64 { return ms(r.Upgrade) }))
+	f("| calls before it: p50 / p99 (µs) | %.0f / %.0f |\n", stats.MedianOf(runs, func(r load.UpgradePause) float64 { return r.Before.P50 }),
+		stats.MedianOf(runs, func(r load.UpgradePause) float64 { return r.Before.P99 }))
+	f("| calls across it: p50 / p99 (ms) | %.1f / %.1f |\n", stats.MedianOf(runs, func(r load.UpgradePause) float64 { return r.Across.P50 / 1000 }),
+		stats.MedianOf(runs, func(r load.UpgradePause) float64 { return r.Across.P99 / 1000 }))
+	f("| longest wait across it (ms) | %.0f |\n", stats.MedianOf(runs, func(r load.UpgradePause) float64 { return ms(r.MaxAcross) }))
+	f("| calls across it (per run) | %.0f |\n", stats.MedianOf(runs, func(r load.UpgradePause) float64 { return float64(r.CallsAcross) }))
 	f("| calls failed, all runs | %d of %d |\n\n", failed, calls)
 	for _, r := range runs {
 		for _, p := range r.Problems {

@@ -99,8 +99,8 @@ func TestCheckEcho(t *testing.T) {
 }
 
 func TestProcFigures(t *testing.T) {
-	if _, err := ProcCPUTime(os.Getpid()); err != nil {
-		t.Errorf("ProcCPUTime: %v", err)
+	if u, err := ProcUsage(os.Getpid()); err != nil || u.Run <= 0 {
+		t.Errorf("ProcUsage = %+v, %v", u, err)
 	}
 	for _, field := range []string{"VmRSS", "VmHWM"} {
 		if n, err := ProcStatus(os.Getpid(), field); err != nil || n <= 0 {

@@ -30,6 +30,9 @@ type Daemon struct {
 	extraDirs []string
 }
 
+// Control is the daemon's control socket.
+func (d *Daemon) Control() string { return filepath.Join(d.dir, "c.sock") }
+
 // StartDaemon starts `bin serve --demo` with its sockets in a new
 // temporary directory, allowing maxSessions sessions, and waits until its
 // session socket accepts.
@@ -41,7 +44,7 @@ func StartDaemon(bin string, maxSessions int, env []string) (*Daemon, error) {
 	d := &Daemon{dir: dir, Socket: filepath.Join(dir, "s.sock"), stderr: &tail{max: 8 << 10}, waited: make(chan struct{})}
 	d.cmd = exec.Command(bin, "serve", "--demo",
 		"--socket", d.Socket,
-		"--control-socket", filepath.Join(dir, "c.sock"),
+		"--control-socket", d.Control(),
 		"--max-sessions", strconv.Itoa(maxSessions))
 	d.cmd.Env = append(os.Environ(), env...)
 	d.levels = &levelCounter{}

@@ -25,11 +25,12 @@ type HTTPServer struct {
 	Name    string
 	Command []string
 	Env     []string
-	// Snodod says the server is snodod serve: its address comes from
-	// `snodod status` (with View appended to its http.path: "/NAME" is
-	// the upstream NAME passed through); a peer's is URL, once something
-	// accepts there, or else from its "listening ADDR" line.
-	Snodod  bool
+	// Socket is snodod serve's session socket ("" for a peer): snodod's
+	// address comes from `snodod status` there (with View appended to
+	// its http.path: "/NAME" is the upstream NAME passed through); a
+	// peer's is URL, once something accepts there, or else from its
+	// "listening ADDR" line.
+	Socket  string
 	View    string
 	URL     string
 	Body    string            // the request
@@ -76,8 +77,18 @@ var HTTPModernHeaders = map[string]string{"MCP-Protocol-Version": "2026-07-28", 
 // SnododHTTP is `snodod serve --demo` listening for HTTP on a free port,
 // its sockets in dir.
 func SnododHTTP(snodod, dir string) HTTPServer {
-	return HTTPServer{Name: "snodod", Snodod: true, Body: HTTPModernCall, Headers: HTTPModernHeaders,
-		Command: []string{snodod, "serve", "--demo", "--http", "127.0.0.1:0", "--log-level", "warn", "--socket", filepath.Join(dir, "s.sock")},
+	s := snododServe(snodod, dir, "--demo")
+	s.Body, s.Headers = HTTPModernCall, HTTPModernHeaders
+	return s
+}
+
+// snododServe is `snodod serve` with args, listening for HTTP on a free
+// port, its session socket in dir, its configuration under dir/config
+// and its state under dir/state.
+func snododServe(snodod, dir string, args ...string) HTTPServer {
+	sock := filepath.Join(dir, "s.sock")
+	return HTTPServer{Name: "snodod", Socket: sock,
+		Command: append(append([]string{snodod, "serve"}, args...), "--http", "127.0.0.1:0", "--log-level", "warn", "--socket", sock),
 		Env:     []string{"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "XDG_STATE_HOME=" + filepath.Join(dir, "state")}}
 }
 
@@ -166,21 +177,15 @@ func RunHTTP(s HTTPServer, clients int, d time.Duration) HTTPResult {
 
 // startHTTP starts cmd and finds the server's URL.
 func startHTTP(s HTTPServer, cmd *exec.Cmd) (string, error) {
-	if s.Snodod {
+	if s.Socket != "" {
 		stderr := &tail{max: 4 << 10}
 		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
 			return "", err
 		}
-		sock := ""
-		for i, a := range cmd.Args {
-			if a == "--socket" {
-				sock = cmd.Args[i+1]
-			}
-		}
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			st := exec.Command(cmd.Path, "status", "--json", "--socket", sock)
+			st := exec.Command(cmd.Path, "status", "--json", "--socket", s.Socket)
 			st.Env = cmd.Env
 			if out, err := st.Output(); err == nil {
 				var v struct{ HTTP struct{ Listen, Path string } }

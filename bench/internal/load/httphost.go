@@ -37,13 +37,12 @@ var HTTPSessionHeaders = map[string]string{"MCP-Protocol-Version": HTTPSessionVe
 // upstream "up" and serving it passed through at http.path/up; its
 // configuration and sockets are in dir.
 func SnododHostedHTTP(snodod, dir string, command []string) (HTTPServer, error) {
-	config := filepath.Join(dir, "config")
-	if err := writeUpstreamConfig(config, command); err != nil {
+	if err := writeUpstreamConfig(filepath.Join(dir, "config"), command); err != nil {
 		return HTTPServer{}, err
 	}
-	return HTTPServer{Name: "snodod", Snodod: true, View: "/up", Session: HTTPSessionVersion, Body: HTTPSessionCall, Headers: HTTPSessionHeaders,
-		Command: []string{snodod, "serve", "--http", "127.0.0.1:0", "--log-level", "warn", "--socket", filepath.Join(dir, "s.sock")},
-		Env:     []string{"XDG_CONFIG_HOME=" + config, "XDG_STATE_HOME=" + filepath.Join(dir, "state")}}, nil
+	s := snododServe(snodod, dir)
+	s.View, s.Session, s.Body, s.Headers = "/up", HTTPSessionVersion, HTTPSessionCall, HTTPSessionHeaders
+	return s, nil
 }
 
 // Supergateway is supergateway (in nodeDir's node_modules) in front of
@@ -131,9 +130,8 @@ func waitAccepting(u string, cmd *exec.Cmd) error {
 			c.Close()
 			return nil
 		}
-		// An early exit, seen without Wait (endTree's reaps it): the
-		// process is gone or a zombie.
-		if syscall.Kill(cmd.Process.Pid, 0) != nil || zombie(cmd.Process.Pid) {
+		// An early exit, seen without Wait (endTree's reaps it).
+		if exited(cmd.Process.Pid) {
 			return fmt.Errorf("%s exited before it listened: %.300s", filepath.Base(cmd.Path), stderrOf(cmd))
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -141,31 +139,11 @@ func waitAccepting(u string, cmd *exec.Cmd) error {
 	return fmt.Errorf("nothing listening at %s after 30 s: %.300s", parsed.Host, stderrOf(cmd))
 }
 
-// zombie reports whether pid has exited and waits to be reaped.
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] == "Z"
-}
-
 func stderrOf(cmd *exec.Cmd) string {
 	if t, ok := cmd.Stderr.(*tail); ok {
 		return t.String()
 	}
 	return ""
-}
-
-// processTree is pid and its live descendants.
-func processTree(pid int) []int {
-	tree := []int{pid}
-	for i := 0; i < len(tree); i++ {
-		tree = append(tree, children(tree[i])...)
-	}
-	return tree
 }
 
 // treeUsage adds up the Usage of pids, a tree's root first: of all of

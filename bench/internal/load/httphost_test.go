@@ -117,7 +117,7 @@ func TestProcessTreeEnded(t *testing.T) {
 	}
 	endTree(cmd)
 	for _, pid := range tree[1:] {
-		for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil && !zombie(pid); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil && !exited(pid); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Errorf("process %d outlived endTree", pid)
 				break

@@ -10,9 +10,8 @@ import (
 // Pipelined is one pipelined batch of echo calls and what the server used
 // for it.
 type Pipelined struct {
-	Calls, InFlight int
-	CallsPerSec     float64
-	P50, P99        float64 // µs
+	CallsPerSec float64
+	P50, P99    float64 // µs
 	// Per call: µs of server CPU (exact), its user and system parts (the
 	// exact CPU split in the proportion of the process's ticks), context
 	// switches and read/write system calls.
@@ -26,7 +25,7 @@ type Pipelined struct {
 // outstanding, and measures the batch and the server's usage during it.
 // The error is a failure to complete the batch; wrong answers are counted.
 func RunPipelined(p *Proc, d wire.Dialect, base int64, n, inFlight int, timeout time.Duration) (Pipelined, error) {
-	res := Pipelined{Calls: n, InFlight: inFlight}
+	var res Pipelined
 	before, err := ProcUsage(p.PID())
 	if err != nil {
 		return res, err

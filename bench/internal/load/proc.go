@@ -131,29 +131,64 @@ func (p *Proc) Kill() {
 // on every Linux the kernel ABI allows.
 const clockTick = 10 * time.Millisecond
 
-// ProcCPUTime is the user and system CPU time a live process has used so
-// far, from /proc/PID/stat (to the 10 ms tick).
-func ProcCPUTime(pid int) (time.Duration, error) {
+// procStat returns the fields of /proc/PID/stat that follow the command
+// name, which may hold spaces and parentheses: f[0] is the state, f[1]
+// the parent's pid, f[11] and f[12] utime and stime (fields 3, 4, 14 and
+// 15 of proc(5)).
+func procStat(pid int) ([]string, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	// The command name (field 2) may hold spaces; fields count from after
-	// its closing parenthesis. utime and stime are fields 14 and 15.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
+		return nil, errors.New("malformed /proc/" + strconv.Itoa(pid) + "/stat")
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("malformed /proc stat")
+	return strings.Fields(string(b[i+1:])), nil
+}
+
+// exited reports whether pid has exited: it is gone, or a zombie not yet
+// reaped (by us, or by a parent that is not us).
+func exited(pid int) bool {
+	f, err := procStat(pid)
+	return err != nil || len(f) == 0 || f[0] == "Z"
+}
+
+// liveChildren maps every process to its live (not zombie) children, from
+// one pass over /proc.
+func liveChildren() map[int][]int {
+	entries, _ := os.ReadDir("/proc")
+	kids := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := procStat(pid)
+		if err != nil || len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			kids[ppid] = append(kids[ppid], pid)
+		}
 	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
+	return kids
+}
+
+// children returns the pids of pid's live children.
+func children(pid int) []int { return liveChildren()[pid] }
+
+// processTree is pid and its live descendants, parents before their
+// children, from one pass over /proc (a gateway's tree is a process per
+// session, and more: a pass per process would read /proc that many
+// times over).
+func processTree(pid int) []int {
+	kids := liveChildren()
+	tree := []int{pid}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, kids[tree[i]]...)
 	}
-	return time.Duration(ut+st) * clockTick, nil
+	return tree
 }
 
 // ProcStatus returns a field of /proc/PID/status in bytes (VmRSS, VmHWM:

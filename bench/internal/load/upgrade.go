@@ -2,11 +2,7 @@ package load
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -122,9 +118,6 @@ func RunUpgradePause(d *Daemon, bin string, dialect wire.Dialect, sessions int, 
 	return r, pid
 }
 
-// Control is the daemon's control socket.
-func (d *Daemon) Control() string { return filepath.Join(d.dir, "c.sock") }
-
 // StopSuccessor ends the daemon an upgrade started (pid, not this
 // process's child): SIGTERM, then up to 15 s for it to be gone.
 func StopSuccessor(pid int) error {
@@ -133,11 +126,7 @@ func StopSuccessor(pid int) error {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return nil
-		}
-		if s := string(b); strings.Contains(s[strings.LastIndexByte(s, ')')+1:], " Z ") {
+		if exited(pid) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -3,7 +3,6 @@ package load
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,56 +36,34 @@ type Relay struct {
 
 // upstreamDaemon starts snodod serve hosting command as the upstream
 // "up", eagerly, with env (XDG_CONFIG_HOME and XDG_STATE_HOME of its own
-// added), and waits for the upstream's process. It returns the daemon, the
-// upstream's pid and the control socket.
-func upstreamDaemon(snodod string, command []string, maxSessions int, env []string) (*Daemon, int, string, error) {
+// added), and waits for the upstream's process. It returns the daemon and
+// the upstream's pid.
+func upstreamDaemon(snodod string, command []string, maxSessions int, env []string) (*Daemon, int, error) {
 	dir, err := os.MkdirTemp("", "mcpbench-up-")
 	if err != nil {
-		return nil, 0, "", err
+		return nil, 0, err
 	}
 	if err := writeUpstreamConfig(dir, command); err != nil {
 		os.RemoveAll(dir)
-		return nil, 0, "", err
+		return nil, 0, err
 	}
 	d, err := StartDaemon(snodod, maxSessions, append(env, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir))
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, 0, "", err
+		return nil, 0, err
 	}
 	d.extraDirs = append(d.extraDirs, dir)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if kids := children(d.PID()); len(kids) == 1 {
-			return d, kids[0], filepath.Join(filepath.Dir(d.Socket), "c.sock"), nil
+			return d, kids[0], nil
 		}
 		if time.Now().After(deadline) || !d.Alive() {
 			d.Stop()
-			return nil, 0, "", fmt.Errorf("the hosted server did not start: %s", d.Stderr())
+			return nil, 0, fmt.Errorf("the hosted server did not start: %s", d.Stderr())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// children returns the pids of pid's live children.
-func children(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // RunRelay measures server directly and behind snodod connect NAME, at d.
@@ -94,13 +71,13 @@ func RunRelay(snodod string, server Server, d wire.Dialect, cfg StdioConfig, env
 	r := Relay{Upstream: server.Name, Version: d.Version}
 	r.Direct = StdioResult{Server: server.Name, Version: d.Version}
 	throughput(server, d, cfg, &r.Direct)
-	dm, upPID, control, err := upstreamDaemon(snodod, server.Command, 16, env)
+	dm, upPID, err := upstreamDaemon(snodod, server.Command, 16, env)
 	if err != nil {
 		r.Problems = append(r.Problems, err.Error())
 		return r
 	}
 	defer dm.Stop()
-	relayed := Server{Name: server.Name + " via snodod connect", Command: []string{snodod, "connect", "--control-socket", control, "up"}}
+	relayed := Server{Name: server.Name + " via snodod connect", Command: []string{snodod, "connect", "--control-socket", dm.Control(), "up"}}
 	r.Relayed = StdioResult{Server: relayed.Name, Version: d.Version}
 	// Exact run times (schedstat): at a quick run's counts the 10 ms tick
 	// of /proc/PID/stat is a few ticks in all, and the ratio of two such
@@ -212,13 +189,13 @@ func RunSharing(snodod string, server Server, d wire.Dialect, n int, env []strin
 	}
 	closeAll(copies)
 
-	dm, upPID, control, err := upstreamDaemon(snodod, server.Command, n+16, env)
+	dm, upPID, err := upstreamDaemon(snodod, server.Command, n+16, env)
 	if err != nil {
 		s.Problems = append(s.Problems, err.Error())
 		return s
 	}
 	defer dm.Stop()
-	connect := Server{Name: "snodod connect", Command: []string{snodod, "connect", "--control-socket", control, "up"}}
+	connect := Server{Name: "snodod connect", Command: []string{snodod, "connect", "--control-socket", dm.Control(), "up"}}
 	shared, last, ok := run(connect, "shared")
 	if ok {
 		s.SharedLastMs = last

@@ -2,7 +2,6 @@ package load
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -54,14 +53,10 @@ func ProcUsage(pid int) (Usage, error) {
 	}
 	// The process's own figures: the sum of its threads' would add each
 	// thread's rounding.
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
-			if f := strings.Fields(string(b[i+1:])); len(f) >= 13 {
-				ut, _ := strconv.ParseInt(f[11], 10, 64)
-				st, _ := strconv.ParseInt(f[12], 10, 64)
-				u.User, u.Sys = time.Duration(ut)*clockTick, time.Duration(st)*clockTick
-			}
-		}
+	if f, err := procStat(pid); err == nil && len(f) >= 13 {
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		u.User, u.Sys = time.Duration(ut)*clockTick, time.Duration(st)*clockTick
 	}
 	return u, nil
 }

@@ -309,6 +309,7 @@ const (
 	goalStalled     = 1.2
 	goalRelayAdded  = 30  // µs a relayed sequential call adds at most
 	goalRelayCalls  = 0.7 // relayed pipelined calls/s ≥ 0.7× direct
+	goalRelayCPU    = 1   // snodod's CPU per relayed call ≤ 1× the server's own
 	goalHTTPCalls   = 2   // HTTP calls/s ≥ 2× the best peer's
 	goalHTTPCPU     = 0.5 // HTTP CPU per call ≤ 0.5× the best peer's
 )
@@ -353,7 +354,7 @@ func (r *Report) goalFor(key, version string) string {
 }
 
 func (r *Report) goalIdle(per float64) string {
-	return Goal("≤ 12 KiB", per, atMost(goalIdleSession), func(v float64) string { return KiB(v) + " KiB" })
+	return Goal(fmt.Sprintf("≤ %d KiB", goalIdleSession>>10), per, atMost(goalIdleSession), func(v float64) string { return KiB(v) + " KiB" })
 }
 
 func (r *Report) goalStalled(ratio float64) string {

@@ -54,13 +54,7 @@ func (r *Report) curves() []load.Curve {
 		sort.Ints(ls)
 		for _, l := range ls {
 			ps := levels[l]
-			med := func(get func(load.Point) float64) float64 {
-				v := make([]float64, len(ps))
-				for i, p := range ps {
-					v[i] = get(p)
-				}
-				return stats.Median(v)
-			}
+			med := func(get func(load.Point) float64) float64 { return stats.MedianOf(ps, get) }
 			m.Points = append(m.Points, load.Point{Level: l, Calls: ps[0].Calls,
 				CallsPerSec: med(func(p load.Point) float64 { return p.CallsPerSec }),
 				P50:         med(func(p load.Point) float64 { return p.P50 }),

@@ -130,6 +130,7 @@ func TestExtraGoals(t *testing.T) {
 		t.Errorf("the upstreams are not in the order measured:\n%s", goals)
 	}
 	contains(t, "the hosted section", r.hosted(),
+		"| added (goal ≤ 30) |", "| ratio (goal ≥ 0.7) |",
 		"| raw | 2025-06-18 | 100 | 120 | 20.0 | 1,000 | 800 | 0.80× | 5.00 | 4.00 | 2.00 | 1.50 |",
 		"| go-sdk | 2025-06-18 | 150 | 190 | 40.0 | 5,000 | 3,000 | 0.60× | 20.0 | 200 | 0.00 | 0.00 |")
 	for _, want := range []string{

@@ -74,6 +74,16 @@ func Median(values []float64) float64 {
 	return (v[m-1] + v[m]) / 2
 }
 
+// MedianOf returns the Median of get over xs: a figure's median over
+// the repeats that measured it.
+func MedianOf[T any](xs []T, get func(T) float64) float64 {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = get(x)
+	}
+	return Median(v)
+}
+
 // Ratio returns a/b, or NaN when either is unknown or b is zero.
 func Ratio(a, b float64) float64 {
 	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {

@@ -87,6 +87,17 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+func TestMedianOf(t *testing.T) {
+	type run struct{ calls float64 }
+	runs := []run{{4}, {math.NaN()}, {1}, {3}}
+	if got := MedianOf(runs, func(r run) float64 { return r.calls }); got != 3 {
+		t.Errorf("MedianOf = %v, want 3 (the NaN left out)", got)
+	}
+	if got := MedianOf([]run(nil), func(r run) float64 { return r.calls }); !math.IsNaN(got) {
+		t.Errorf("MedianOf(nil) = %v, want NaN", got)
+	}
+}
+
 func TestRatio(t *testing.T) {
 	if got := Ratio(3, 2); got != 1.5 {
 		t.Errorf("Ratio(3, 2) = %v", got)
