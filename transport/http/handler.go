@@ -233,7 +233,7 @@ func (h *Handler) post(w nethttp.ResponseWriter, r *nethttp.Request, disp server
 	case protocol.KindResponse:
 		h.response(w, r, &msg)
 	case protocol.KindNotification:
-		h.notification(w, r, &msg, disp)
+		h.notification(w, r, &msg)
 	case protocol.KindRequest:
 		h.request(w, r, &msg, disp)
 	}
@@ -331,7 +331,7 @@ func (h *Handler) modernHeader(r *nethttp.Request) bool {
 // notification handles a notification POST: 202 and no body, always
 // once routed (docs/transport.md §8). A legacy one reaches its session:
 // cancellation, notifications/initialized.
-func (h *Handler) notification(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
+func (h *Handler) notification(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message) {
 	rsp := newResponder(w, h.o.WriteTimeout)
 	// A 2026 notification has no effect over HTTP, whatever session id a
 	// client still sends with it (§13.3); nor has one without a session,
@@ -347,7 +347,7 @@ func (h *Handler) notification(w nethttp.ResponseWriter, r *nethttp.Request, msg
 		refuse(w, status, protocol.ID{}, err, h.o.WriteTimeout)
 		return
 	}
-	s.notify(msg, disp)
+	s.notify(msg)
 	rsp.empty(nethttp.StatusAccepted)
 }
 

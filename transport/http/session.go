@@ -281,7 +281,7 @@ func (s *session) serve(w nethttp.ResponseWriter, r *nethttp.Request, msg *proto
 // notify handles a notification of the session: a cancellation (valid by
 // docs/transport.md §9) withdraws its request; anything else goes to the
 // runtime (notifications/initialized).
-func (s *session) notify(msg *protocol.Message, _ server.Dispatcher) {
+func (s *session) notify(msg *protocol.Message) {
 	s.mu.Lock()
 	s.armIdleLocked()
 	s.mu.Unlock()
