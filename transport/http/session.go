@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	nethttp "net/http"
 	"strconv"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/transport/internal/cancelled"
 )
 
 // Legacy sessions (docs/protocol.md §13.4). A session is a connection in the
@@ -289,7 +289,7 @@ func (s *session) notify(msg *protocol.Message) {
 		s.disp.Notify(s.state, msg.Method, msg.Params)
 		return
 	}
-	id, ok := cancelledID(msg.Params)
+	id, _, ok := cancelled.Parse(&msg.Split)
 	if !ok {
 		return
 	}
@@ -305,29 +305,6 @@ func (s *session) notify(msg *protocol.Message) {
 	}
 	s.exec.Cancel(id)
 	close(x.cancelled)
-}
-
-// cancelledID reads the requestId of a valid cancellation (docs/transport.md §9).
-func cancelledID(params json.RawMessage) (protocol.ID, bool) {
-	p, ok := protocol.Members(params)
-	if !ok {
-		return protocol.ID{}, false
-	}
-	id, ok := protocol.ParseID(p["requestId"])
-	if !ok {
-		return protocol.ID{}, false
-	}
-	if raw, present := p["reason"]; present {
-		if _, ok := protocol.String(raw); !ok {
-			return protocol.ID{}, false
-		}
-	}
-	if raw, present := p["_meta"]; present {
-		if _, ok := protocol.Members(raw); !ok {
-			return protocol.ID{}, false
-		}
-	}
-	return id, true
 }
 
 // stream serves the session's GET stream; one at a time (a second is 409).

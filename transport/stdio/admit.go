@@ -7,6 +7,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/transport/internal/cancelled"
 )
 
 // This file holds what the coordinator does with a line: classify it
@@ -239,17 +240,8 @@ func (c *coordinator) notification(msg *protocol.Message) {
 // cancel applies a notifications/cancelled that is valid by §9 (its
 // params split by the decoder); anything else has no effect.
 func (c *coordinator) cancel(p *protocol.Split) {
-	id, ok := protocol.ParseID(p.Members.Value("requestId"))
+	id, reason, ok := cancelled.Parse(p)
 	if !ok {
-		return
-	}
-	var reason string
-	if raw, present := p.Members.Get("reason"); present {
-		if reason, ok = protocol.String(raw); !ok {
-			return
-		}
-	}
-	if p.Members.Has("_meta") && !p.MetaObject {
 		return
 	}
 	w, ok := c.inflight[id]
