@@ -7,6 +7,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/transport/internal/cancelled"
 )
 
 // Requests from snodod to a legacy session's client (docs/protocol.md §3.1,
@@ -63,7 +64,7 @@ func (c *clientRequester) RequestClient(ctx context.Context, method string, para
 		// this one. The cancellation goes on the same stream, if it is
 		// still open.
 		if cancel, err := protocol.AppendNotification(nil, "notifications/cancelled",
-			cancelledParams{RequestID: id, Reason: "The originating request ended"}); err == nil {
+			cancelled.Params{RequestID: id, Reason: "The originating request ended"}); err == nil {
 			_ = c.x.sendFrame(cancel)
 		}
 		return nil, ctx.Err()

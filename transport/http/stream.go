@@ -6,6 +6,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/transport/internal/cancelled"
 )
 
 // listen serves an open subscriptions/listen stream on rsp (docs/protocol.md
@@ -106,17 +107,12 @@ func (h *Handler) listen(ctx context.Context, rsp *responder, id protocol.ID, s 
 			return
 		case <-h.closing:
 			frame, _ := protocol.AppendNotification(nil, "notifications/cancelled",
-				cancelledParams{RequestID: id, Reason: "Subscription closed by server"})
+				cancelled.Params{RequestID: id, Reason: cancelled.SubscriptionClosed})
 			rsp.event(frame)
 			s.Close(server.ClosedByServer, "")
 			return
 		}
 	}
-}
-
-type cancelledParams struct {
-	RequestID protocol.ID `json:"requestId"`
-	Reason    string      `json:"reason"`
 }
 
 // acquireListen takes a listen slot, or reports false at the cap.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/transport/internal/cancelled"
 )
 
 // This file holds requests from snodod to the client of a legacy request
@@ -171,7 +172,7 @@ func (c *coordinator) forgetCall(call *clientCall) {
 // client that was written.
 func (c *coordinator) announceCancel(call *clientCall, reason string) {
 	if call.sent {
-		c.writeNotification("notifications/cancelled", cancelledParams{RequestID: call.id, Reason: reason})
+		c.writeNotification("notifications/cancelled", cancelled.Params{RequestID: call.id, Reason: reason})
 	}
 }
 

@@ -105,7 +105,7 @@ func (c *coordinator) handedOff() error {
 		if ok {
 			h.Streams = append(h.Streams, rec)
 		} else {
-			c.writeNotification("notifications/cancelled", cancelledParams{RequestID: w.id, Reason: "Subscription closed by server"})
+			c.announceStreamClosed(w.id)
 		}
 		c.closeStream(w, server.ClosedByServer, "")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/transport/internal/cancelled"
 )
 
 // phase is where a connection is in its life (docs/transport.md §12). It only
@@ -133,7 +134,7 @@ func (c *coordinator) shutdown(ctx context.Context) {
 		if w.stream == nil || c.failed != nil {
 			continue
 		}
-		c.writeNotification("notifications/cancelled", cancelledParams{RequestID: w.id, Reason: "Subscription closed by server"})
+		c.announceStreamClosed(w.id)
 		c.closeStream(w, server.ClosedByServer, "")
 	}
 }
@@ -175,7 +176,7 @@ func (c *coordinator) endAdmitted(announce bool) {
 		delete(c.inflight, id)
 		if w.stream != nil {
 			if announce {
-				c.writeNotification("notifications/cancelled", cancelledParams{RequestID: id, Reason: "Subscription closed by server"})
+				c.announceStreamClosed(id)
 			}
 			c.closeStream(w, server.ClosedByServer, "")
 			continue
@@ -191,9 +192,10 @@ func (c *coordinator) endAdmitted(announce bool) {
 	}
 }
 
-type cancelledParams struct {
-	RequestID protocol.ID `json:"requestId"`
-	Reason    string      `json:"reason"`
+// announceStreamClosed tells the client that the server ended the listen
+// stream id (notifications/cancelled).
+func (c *coordinator) announceStreamClosed(id protocol.ID) {
+	c.writeNotification("notifications/cancelled", cancelled.Params{RequestID: id, Reason: cancelled.SubscriptionClosed})
 }
 
 // teardown runs when the coordinator returns, on every path.

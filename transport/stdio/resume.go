@@ -56,7 +56,7 @@ func (c *coordinator) resume(r *Resume) {
 			c.startStream(&work{id: id}, s)
 			continue
 		}
-		c.writeNotification("notifications/cancelled", cancelledParams{RequestID: id, Reason: "Subscription closed by server"})
+		c.announceStreamClosed(id)
 	}
 	c.flush()
 }

@@ -1,10 +1,21 @@
 // Package cancelled holds the rules of notifications/cancelled that every
 // transport applies the same way (docs/transport.md §9): which incoming
-// cancellations have an effect at all. What a cancellation then does to a request stays with each
+// cancellations have an effect at all, and the params of the ones snodod
+// sends. What a cancellation then does to a request stays with each
 // transport.
 package cancelled
 
 import "github.com/snodod/snodod/protocol"
+
+// SubscriptionClosed is the reason snodod gives when it ends a listen
+// stream itself (a shutdown, a restart, a stream it cannot hand over).
+const SubscriptionClosed = "Subscription closed by server"
+
+// Params are the params of a notifications/cancelled snodod sends.
+type Params struct {
+	RequestID protocol.ID `json:"requestId"`
+	Reason    string      `json:"reason"`
+}
 
 // Parse reads a received notifications/cancelled from its params as the
 // decoder split them (protocol.Message.Split). ok is false for one that is
