@@ -81,14 +81,7 @@ func (c *coordinator) expireHandoff() {
 			continue
 		}
 		delete(c.inflight, id)
-		if w.state.Load() != live {
-			continue // answered by its worker already
-		}
-		c.exec.Cancel(id)
-		c.journalDone(id, true)
-		c.cancelClientRequestsOf(w)
-		c.writeErrorFor(w, id, protocol.ErrRestartCancelled)
-		c.out.end(w, dropped) // if the write path failed meanwhile
+		c.answerAdmitted(w, protocol.ErrRestartCancelled)
 	}
 }
 

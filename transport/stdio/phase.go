@@ -181,15 +181,22 @@ func (c *coordinator) endAdmitted(announce bool) {
 			c.closeStream(w, server.ClosedByServer, "")
 			continue
 		}
-		if w.state.Load() != live {
-			continue // its final frame was committed already
-		}
-		c.exec.Cancel(id)
-		c.journalDone(id, true)
-		c.cancelClientRequestsOf(w)
-		c.writeErrorFor(w, id, protocol.ErrSessionClosed)
-		c.out.end(w, dropped) // if the write path failed meanwhile
+		c.answerAdmitted(w, protocol.ErrSessionClosed)
 	}
+}
+
+// answerAdmitted cancels the admitted request w, already out of the
+// in-flight set, and answers it e, unless its final frame was committed
+// already.
+func (c *coordinator) answerAdmitted(w *work, e *protocol.Error) {
+	if w.state.Load() != live {
+		return
+	}
+	c.exec.Cancel(w.id)
+	c.journalDone(w.id, true)
+	c.cancelClientRequestsOf(w)
+	c.writeErrorFor(w, w.id, e)
+	c.out.end(w, dropped) // if the write path failed meanwhile
 }
 
 // announceStreamClosed tells the client that the server ended the listen
