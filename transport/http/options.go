@@ -9,21 +9,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
 
 // Defaults of the handler's limits (docs/protocol.md §13.5). Zero in Options
-// means these.
+// means these. WriteTimeout and ShutdownGrace are the keys every transport
+// shares (session.write_timeout, daemon.shutdown_grace): their defaults are
+// package limits' own.
 const (
 	DefaultPath               = "/mcp"
 	DefaultMaxBodyBytes       = 2_000_000
 	DefaultMaxSubscriptions   = 256
 	DefaultMaxSessions        = 1024
 	DefaultSessionIdleTimeout = 30 * time.Minute
-	DefaultWriteTimeout       = 5 * time.Second
+	DefaultWriteTimeout       = limits.DefaultWriteTimeout
 	DefaultReadTimeout        = 30 * time.Second
-	DefaultShutdownGrace      = 10 * time.Second
+	DefaultShutdownGrace      = limits.DefaultShutdownGrace
 	// DefaultKeepAlive is how long an SSE stream may stay silent before a
 	// ": keep-alive" comment is written: under nginx's default 60 s
 	// proxy_read_timeout with room to spare (docs/protocol.md §13.1).
