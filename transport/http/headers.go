@@ -46,9 +46,8 @@ func headerMismatch(name string) *protocol.Error {
 		Data: headerMismatchData{Header: name}}
 }
 
-// checkModernHeaders runs §5.2 step 6 on a 2026 request (notification
-// when isRequest is false: only the version header applies).
-func checkModernHeaders(h nethttp.Header, method string, params map[string]json.RawMessage, version string, isRequest bool, disp any) *protocol.Error {
+// checkModernHeaders runs §5.2 step 6 on a 2026 request.
+func checkModernHeaders(h nethttp.Header, method string, params map[string]json.RawMessage, version string, disp any) *protocol.Error {
 	values := h.Values(headerProtocolVersion)
 	if len(values) != 1 || strings.TrimSpace(values[0]) != version {
 		data := versionMismatchData{Body: version}
@@ -57,9 +56,6 @@ func checkModernHeaders(h nethttp.Header, method string, params map[string]json.
 			data.Header = &v
 		}
 		return &protocol.Error{Code: protocol.CodeHeaderMismatch, Message: "Protocol header does not match request metadata", Data: data}
-	}
-	if !isRequest {
-		return nil
 	}
 	if !headerEquals(h, headerMethod, method) {
 		return headerMismatch(headerMethod)

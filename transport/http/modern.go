@@ -21,7 +21,7 @@ func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 	// steps 2 to 5, 7 and 8 (cheap) and adds the method's own checks.
 	meta, perr := protocol.DecodeModernMeta(params)
 	if perr == nil {
-		perr = checkModernHeaders(r.Header, msg.Method, params, meta.ProtocolVersion, true, disp)
+		perr = checkModernHeaders(r.Header, msg.Method, params, meta.ProtocolVersion, disp)
 	}
 	if perr == nil {
 		perr = meta.Check(h.versions)
