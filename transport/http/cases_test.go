@@ -1,13 +1,16 @@
 package http_test
 
 import (
+	"context"
 	"encoding/json"
-	mcphttp "github.com/snodod/snodod/transport/http"
 	nethttp "net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/server"
+	mcphttp "github.com/snodod/snodod/transport/http"
 )
 
 // The cases of docs/protocol.md §14.6, over a real loopback listener.
@@ -118,6 +121,7 @@ func TestCase50Headers(t *testing.T) {
 		msg    string
 	}{
 		{"no _meta", modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 400, -32602, "Required request _meta is missing"},
+		{"_meta not an object", modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":5}}`, 400, -32602, "_meta must be an object"},
 		{"no version in _meta", modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`, 400, -32602, "Missing required io.modelcontextprotocol/protocolVersion metadata"},
 		{"body version v999", modernHeaders("server/discover", ""), v999, 400, -32020, "Protocol header does not match request metadata"},
 		{"header and body v999", set(modernHeaders("server/discover", ""), "MCP-Protocol-Version", "v999.0.0"), v999, 400, -32022, "Unsupported protocol version"},
@@ -154,6 +158,54 @@ func TestCase50Headers(t *testing.T) {
 	r = post(t, e.url, set(modernHeaders("server/discover", ""), "MCP-Protocol-Version", ""), discover)
 	if !contains(r.body, `"data":{"header":null,"body":"2026-07-28"}`, `"id":"d1"`) {
 		t.Fatalf("absent header data: %s", r.body)
+	}
+}
+
+// The Mcp-Param-<Name> headers of §13.3 (SEP-2243): a tool argument whose
+// schema says "x-mcp-header" must be mirrored, exactly, in its header.
+func TestModernParamHeaders(t *testing.T) {
+	e := newEnv(t, nil)
+	e.srv.AddTool(&server.Tool{Name: "mirrored", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}}`)},
+		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return &server.CallToolResult{Content: []server.Content{server.TextContent("ok")}}, nil
+		})
+	call := func(args string) string {
+		return modernBody("1", "tools/call", `"name":"mirrored","arguments":`+args)
+	}
+	cases := []struct {
+		name     string
+		headers  []string // Mcp-Param-* name, value pairs
+		args     string
+		mismatch string // the header named in the error; "" for 200
+	}{
+		{"both mirrored", []string{"Mcp-Param-Region", "eu", "Mcp-Param-N", "7"}, `{"region":"eu","n":7}`, ""},
+		{"base64 value", []string{"Mcp-Param-Region", "=?base64?ZXU=?=", "Mcp-Param-N", "7"}, `{"region":"eu","n":7}`, ""},
+		{"argument absent, no header", []string{"Mcp-Param-N", "7"}, `{"n":7}`, ""},
+		{"argument null, no header", []string{"Mcp-Param-N", "7"}, `{"region":null,"n":7}`, ""},
+		{"string differs", []string{"Mcp-Param-Region", "us", "Mcp-Param-N", "7"}, `{"region":"eu","n":7}`, "Mcp-Param-Region"},
+		{"header missing", []string{"Mcp-Param-N", "7"}, `{"region":"eu","n":7}`, "Mcp-Param-Region"},
+		{"header without argument", []string{"Mcp-Param-Region", "eu", "Mcp-Param-N", "7"}, `{"n":7}`, "Mcp-Param-Region"},
+		{"integer differs", []string{"Mcp-Param-Region", "eu", "Mcp-Param-N", "8"}, `{"region":"eu","n":7}`, "Mcp-Param-N"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := modernHeaders("tools/call", "mirrored")
+			for i := 0; i+1 < len(c.headers); i += 2 {
+				h.Set(c.headers[i], c.headers[i+1])
+			}
+			r := post(t, e.url, h, call(c.args))
+			if c.mismatch == "" {
+				if r.status != 200 || !contains(r.body, `"result"`) {
+					t.Fatalf("%d %s, want 200 with a result", r.status, r.body)
+				}
+				return
+			}
+			if code, msg := r.errorCode(t); r.status != 400 || code != -32020 || msg != "Request header does not match the request body" ||
+				!contains(r.body, `"data":{"header":"`+c.mismatch+`"}`) {
+				t.Fatalf("%d %s, want 400 -32020 naming %s", r.status, r.body, c.mismatch)
+			}
+		})
 	}
 }
 
