@@ -47,7 +47,7 @@ func headerMismatch(name string) *protocol.Error {
 }
 
 // checkModernHeaders runs §5.2 step 6 on a 2026 request.
-func checkModernHeaders(h nethttp.Header, method string, params map[string]json.RawMessage, version string, disp any) *protocol.Error {
+func checkModernHeaders(h nethttp.Header, msg *protocol.Message, version string, disp any) *protocol.Error {
 	values := h.Values(headerProtocolVersion)
 	if len(values) != 1 || strings.TrimSpace(values[0]) != version {
 		data := versionMismatchData{Body: version}
@@ -57,6 +57,7 @@ func checkModernHeaders(h nethttp.Header, method string, params map[string]json.
 		}
 		return &protocol.Error{Code: protocol.CodeHeaderMismatch, Message: "Protocol header does not match request metadata", Data: data}
 	}
+	method := msg.Method
 	if !headerEquals(h, headerMethod, method) {
 		return headerMismatch(headerMethod)
 	}
@@ -68,7 +69,7 @@ func checkModernHeaders(h nethttp.Header, method string, params map[string]json.
 		nameMember = "uri"
 	}
 	if nameMember != "" {
-		if want, ok := protocol.String(params[nameMember]); ok && !headerEquals(h, headerName, want) {
+		if want, ok := protocol.String(msg.Members.Value(nameMember)); ok && !headerEquals(h, headerName, want) {
 			return headerMismatch(headerName)
 		}
 	}
@@ -79,15 +80,14 @@ func checkModernHeaders(h nethttp.Header, method string, params map[string]json.
 	if !ok {
 		return nil
 	}
-	tool, _ := protocol.String(params["name"])
+	tool, _ := protocol.String(msg.Members.Value("name"))
 	mirrored, ok := ph.ToolParamHeaders(tool)
 	if !ok || len(mirrored) == 0 {
 		return nil
 	}
-	args, _ := protocol.Members(params["arguments"])
 	for header, arg := range mirrored {
 		name := headerParamPrefix + header
-		raw, present := args[arg]
+		raw, present := msg.Arguments.Get(arg)
 		if !present || string(raw) == "null" {
 			if len(h.Values(name)) > 0 {
 				return headerMismatch(name)

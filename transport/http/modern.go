@@ -15,13 +15,21 @@ import (
 // the same one) never collide, and closing the response cancels it.
 func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
 	timeout := h.o.WriteTimeout
-	params, _ := protocol.Members(msg.Params)
 	// §5.2 steps 2 to 8 run here, before the executor, so that their
 	// errors get 400 before anything is committed; the runtime repeats
 	// steps 2 to 5, 7 and 8 (cheap) and adds the method's own checks.
-	meta, perr := protocol.DecodeModernMeta(params)
+	// They read the params as the decoder split them (msg.Split).
+	var meta *protocol.RequestMeta
+	var perr *protocol.Error
+	if msg.MetaObject {
+		meta, perr = protocol.DecodeMeta(msg.Meta)
+	} else {
+		// _meta absent or not an object (a request routed here by its
+		// header, §13.2 steps 4 and 5): DecodeModernMeta says which.
+		meta, perr = protocol.DecodeModernMeta(msg.Members.Map())
+	}
 	if perr == nil {
-		perr = checkModernHeaders(r.Header, msg.Method, params, meta.ProtocolVersion, disp)
+		perr = checkModernHeaders(r.Header, msg, meta.ProtocolVersion, disp)
 	}
 	if perr == nil {
 		perr = meta.Check(h.versions)
