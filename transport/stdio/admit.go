@@ -78,7 +78,7 @@ func (c *coordinator) handleData(line []byte) {
 }
 
 func (c *coordinator) request(msg *protocol.Message) {
-	c.stats.request()
+	c.out.counters.request()
 	if w, ok := c.inflight[msg.ID]; ok && w.inFlight() {
 		c.writeError(msg.ID, protocol.ErrDuplicateID)
 		return
@@ -116,13 +116,9 @@ func (c *coordinator) request(msg *protocol.Message) {
 	}
 	// Counted before it is submitted: a worker may run and end it (and
 	// uncount it) before SubmitJob returns.
-	if c.stats.to != nil {
-		c.stats.to.inFlight.Add(1)
-	}
+	c.out.counters.addInFlight(1)
 	if err := c.exec.SubmitJob(&w.ctx, msg.ID, &w.job, w); err != nil {
-		if c.stats.to != nil {
-			c.stats.to.inFlight.Add(-1)
-		}
+		c.out.counters.addInFlight(-1)
 		c.writeError(msg.ID, err)
 		return
 	}

@@ -81,9 +81,7 @@ func (o *output) endLocked(w *work, state uint32) bool {
 		return false
 	}
 	w.state.Store(state)
-	if o.counters != nil {
-		o.counters.inFlight.Add(-1)
-	}
+	o.counters.addInFlight(-1)
 	return true
 }
 

@@ -81,7 +81,6 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		journal:   t.Journal,
 		mail:      newMailbox(),
 		inflight:  make(map[protocol.ID]*work),
-		stats:     counting{to: t.Counters},
 		ownExec:   ownExec,
 		ownReader: ownReader,
 	}
@@ -156,7 +155,6 @@ type coordinator struct {
 	scratch  []byte      // the frame being encoded (see commit)
 	lazy     bool        // frames committed now may wait to be written
 	swept    []*work     // the output's finished list, for reuse (see sweep)
-	stats    counting    // what Counters show
 
 	// What open created for this connection alone (release closes it).
 	ownExec   *server.Executor

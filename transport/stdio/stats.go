@@ -21,24 +21,29 @@ func (c *Counters) Requests() int64 { return c.requests.Load() }
 // running or queued. Open listen streams are not counted here.
 func (c *Counters) InFlight() int { return int(c.inFlight.Load()) }
 
-// counting is the coordinator's side of Counters. A request is counted when
-// it is admitted and uncounted by whoever ends it (output.endLocked: the
+// The transport's side of Counters, on the one pointer the output holds
+// (output.counters; nil: nobody is looking). A request is counted when it
+// is admitted and uncounted by whoever ends it (output.endLocked: the
 // worker that commits its final frame, or the coordinator), so the count
 // is current without the coordinator looking.
-type counting struct {
-	to *Counters // nil: nobody is looking
-}
 
 // request counts a request line.
-func (s *counting) request() {
-	if s.to != nil {
-		s.to.requests.Add(1)
+func (c *Counters) request() {
+	if c != nil {
+		c.requests.Add(1)
+	}
+}
+
+// addInFlight adds n to the admitted requests.
+func (c *Counters) addInFlight(n int64) {
+	if c != nil {
+		c.inFlight.Add(n)
 	}
 }
 
 // publishEnd leaves the Counters at zero once the coordinator has returned.
 func (c *coordinator) publishEnd() {
-	if c.stats.to != nil {
-		c.stats.to.inFlight.Store(0)
+	if c.out.counters != nil {
+		c.out.counters.inFlight.Store(0)
 	}
 }
