@@ -120,9 +120,6 @@ type Options struct {
 // escaping in a header, a log line or an nginx regular expression.
 var validNodeID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
-// ValidNodeID reports whether id may be used as Options.NodeID.
-func ValidNodeID(id string) bool { return validNodeID.MatchString(id) }
-
 // validate reports every invalid option at once.
 func (o *Options) validate() error {
 	var errs []error
@@ -143,7 +140,7 @@ func (o *Options) validate() error {
 	neg(o.SessionIdleTimeout < 0, "http_session_idle_timeout must be a positive duration")
 	neg(o.ShutdownGrace < 0, "shutdown_grace must be a positive duration")
 	neg(o.Path != "" && !strings.HasPrefix(o.Path, "/"), "http_path must start with /")
-	neg(o.NodeID != "" && !ValidNodeID(o.NodeID), "node_id must be 1 to 32 letters, digits, - or _")
+	neg(o.NodeID != "" && !validNodeID.MatchString(o.NodeID), "node_id must be 1 to 32 letters, digits, - or _")
 	for _, origin := range o.AllowedOrigins {
 		if _, ok := parseOrigin(origin); !ok {
 			errs = append(errs, fmt.Errorf("http_allowed_origins entries must be origins (scheme://host[:port]), got %q", origin))

@@ -41,15 +41,6 @@ type CarriedLine struct {
 	Oversize bool   `json:"o,omitempty"`
 }
 
-// Size is the number of bytes the carry holds.
-func (c *Carry) Size() int {
-	n := len(c.Partial) + len(c.Rest)
-	for _, l := range c.Lines {
-		n += len(l.Data) + 1
-	}
-	return n
-}
-
 // ErrDetach is Detach's error when the Reader cannot be stopped without
 // losing bytes (its input has no read deadline) or has been stopped.
 var ErrDetach = errors.New("stdio: the reader cannot be detached")
