@@ -72,7 +72,7 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	}
 	// Wait until the stalled session has more finished calls than it can
 	// write: its executor share is done, its coordinator stuck.
-	eventuallyTrue(t, "the stalled session's calls all ran", func() bool { return exec.Stats() == server.ExecutorStats{} })
+	waitFor(t, func() bool { return exec.Stats() == server.ExecutorStats{} }) // the stalled session's calls all ran
 
 	healthy := socketPair(t)
 	healthyDone := serve(healthy, 0)
@@ -102,15 +102,4 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	healthy.closeAll()
 	exec.Close()
 	goleak.VerifyNone(t)
-}
-
-// eventuallyTrue polls cond, failing the test after 10 s; for states no
-// channel announces (an executor's load).
-func eventuallyTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("never reached: %s", what)
-		}
-	}
 }
