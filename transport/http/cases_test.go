@@ -418,3 +418,44 @@ func TestCase54SessionStream(t *testing.T) {
 		t.Fatalf("second DELETE: %d", r.status)
 	}
 }
+
+// A legacy session's notifications/cancelled withdraws its request only
+// when it is valid by docs/transport.md §9: one with a reason that is not
+// a string leaves the request in flight (its id is still taken), and a
+// valid one ends it with 204 and cancels its handler.
+func TestLegacyCancellation(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.initSession(t, "2025-11-25")
+	h := legacyHeaders(id, "2025-11-25")
+	h.Set("Accept", "application/json")
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"block"}}`
+	answered := make(chan reply, 1)
+	go func() { answered <- post(t, e.url, h, call) }()
+	if got := <-e.started; got != "block" {
+		t.Fatalf("started %q", got)
+	}
+	cancel := func(params string) {
+		t.Helper()
+		if r := post(t, e.url, h, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":`+params+`}`); r.status != 202 || r.body != "" {
+			t.Fatalf("cancellation %s: %d %q", params, r.status, r.body)
+		}
+	}
+	cancel(`{"requestId":7,"reason":3}`)
+	dup := make(chan reply, 1)
+	go func() { dup <- post(t, e.url, h, call) }()
+	select {
+	case r := <-dup:
+		if code, msg := r.errorCode(t); r.status != 400 || code != -32600 || msg != "Duplicate in-flight request id" {
+			t.Fatalf("the id after an invalid cancellation: %d %s, want 400 for an id in flight", r.status, r.body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an invalid cancellation withdrew the request: its id was admitted again")
+	}
+	cancel(`{"requestId":7,"reason":"stop"}`)
+	if r := <-answered; r.status != 204 || r.body != "" {
+		t.Fatalf("the cancelled call: %d %q, want 204 and no body", r.status, r.body)
+	}
+	if got := <-e.cancelled; got != "block" {
+		t.Fatalf("cancelled %q", got)
+	}
+}
