@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,7 +136,7 @@ func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
 	if len(roots) == 0 && u.conf().Share != "all" {
 		roots = []string{"file://" + cwd}
 	}
-	cmd := Command{Path: resolveCommand(r.Command, r.Env), Args: r.Args, Env: r.Env, Dir: r.Dir}
+	cmd := Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
 	in := newInstance(u, key, label, cwd, cmd, roots)
 	u.instances[key] = &instanceSlot{in: in, token: u.sup.Add(in)}
 	return in
@@ -219,26 +217,4 @@ func fingerprint(u *config.Upstream) string {
 	field(u.Share)
 	field(u.Protocol)
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// resolveCommand finds name on the child's PATH (env), as the child would
-// run it; a name with a slash, or one not found, is returned as it is
-// (the start then fails saying so).
-func resolveCommand(name string, env []string) string {
-	if strings.Contains(name, "/") {
-		return name
-	}
-	for _, kv := range env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			for _, dir := range filepath.SplitList(p) {
-				if dir == "" {
-					dir = "."
-				}
-				if full, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
-					return full
-				}
-			}
-		}
-	}
-	return name
 }
