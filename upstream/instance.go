@@ -121,7 +121,7 @@ type stateSnapshot struct {
 	failureSpan time.Duration
 	retryIn     time.Duration
 	lastExit    string
-	stderrTail  string
+	stderrTail  string // at most maxStderrTail bytes, from a rune boundary
 }
 
 func (in *instance) snapshotLocked(now time.Time) *stateSnapshot {
@@ -154,7 +154,7 @@ func (in *instance) unavailable() *failure {
 
 func (in *instance) failure(code int64, msg string, s *stateSnapshot) *failure {
 	d := Detail{Name: in.u.name, State: string(s.state), Instance: in.label, Attempts: s.failures,
-		LastExit: s.lastExit, StderrTail: tail(s.stderrTail)}
+		LastExit: s.lastExit, StderrTail: s.stderrTail}
 	if s.retryIn > 0 {
 		ms := s.retryIn.Milliseconds()
 		d.RetryInMs = &ms
