@@ -17,6 +17,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 )
 
@@ -46,7 +47,8 @@ type Options struct {
 	Env       []string
 	// Version is snodod's version, for the clientInfo upstreams see.
 	Version string
-	// MaxLineBytes bounds an upstream's lines (session.max_line_bytes).
+	// MaxLineBytes bounds an upstream's lines (session.max_line_bytes); 0
+	// means limits.DefaultMaxLineBytes.
 	MaxLineBytes int
 	// ShutdownGrace bounds the stop of every upstream at shutdown
 	// (daemon.shutdown_grace); 0 means 10 s.
@@ -118,6 +120,9 @@ type aggregate struct {
 func New(cfg *config.Config, opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = limits.DefaultMaxLineBytes
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 10 * time.Second
@@ -219,14 +224,6 @@ func (m *Manager) groupRecord() *GroupRecord {
 func (m *Manager) String() string { return "upstreams" }
 
 func (m *Manager) stopGrace() time.Duration { return m.opts.ShutdownGrace }
-
-// maxLine is the line limit of upstreams' output.
-func (m *Manager) maxLine() int {
-	if m.opts.MaxLineBytes > 0 {
-		return m.opts.MaxLineBytes
-	}
-	return 2000000
-}
 
 func (m *Manager) supervisorEvent(e suture.Event) {
 	switch e.Type() {

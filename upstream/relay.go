@@ -296,7 +296,7 @@ func (in *instance) callOnce(ctx context.Context, conn *Conn, o *owner, method s
 		return nil, perr
 	case errors.Is(err, ErrResponseTooLong):
 		f := in.failureNow(CodeTooLong, fmt.Sprintf("snodod: upstream %q answered with a line over the %d-byte limit (session.max_line_bytes); the answer was dropped",
-			in.u.name, in.u.m.maxLine()))
+			in.u.name, in.u.m.opts.MaxLineBytes))
 		f.asError = true
 		return nil, f
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
