@@ -235,7 +235,7 @@ func (s *Session) Close() {
 	}
 	for name := range sessions {
 		if u := m.upstream(name); u != nil {
-			u.removeInstance(fmt.Sprintf("session %d", c.ID))
+			u.removeInstance(sessionInstanceKey(c.ID))
 		}
 	}
 }

@@ -109,7 +109,8 @@ func (u *upstream) instanceFor(c *Client) (*instance, error) {
 		if c != nil {
 			id = c.ID
 		}
-		key, label = "session "+strconv.FormatUint(id, 10), "session "+strconv.FormatUint(id, 10)
+		key = sessionInstanceKey(id)
+		label = key
 	}
 	if s, ok := u.instances[key]; ok {
 		return s.in, nil
@@ -127,6 +128,10 @@ func (u *upstream) instanceFor(c *Client) (*instance, error) {
 	}
 	return u.addInstanceLocked(key, label, cwd), nil
 }
+
+// sessionInstanceKey is the key (and label) of session id's instance of a
+// share = "session" upstream; Session.Close removes it by the same key.
+func sessionInstanceKey(id uint64) string { return "session " + strconv.FormatUint(id, 10) }
 
 // addInstanceLocked creates the instance of key and starts its loop under
 // the upstream's supervisor; u.mu is held (or u not yet shared).
