@@ -30,11 +30,16 @@ type Client struct {
 
 	mu       sync.Mutex
 	closed   bool
-	sessions map[string]bool      // upstreams with a share = "session" instance for it
-	subs     map[subscription]int // resource subscriptions held, by upstream and URI
+	sessions map[string]bool        // upstreams with a share = "session" instance for it
+	subs     map[subscription]int   // resource subscriptions held, by upstream and URI
+	cwdKeys  map[string]renderedKey // by upstream name: upstream.cwdKey's answer
 }
 
 type subscription struct{ upstream, uri string }
+
+// renderedKey is the share key of a client's cwd instance on the upstream
+// of fingerprint.
+type renderedKey struct{ fingerprint, key string }
 
 type clientKey struct{}
 

@@ -90,6 +90,37 @@ share = "cwd"
 	}
 }
 
+// TestShareCwdAfterReload: a session's cwd share key (kept on its client)
+// follows a reload that changes the rendering: an older session and a new
+// one in the same directory share the one instance of the new
+// configuration.
+func TestShareCwdAfterReload(t *testing.T) {
+	const conf = `
+[mcpServers.git]
+command = "FAKE"
+args = ["-name", "NAME ${client.cwd}"]
+share = "cwd"
+`
+	h := newHarness(t, strings.ReplaceAll(conf, "NAME", "before"))
+	d := t.TempDir()
+	old := h.connect("", d, "2025-11-25")
+	result(t, old.call("tools/call", fakeTool("git__echo", "")))
+	h.m.Apply(loadConfig(t, strings.ReplaceAll(conf, "NAME", "after")))
+	fresh := h.connect("", d, "2025-11-25")
+	for _, cl := range []*client{old, fresh} {
+		result(t, cl.call("tools/call", fakeTool("git__echo", "")))
+	}
+	var rows []Status
+	for _, r := range h.m.Status() {
+		if r.Name == "git" {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) != 1 || rows[0].Instance != d || rows[0].State != StateReady {
+		t.Errorf("rows %+v, want one ready instance for %s", rows, d)
+	}
+}
+
 // TestLegacyRelaySampling: a legacy upstream's sampling request reaches
 // the one legacy session with a call in flight, which answers it.
 func TestLegacyRelaySampling(t *testing.T) {

@@ -101,9 +101,7 @@ func (u *upstream) instanceFor(c *Client) (*instance, error) {
 	case u.conf().Disabled || u.conf().Share == "all":
 		return u.instances[""].in, nil
 	case u.conf().Share == "cwd":
-		r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
-		sum := sha256.Sum256([]byte(strings.Join(append(append([]string{r.Command, r.Dir}, r.Args...), r.Env...), "\x00")))
-		key, label = hex.EncodeToString(sum[:8]), cwd
+		key, label = u.cwdKey(c, cwd), cwd
 	default: // session
 		id := uint64(0)
 		if c != nil {
@@ -127,6 +125,35 @@ func (u *upstream) instanceFor(c *Client) (*instance, error) {
 		c.track(u.name)
 	}
 	return u.addInstanceLocked(key, label, cwd), nil
+}
+
+// cwdKey is the share key of a cwd instance rendered for cwd: a digest of
+// the command, directory, arguments and environment, so that clients whose
+// renderings are the same share one (docs/upstreams.md §3). Rendering reads
+// the daemon's whole environment, and a request would otherwise pay for it
+// every time: the key is kept on the client (whose cwd is fixed) for u's
+// fingerprint, which fixes everything else the rendering reads.
+func (u *upstream) cwdKey(c *Client, cwd string) string {
+	if c != nil {
+		c.mu.Lock()
+		k, ok := c.cwdKeys[u.name]
+		c.mu.Unlock()
+		if ok && k.fingerprint == u.fingerprint {
+			return k.key
+		}
+	}
+	r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
+	sum := sha256.Sum256([]byte(strings.Join(append(append([]string{r.Command, r.Dir}, r.Args...), r.Env...), "\x00")))
+	key := hex.EncodeToString(sum[:8])
+	if c != nil {
+		c.mu.Lock()
+		if c.cwdKeys == nil {
+			c.cwdKeys = map[string]renderedKey{}
+		}
+		c.cwdKeys[u.name] = renderedKey{fingerprint: u.fingerprint, key: key}
+		c.mu.Unlock()
+	}
+	return key
 }
 
 // sessionInstanceKey is the key (and label) of session id's instance of a
