@@ -121,7 +121,7 @@ type stateSnapshot struct {
 	failureSpan time.Duration
 	retryIn     time.Duration
 	lastExit    string
-	stderrTail  string // at most maxStderrTail bytes, from a rune boundary
+	stderrTail  string // snapshot's: at most maxStderrTail bytes, from a rune boundary
 }
 
 func (in *instance) snapshotLocked(now time.Time) *stateSnapshot {
@@ -140,15 +140,23 @@ func (in *instance) snapshotLocked(now time.Time) *stateSnapshot {
 	if in.lastExit != nil {
 		s.lastExit = in.lastExit.Error()
 	}
+	return s
+}
+
+// snapshot is the state now with the upstream's stderr tail, for a
+// failure's message and detail; the ring is read outside in.mu, and only
+// here (status has no use for it).
+func (in *instance) snapshot() *stateSnapshot {
+	in.mu.Lock()
+	s := in.snapshotLocked(time.Now())
+	in.mu.Unlock()
 	s.stderrTail = in.u.ring.Tail(maxStderrTail)
 	return s
 }
 
 // unavailable is the failure of a request this instance cannot serve now.
 func (in *instance) unavailable() *failure {
-	in.mu.Lock()
-	s := in.snapshotLocked(time.Now())
-	in.mu.Unlock()
+	s := in.snapshot()
 	return in.failure(CodeUnavailable, unavailableMessage(in.u.name, s), s)
 }
 
@@ -165,10 +173,7 @@ func (in *instance) failure(code int64, msg string, s *stateSnapshot) *failure {
 // failureNow is a failure with a message of its own and the current
 // state's detail.
 func (in *instance) failureNow(code int64, msg string) *failure {
-	in.mu.Lock()
-	s := in.snapshotLocked(time.Now())
-	in.mu.Unlock()
-	return in.failure(code, msg, s)
+	return in.failure(code, msg, in.snapshot())
 }
 
 // errStopped ends acquire for an instance that is gone (its session ended,
