@@ -235,7 +235,7 @@ func (s *Session) Close() {
 	m.mu.Unlock()
 	for sub, n := range subs {
 		if n > 0 {
-			m.release(c, sub)
+			m.unhold(c, sub)
 		}
 	}
 	for name := range sessions {

@@ -359,9 +359,8 @@ func (m *Manager) drop(c *Client, sub subscription) {
 	m.unhold(c, sub)
 }
 
-// release lets go of a subscription of a closing client.
-func (m *Manager) release(c *Client, sub subscription) { m.unhold(c, sub) }
-
+// unhold releases c's hold of sub on the instance serving c: drop's last,
+// or any of a closing client's.
 func (m *Manager) unhold(c *Client, sub subscription) {
 	if u := m.upstream(sub.upstream); u != nil {
 		if in, err := u.instanceFor(c); err == nil {
