@@ -77,9 +77,8 @@ func (in *instance) waitForStart(ctx context.Context, eager bool) bool {
 		}
 		var backoff <-chan time.Time
 		if state == StateBackoff {
-			t := time.NewTimer(time.Until(retryAt))
-			defer t.Stop()
-			backoff = t.C
+			// No Stop needed: an unfired timer is collected (Go 1.23).
+			backoff = time.After(time.Until(retryAt))
 		}
 		select {
 		case <-ctx.Done():
