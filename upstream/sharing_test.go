@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -215,6 +216,34 @@ func TestCatalogCache(t *testing.T) {
 		t.Errorf("listing from the cache started it: %+v", row)
 	}
 	result(t, c2.call("tools/call", fakeTool("fake__echo", "")))
+}
+
+// TestCatalogCacheReplaced: the cache file of a fingerprint a reload
+// replaced is removed once the new one is written, and re-listings keep
+// the one file.
+func TestCatalogCacheReplaced(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, oneFake, dir)
+	c := h.connect("", "", "2025-11-25")
+	result(t, c.call("tools/call", fakeTool("fake__echo", "")))
+	cacheFiles := func() []string {
+		files, _ := filepath.Glob(filepath.Join(dir, "upstreams", "fake-*.json"))
+		return files
+	}
+	before := cacheFiles()
+	if len(before) != 1 {
+		t.Fatalf("cache files %v, want one", before)
+	}
+	h.m.Apply(loadConfig(t, strings.Replace(oneFake, `"-list-changed"`, `"-list-changed", "-name", "replaced"`, 1)))
+	result(t, c.call("tools/call", fakeTool("fake__echo", "")))
+	eventually(t, "the replaced fingerprint's file removed", func() bool {
+		after := cacheFiles()
+		return len(after) == 1 && after[0] != before[0]
+	})
+	h.m.upstream("fake").listed(nil, h.m.upstream("fake").currentCatalog()) // a re-listing
+	if after := cacheFiles(); len(after) != 1 || after[0] == before[0] {
+		t.Errorf("cache files after a re-listing %v, want one, not %s", after, before[0])
+	}
 }
 
 // TestURICollision: the first upstream in name order keeps a URI; the

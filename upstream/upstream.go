@@ -26,8 +26,11 @@ type upstream struct {
 	// a change restarts, anything else is a view change.
 	fingerprint string
 	ring        *StderrRing
-	sup         *suture.Supervisor
-	token       suture.ServiceToken // in the manager's supervisor
+	// cacheSwept is set by u's first cache.store, which removes the files
+	// of its earlier fingerprints.
+	cacheSwept atomic.Bool
+	sup        *suture.Supervisor
+	token      suture.ServiceToken // in the manager's supervisor
 
 	mu        sync.Mutex
 	instances map[string]*instanceSlot
