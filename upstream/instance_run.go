@@ -135,7 +135,7 @@ func (in *instance) spawn(ctx context.Context) (*Conn, error) {
 	if err == nil {
 		var cat *catalog
 		if cat, err = listCatalog(startCtx, conn); err == nil {
-			in.u.listed(in, cat)
+			in.u.listed(cat)
 			in.mu.Lock()
 			in.conn, in.readySince, in.lastUsed = conn, time.Now(), time.Now()
 			in.setLocked(StateReady)

@@ -66,7 +66,7 @@ func (in *instance) resync(method string) {
 				next, err := relist(ctx, conn, cat, method)
 				cancel()
 				if err == nil {
-					in.u.listed(in, next)
+					in.u.listed(next)
 				} else {
 					in.u.m.log.Warn("upstream re-listing failed", "upstream", in.u.name, "method", method, "err", err)
 				}

@@ -240,7 +240,8 @@ func TestCatalogCacheReplaced(t *testing.T) {
 		after := cacheFiles()
 		return len(after) == 1 && after[0] != before[0]
 	})
-	h.m.upstream("fake").listed(nil, h.m.upstream("fake").currentCatalog()) // a re-listing
+	u := h.m.upstream("fake")
+	u.listed(u.currentCatalog()) // a re-listing
 	if after := cacheFiles(); len(after) != 1 || after[0] == before[0] {
 		t.Errorf("cache files after a re-listing %v, want one, not %s", after, before[0])
 	}

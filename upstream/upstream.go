@@ -209,7 +209,7 @@ func (u *upstream) each(f func(*instance)) {
 
 // listed takes an instance's fresh catalog: stored in the cache, and the
 // views recomputed, which announces what changed (docs/upstreams.md §4, §5).
-func (u *upstream) listed(in *instance, cat *catalog) {
+func (u *upstream) listed(cat *catalog) {
 	for _, t := range cat.Truncated {
 		u.m.log.Warn("upstream catalog cut at its bounds", "upstream", u.name, "list", t)
 	}
