@@ -88,9 +88,10 @@ type counters struct {
 }
 
 func newInstance(u *upstream, key, label, cwd string, cmd Command, roots []string) *instance {
+	lim := u.m.limits.Load()
 	in := &instance{
 		u: u, key: key, label: label, cwd: cwd, cmd: cmd, roots: roots,
-		gate:    newGate(u.m.limits.MaxInFlight, u.m.limits.MaxQueued),
+		gate:    newGate(lim.MaxInFlight, lim.MaxQueued),
 		want:    make(chan struct{}, 1),
 		control: make(chan order, 4),
 		state:   StateStopped,

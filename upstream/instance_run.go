@@ -270,7 +270,7 @@ func (in *instance) drain(conn *Conn) {
 	in.mu.Lock()
 	in.setLocked(StateDraining)
 	in.mu.Unlock()
-	deadline := time.Now().Add(in.u.m.limits.DrainTimeout)
+	deadline := time.Now().Add(in.u.m.limits.Load().DrainTimeout)
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for time.Now().Before(deadline) && (in.busy() || conn.InFlight() > 0) {
