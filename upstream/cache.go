@@ -62,8 +62,9 @@ func (c *cache) load(u *upstream) (*catalog, bool) {
 }
 
 // store writes u's catalog, replacing the file whole (a crash leaves the
-// old one or the new one, never half of either), and removes the files of
-// u's earlier fingerprints.
+// old one or the new one, never half of either), and at u's first store
+// removes the files of its earlier fingerprints (a re-listing would find
+// none to remove: u's fingerprint never changes).
 func (c *cache) store(u *upstream, cat *catalog) {
 	if c.dir == "" {
 		return
@@ -83,6 +84,9 @@ func (c *cache) store(u *upstream, cat *catalog) {
 	}
 	if c.failing.Swap(false) {
 		c.log.Info("upstream catalog cache: written again", "dir", c.dir)
+	}
+	if u.cacheSwept.Swap(true) {
+		return // the earlier fingerprints' files went at u's first store
 	}
 	old, _ := filepath.Glob(filepath.Join(c.dir, globEscape(filepath.Base(final[:len(final)-len(u.fingerprint)-len(".json")]))+"*.json"))
 	for _, p := range old {

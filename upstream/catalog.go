@@ -96,9 +96,9 @@ func relist(ctx context.Context, conn *Conn, cat *catalog, method string) (*cata
 // saying why it was cut ("" when it was not).
 func listBounded(ctx context.Context, conn *Conn, method string) (items []json.RawMessage, cut string, err error) {
 	items, err = conn.List(ctx, method)
-	if errors.Is(err, ErrListTruncated) {
-		cut, _ = strings.CutPrefix(err.Error(), ErrListTruncated.Error()+": ")
-		return items, cut + "; the rest is not served", nil
+	var lc *listCut
+	if errors.As(err, &lc) {
+		return items, lc.reason + "; the rest is not served", nil
 	}
 	return items, "", err
 }

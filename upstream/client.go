@@ -30,11 +30,16 @@ type Client struct {
 
 	mu       sync.Mutex
 	closed   bool
-	sessions map[string]bool      // upstreams with a share = "session" instance for it
-	subs     map[subscription]int // resource subscriptions held, by upstream and URI
+	sessions map[string]bool        // upstreams with a share = "session" instance for it
+	subs     map[subscription]int   // resource subscriptions held, by upstream and URI
+	cwdKeys  map[string]renderedKey // by upstream name: upstream.cwdKey's answer
 }
 
 type subscription struct{ upstream, uri string }
+
+// renderedKey is the share key of a client's cwd instance on the upstream
+// of fingerprint.
+type renderedKey struct{ fingerprint, key string }
 
 type clientKey struct{}
 
@@ -230,12 +235,12 @@ func (s *Session) Close() {
 	m.mu.Unlock()
 	for sub, n := range subs {
 		if n > 0 {
-			m.release(c, sub)
+			m.unhold(c, sub)
 		}
 	}
 	for name := range sessions {
 		if u := m.upstream(name); u != nil {
-			u.removeInstance(fmt.Sprintf("session %d", c.ID))
+			u.removeInstance(sessionInstanceKey(c.ID))
 		}
 	}
 }

@@ -339,7 +339,7 @@ func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, erro
 	var params json.RawMessage
 	for page := 1; ; page++ {
 		if page > maxListPages {
-			return items, fmt.Errorf("%w: %s has more than %d pages", ErrListTruncated, method, maxListPages)
+			return items, &listCut{fmt.Sprintf("%s has more than %d pages", method, maxListPages)}
 		}
 		res, err := c.Call(ctx, method, params, CallOptions{})
 		if err != nil {
@@ -357,7 +357,7 @@ func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, erro
 		}
 		items = append(items, list...)
 		if len(items) > maxListItems {
-			return items[:maxListItems], fmt.Errorf("%w: %s has more than %d items", ErrListTruncated, method, maxListItems)
+			return items[:maxListItems], &listCut{fmt.Sprintf("%s has more than %d items", method, maxListItems)}
 		}
 		var cursor string
 		if raw, ok := m["nextCursor"]; ok && string(raw) != "null" {
@@ -386,6 +386,13 @@ const (
 // ErrListTruncated is wrapped by List's error for a list cut at its
 // bounds; the items before the cut are returned with it.
 var ErrListTruncated = errors.New("the list was cut")
+
+// listCut is List's error for a list cut at its bounds: reason says
+// which bound ("tools/list has more than 10000 items"), for status.
+type listCut struct{ reason string }
+
+func (e *listCut) Error() string { return ErrListTruncated.Error() + ": " + e.reason }
+func (e *listCut) Unwrap() error { return ErrListTruncated }
 
 var listKeys = map[string]string{
 	"tools/list":               "tools",

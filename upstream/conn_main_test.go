@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/internal/syncbuf"
 )
@@ -37,10 +37,8 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	fakePath = filepath.Join(dir, "fakeupstream")
-	build := exec.Command("go", "build", "-o", fakePath, "github.com/snodod/snodod/internal/fakeupstream")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build the fake upstream:", err)
+	if err := fakebuild.To(fakePath); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		_ = os.RemoveAll(dir)
 		os.Exit(2)
 	}

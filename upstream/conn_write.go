@@ -75,7 +75,7 @@ func (w *writer) send(data []byte, cl *call) bool {
 	w.mu.Unlock()
 	runtime.Gosched()
 	w.mu.Lock()
-	buf, _ := w.takeLocked(w.direct[:0])
+	buf := w.takeLocked(w.direct[:0])
 	w.mu.Unlock()
 	n, err := w.try(buf)
 	w.mu.Lock()
@@ -100,8 +100,9 @@ func (w *writer) send(data []byte, cl *call) bool {
 
 // takeLocked appends the queued frames to buf, up to maxWriteBatch and one
 // frame, marking their calls sent and skipping the frames of calls given
-// up; n is how many it took off the queue. w.mu is held.
-func (w *writer) takeLocked(buf []byte) (_ []byte, n int) {
+// up, and takes them off the queue. w.mu is held.
+func (w *writer) takeLocked(buf []byte) []byte {
+	n := 0
 	for n < len(w.queue) && len(buf) < maxWriteBatch {
 		f := w.queue[n]
 		n++
@@ -115,7 +116,7 @@ func (w *writer) takeLocked(buf []byte) (_ []byte, n int) {
 	}
 	clear(w.queue[:n])
 	w.queue = w.queue[n:]
-	return buf, n
+	return buf
 }
 
 // try writes what the pipe takes of b at once, without waiting.
@@ -188,7 +189,7 @@ func (w *writer) loop() {
 			w.mu.Unlock()
 			return
 		}
-		buf, _ = w.takeLocked(buf[:0])
+		buf = w.takeLocked(buf[:0])
 		w.busy = len(buf) > 0
 		w.mu.Unlock()
 		if len(buf) == 0 {

@@ -145,16 +145,3 @@ func exitWords(e *ExitError) string {
 	}
 	return strings.TrimPrefix(e.Error(), "exited ")
 }
-
-func tail(s string) string {
-	if len(s) <= maxStderrTail {
-		return s
-	}
-	s = s[len(s)-maxStderrTail:]
-	for i := 0; i < len(s) && i < 4; i++ { // forward to a UTF-8 boundary
-		if s[i]&0xC0 != 0x80 {
-			return s[i:]
-		}
-	}
-	return s
-}

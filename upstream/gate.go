@@ -18,21 +18,22 @@ type gate struct {
 	queued   int
 	// waiting holds each session's waiters in arrival order; turn is the
 	// sessions with waiters, in round-robin order.
-	waiting map[any][]chan struct{}
-	turn    []any
+	waiting map[*Client][]chan struct{}
+	turn    []*Client
 }
 
 func newGate(maxInFlight, maxQueued int) *gate {
-	return &gate{maxInFlight: max(maxInFlight, 1), maxQueued: max(maxQueued, 0), waiting: map[any][]chan struct{}{}}
+	return &gate{maxInFlight: max(maxInFlight, 1), maxQueued: max(maxQueued, 0), waiting: map[*Client][]chan struct{}{}}
 }
 
-// enter takes a slot for a request of session, waiting its turn when all
-// are busy. It returns false at once when the queue is full, and ctx's
-// error when ctx ends first. admitted, when not nil, is called once the
+// enter takes a slot for a request of session (nil: a request from no
+// session, such as a test's), waiting its turn when all are busy. It
+// returns false at once when the queue is full, and ctx's error when ctx
+// ends first. admitted, when not nil, is called once the
 // request has a slot or a place in the queue, before it waits: the request
 // may then give its executor slot back (server.Detach), the gate bounding
 // it. A true enter must be paired with leave.
-func (g *gate) enter(ctx context.Context, session any, admitted func()) (bool, error) {
+func (g *gate) enter(ctx context.Context, session *Client, admitted func()) (bool, error) {
 	g.mu.Lock()
 	if g.inFlight < g.maxInFlight && len(g.turn) == 0 {
 		g.inFlight++
@@ -99,7 +100,7 @@ func (g *gate) handOnLocked() {
 	}
 }
 
-func (g *gate) removeLocked(session any, ch chan struct{}) {
+func (g *gate) removeLocked(session *Client, ch chan struct{}) {
 	q := g.waiting[session]
 	for i, c := range q {
 		if c == ch {

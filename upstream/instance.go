@@ -88,9 +88,10 @@ type counters struct {
 }
 
 func newInstance(u *upstream, key, label, cwd string, cmd Command, roots []string) *instance {
+	lim := u.m.limits.Load()
 	in := &instance{
 		u: u, key: key, label: label, cwd: cwd, cmd: cmd, roots: roots,
-		gate:    newGate(u.m.limits.MaxInFlight, u.m.limits.MaxQueued),
+		gate:    newGate(lim.MaxInFlight, lim.MaxQueued),
 		want:    make(chan struct{}, 1),
 		control: make(chan order, 4),
 		state:   StateStopped,
@@ -121,7 +122,7 @@ type stateSnapshot struct {
 	failureSpan time.Duration
 	retryIn     time.Duration
 	lastExit    string
-	stderrTail  string
+	stderrTail  string // snapshot's: at most maxStderrTail bytes, from a rune boundary
 }
 
 func (in *instance) snapshotLocked(now time.Time) *stateSnapshot {
@@ -140,21 +141,29 @@ func (in *instance) snapshotLocked(now time.Time) *stateSnapshot {
 	if in.lastExit != nil {
 		s.lastExit = in.lastExit.Error()
 	}
+	return s
+}
+
+// snapshot is the state now with the upstream's stderr tail, for a
+// failure's message and detail; the ring is read outside in.mu, and only
+// here (status has no use for it).
+func (in *instance) snapshot() *stateSnapshot {
+	in.mu.Lock()
+	s := in.snapshotLocked(time.Now())
+	in.mu.Unlock()
 	s.stderrTail = in.u.ring.Tail(maxStderrTail)
 	return s
 }
 
 // unavailable is the failure of a request this instance cannot serve now.
 func (in *instance) unavailable() *failure {
-	in.mu.Lock()
-	s := in.snapshotLocked(time.Now())
-	in.mu.Unlock()
+	s := in.snapshot()
 	return in.failure(CodeUnavailable, unavailableMessage(in.u.name, s), s)
 }
 
 func (in *instance) failure(code int64, msg string, s *stateSnapshot) *failure {
 	d := Detail{Name: in.u.name, State: string(s.state), Instance: in.label, Attempts: s.failures,
-		LastExit: s.lastExit, StderrTail: tail(s.stderrTail)}
+		LastExit: s.lastExit, StderrTail: s.stderrTail}
 	if s.retryIn > 0 {
 		ms := s.retryIn.Milliseconds()
 		d.RetryInMs = &ms
@@ -165,10 +174,7 @@ func (in *instance) failure(code int64, msg string, s *stateSnapshot) *failure {
 // failureNow is a failure with a message of its own and the current
 // state's detail.
 func (in *instance) failureNow(code int64, msg string) *failure {
-	in.mu.Lock()
-	s := in.snapshotLocked(time.Now())
-	in.mu.Unlock()
-	return in.failure(code, msg, s)
+	return in.failure(code, msg, in.snapshot())
 }
 
 // errStopped ends acquire for an instance that is gone (its session ended,

@@ -77,9 +77,8 @@ func (in *instance) waitForStart(ctx context.Context, eager bool) bool {
 		}
 		var backoff <-chan time.Time
 		if state == StateBackoff {
-			t := time.NewTimer(time.Until(retryAt))
-			defer t.Stop()
-			backoff = t.C
+			// No Stop needed: an unfired timer is collected (Go 1.23).
+			backoff = time.After(time.Until(retryAt))
 		}
 		select {
 		case <-ctx.Done():
@@ -136,7 +135,7 @@ func (in *instance) spawn(ctx context.Context) (*Conn, error) {
 	if err == nil {
 		var cat *catalog
 		if cat, err = listCatalog(startCtx, conn); err == nil {
-			in.u.listed(in, cat)
+			in.u.listed(cat)
 			in.mu.Lock()
 			in.conn, in.readySince, in.lastUsed = conn, time.Now(), time.Now()
 			in.setLocked(StateReady)
@@ -271,7 +270,7 @@ func (in *instance) drain(conn *Conn) {
 	in.mu.Lock()
 	in.setLocked(StateDraining)
 	in.mu.Unlock()
-	deadline := time.Now().Add(in.u.m.limits.DrainTimeout)
+	deadline := time.Now().Add(in.u.m.limits.Load().DrainTimeout)
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for time.Now().Before(deadline) && (in.busy() || conn.InFlight() > 0) {

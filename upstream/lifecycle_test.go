@@ -3,6 +3,7 @@ package upstream
 import (
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,6 +58,28 @@ args = ["-name", "changed"]
 	})
 	if slices.Contains(h.m.Names(), "gone") {
 		t.Errorf("names %v", h.m.Names())
+	}
+}
+
+// TestReloadWhileRestarting is a regression test: Apply replaced the
+// upstreams limits in place while an instance restarting on its own (a
+// backoff timer, no request) read upstreams.max_children, a data race that
+// -race reported.
+func TestReloadWhileRestarting(t *testing.T) {
+	const conf = `
+[upstreams]
+max_children = MAX
+[mcpServers.bad]
+command = "FAKE"
+args = ["-exit-at-start", "1"]
+start = "eager"
+restart = { initial_delay = "1ms", max_delay = "5ms", max_attempts = 1000 }
+`
+	h := newHarness(t, strings.ReplaceAll(conf, "MAX", "8"))
+	for i := range 10 {
+		before := h.row("bad", "").Failures
+		h.m.Apply(loadConfig(t, strings.ReplaceAll(conf, "MAX", strconv.Itoa(8+i%2))))
+		eventually(t, "a restart after the reload", func() bool { return h.row("bad", "").Failures > before })
 	}
 }
 

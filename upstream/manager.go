@@ -17,6 +17,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 )
 
@@ -46,7 +47,8 @@ type Options struct {
 	Env       []string
 	// Version is snodod's version, for the clientInfo upstreams see.
 	Version string
-	// MaxLineBytes bounds an upstream's lines (session.max_line_bytes).
+	// MaxLineBytes bounds an upstream's lines (session.max_line_bytes); 0
+	// means limits.DefaultMaxLineBytes.
 	MaxLineBytes int
 	// ShutdownGrace bounds the stop of every upstream at shutdown
 	// (daemon.shutdown_grace); 0 means 10 s.
@@ -62,9 +64,11 @@ type Options struct {
 // upstream under its own. Its methods may be called from any goroutine,
 // before and while it serves.
 type Manager struct {
-	opts   Options
-	log    *slog.Logger
-	limits config.Upstreams
+	opts Options
+	log  *slog.Logger
+	// limits is the upstreams table of the configuration applied last:
+	// Apply replaces it while instances and requests read it.
+	limits atomic.Pointer[config.Upstreams]
 	sup    *suture.Supervisor
 	budget *StderrBudget
 	cache  *cache
@@ -119,6 +123,9 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = limits.DefaultMaxLineBytes
+	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 10 * time.Second
 	}
@@ -132,7 +139,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 		opts.Cwd, _ = os.Getwd()
 	}
 	m := &Manager{
-		opts: opts, log: opts.Logger, limits: cfg.Upstreams,
+		opts: opts, log: opts.Logger,
 		budget: NewStderrBudget(cfg.Upstreams.StderrTotalBytes),
 		done:   make(chan struct{}),
 		ups:    map[string]*upstream{}, rings: map[string]*StderrRing{}, passViews: map[string]*server.Server{},
@@ -220,14 +227,6 @@ func (m *Manager) String() string { return "upstreams" }
 
 func (m *Manager) stopGrace() time.Duration { return m.opts.ShutdownGrace }
 
-// maxLine is the line limit of upstreams' output.
-func (m *Manager) maxLine() int {
-	if m.opts.MaxLineBytes > 0 {
-		return m.opts.MaxLineBytes
-	}
-	return 2000000
-}
-
 func (m *Manager) supervisorEvent(e suture.Event) {
 	switch e.Type() {
 	case suture.EventTypeServicePanic, suture.EventTypeServiceTerminate, suture.EventTypeStopTimeout:
@@ -253,7 +252,8 @@ func (m *Manager) apply(cfg *config.Config) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cfg = cfg
-	m.limits = cfg.Upstreams
+	lim := cfg.Upstreams
+	m.limits.Store(&lim)
 	seen := map[string]bool{}
 	for _, entry := range cfg.MCPServers {
 		seen[entry.Name] = true
@@ -291,7 +291,7 @@ func (m *Manager) retire(old *upstream) {
 	old.mu.Unlock()
 	old.each(func(in *instance) { in.send(orderDrain) })
 	go func() {
-		deadline := time.Now().Add(m.limits.DrainTimeout + m.stopGrace() + drainMargin)
+		deadline := time.Now().Add(m.limits.Load().DrainTimeout + m.stopGrace() + drainMargin)
 		for time.Now().Before(deadline) && old.running() {
 			select {
 			case <-m.done:
@@ -335,7 +335,7 @@ func (m *Manager) Names() []string {
 func (m *Manager) reserveChild() bool {
 	m.childMu.Lock()
 	defer m.childMu.Unlock()
-	if m.children >= m.limits.MaxChildren {
+	if m.children >= m.limits.Load().MaxChildren {
 		return false
 	}
 	m.children++
@@ -352,14 +352,15 @@ func (m *Manager) releaseChild() {
 func (m *Manager) atChildLimit() bool {
 	m.childMu.Lock()
 	defer m.childMu.Unlock()
-	return m.children >= m.limits.MaxChildren
+	return m.children >= m.limits.Load().MaxChildren
 }
 
 // childrenFull is the -31002 failure of a start that would pass
 // upstreams.max_children; in.mu must not be held.
 func (m *Manager) childrenFull(in *instance) error {
+	maxChildren := m.limits.Load().MaxChildren
 	f := in.failureNow(CodeLimit, fmt.Sprintf("snodod: upstream %q cannot start: %d upstream processes are running (upstreams.max_children = %d); stop one (snodod upstream stop NAME) or raise the limit",
-		in.u.name, m.limits.MaxChildren, m.limits.MaxChildren))
+		in.u.name, maxChildren, maxChildren))
 	f.asError = true
 	return f
 }

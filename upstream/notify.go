@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -65,7 +66,7 @@ func (in *instance) resync(method string) {
 				next, err := relist(ctx, conn, cat, method)
 				cancel()
 				if err == nil {
-					in.u.listed(in, next)
+					in.u.listed(next)
 				} else {
 					in.u.m.log.Warn("upstream re-listing failed", "upstream", in.u.name, "method", method, "err", err)
 				}
@@ -177,16 +178,13 @@ func (in *instance) unsubscribe(uri string) {
 // resubscribe holds every counted subscription on a process that just
 // became ready; a 2026 upstream gets its listen stream.
 func (in *instance) resubscribe(conn *Conn) {
-	in.mu.Lock()
-	uris := make([]string, 0, len(in.subs))
-	for u := range in.subs {
-		uris = append(uris, u)
-	}
-	in.mu.Unlock()
 	if conn.Era() == Era2026 {
-		in.relisten(conn)
+		in.relisten(conn) // it reads the counted URIs itself
 		return
 	}
+	in.mu.Lock()
+	uris := slices.Collect(maps.Keys(in.subs))
+	in.mu.Unlock()
 	if len(uris) > 0 {
 		in.upstreamSubscribe(conn, uris, true)
 	}
@@ -225,7 +223,7 @@ func (in *instance) relisten(conn *Conn) {
 	if in.listenCancel != nil {
 		in.listenCancel()
 	}
-	uris := make([]string, 0, len(in.subs))
+	uris := make([]string, 0, len(in.subs)) // [] rather than null in the filter
 	for u := range in.subs {
 		uris = append(uris, u)
 	}

@@ -133,12 +133,13 @@ func (p *parking) park(ctx context.Context, o *owner, method string, params json
 		return nil, &protocol.Error{Code: protocol.CodeInternalError, Message: fmt.Sprintf(
 			"snodod: the client of this call did not declare the capability %s needs (-32021)", method)}
 	}
+	maxParked := p.m.limits.Load().MaxParked
 	p.mu.Lock()
-	full := len(p.byHandle) >= p.m.limits.MaxParked
+	full := len(p.byHandle) >= maxParked
 	p.mu.Unlock()
 	if full {
 		return nil, &protocol.Error{Code: protocol.CodeInternalError, Message: fmt.Sprintf(
-			"snodod: %d calls already wait for their clients' input (upstreams.max_parked); try again later", p.m.limits.MaxParked)}
+			"snodod: %d calls already wait for their clients' input (upstreams.max_parked); try again later", maxParked)}
 	}
 	pi := &pendingInput{method: method, params: params, reply: make(chan inputReply, 1)}
 	select {

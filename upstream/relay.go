@@ -256,7 +256,7 @@ func clientError(err error) error {
 // the upstream alone, bounded by the gate, so it gives its executor slot
 // back (docs/transport.md §13.7). A nil error must be paired with gate.leave.
 func (in *instance) enter(ctx context.Context, o *owner) error {
-	ok, err := in.gate.enter(ctx, sessionKey(o.client), func() { server.Detach(ctx) })
+	ok, err := in.gate.enter(ctx, o.client, func() { server.Detach(ctx) })
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (in *instance) callOnce(ctx context.Context, conn *Conn, o *owner, method s
 		return nil, perr
 	case errors.Is(err, ErrResponseTooLong):
 		f := in.failureNow(CodeTooLong, fmt.Sprintf("snodod: upstream %q answered with a line over the %d-byte limit (session.max_line_bytes); the answer was dropped",
-			in.u.name, in.u.m.maxLine()))
+			in.u.name, in.u.m.opts.MaxLineBytes))
 		f.asError = true
 		return nil, f
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
@@ -308,14 +308,6 @@ func (in *instance) callOnce(ctx context.Context, conn *Conn, o *owner, method s
 // exitedDuring is the failure of a call whose process ended under it.
 func (in *instance) exitedDuring(exit *ExitError) *failure {
 	return in.failureNow(CodeUnavailable, fmt.Sprintf("snodod: upstream %q exited (%s) while this call was running; it may have partly run", in.u.name, exitWords(exit)))
-}
-
-// sessionKey is the gate's round-robin key of a client.
-func sessionKey(c *Client) any {
-	if c == nil {
-		return (*Client)(nil)
-	}
-	return c
 }
 
 // withMember returns the params object with member name set to v (a

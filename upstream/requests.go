@@ -30,7 +30,7 @@ func (in *instance) connConfig() ConnConfig {
 		known = cat.Era
 	}
 	return ConnConfig{
-		Name: in.u.name, Protocol: cfg.Protocol, KnownEra: known, MaxLineBytes: in.u.m.maxLine(),
+		Name: in.u.name, Protocol: cfg.Protocol, KnownEra: known, MaxLineBytes: in.u.m.opts.MaxLineBytes,
 		ClientInfo:         server.Implementation{Name: "snodod", Version: in.u.m.opts.Version},
 		ClientCapabilities: rawCaps,
 		Stderr:             in.u.ring,

@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -87,6 +88,37 @@ share = "cwd"
 	res := structured(t, a.call("tools/call", fakeTool("git__roots", "")))
 	if !strings.Contains(string(res["response"]), "file://"+d1) {
 		t.Errorf("roots %s", res["response"])
+	}
+}
+
+// TestShareCwdAfterReload: a session's cwd share key (kept on its client)
+// follows a reload that changes the rendering: an older session and a new
+// one in the same directory share the one instance of the new
+// configuration.
+func TestShareCwdAfterReload(t *testing.T) {
+	const conf = `
+[mcpServers.git]
+command = "FAKE"
+args = ["-name", "NAME ${client.cwd}"]
+share = "cwd"
+`
+	h := newHarness(t, strings.ReplaceAll(conf, "NAME", "before"))
+	d := t.TempDir()
+	old := h.connect("", d, "2025-11-25")
+	result(t, old.call("tools/call", fakeTool("git__echo", "")))
+	h.m.Apply(loadConfig(t, strings.ReplaceAll(conf, "NAME", "after")))
+	fresh := h.connect("", d, "2025-11-25")
+	for _, cl := range []*client{old, fresh} {
+		result(t, cl.call("tools/call", fakeTool("git__echo", "")))
+	}
+	var rows []Status
+	for _, r := range h.m.Status() {
+		if r.Name == "git" {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) != 1 || rows[0].Instance != d || rows[0].State != StateReady {
+		t.Errorf("rows %+v, want one ready instance for %s", rows, d)
 	}
 }
 
@@ -184,6 +216,35 @@ func TestCatalogCache(t *testing.T) {
 		t.Errorf("listing from the cache started it: %+v", row)
 	}
 	result(t, c2.call("tools/call", fakeTool("fake__echo", "")))
+}
+
+// TestCatalogCacheReplaced: the cache file of a fingerprint a reload
+// replaced is removed once the new one is written, and re-listings keep
+// the one file.
+func TestCatalogCacheReplaced(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, oneFake, dir)
+	c := h.connect("", "", "2025-11-25")
+	result(t, c.call("tools/call", fakeTool("fake__echo", "")))
+	cacheFiles := func() []string {
+		files, _ := filepath.Glob(filepath.Join(dir, "upstreams", "fake-*.json"))
+		return files
+	}
+	before := cacheFiles()
+	if len(before) != 1 {
+		t.Fatalf("cache files %v, want one", before)
+	}
+	h.m.Apply(loadConfig(t, strings.Replace(oneFake, `"-list-changed"`, `"-list-changed", "-name", "replaced"`, 1)))
+	result(t, c.call("tools/call", fakeTool("fake__echo", "")))
+	eventually(t, "the replaced fingerprint's file removed", func() bool {
+		after := cacheFiles()
+		return len(after) == 1 && after[0] != before[0]
+	})
+	u := h.m.upstream("fake")
+	u.listed(u.currentCatalog()) // a re-listing
+	if after := cacheFiles(); len(after) != 1 || after[0] == before[0] {
+		t.Errorf("cache files after a re-listing %v, want one, not %s", after, before[0])
+	}
 }
 
 // TestURICollision: the first upstream in name order keeps a URI; the

@@ -161,9 +161,18 @@ func (r *StderrRing) copyOut(dst []byte) int {
 }
 
 // Tail returns the last n bytes (fewer when it holds fewer), cut forward to
-// a UTF-8 boundary.
+// a UTF-8 boundary. It copies only those: a failure quotes 2 KiB of a ring
+// of up to 64 KiB.
 func (r *StderrRing) Tail(n int) string {
-	b := r.Snapshot()
+	r.mu.Lock()
+	k := min(max(n, 0)+1, r.n) // one byte more, for tailString to see a cut
+	b := make([]byte, k)
+	if k > 0 {
+		start := (r.head + r.n - k) % len(r.buf)
+		c := copy(b, r.buf[start:min(start+k, len(r.buf))])
+		copy(b[c:], r.buf[:k-c])
+	}
+	r.mu.Unlock()
 	return tailString(b, n)
 }
 

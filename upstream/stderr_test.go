@@ -53,6 +53,19 @@ func TestStderrRingTail(t *testing.T) {
 	}
 }
 
+// TestStderrRingTailWrapped: Tail of a ring whose newest bytes wrap
+// around the end of its storage.
+func TestStderrRingTailWrapped(t *testing.T) {
+	r := NewStderrRing(nil, 8)
+	_, _ = r.Write([]byte("abcdef"))
+	_, _ = r.Write([]byte("ghij")) // holds cdefghij, ij at the storage's start
+	for n, want := range map[int]string{3: "hij", 6: "efghij", 8: "cdefghij", 20: "cdefghij"} {
+		if got := r.Tail(n); got != want {
+			t.Errorf("Tail(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 // The daemon's budget bounds what all rings hold beyond their 2 KiB
 // floors; a ring that cannot grow drops its own oldest bytes; closing one
 // gives its bytes back.

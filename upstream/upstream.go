@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +26,11 @@ type upstream struct {
 	// a change restarts, anything else is a view change.
 	fingerprint string
 	ring        *StderrRing
-	sup         *suture.Supervisor
-	token       suture.ServiceToken // in the manager's supervisor
+	// cacheSwept is set by u's first cache.store, which removes the files
+	// of its earlier fingerprints.
+	cacheSwept atomic.Bool
+	sup        *suture.Supervisor
+	token      suture.ServiceToken // in the manager's supervisor
 
 	mu        sync.Mutex
 	instances map[string]*instanceSlot
@@ -103,15 +104,14 @@ func (u *upstream) instanceFor(c *Client) (*instance, error) {
 	case u.conf().Disabled || u.conf().Share == "all":
 		return u.instances[""].in, nil
 	case u.conf().Share == "cwd":
-		r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
-		sum := sha256.Sum256([]byte(strings.Join(append(append([]string{r.Command, r.Dir}, r.Args...), r.Env...), "\x00")))
-		key, label = hex.EncodeToString(sum[:8]), cwd
+		key, label = u.cwdKey(c, cwd), cwd
 	default: // session
 		id := uint64(0)
 		if c != nil {
 			id = c.ID
 		}
-		key, label = "session "+strconv.FormatUint(id, 10), "session "+strconv.FormatUint(id, 10)
+		key = sessionInstanceKey(id)
+		label = key
 	}
 	if s, ok := u.instances[key]; ok {
 		return s.in, nil
@@ -130,6 +130,39 @@ func (u *upstream) instanceFor(c *Client) (*instance, error) {
 	return u.addInstanceLocked(key, label, cwd), nil
 }
 
+// cwdKey is the share key of a cwd instance rendered for cwd: a digest of
+// the command, directory, arguments and environment, so that clients whose
+// renderings are the same share one (docs/upstreams.md §3). Rendering reads
+// the daemon's whole environment, and a request would otherwise pay for it
+// every time: the key is kept on the client (whose cwd is fixed) for u's
+// fingerprint, which fixes everything else the rendering reads.
+func (u *upstream) cwdKey(c *Client, cwd string) string {
+	if c != nil {
+		c.mu.Lock()
+		k, ok := c.cwdKeys[u.name]
+		c.mu.Unlock()
+		if ok && k.fingerprint == u.fingerprint {
+			return k.key
+		}
+	}
+	r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
+	sum := sha256.Sum256([]byte(strings.Join(append(append([]string{r.Command, r.Dir}, r.Args...), r.Env...), "\x00")))
+	key := hex.EncodeToString(sum[:8])
+	if c != nil {
+		c.mu.Lock()
+		if c.cwdKeys == nil {
+			c.cwdKeys = map[string]renderedKey{}
+		}
+		c.cwdKeys[u.name] = renderedKey{fingerprint: u.fingerprint, key: key}
+		c.mu.Unlock()
+	}
+	return key
+}
+
+// sessionInstanceKey is the key (and label) of session id's instance of a
+// share = "session" upstream; Session.Close removes it by the same key.
+func sessionInstanceKey(id uint64) string { return "session " + strconv.FormatUint(id, 10) }
+
 // addInstanceLocked creates the instance of key and starts its loop under
 // the upstream's supervisor; u.mu is held (or u not yet shared).
 func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
@@ -138,7 +171,7 @@ func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
 	if len(roots) == 0 && u.conf().Share != "all" {
 		roots = []string{"file://" + cwd}
 	}
-	cmd := Command{Path: resolveCommand(r.Command, r.Env), Args: r.Args, Env: r.Env, Dir: r.Dir}
+	cmd := Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
 	in := newInstance(u, key, label, cwd, cmd, roots)
 	u.instances[key] = &instanceSlot{in: in, token: u.sup.Add(in)}
 	return in
@@ -176,7 +209,7 @@ func (u *upstream) each(f func(*instance)) {
 
 // listed takes an instance's fresh catalog: stored in the cache, and the
 // views recomputed, which announces what changed (docs/upstreams.md §4, §5).
-func (u *upstream) listed(in *instance, cat *catalog) {
+func (u *upstream) listed(cat *catalog) {
 	for _, t := range cat.Truncated {
 		u.m.log.Warn("upstream catalog cut at its bounds", "upstream", u.name, "list", t)
 	}
@@ -219,26 +252,4 @@ func fingerprint(u *config.Upstream) string {
 	field(u.Share)
 	field(u.Protocol)
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// resolveCommand finds name on the child's PATH (env), as the child would
-// run it; a name with a slash, or one not found, is returned as it is
-// (the start then fails saying so).
-func resolveCommand(name string, env []string) string {
-	if strings.Contains(name, "/") {
-		return name
-	}
-	for _, kv := range env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			for _, dir := range filepath.SplitList(p) {
-				if dir == "" {
-					dir = "."
-				}
-				if full, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
-					return full
-				}
-			}
-		}
-	}
-	return name
 }

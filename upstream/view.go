@@ -211,14 +211,18 @@ func (m *Manager) items(u *upstream, name func(string) string, claim func(string
 	}
 	ok := func(key string) bool { return claim == nil || claim(key) }
 	for _, def := range cat.Tools {
-		if n, valid := itemKey(def, "name"); valid && cfg.Tools.Allows(n) && ok("tool "+name(n)) {
-			out.Tools = append(out.Tools, server.RawTool{Name: name(n), Definition: def, Handler: m.handler(u.name, "tools/call", n)})
+		if n, valid := itemKey(def, "name"); valid && cfg.Tools.Allows(n) {
+			if shown := name(n); ok("tool " + shown) {
+				out.Tools = append(out.Tools, server.RawTool{Name: shown, Definition: def, Handler: m.handler(u.name, "tools/call", n)})
+			}
 		}
 	}
 	for _, def := range cat.Prompts {
-		if n, valid := itemKey(def, "name"); valid && cfg.Prompts.Allows(n) && ok("prompt "+name(n)) {
-			out.Prompts = append(out.Prompts, server.RawPrompt{Name: name(n), Definition: def,
-				Handler: m.handler(u.name, "prompts/get", n), Complete: m.handler(u.name, "completion/complete", n)})
+		if n, valid := itemKey(def, "name"); valid && cfg.Prompts.Allows(n) {
+			if shown := name(n); ok("prompt " + shown) {
+				out.Prompts = append(out.Prompts, server.RawPrompt{Name: shown, Definition: def,
+					Handler: m.handler(u.name, "prompts/get", n), Complete: m.handler(u.name, "completion/complete", n)})
+			}
 		}
 	}
 	for _, def := range cat.Resources {
@@ -355,9 +359,8 @@ func (m *Manager) drop(c *Client, sub subscription) {
 	m.unhold(c, sub)
 }
 
-// release lets go of a subscription of a closing client.
-func (m *Manager) release(c *Client, sub subscription) { m.unhold(c, sub) }
-
+// unhold releases c's hold of sub on the instance serving c: drop's last,
+// or any of a closing client's.
 func (m *Manager) unhold(c *Client, sub subscription) {
 	if u := m.upstream(sub.upstream); u != nil {
 		if in, err := u.instanceFor(c); err == nil {
