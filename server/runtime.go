@@ -69,7 +69,7 @@ func New(opts Options) (*Server, error) {
 // It is kept current by every catalog change, so a request reads it
 // without walking the catalog.
 func (s *Server) capabilities() protocol.ServerCapabilities {
-	if c := s.capsNow.Load(); c != nil {
+	if c := s.caps.Load(); c != nil {
 		return *c
 	}
 	return protocol.ServerCapabilities{} // an empty catalog
@@ -92,9 +92,8 @@ func (s *Server) updateCapabilitiesLocked() {
 		c.Completions = c.Completions || t.completions != nil
 	}
 	c.ToolsListChanged, c.PromptsListChanged, c.ResourcesListChanged = c.Tools, c.Prompts, c.Resources
-	s.caps = orCapabilities(c, s.ext.advertised)
-	caps := s.caps
-	s.capsNow.Store(&caps)
+	c = orCapabilities(c, s.ext.advertised)
+	s.caps.Store(&c)
 }
 
 // capabilitiesJSON is the capabilities object for a version's era.

@@ -50,10 +50,10 @@ type Server struct {
 
 	mu       sync.RWMutex
 	revision uint64 // catalog revision, bumped by every change
-	caps     protocol.ServerCapabilities
-	// capsNow is caps for readers without the lock: every request reads
-	// them, and a read lock taken by both cores costs a cache line's trip.
-	capsNow   atomic.Pointer[protocol.ServerCapabilities]
+	// caps is what the catalog advertises, replaced under mu by every
+	// change and read without the lock: every request reads it, and a
+	// read lock taken by both cores costs a cache line's trip.
+	caps      atomic.Pointer[protocol.ServerCapabilities]
 	tools     map[string]*toolEntry
 	resources map[string]*resourceEntry
 	templates map[string]*templateEntry
