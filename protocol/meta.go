@@ -138,7 +138,7 @@ func (m *RequestMeta) Decode(meta Object) *Error {
 	if m.ClientCapabilities == nil {
 		return invalidParams(msgCapabilitiesMissing)
 	}
-	if jsonKind(m.ClientCapabilities) != '{' {
+	if JSONKind(m.ClientCapabilities) != '{' {
 		return invalidParams(msgCapabilitiesObject)
 	}
 	return nil
@@ -214,12 +214,12 @@ func validClientInfo(raw json.RawMessage) bool {
 		return false
 	}
 	for _, required := range [...]string{"name", "version"} {
-		if jsonKind(info.Value(required)) != '"' {
+		if JSONKind(info.Value(required)) != '"' {
 			return false
 		}
 	}
 	for _, optional := range [...]string{"title", "description"} {
-		if v, present := info.Get(optional); present && jsonKind(v) != '"' {
+		if v, present := info.Get(optional); present && JSONKind(v) != '"' {
 			return false
 		}
 	}
@@ -230,12 +230,12 @@ func validClientInfo(raw json.RawMessage) bool {
 	}
 	if v, present := info.Get("icons"); present {
 		var icons []json.RawMessage
-		if jsonKind(v) != '[' || json.Unmarshal(v, &icons) != nil {
+		if JSONKind(v) != '[' || json.Unmarshal(v, &icons) != nil {
 			return false
 		}
 		for _, icon := range icons {
 			fields, ok := SplitObject(buf[:0], icon)
-			if !ok || jsonKind(fields.Value("src")) != '"' {
+			if !ok || JSONKind(fields.Value("src")) != '"' {
 				return false
 			}
 		}
@@ -286,7 +286,7 @@ func validClientCapabilities(raw json.RawMessage) bool {
 // optionalObject reports whether the member name is absent or an object.
 func optionalObject(members Object, name string) bool {
 	v, present := members.Get(name)
-	return !present || jsonKind(v) == '{'
+	return !present || JSONKind(v) == '{'
 }
 
 // CheckLegacyMeta runs docs/protocol.md §4.2 steps 5 and 6 on a legacy-era

@@ -411,7 +411,7 @@ func TestSplitModern(t *testing.T) {
 // tests: nil or null give an empty (nil) map, an object its members, and
 // any other value ErrParamsType.
 func paramsObject(params json.RawMessage) (map[string]json.RawMessage, *Error) {
-	switch jsonKind(params) {
+	switch JSONKind(params) {
 	case 0:
 		return nil, nil
 	case 'n':

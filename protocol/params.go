@@ -46,7 +46,7 @@ func DecodeInitialize(params json.RawMessage) (*InitializeParams, *Error) {
 		return nil, invalidParams(msgInitialize)
 	}
 	version, ok := String(top["protocolVersion"])
-	if !ok || version == "" || jsonKind(top["capabilities"]) != '{' {
+	if !ok || version == "" || JSONKind(top["capabilities"]) != '{' {
 		return nil, invalidParams(msgInitialize)
 	}
 	info, ok := Members(top["clientInfo"])
@@ -128,7 +128,7 @@ func DecodeListen(params json.RawMessage) (*ListenFilter, *Error) {
 		return &f, nil
 	}
 	var entries []json.RawMessage
-	if jsonKind(raw) != '[' || json.Unmarshal(raw, &entries) != nil {
+	if JSONKind(raw) != '[' || json.Unmarshal(raw, &entries) != nil {
 		return nil, invalidParams(msgListenList)
 	}
 	if len(entries) > maxListenURIs {
@@ -179,10 +179,10 @@ func invalidParams(message string) *Error {
 	return &Error{Code: CodeInvalidParams, Message: message}
 }
 
-// jsonKind returns the first byte of the JSON value raw ('{', '[', '"', 't',
+// JSONKind returns the first byte of the JSON value raw ('{', '[', '"', 't',
 // 'f', 'n', '-' or a digit) after any leading whitespace, or 0 when raw is
-// empty.
-func jsonKind(raw json.RawMessage) byte {
+// empty: the value's type, without decoding it or allocating.
+func JSONKind(raw json.RawMessage) byte {
 	for _, c := range raw {
 		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
 			return c
@@ -195,7 +195,7 @@ func jsonKind(raw json.RawMessage) byte {
 // absent (nil) raw, null and every other value. A string without escapes
 // costs one small allocation and no reflection.
 func String(raw json.RawMessage) (string, bool) {
-	if jsonKind(raw) != '"' {
+	if JSONKind(raw) != '"' {
 		return "", false
 	}
 	if raw[0] != '"' || raw[len(raw)-1] > ' ' {
@@ -210,7 +210,7 @@ func String(raw json.RawMessage) (string, bool) {
 // jsonBool decodes raw when it is true or false.
 func jsonBool(raw json.RawMessage) (bool, bool) {
 	var b bool
-	if k := jsonKind(raw); k != 't' && k != 'f' || json.Unmarshal(raw, &b) != nil {
+	if k := JSONKind(raw); k != 't' && k != 'f' || json.Unmarshal(raw, &b) != nil {
 		return false, false
 	}
 	return b, true

@@ -227,11 +227,11 @@ func TestIsAbsoluteURI(t *testing.T) {
 
 // TestJSONHelpers pins the value tests the checks above are built on.
 func TestJSONHelpers(t *testing.T) {
-	if k := jsonKind(json.RawMessage(" \n\t{}")); k != '{' {
-		t.Errorf("jsonKind = %q", k)
+	if k := JSONKind(json.RawMessage(" \n\t{}")); k != '{' {
+		t.Errorf("JSONKind = %q", k)
 	}
-	if k := jsonKind(nil); k != 0 {
-		t.Errorf("jsonKind(nil) = %q", k)
+	if k := JSONKind(nil); k != 0 {
+		t.Errorf("JSONKind(nil) = %q", k)
 	}
 	if s, ok := String(json.RawMessage(` "a\u0041" `)); !ok || s != "aA" {
 		t.Errorf("jsonString = %q, %v", s, ok)

@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/snodod/snodod/protocol"
 )
 
 // This file holds what makes a client's answer fit its request, in both
@@ -152,10 +154,7 @@ func decodeRootsResult(raw json.RawMessage, out *ListRootsResult) bool {
 	return true
 }
 
-func isJSONObject(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '{'
-}
+func isJSONObject(raw json.RawMessage) bool { return protocol.JSONKind(raw) == '{' }
 
 // hasJSONMember reports whether the object raw has the member name.
 func hasJSONMember(raw json.RawMessage, name string) bool {

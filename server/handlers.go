@@ -50,17 +50,6 @@ func (c *call) toolResult(res *CallToolResult, structured json.RawMessage) Outco
 	return Outcome{Result: &c.wire}
 }
 
-// firstByte is the first byte of a JSON value past any whitespace (the
-// decoder's values have none), or 0.
-func firstByte(raw json.RawMessage) byte {
-	for _, c := range raw {
-		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
-			return c
-		}
-	}
-	return 0
-}
-
 func (c *call) toolFailure(text string) Outcome {
 	return c.toolResult(&CallToolResult{Content: []Content{TextContent(text)}, IsError: true}, nil)
 }
@@ -80,7 +69,7 @@ func (c *call) callTool(ctx context.Context) Outcome {
 	args := c.params.Value("arguments")
 	if args == nil {
 		args = json.RawMessage("{}")
-	} else if firstByte(args) != '{' {
+	} else if protocol.JSONKind(args) != '{' {
 		return invalidParams("tools/call arguments must be an object")
 	}
 	if e == nil || !c.visible(e) {
