@@ -53,7 +53,9 @@ func decodeElicitResult(raw json.RawMessage, urlMode bool, out *ElicitResult) bo
 	default:
 		return false
 	}
-	hasContent := hasJSONMember(raw, "content")
+	var buf [8]protocol.Member
+	members, _ := protocol.SplitObject(buf[:0], raw)
+	hasContent := members.Has("content")
 	if hasContent && m.Content == nil { // content: null
 		return false
 	}
@@ -155,13 +157,3 @@ func decodeRootsResult(raw json.RawMessage, out *ListRootsResult) bool {
 }
 
 func isJSONObject(raw json.RawMessage) bool { return protocol.JSONKind(raw) == '{' }
-
-// hasJSONMember reports whether the object raw has the member name.
-func hasJSONMember(raw json.RawMessage, name string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return false
-	}
-	_, ok := m[name]
-	return ok
-}
