@@ -175,12 +175,15 @@ func newRelayItem(owner, member, key string, def json.RawMessage, h, complete Ra
 	}
 	name, _ := protocol.AppendValue(nil, key)
 	m[member] = name
-	listed, err := json.Marshal(m)
+	// protocol.AppendValue, not json.Marshal, which would escape the <, >
+	// and & of the other server's text: frames leave them as they are
+	// (docs/transport.md §11.1).
+	listed, err := protocol.AppendValue(nil, m)
 	if err != nil {
 		return nil, false
 	}
 	delete(m, "icons")
-	noIcons, err := json.Marshal(m)
+	noIcons, err := protocol.AppendValue(nil, m)
 	if err != nil {
 		return nil, false
 	}

@@ -111,6 +111,20 @@ func TestRelayedListings(t *testing.T) {
 	}
 }
 
+// TestRelayedListingKeepsHTMLCharacters pins that a relayed definition is
+// listed with its <, > and & as they are (docs/transport.md §11.1), as a
+// registered item's are, not escaped as json.Marshal escapes them.
+func TestRelayedListingKeepsHTMLCharacters(t *testing.T) {
+	h := newRelayHarness(t)
+	h.s.ReplaceRelayed(map[string]RelayedItems{"up": {Tools: []RawTool{
+		{Name: "t", Definition: json.RawMessage(`{"name":"t","description":"a <b> & c"}`), Handler: echoRelay(`{}`)},
+	}}})
+	want := `{"tools":[{"description":"a <b> & c","name":"t"}]}`
+	if got := h.legacy("tools/list", `{}`); got != want {
+		t.Errorf("tools/list:\n got %s\nwant %s", got, want)
+	}
+}
+
 // TestReplaceRelayedNotifies checks one list change per kind that changed,
 // and none for an identical replacement.
 func TestReplaceRelayedNotifies(t *testing.T) {
