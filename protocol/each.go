@@ -65,14 +65,14 @@ func SetMember(obj json.RawMessage, name string, value json.RawMessage) json.Raw
 	out := make([]byte, 0, len(obj)+len(quoted)+len(value)+2)
 	if obj != nil && !EachMember(obj, func(n, v json.RawMessage) bool {
 		if !bytes.Equal(n, quoted) {
-			out = appendMember(out, n, v)
+			out = AppendMember(out, n, v)
 		}
 		return true
 	}) {
 		out = out[:0]
 	}
 	if value != nil {
-		out = appendMember(out, quoted, value)
+		out = AppendMember(out, quoted, value)
 	}
 	if len(out) == 0 {
 		return json.RawMessage("{}")
@@ -81,9 +81,12 @@ func SetMember(obj json.RawMessage, name string, value json.RawMessage) json.Raw
 	return append(out, '}')
 }
 
-// appendMember appends ,"name":value; SetMember turns the first comma
-// into the opening brace.
-func appendMember(dst, name, value []byte) []byte {
+// AppendMember appends ,"name":value to dst: name is the member's name
+// already quoted (as EachMember gives it), value its value already
+// encoded. A splice of an object appends each member so, then turns the
+// first comma into the opening brace and appends the closing one, as
+// SetMember does.
+func AppendMember(dst, name, value []byte) []byte {
 	dst = append(dst, ',')
 	dst = append(dst, name...)
 	dst = append(dst, ':')

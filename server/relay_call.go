@@ -140,7 +140,7 @@ func (c *call) shapeRelayed(raw json.RawMessage) (json.RawMessage, bool) {
 		}
 		changed = changed || drop
 		if !drop {
-			out = appendMember(out, name, value)
+			out = protocol.AppendMember(out, name, value)
 		}
 		return true
 	})
@@ -152,16 +152,16 @@ func (c *call) shapeRelayed(raw json.RawMessage) (json.RawMessage, bool) {
 		info, _ := protocol.AppendValue(nil, c.s.serverInfo(c.version))
 		shapedMeta = protocol.SetMember(meta, protocol.MetaServerInfo, info)
 		if !hasType {
-			out = appendMember(out, json.RawMessage(`"resultType"`), json.RawMessage(`"complete"`))
+			out = protocol.AppendMember(out, json.RawMessage(`"resultType"`), json.RawMessage(`"complete"`))
 		}
 		if c.req.Method == "resources/read" {
 			if !hasTTL {
 				ttl, _ := protocol.AppendValue(nil, c.s.opts.CacheTTL.Milliseconds())
-				out = appendMember(out, json.RawMessage(`"ttlMs"`), ttl)
+				out = protocol.AppendMember(out, json.RawMessage(`"ttlMs"`), ttl)
 			}
 			if !hasScope {
 				scope, _ := protocol.AppendValue(nil, c.s.opts.CacheScope)
-				out = appendMember(out, json.RawMessage(`"cacheScope"`), scope)
+				out = protocol.AppendMember(out, json.RawMessage(`"cacheScope"`), scope)
 			}
 		}
 		changed = true
@@ -173,21 +173,13 @@ func (c *call) shapeRelayed(raw json.RawMessage) (json.RawMessage, bool) {
 		return raw, true
 	}
 	if len(shapedMeta) > 2 { // not {}
-		out = appendMember(out, json.RawMessage(`"_meta"`), shapedMeta)
+		out = protocol.AppendMember(out, json.RawMessage(`"_meta"`), shapedMeta)
 	}
 	if len(out) == 0 {
 		return json.RawMessage("{}"), true
 	}
-	out[0] = '{' // appendMember wrote a leading comma
+	out[0] = '{' // AppendMember wrote a leading comma
 	return append(out, '}'), true
-}
-
-// appendMember appends ,"name":value (the first comma becomes the brace).
-func appendMember(dst, name, value json.RawMessage) []byte {
-	dst = append(dst, ',')
-	dst = append(dst, name...)
-	dst = append(dst, ':')
-	return append(dst, value...)
 }
 
 // rawObject is a result object already encoded; it is written as it is
