@@ -204,11 +204,26 @@ func (c *call) readResource(ctx context.Context) Outcome {
 func (s *Server) findResource(uri string) (h ResourceHandler, vars map[string]string, relay RawHandler) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	r, t, vars := s.resourceForLocked(uri)
+	switch {
+	case r != nil && r.relay != nil:
+		return nil, nil, r.relay.handler
+	case r != nil:
+		return r.handler, nil, nil
+	case t != nil && t.relay != nil:
+		return nil, nil, t.relay.handler
+	case t != nil:
+		return t.handler, vars, nil
+	}
+	return nil, nil, s.ext.readFallback
+}
+
+// resourceForLocked finds what serves a read of uri: the resource of that
+// URI, else the first template, in the order of their URI templates, that
+// matches it, with its variables; both nil when none does. s.mu is held.
+func (s *Server) resourceForLocked(uri string) (*resourceEntry, *templateEntry, map[string]string) {
 	if e, ok := s.resources[uri]; ok {
-		if e.relay != nil {
-			return nil, nil, e.relay.handler
-		}
-		return e.handler, nil, nil
+		return e, nil, nil
 	}
 	keys := make([]string, 0, len(s.templates))
 	for k := range s.templates {
@@ -217,13 +232,10 @@ func (s *Server) findResource(uri string) (h ResourceHandler, vars map[string]st
 	slices.Sort(keys)
 	for _, k := range keys {
 		if vars, ok := s.templates[k].match.match(uri); ok {
-			if r := s.templates[k].relay; r != nil {
-				return nil, nil, r.handler
-			}
-			return s.templates[k].handler, vars, nil
+			return nil, s.templates[k], vars
 		}
 	}
-	return nil, nil, s.ext.readFallback
+	return nil, nil, nil
 }
 
 func (c *call) getPrompt(ctx context.Context) Outcome {

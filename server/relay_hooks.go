@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/snodod/snodod/protocol"
@@ -94,26 +93,17 @@ func (s *Server) hookStream(ctx context.Context, st *listenStream) Stream {
 func (s *Server) RelayOwner(uri string) (owner string, ok bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if e, found := s.resources[uri]; found {
-		if e.relay != nil {
-			return e.relay.owner, true
-		}
+	var relay *relayItem
+	switch r, t, _ := s.resourceForLocked(uri); {
+	case r != nil:
+		relay = r.relay
+	case t != nil:
+		relay = t.relay
+	}
+	if relay == nil {
 		return "", false
 	}
-	keys := make([]string, 0, len(s.templates))
-	for k := range s.templates {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if e := s.templates[k]; e.match.matches(uri) {
-			if e.relay != nil {
-				return e.relay.owner, true
-			}
-			return "", false
-		}
-	}
-	return "", false
+	return relay.owner, true
 }
 
 // NotifyRequest sends a notification scoped to the request ctx belongs to

@@ -75,6 +75,3 @@ func (t *uriTemplate) match(uri string) (map[string]string, bool) {
 	}
 	return vars, true
 }
-
-// matches reports whether uri matches the template.
-func (t *uriTemplate) matches(uri string) bool { return t.re.MatchString(uri) }
