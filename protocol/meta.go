@@ -335,6 +335,15 @@ func LogLevelRank(level string) (rank int, ok bool) {
 	return 0, false
 }
 
+// LogLevelName is the inverse of LogLevelRank: the level of rank 0
+// (debug) to 7 (emergency). ok is false for any other rank.
+func LogLevelName(rank int) (level string, ok bool) {
+	if rank < 0 || rank >= len(logLevels) {
+		return "", false
+	}
+	return logLevels[rank], true
+}
+
 // validMetaKey reports whether key follows the _meta key grammar of
 // docs/protocol.md §5.1: an optional prefix of dot-separated labels, each starting
 // with a letter, ending with a letter or digit and holding letters, digits

@@ -361,6 +361,22 @@ func TestLogLevelRank(t *testing.T) {
 	}
 }
 
+// TestLogLevelName checks that it inverts LogLevelRank, and refuses the
+// ranks just outside 0 to 7.
+func TestLogLevelName(t *testing.T) {
+	for rank := range 8 {
+		level, ok := LogLevelName(rank)
+		if back, known := LogLevelRank(level); !ok || !known || back != rank {
+			t.Errorf("LogLevelName(%d) = %q, %v; its rank is %d", rank, level, ok, back)
+		}
+	}
+	for _, rank := range []int{-1, 8} {
+		if level, ok := LogLevelName(rank); ok || level != "" {
+			t.Errorf("LogLevelName(%d) = %q, %v; want \"\", false", rank, level, ok)
+		}
+	}
+}
+
 // decodeMeta splits raw params as a runtime does, then decodes their _meta.
 func decodeMeta(params json.RawMessage) (*RequestMeta, *Error) {
 	top, err := paramsObject(params)

@@ -57,18 +57,12 @@ func (ss *SessionState) Snapshot() SessionSnapshot {
 		Initialized:    ss.initialized,
 		ClientRequests: ss.clientIDs.Load(),
 	}
-	if ss.logRank >= 0 && ss.logRank < len(logLevelNames) {
-		snap.LogLevel = logLevelNames[ss.logRank]
-	}
+	snap.LogLevel, _ = protocol.LogLevelName(ss.logRank)
 	if len(ss.uris) > 0 {
 		snap.Subscriptions = slices.Sorted(maps.Keys(ss.uris))
 	}
 	return snap
 }
-
-// logLevelNames are the log levels by rank, as protocol.LogLevelRank
-// documents them (0 for debug up to 7 for emergency).
-var logLevelNames = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // Restore makes a new state continue snap: it must be called before the
 // state is used, on a state from NewSessionState. An initialized legacy
