@@ -157,7 +157,7 @@ func knownVersion(raw json.RawMessage) (string, bool) {
 }
 
 // Check runs docs/protocol.md §5.2 steps 7 and 8 on metadata from
-// DecodeMetaMembers, against the enabled versions. In order:
+// DecodeMeta or DecodeModernMeta, against the enabled versions. In order:
 //
 //   - the version is not 2026-07-28, or 2026-07-28 is disabled: -32022
 //     "Unsupported protocol version" with data
