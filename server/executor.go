@@ -331,15 +331,9 @@ func (c *ExecConn) SubmitJob(ctx context.Context, id protocol.ID, slot *Job, tas
 	e.startLocked(j)
 	e.running++
 	c.running++
-	if n := len(e.idle); n > 0 {
-		worker := e.idle[n-1].handoff // the warmest stack
-		e.idle = e.idle[:n-1]
-		e.mu.Unlock()
-		worker <- j // buffered: never blocks
-		return nil
-	}
+	worker := e.warmestLocked()
 	e.mu.Unlock()
-	go e.work(j)
+	e.launch(worker, j)
 	return nil
 }
 

@@ -47,17 +47,11 @@ func Detach(ctx context.Context) bool {
 	next := e.nextLocked()
 	var worker chan *job
 	if next != nil {
-		if n := len(e.idle); n > 0 {
-			worker = e.idle[n-1].handoff
-			e.idle = e.idle[:n-1]
-		}
+		worker = e.warmestLocked()
 	}
 	e.mu.Unlock()
-	switch {
-	case worker != nil:
-		worker <- next // buffered: never blocks
-	case next != nil:
-		go e.work(next)
+	if next != nil {
+		e.launch(worker, next)
 	}
 	return true
 }

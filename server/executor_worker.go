@@ -67,6 +67,28 @@ func (e *Executor) park(handoff chan *job) *job {
 	return <-handoff
 }
 
+// warmestLocked takes the worker that parked last, whose stack is the
+// warmest, off the idle list; nil when none waits. e.mu is held.
+func (e *Executor) warmestLocked() chan *job {
+	n := len(e.idle)
+	if n == 0 {
+		return nil
+	}
+	worker := e.idle[n-1].handoff
+	e.idle = e.idle[:n-1]
+	return worker
+}
+
+// launch runs j, which holds a slot, on worker (from warmestLocked), or on
+// a new goroutine when worker is nil. e.mu is not held.
+func (e *Executor) launch(worker chan *job, j *job) {
+	if worker != nil {
+		worker <- j // buffered: never blocks
+		return
+	}
+	go e.work(j)
+}
+
 // reap ends the waits of the workers that have waited workerIdle.
 func (e *Executor) reap() {
 	e.mu.Lock()
