@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"unsafe"
 )
@@ -68,56 +69,25 @@ func (o Object) Map() map[string]json.RawMessage {
 // input it is still safe, but it checks only the object's outline, not
 // each value in full.
 func SplitObject(dst Object, raw json.RawMessage) (Object, bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return dst, false
-	}
-	start := len(dst)
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		return dst, skipSpace(raw, i+1) == len(raw)
-	}
-	for {
-		if i >= len(raw) || raw[i] != '"' {
-			return dst[:start], false
-		}
-		end, escaped := stringEnd(raw, i)
-		if end < 0 {
-			return dst[:start], false
-		}
-		var name string
-		if escaped {
+	start, bad := len(dst), false
+	if !EachMember(raw, func(name, value json.RawMessage) bool {
+		var s string
+		if bytes.IndexByte(name, '\\') >= 0 {
 			var ok bool
-			if name, ok = unquote(raw[i:end]); !ok {
-				return dst[:start], false
+			if s, ok = unquote(name); !ok {
+				bad = true
+				return false
 			}
-		} else if end-i > 2 {
+		} else if len(name) > 2 {
 			// Aliasing spares an allocation per member on every request.
-			name = unsafe.String(&raw[i+1], end-i-2)
+			s = unsafe.String(&name[1], len(name)-2)
 		}
-		i = skipSpace(raw, end)
-		if i >= len(raw) || raw[i] != ':' {
-			return dst[:start], false
-		}
-		vstart := skipSpace(raw, i+1)
-		vend := valueEnd(raw, vstart)
-		if vend < 0 {
-			return dst[:start], false
-		}
-		dst = append(dst, Member{Name: name, Value: raw[vstart:vend:vend]})
-		i = skipSpace(raw, vend)
-		if i >= len(raw) {
-			return dst[:start], false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipSpace(raw, i+1)
-		case '}':
-			return dst, skipSpace(raw, i+1) == len(raw)
-		default:
-			return dst[:start], false
-		}
+		dst = append(dst, Member{Name: s, Value: value})
+		return true
+	}) || bad {
+		return dst[:start], false
 	}
+	return dst, true
 }
 
 // Split is what the decoder found in a message's params, handed down so
