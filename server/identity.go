@@ -9,12 +9,14 @@ import (
 // identity is what a server says about itself: serverInfo, instructions,
 // and each version's {"io.modelcontextprotocol/serverInfo":…} _meta,
 // encoded once because every 2026 result carries it (a json.RawMessage,
-// kept boxed so that a result takes one without an allocation). It is
+// kept boxed so that a result takes one without an allocation), with the
+// serverInfo inside it, which a relayed result's _meta is given. It is
 // immutable; a change swaps the whole value.
 type identity struct {
 	info         Implementation
 	instructions string
 	infoMeta     map[string]any
+	infoJSON     map[string]json.RawMessage // each version's serverInfo
 }
 
 func (s *Server) identity() *identity { return s.ident.Load() }
@@ -22,13 +24,14 @@ func (s *Server) identity() *identity { return s.ident.Load() }
 // setIdentity replaces the identity, encoding the _meta of every enabled
 // version from info.
 func (s *Server) setIdentity(info Implementation, instructions string) error {
-	id := &identity{info: info, instructions: instructions, infoMeta: map[string]any{}}
+	id := &identity{info: info, instructions: instructions, infoMeta: map[string]any{}, infoJSON: map[string]json.RawMessage{}}
 	for _, v := range s.versions.All() {
-		raw, err := protocol.AppendValue(nil, map[string]any{protocol.MetaServerInfo: projectInfo(info, v)})
+		projected, err := protocol.AppendValue(nil, projectInfo(info, v))
 		if err != nil {
 			return err
 		}
-		id.infoMeta[v] = json.RawMessage(raw)
+		id.infoJSON[v] = projected
+		id.infoMeta[v] = json.RawMessage(protocol.SetMember(nil, protocol.MetaServerInfo, projected))
 	}
 	s.ident.Store(id)
 	return nil
@@ -58,8 +61,9 @@ func (s *Server) Instructions() string { return s.identity().instructions }
 // SetInstructions replaces the instructions sent by initialize and
 // server/discover.
 func (s *Server) SetInstructions(instructions string) {
-	cur := s.identity()
-	s.ident.Store(&identity{info: cur.info, instructions: instructions, infoMeta: cur.infoMeta})
+	id := *s.identity()
+	id.instructions = instructions
+	s.ident.Store(&id)
 }
 
 // Advertise adds capabilities to those the catalog implies (a tool makes

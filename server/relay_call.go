@@ -149,7 +149,10 @@ func (c *call) shapeRelayed(raw json.RawMessage) (json.RawMessage, bool) {
 	}
 	var shapedMeta json.RawMessage
 	if c.modern {
-		info, _ := protocol.AppendValue(nil, c.s.serverInfo(c.version))
+		info, known := c.s.identity().infoJSON[c.version]
+		if !known { // as resultMeta: encoded now for a version not enabled
+			info, _ = protocol.AppendValue(nil, c.s.serverInfo(c.version))
+		}
 		shapedMeta = protocol.SetMember(meta, protocol.MetaServerInfo, info)
 		if !hasType {
 			out = protocol.AppendMember(out, json.RawMessage(`"resultType"`), json.RawMessage(`"complete"`))
