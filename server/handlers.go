@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -225,12 +224,7 @@ func (s *Server) resourceForLocked(uri string) (*resourceEntry, *templateEntry, 
 	if e, ok := s.resources[uri]; ok {
 		return e, nil, nil
 	}
-	keys := make([]string, 0, len(s.templates))
-	for k := range s.templates {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range s.templateOrder {
 		if vars, ok := s.templates[k].match.match(uri); ok {
 			return nil, s.templates[k], vars
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/snodod/snodod/protocol"
 )
@@ -75,9 +77,10 @@ func (s *Server) capabilities() protocol.ServerCapabilities {
 	return protocol.ServerCapabilities{} // an empty catalog
 }
 
-// updateCapabilitiesLocked recomputes the advertised capabilities after a
-// change; s.mu is held for writing.
+// updateCapabilitiesLocked recomputes the advertised capabilities, and the
+// order of the templates, after a change; s.mu is held for writing.
 func (s *Server) updateCapabilitiesLocked() {
+	s.templateOrder = slices.Sorted(maps.Keys(s.templates))
 	resources := len(s.resources) > 0 || len(s.templates) > 0
 	c := protocol.ServerCapabilities{
 		Tools:              len(s.tools) > 0,

@@ -57,8 +57,12 @@ type Server struct {
 	tools     map[string]*toolEntry
 	resources map[string]*resourceEntry
 	templates map[string]*templateEntry
-	prompts   map[string]*promptEntry
-	ext       extensions // relay hooks (relay_hooks.go)
+	// templateOrder is templates' keys, sorted: the order a read tries
+	// them in, kept by updateCapabilitiesLocked, which every change of
+	// the catalog calls, so that a read sorts nothing.
+	templateOrder []string
+	prompts       map[string]*promptEntry
+	ext           extensions // relay hooks (relay_hooks.go)
 }
 
 // Each entry is a registered item, or a relayed one (relay non-nil: the
