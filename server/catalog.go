@@ -26,6 +26,7 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 	// Listings show the schemas as compiled (the entry's own copies, not
 	// the caller's slices), set once here rather than at every listing.
 	e.tool.InputSchema = e.input.json()
+	e.paramHeaders = paramHeaders(e.tool.InputSchema)
 	if e.output != nil {
 		e.tool.OutputSchema = e.output.json()
 	}

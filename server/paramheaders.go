@@ -10,7 +10,8 @@ import (
 // inputSchema property with "x-mcp-header": "<Name>", mapped from the
 // header name to the argument's name. ok is false when no such tool is
 // registered. The Streamable HTTP transport checks the headers against the
-// arguments before dispatch.
+// arguments before dispatch. The map is the tool's, found once when it was
+// registered: the caller must not modify it.
 func (s *Server) ToolParamHeaders(name string) (headers map[string]string, ok bool) {
 	s.mu.RLock()
 	e := s.tools[name]
@@ -18,9 +19,14 @@ func (s *Server) ToolParamHeaders(name string) (headers map[string]string, ok bo
 	if e == nil {
 		return nil, false
 	}
-	schema := e.tool.InputSchema
+	return e.paramHeaders, true
+}
+
+// paramHeaders finds the mirrored headers of an input schema (see
+// ToolParamHeaders), nil when it has none.
+func paramHeaders(schema json.RawMessage) (headers map[string]string) {
 	if !bytes.Contains(schema, []byte(`"x-mcp-header"`)) {
-		return nil, true // the common case, without decoding the schema
+		return nil // the common case, without decoding the schema
 	}
 	var root struct {
 		Properties map[string]struct {
@@ -28,7 +34,7 @@ func (s *Server) ToolParamHeaders(name string) (headers map[string]string, ok bo
 		} `json:"properties"`
 	}
 	if json.Unmarshal(schema, &root) != nil {
-		return nil, true
+		return nil
 	}
 	for arg, p := range root.Properties {
 		if p.Header == "" {
@@ -39,5 +45,5 @@ func (s *Server) ToolParamHeaders(name string) (headers map[string]string, ok bo
 		}
 		headers[p.Header] = arg
 	}
-	return headers, true
+	return headers
 }

@@ -71,7 +71,8 @@ type Server struct {
 type toolEntry struct {
 	tool          Tool
 	handler       ToolHandler
-	input, output *schema // compiled once at registration; output nil without OutputSchema
+	input, output *schema           // compiled once at registration; output nil without OutputSchema
+	paramHeaders  map[string]string // ToolParamHeaders', found at registration
 	relay         *relayItem
 }
 
