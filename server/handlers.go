@@ -54,7 +54,7 @@ func (c *call) toolFailure(text string) Outcome {
 }
 
 func (c *call) callTool(ctx context.Context) Outcome {
-	name, ok := stringParam(c.params, "name")
+	name, ok := stringParam(c.split.Members, "name")
 	if !ok {
 		return invalidParams("tools/call requires a string name")
 	}
@@ -65,7 +65,7 @@ func (c *call) callTool(ctx context.Context) Outcome {
 		// The relayed server judges its arguments (a client's null among them).
 		return c.relay(ctx, e.relay.handler, name)
 	}
-	args := c.params.Value("arguments")
+	args := c.split.Members.Value("arguments")
 	if args == nil {
 		args = json.RawMessage("{}")
 	} else if protocol.JSONKind(args) != '{' {
@@ -163,7 +163,7 @@ func (c *call) notFound(uri string) Outcome {
 }
 
 func (c *call) readResource(ctx context.Context) Outcome {
-	uri, ok := stringParam(c.params, "uri")
+	uri, ok := stringParam(c.split.Members, "uri")
 	if !ok {
 		return invalidParams("resources/read requires a string uri")
 	}
@@ -233,11 +233,11 @@ func (s *Server) resourceForLocked(uri string) (*resourceEntry, *templateEntry, 
 }
 
 func (c *call) getPrompt(ctx context.Context) Outcome {
-	name, ok := stringParam(c.params, "name")
+	name, ok := stringParam(c.split.Members, "name")
 	if !ok {
 		return invalidParams("prompts/get requires a string name")
 	}
-	args, ok := stringMap(c.params.Value("arguments"))
+	args, ok := stringMap(c.split.Members.Value("arguments"))
 	if !ok {
 		return invalidParams("prompts/get arguments must be an object of strings")
 	}

@@ -20,7 +20,7 @@ const pageSize = 100
 func paginate[T any](c *call, items []T, revision uint64, key func(T) string) ([]T, string, Outcome, bool) {
 	rev := listRev{revision: revision}
 	offset := 0
-	if raw, ok := c.params.Get("cursor"); ok {
+	if raw, ok := c.split.Members.Get("cursor"); ok {
 		rev.fingerprint = fingerprint(items, key)
 		var valid bool
 		offset, valid = c.s.signer.parseCursor(raw, c.req.Method, c.version, rev, pageSize)
@@ -159,7 +159,7 @@ func (c *call) mrtr(ctx context.Context) (context.Context, *inputs, *Outcome) {
 	if !c.modern {
 		return ctx, nil, nil // legacy handlers ask the client (RequestClient)
 	}
-	responses, state, perr := decodeRetry(c.params)
+	responses, state, perr := decodeRetry(c.split.Members)
 	if perr != nil {
 		o := errOutcome(perr)
 		return ctx, nil, &o
@@ -238,7 +238,7 @@ func (c *call) inputRequired(in *inputs) Outcome {
 }
 
 func (c *call) setLevel() Outcome {
-	level, _ := stringParam(c.params, "level")
+	level, _ := stringParam(c.split.Members, "level")
 	rank, ok := protocol.LogLevelRank(level)
 	if !ok {
 		return invalidParams("Invalid log level")
@@ -248,7 +248,7 @@ func (c *call) setLevel() Outcome {
 }
 
 func (c *call) subscribe(ctx context.Context) Outcome {
-	uri, ok := stringParam(c.params, "uri")
+	uri, ok := stringParam(c.split.Members, "uri")
 	if !ok || !protocol.IsAbsoluteURI(uri) {
 		return invalidParams(c.req.Method + " requires an absolute URI")
 	}

@@ -19,7 +19,7 @@ func (c *call) relay(ctx context.Context, h RawHandler, name string) Outcome {
 		ClientCapabilities: c.clientCaps()}
 	if c.modern {
 		req.ClientInfo, req.LogLevel, req.ProgressToken = c.meta.ClientInfo, c.meta.LogLevel, c.meta.ProgressToken
-		responses, state, perr := decodeRetry(c.params)
+		responses, state, perr := decodeRetry(c.split.Members)
 		if perr != nil {
 			return errOutcome(perr)
 		}

@@ -193,7 +193,6 @@ type call struct {
 	req     *Request
 	sess    *SessionState
 	split   *protocol.Split // req.Params split, by the transport's decoder or Dispatch
-	params  protocol.Object // split.Members
 	version string
 	modern  bool
 	meta    *protocol.RequestMeta // 2026 only
@@ -227,7 +226,7 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 		}
 		split = &own
 	}
-	c := &call{s: s, req: req, sess: req.State, split: split, params: split.Members}
+	c := &call{s: s, req: req, sess: req.State, split: split}
 	if c.sess == nil {
 		c.sess = NewSessionState(0)
 	}
