@@ -57,25 +57,23 @@ type unsupportedVersionData struct {
 
 // DecodeModernMeta is what the HTTP transport does with a request routed
 // to the 2026 rules (docs/protocol.md §13.2) before the runtime sees it:
-// docs/protocol.md §5.2 steps 2 to 5 on a 2026-era request's params (split into
-// members, nil when absent) and returns its metadata. In order, each
-// -32602:
+// docs/protocol.md §5.2 steps 2 to 5 on a 2026-era request's split params
+// (the decoder's, Message.Split, or SplitParams'; the zero Split when
+// params are absent) and returns its metadata. In order, each -32602:
 //
 //   - params nil (or null) or without _meta: "Required request _meta is
 //     missing" (reachable over HTTP only; on stdio the era rule of §1.2
 //     guarantees _meta);
 //   - _meta not an object (null included): "_meta must be an object";
 //   - then the checks of DecodeMeta.
-func DecodeModernMeta(params map[string]json.RawMessage) (*RequestMeta, *Error) {
-	rawMeta, ok := params["_meta"]
-	if !ok {
+func DecodeModernMeta(p *Split) (*RequestMeta, *Error) {
+	if !p.Members.Has("_meta") {
 		return nil, invalidParams("Required request _meta is missing")
 	}
-	meta, ok := SplitObject(nil, rawMeta)
-	if !ok {
+	if !p.MetaObject {
 		return nil, invalidParams(msgMetaObject)
 	}
-	return DecodeMeta(meta)
+	return DecodeMeta(p.Meta)
 }
 
 // DecodeMeta runs docs/protocol.md §5.2 steps 3 to 5 on a 2026-era request's

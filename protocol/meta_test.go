@@ -383,7 +383,11 @@ func decodeMeta(params json.RawMessage) (*RequestMeta, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	return DecodeModernMeta(top)
+	var split Split
+	if top != nil {
+		split, _ = SplitParams(params)
+	}
+	return DecodeModernMeta(&split)
 }
 
 // checkLegacy splits raw params as a runtime does, then checks them.

@@ -26,7 +26,7 @@ func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 	} else {
 		// _meta absent or not an object (a request routed here by its
 		// header, §13.2 steps 4 and 5): DecodeModernMeta says which.
-		meta, perr = protocol.DecodeModernMeta(msg.Members.Map())
+		meta, perr = protocol.DecodeModernMeta(&msg.Split)
 	}
 	if perr == nil {
 		perr = checkModernHeaders(r.Header, msg, meta.ProtocolVersion, disp)
