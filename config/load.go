@@ -168,10 +168,7 @@ func (l *loader) readFile(path string) error {
 		if !explicit && errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
-		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
-			err = pe.Err // the path is in FileError already
-		}
-		return &FileError{Path: path, Err: err}
+		return &FileError{Path: path, Err: pathErr(err)} // the path is in FileError already
 	}
 	parser, ok := parsers[strings.ToLower(filepath.Ext(path))]
 	if !ok {

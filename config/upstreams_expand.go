@@ -1,8 +1,6 @@
 package config
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,11 +102,7 @@ func (x *expander) file(field, p string) (string, bool) {
 	full := x.resolve(p)
 	b, err := os.ReadFile(full)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		x.d.problem(*x.u, field, "uses ${file:"+p+"}, which cannot be read: "+full+": "+err.Error())
+		x.d.problem(*x.u, field, "uses ${file:"+p+"}, which cannot be read: "+full+": "+pathErr(err).Error())
 		return "", false
 	}
 	return strings.TrimSpace(string(b)), true
