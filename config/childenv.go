@@ -17,11 +17,6 @@ import (
 // working directory, the program resolved on the child's PATH, and paths
 // relative to the configuration file.
 
-// inheritedByDefault is the allow-list of the daemon's variables a child
-// gets when inherit_env is not given (docs/upstreams.md §1). A trailing *
-// matches any rest of the name.
-var inheritedByDefault = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_*", "TZ", "TMPDIR", "XDG_*"}
-
 const inheritRule = "must be true, false or a list of variable names (a trailing * matches the rest)"
 
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
@@ -31,23 +26,20 @@ var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
 // table, which wins. env values expand ${VAR}, ${VAR:-default} and
 // ${file:PATH} (expandValue).
 func childEnv(f *fields, ctx entryContext) []string {
-	allowed := inheritedByDefault
+	inherit := InheritEnv{Names: DefaultInheritEnv} // docs/upstreams.md §1
 	if v, ok := f.get("inherit_env"); ok {
 		switch v := v.(type) {
 		case bool:
-			allowed = nil
-			if v {
-				allowed = []string{"*"}
-			}
+			inherit = InheritEnv{All: v}
 		case []any:
-			allowed = nil
+			inherit = InheritEnv{}
 			for _, it := range v {
 				name, ok := it.(string)
 				if !ok || !envNamePattern.MatchString(name) {
 					f.problem("inherit_env", inheritRule+", got "+literal(it))
 					continue
 				}
-				allowed = append(allowed, name)
+				inherit.Names = append(inherit.Names, name)
 			}
 		default:
 			f.problem("inherit_env", inheritRule+", got "+literal(v))
@@ -55,7 +47,7 @@ func childEnv(f *fields, ctx entryContext) []string {
 	}
 	env := map[string]string{}
 	for name, value := range ctx.Env {
-		if inherits(allowed, name) {
+		if inherit.Allows(name) {
 			env[name] = value
 		}
 	}
@@ -84,15 +76,6 @@ func childEnv(f *fields, ctx entryContext) []string {
 		out = append(out, name+"="+env[name])
 	}
 	return out
-}
-
-func inherits(allowed []string, name string) bool {
-	for _, a := range allowed {
-		if prefix, glob := strings.CutSuffix(a, "*"); glob && strings.HasPrefix(name, prefix) || a == name {
-			return true
-		}
-	}
-	return false
 }
 
 // expandValue expands ${VAR} and ${VAR:-default} from the daemon's
