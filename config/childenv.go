@@ -19,7 +19,9 @@ import (
 
 const inheritRule = "must be true, false or a list of variable names (a trailing * matches the rest)"
 
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
+// inheritName is an inherit_env entry: a variable name (validVarName), or
+// a prefix of names followed by *.
+var inheritName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
 
 // childEnv returns the environment of a child in os.Environ form, sorted:
 // the variables of ctx.Env that inherit_env lets through, then the env
@@ -35,7 +37,7 @@ func childEnv(f *fields, ctx entryContext) []string {
 			inherit = InheritEnv{}
 			for _, it := range v {
 				name, ok := it.(string)
-				if !ok || !envNamePattern.MatchString(name) {
+				if !ok || !inheritName.MatchString(name) {
 					f.problem("inherit_env", inheritRule+", got "+literal(it))
 					continue
 				}
@@ -56,7 +58,7 @@ func childEnv(f *fields, ctx entryContext) []string {
 			raw, _ := t.get(name)
 			value, ok := toString(raw)
 			switch {
-			case !envNamePattern.MatchString(name) || strings.HasSuffix(name, "*"):
+			case !validVarName(name):
 				t.problem(name, "is not a variable name: use letters, digits and _, not starting with a digit")
 			case !ok:
 				t.problem(name, "must be a string, got "+literal(raw))
@@ -108,7 +110,7 @@ func expandValue(s string, ctx entryContext) (string, error) {
 			continue
 		}
 		name, def, hasDefault := strings.Cut(expr, ":-")
-		if !envNamePattern.MatchString(name) || strings.HasSuffix(name, "*") {
+		if !validVarName(name) {
 			return "", fmt.Errorf("${%s} is not an expansion: use ${VAR}, ${VAR:-default} or ${file:PATH}", expr)
 		}
 		v, set := ctx.Env[name]
