@@ -61,11 +61,12 @@ func writeImport(w io.Writer, file string, entries map[string]any) {
 	var kept []string
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		e, _ := entries[name].(map[string]any)
-		fmt.Fprintf(w, "\n[mcpServers.%s]\n", config.TOMLKey(name))
-		if _, remote := e["url"]; remote || e["type"] != nil && e["type"] != "stdio" {
-			fmt.Fprintln(w, "# skipped: a remote server (url); snodod hosts only local servers for now")
+		if key := config.RemoteKey(e); key != "" {
+			// A comment only: an empty [mcpServers.NAME] table would not load.
+			fmt.Fprintf(w, "\n# mcpServers.%s skipped: a remote server (%s); snodod hosts only local servers for now\n", config.TOMLKey(name), key)
 			continue
 		}
+		fmt.Fprintf(w, "\n[mcpServers.%s]\n", config.TOMLKey(name))
 		kept = append(kept, name)
 		for _, f := range slices.Sorted(maps.Keys(e)) {
 			v := e[f]

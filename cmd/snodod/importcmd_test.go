@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/snodod/snodod/config"
@@ -12,10 +13,14 @@ import (
 
 // What snodod import prints loads back as the same entry: a name that is
 // no bare TOML key is quoted, and a control character in an argument is
-// escaped as TOML allows (strconv.Quote's \a is no TOML escape).
+// escaped as TOML allows (strconv.Quote's \a is no TOML escape), and a
+// remote server (url, or Windsurf's serverUrl) is a comment, not an empty
+// table that would not load.
 func TestImportPrintsLoadableTOML(t *testing.T) {
 	entries := map[string]any{
 		"files.v2": map[string]any{"command": "/bin/true", "args": []any{"bell\a", `quote" and \`, "é"}},
+		"web":      map[string]any{"url": "https://example.com/mcp"},
+		"windsurf": map[string]any{"serverUrl": "https://example.com/mcp"},
 	}
 	var out bytes.Buffer
 	writeImport(&out, "client.json", entries)
@@ -30,6 +35,14 @@ func TestImportPrintsLoadableTOML(t *testing.T) {
 	u := cfg.Upstream("files.v2")
 	if u == nil {
 		t.Fatalf("no entry files.v2 in\n%s", out.Bytes())
+	}
+	for _, remote := range []string{"web (url)", "windsurf (serverUrl)"} {
+		if !strings.Contains(out.String(), "# mcpServers."+strings.Replace(remote, " ", " skipped: a remote server ", 1)) {
+			t.Errorf("no line saying %s is skipped in\n%s", remote, out.Bytes())
+		}
+	}
+	if len(cfg.MCPServers) != 1 {
+		t.Errorf("entries %v, want files.v2 alone: remote servers are skipped", cfg.MCPServers)
 	}
 	if want := []string{"bell\a", `quote" and \`, "é"}; u.Command != "/bin/true" || !slices.Equal(u.Args, want) {
 		t.Errorf("command %q args %q, want /bin/true %q", u.Command, u.Args, want)
