@@ -2,7 +2,6 @@ package config
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -119,21 +118,12 @@ func (x *expander) path(field, s string) string {
 	return x.resolve(s)
 }
 
+// resolve makes p absolute as entryPath does, relative paths taken from
+// the directory of the file the entry came from (an imported file's own).
 func (x *expander) resolve(p string) string {
-	switch {
-	case p == "~" || strings.HasPrefix(p, "~/"):
-		return filepath.Join(x.ctx.Env["HOME"], p[1:])
-	case filepath.IsAbs(p):
-		return filepath.Clean(p)
-	}
-	base := x.u.Source.Name
-	if base == "" {
-		if wd, err := os.Getwd(); err == nil {
-			return filepath.Join(wd, p)
-		}
-		return p
-	}
-	return filepath.Join(filepath.Dir(base), p)
+	ctx := x.ctx
+	ctx.File = x.u.Source.Name
+	return entryPath(p, ctx)
 }
 
 func validVarName(n string) bool {
