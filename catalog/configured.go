@@ -48,23 +48,10 @@ func (c *configured) names() (tools, prompts map[string]bool) {
 
 // apply replaces c's items with cfg's. cfg has passed check.
 func (c *configured) apply(cfg *config.Config) {
-	want := map[string]config.Tool{}
-	for _, t := range cfg.Tools {
-		want[t.Name] = t
-	}
 	// A removed entry is removed; a changed one is registered again below,
 	// which replaces it (its running calls finish as they started).
-	var gone []string
-	for name, t := range c.tools {
-		w, ok := want[name]
-		if !ok {
-			gone = append(gone, name)
-		}
-		if !ok || !reflect.DeepEqual(w, t.cfg) {
-			delete(c.tools, name)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := prune(c.tools, cfg.Tools, func(t config.Tool) string { return t.Name },
+		func(t *execTool) config.Tool { return t.cfg }, nil); len(gone) > 0 {
 		c.srv.RemoveTools(gone...)
 	}
 	for _, t := range cfg.Tools {
@@ -75,21 +62,8 @@ func (c *configured) apply(cfg *config.Config) {
 		}
 	}
 
-	wantPrompts := map[string]config.Prompt{}
-	for _, p := range cfg.Prompts {
-		wantPrompts[p.Name] = p
-	}
-	gone = gone[:0]
-	for name, p := range c.prompts {
-		w, ok := wantPrompts[name]
-		if !ok {
-			gone = append(gone, name)
-		}
-		if !ok || !reflect.DeepEqual(w, p) {
-			delete(c.prompts, name)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := prune(c.prompts, cfg.Prompts, func(p config.Prompt) string { return p.Name },
+		func(p config.Prompt) config.Prompt { return p }, nil); len(gone) > 0 {
 		c.srv.RemovePrompts(gone...)
 	}
 	for _, p := range cfg.Prompts {
@@ -102,16 +76,9 @@ func (c *configured) apply(cfg *config.Config) {
 		}
 	}
 
-	wantFolders := map[string]config.FileResource{}
-	for _, r := range cfg.Resources {
-		wantFolders[r.Name] = r
-	}
-	for name, f := range c.folders {
-		if w, ok := wantFolders[name]; !ok || !reflect.DeepEqual(w, f.cfg) {
-			f.stop(true) // its watch ends with it
-			delete(c.folders, name)
-		}
-	}
+	// A folder removes its own items as it stops; its watch ends with it.
+	prune(c.folders, cfg.Resources, func(r config.FileResource) string { return r.Name },
+		func(f *folder) config.FileResource { return f.cfg }, func(f *folder) { f.stop(true) })
 	for _, r := range cfg.Resources {
 		if _, kept := c.folders[r.Name]; !kept {
 			f := newFolder(c.srv, r, c.log)
@@ -119,6 +86,30 @@ func (c *configured) apply(cfg *config.Config) {
 			c.folders[r.Name] = f
 		}
 	}
+}
+
+// prune deletes from have every item that want (a new configuration's
+// entries) lacks or configures differently, calling drop, when set, on
+// each, and returns the names of those want lacks: the items to
+// unregister. Those it keeps are unchanged, so they keep their state.
+func prune[I, C any](have map[string]I, want []C, name func(C) string, cfgOf func(I) C, drop func(I)) (gone []string) {
+	byName := make(map[string]C, len(want))
+	for _, w := range want {
+		byName[name(w)] = w
+	}
+	for n, item := range have {
+		w, ok := byName[n]
+		if !ok {
+			gone = append(gone, n)
+		}
+		if !ok || !reflect.DeepEqual(w, cfgOf(item)) {
+			if drop != nil {
+				drop(item)
+			}
+			delete(have, n)
+		}
+	}
+	return gone
 }
 
 // close ends every folder's watch. The items stay registered: a server a

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,7 +146,7 @@ func (t *execTool) success(stdout *headBuffer) (*server.CallToolResult, error) {
 				t.cfg.Name, t.cfg.Name, t.cfg.MaxOutputBytes)), nil
 		}
 		var v any
-		dec := json.NewDecoder(strings.NewReader(string(stdout.buf)))
+		dec := json.NewDecoder(bytes.NewReader(stdout.buf))
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil || dec.More() {
 			if err == nil {
@@ -209,12 +210,11 @@ func (b *headBuffer) cut() bool { return b.total > int64(len(b.buf)) }
 
 // text is the output as valid UTF-8, with a note when it was cut.
 func (b *headBuffer) text(tool string) string {
-	s := strings.ToValidUTF8(string(b.buf), "\uFFFD")
-	if b.cut() {
-		s = strings.ToValidUTF8(string(trimPartialRune(b.buf)), "\uFFFD")
-		s += fmt.Sprintf("\n[output cut at %d bytes of %d: raise tools.%s.max_output_bytes to see more]", b.max, b.total, tool)
+	if !b.cut() {
+		return strings.ToValidUTF8(string(b.buf), "\uFFFD")
 	}
-	return s
+	return strings.ToValidUTF8(string(trimPartialRune(b.buf)), "\uFFFD") +
+		fmt.Sprintf("\n[output cut at %d bytes of %d: raise tools.%s.max_output_bytes to see more]", b.max, b.total, tool)
 }
 
 // trimPartialRune drops an incomplete UTF-8 sequence at the end of b, left

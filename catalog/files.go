@@ -248,14 +248,14 @@ func (f *folder) read(_ context.Context, uri, rawRel string) (*server.ReadResour
 	if !f.selected(rel) {
 		return nil, refused(uri, fmt.Sprintf("the file is not selected by resources.%s.include and exclude", f.cfg.Name))
 	}
-	file, fi, err := openConfined(uri, f.root, rel, f.cfg.FollowSymlinks)
+	file, size, err := openConfined(uri, f.root, rel, f.cfg.FollowSymlinks)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
 	limit := int64(f.cfg.MaxFileBytes)
-	if fi.Size() > limit {
-		return nil, tooLarge(uri, fi.Size(), f.cfg)
+	if size > limit {
+		return nil, tooLarge(uri, size, f.cfg)
 	}
 	data, err := io.ReadAll(io.LimitReader(file, limit+1))
 	if err != nil {

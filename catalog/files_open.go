@@ -3,7 +3,6 @@ package catalog
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,12 +52,12 @@ const (
 
 // openConfined opens rel under root for reading. The file must be a
 // regular file reached without leaving root (or, with follow, through any
-// symlink). It returns the open file and its info, or a refusal, or an
-// error wrapping server.ErrResourceNotFound.
-func openConfined(uri, root, rel string, follow bool) (*os.File, fs.FileInfo, error) {
+// symlink). It returns the open file and its size when opened, or a
+// refusal, or an error wrapping server.ErrResourceNotFound.
+func openConfined(uri, root, rel string, follow bool) (*os.File, int64, error) {
 	dir, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open the root %s: %w", root, err)
+		return nil, 0, fmt.Errorf("open the root %s: %w", root, err)
 	}
 	defer unix.Close(dir)
 	resolve := uint64(unix.RESOLVE_NO_MAGICLINKS)
@@ -77,7 +76,7 @@ func openConfined(uri, root, rel string, follow bool) (*os.File, fs.FileInfo, er
 		}
 	}
 	if err != nil {
-		return nil, nil, openError(uri, root, err)
+		return nil, 0, openError(uri, root, err)
 	}
 	var st unix.Stat_t
 	err = unix.Fstat(pathFD, &st)
@@ -86,24 +85,19 @@ func openConfined(uri, root, rel string, follow bool) (*os.File, fs.FileInfo, er
 	}
 	unix.Close(pathFD)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
 	fd, err := openat2(dir, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, resolve)
 	if err != nil {
-		return nil, nil, openError(uri, root, err)
+		return nil, 0, openError(uri, root, err)
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(root, rel))
 	var again unix.Stat_t
 	if err := unix.Fstat(fd, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino || again.Mode&unix.S_IFMT != unix.S_IFREG {
 		f.Close()
-		return nil, nil, refused(uri, "the file changed while it was being opened; try again")
+		return nil, 0, refused(uri, "the file changed while it was being opened; try again")
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, fi, nil
+	return f, again.Size, nil
 }
 
 // openat2 retries what openat2(2) asks to be retried: EINTR, and EAGAIN,

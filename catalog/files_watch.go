@@ -238,7 +238,8 @@ func (w *watcher) walk(dir string, room int) (rels []string, more bool) {
 			}
 			return nil
 		}
-		if w.f.listable(rel, d) {
+		// Once more is known, a file is not examined: listable may open it.
+		if !more && w.f.listable(rel, d) {
 			if len(rels) == room {
 				more = true
 			} else {

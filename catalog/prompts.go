@@ -50,10 +50,15 @@ func addPrompt(s *server.Server, p config.Prompt) error {
 			continue
 		}
 		values := a.Complete
+		lowered := make([]string, len(values)) // once, not on every completion/complete
+		for i, v := range values {
+			lowered[i] = strings.ToLower(v)
+		}
 		s.AddPromptCompletion(p.Name, a.Name, func(_ context.Context, typed string, _ map[string]string) ([]string, error) {
+			typed = strings.ToLower(typed)
 			out := []string{}
-			for _, v := range values {
-				if strings.HasPrefix(strings.ToLower(v), strings.ToLower(typed)) {
+			for i, v := range values {
+				if strings.HasPrefix(lowered[i], typed) {
 					out = append(out, v)
 				}
 			}

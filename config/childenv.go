@@ -17,37 +17,31 @@ import (
 // working directory, the program resolved on the child's PATH, and paths
 // relative to the configuration file.
 
-// inheritedByDefault is the allow-list of the daemon's variables a child
-// gets when inherit_env is not given (docs/upstreams.md §1). A trailing *
-// matches any rest of the name.
-var inheritedByDefault = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_*", "TZ", "TMPDIR", "XDG_*"}
-
 const inheritRule = "must be true, false or a list of variable names (a trailing * matches the rest)"
 
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
+// inheritName is an inherit_env entry: a variable name (validVarName), or
+// a prefix of names followed by *.
+var inheritName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
 
 // childEnv returns the environment of a child in os.Environ form, sorted:
 // the variables of ctx.Env that inherit_env lets through, then the env
 // table, which wins. env values expand ${VAR}, ${VAR:-default} and
 // ${file:PATH} (expandValue).
 func childEnv(f *fields, ctx entryContext) []string {
-	allowed := inheritedByDefault
+	inherit := InheritEnv{Names: DefaultInheritEnv} // docs/upstreams.md §1
 	if v, ok := f.get("inherit_env"); ok {
 		switch v := v.(type) {
 		case bool:
-			allowed = nil
-			if v {
-				allowed = []string{"*"}
-			}
+			inherit = InheritEnv{All: v}
 		case []any:
-			allowed = nil
+			inherit = InheritEnv{}
 			for _, it := range v {
 				name, ok := it.(string)
-				if !ok || !envNamePattern.MatchString(name) {
+				if !ok || !inheritName.MatchString(name) {
 					f.problem("inherit_env", inheritRule+", got "+literal(it))
 					continue
 				}
-				allowed = append(allowed, name)
+				inherit.Names = append(inherit.Names, name)
 			}
 		default:
 			f.problem("inherit_env", inheritRule+", got "+literal(v))
@@ -55,7 +49,7 @@ func childEnv(f *fields, ctx entryContext) []string {
 	}
 	env := map[string]string{}
 	for name, value := range ctx.Env {
-		if inherits(allowed, name) {
+		if inherit.Allows(name) {
 			env[name] = value
 		}
 	}
@@ -64,7 +58,7 @@ func childEnv(f *fields, ctx entryContext) []string {
 			raw, _ := t.get(name)
 			value, ok := toString(raw)
 			switch {
-			case !envNamePattern.MatchString(name) || strings.HasSuffix(name, "*"):
+			case !validVarName(name):
 				t.problem(name, "is not a variable name: use letters, digits and _, not starting with a digit")
 			case !ok:
 				t.problem(name, "must be a string, got "+literal(raw))
@@ -84,15 +78,6 @@ func childEnv(f *fields, ctx entryContext) []string {
 		out = append(out, name+"="+env[name])
 	}
 	return out
-}
-
-func inherits(allowed []string, name string) bool {
-	for _, a := range allowed {
-		if prefix, glob := strings.CutSuffix(a, "*"); glob && strings.HasPrefix(name, prefix) || a == name {
-			return true
-		}
-	}
-	return false
 }
 
 // expandValue expands ${VAR} and ${VAR:-default} from the daemon's
@@ -125,7 +110,7 @@ func expandValue(s string, ctx entryContext) (string, error) {
 			continue
 		}
 		name, def, hasDefault := strings.Cut(expr, ":-")
-		if !envNamePattern.MatchString(name) || strings.HasSuffix(name, "*") {
+		if !validVarName(name) {
 			return "", fmt.Errorf("${%s} is not an expansion: use ${VAR}, ${VAR:-default} or ${file:PATH}", expr)
 		}
 		v, set := ctx.Env[name]

@@ -17,7 +17,6 @@ import (
 	toml "github.com/knadh/koanf/parsers/toml/v2"
 	"github.com/knadh/koanf/parsers/yaml"
 	env "github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 )
 
@@ -168,17 +167,18 @@ func (l *loader) readFile(path string) error {
 		if !explicit && errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
-		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
-			err = pe.Err // the path is in FileError already
-		}
-		return &FileError{Path: path, Err: err}
+		return &FileError{Path: path, Err: pathErr(err)} // the path is in FileError already
 	}
 	parser, ok := parsers[strings.ToLower(filepath.Ext(path))]
 	if !ok {
 		return &FileError{Path: path, Err: errors.New("unknown format: the name must end in .toml, .yaml, .yml or .json")}
 	}
+	doc, err := parser.Unmarshal(b)
+	if err != nil {
+		return parseError(path, b, err)
+	}
 	k := koanf.New(".")
-	if err := k.Load(rawbytes.Provider(b), parser); err != nil {
+	if err := k.Load(parsed(doc), nil); err != nil {
 		return parseError(path, b, err)
 	}
 	l.file = path
@@ -189,20 +189,24 @@ func (l *loader) readFile(path string) error {
 		}
 		l.fileKey(k, key, src)
 	}
-	return l.readEntries(parser, b, src)
+	l.readEntries(doc, src)
+	return nil
+}
+
+// parsed is a koanf.Provider of a document parsed already: the file is
+// parsed once, for its keys (koanf) and its entry sections (readEntries).
+type parsed map[string]any
+
+func (p parsed) Read() (map[string]any, error) { return p, nil }
+
+func (parsed) ReadBytes() ([]byte, error) {
+	return nil, errors.New("config: a parsed document has no bytes")
 }
 
 // readEntries keeps the file's entry sections whole. They are taken from
 // the parser's own result rather than koanf's, which splits names at dots:
 // an entry may be called "a.b", and an env table may hold any name.
-func (l *loader) readEntries(parser koanf.Parser, b []byte, src Source) error {
-	if len(entrySections) == 0 {
-		return nil
-	}
-	doc, err := parser.Unmarshal(b)
-	if err != nil {
-		return parseError(l.file, b, err)
-	}
+func (l *loader) readEntries(doc map[string]any, src Source) {
 	for name := range entrySections {
 		v, present := doc[name]
 		if !present || v == nil {
@@ -218,7 +222,6 @@ func (l *loader) readEntries(parser koanf.Parser, b []byte, src Source) error {
 		}
 		l.entries[name] = table
 	}
-	return nil
 }
 
 func (l *loader) fileKey(k *koanf.Koanf, key string, src Source) {

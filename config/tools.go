@@ -135,7 +135,7 @@ func decodeTool(f *fields, name string, ctx entryContext) *Tool {
 	if len(command) == 0 {
 		return t
 	}
-	if len(parseText(command[0])) != 1 || parseText(command[0])[0].Arg != "" {
+	if program := parseText(command[0]); len(program) != 1 || program[0].Arg != "" {
 		f.problem("command", "the program (the first element) must be fixed: a placeholder cannot choose it, got "+literal(command[0]))
 	} else {
 		t.Program = resolveProgram(f, "command", command[0], ctx, t.Env)

@@ -269,7 +269,7 @@ func (c *Config) Upstream(name string) *Upstream {
 func defaultPrefix(name string) string {
 	b := []byte(strings.ToLower(name))
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+		if !prefixByte(c) {
 			b[i] = '-'
 		}
 	}
@@ -286,26 +286,20 @@ func validPrefix(p string) bool {
 		return false
 	}
 	for i := range len(p) {
-		if c := p[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+		if !prefixByte(p[i]) {
 			return false
 		}
 	}
 	return true
 }
 
+// prefixByte reports whether c may stand in a prefix: a-z, 0-9 or "-".
+func prefixByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' }
+
 // validName reports whether an entry's name can be used on a command line
-// and in file names: 1 to 64 letters, digits, ".", "_" or "-".
-func validName(n string) bool {
-	if n == "" || len(n) > 64 {
-		return false
-	}
-	for i := range len(n) {
-		if c := n[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// and in file names: 1 to 64 letters, digits, ".", "_" or "-", which is
+// also the rule of tool and prompt names (entryName).
+func validName(n string) bool { return entryName.MatchString(n) }
 
 func entryKey(name, field string) string {
 	k := "mcpServers." + tomlKey(name)

@@ -1,10 +1,7 @@
 package config
 
 import (
-	"errors"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -104,11 +101,7 @@ func (x *expander) file(field, p string) (string, bool) {
 	full := x.resolve(p)
 	b, err := os.ReadFile(full)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		x.d.problem(*x.u, field, "uses ${file:"+p+"}, which cannot be read: "+full+": "+err.Error())
+		x.d.problem(*x.u, field, "uses ${file:"+p+"}, which cannot be read: "+full+": "+pathErr(err).Error())
 		return "", false
 	}
 	return strings.TrimSpace(string(b)), true
@@ -125,21 +118,12 @@ func (x *expander) path(field, s string) string {
 	return x.resolve(s)
 }
 
+// resolve makes p absolute as entryPath does, relative paths taken from
+// the directory of the file the entry came from (an imported file's own).
 func (x *expander) resolve(p string) string {
-	switch {
-	case p == "~" || strings.HasPrefix(p, "~/"):
-		return filepath.Join(x.ctx.Env["HOME"], p[1:])
-	case filepath.IsAbs(p):
-		return filepath.Clean(p)
-	}
-	base := x.u.Source.Name
-	if base == "" {
-		if wd, err := os.Getwd(); err == nil {
-			return filepath.Join(wd, p)
-		}
-		return p
-	}
-	return filepath.Join(filepath.Dir(base), p)
+	ctx := x.ctx
+	ctx.File = x.u.Source.Name
+	return entryPath(p, ctx)
 }
 
 func validVarName(n string) bool {

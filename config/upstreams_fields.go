@@ -57,15 +57,7 @@ func (d *serverDecoder) entries(table map[string]any, src Source, imported bool)
 // remote reports a remote server's entry: refused in snodod's own file,
 // skipped with a warning in an imported one.
 func (d *serverDecoder) remote(u Upstream, fields map[string]any) bool {
-	key := ""
-	for _, k := range remoteKeys {
-		if _, ok := fields[k]; ok {
-			key = k
-		}
-	}
-	if t, _ := fields["type"].(string); key == "" && t != "" && t != "stdio" {
-		key = "type"
-	}
+	key := RemoteKey(fields)
 	if key == "" {
 		return false
 	}
@@ -76,6 +68,22 @@ func (d *serverDecoder) remote(u Upstream, fields map[string]any) bool {
 		d.problem(u, key, msg+": remove the entry, or run the server locally with command and args")
 	}
 	return true
+}
+
+// RemoteKey returns the key that makes a client's server entry a remote
+// server, which snodod cannot host yet: url, serverUrl, or a type other
+// than "stdio"; "" for a local server.
+func RemoteKey(fields map[string]any) string {
+	key := ""
+	for _, k := range remoteKeys {
+		if _, ok := fields[k]; ok {
+			key = k
+		}
+	}
+	if t, _ := fields["type"].(string); key == "" && t != "" && t != "stdio" {
+		key = "type"
+	}
+	return key
 }
 
 // entry decodes one entry's fields into u, reporting every problem; it

@@ -28,13 +28,7 @@ func (d *serverDecoder) imports() []Upstream {
 // warning (an import list may name the files of several machines); one
 // that does not parse is a problem.
 func (d *serverDecoder) importFile(p string) []Upstream {
-	full := p
-	switch {
-	case p == "~" || strings.HasPrefix(p, "~/"):
-		full = filepath.Join(d.ctx.Env["HOME"], p[1:])
-	case !filepath.IsAbs(p) && d.ctx.File != "":
-		full = filepath.Join(filepath.Dir(d.ctx.File), p)
-	}
+	full := entryPath(p, d.ctx)
 	src := Source{Kind: FromFile, Name: full}
 	table, err := ReadClientConfig(full)
 	switch {

@@ -39,6 +39,14 @@ func printFields(base string, fields map[string]any, src string) []printEntry {
 	return out
 }
 
+// TOMLKey writes k as a TOML key part: bare when TOML allows it, else a
+// basic string, as `snodod config print` writes keys.
+func TOMLKey(k string) string { return tomlKey(k) }
+
+// TOMLString writes s as a TOML basic string (control characters escaped,
+// invalid UTF-8 replaced), as `snodod config print` writes values.
+func TOMLString(s string) string { return quote(s) }
+
 // tomlKey quotes a key part that is not a bare TOML key.
 func tomlKey(k string) string {
 	if k != "" && strings.IndexFunc(k, func(r rune) bool {

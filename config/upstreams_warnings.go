@@ -24,20 +24,21 @@ func (d *serverDecoder) warnings(u *Upstream) {
 		}
 	}
 	if d.ctx.Check && !strings.Contains(u.Command, ClientCwd) {
-		if _, err := lookPath(u); err != nil {
+		if _, err := lookPath(u, d.ctx.Env); err != nil {
 			d.problem(*u, "command", err.Error())
 		}
 	}
 }
 
-// lookPath resolves the command as the child will: against its PATH.
-func lookPath(u *Upstream) (string, error) {
+// lookPath resolves the command as the child will: against its PATH, env's
+// when the child inherits it (env is the daemon's environment).
+func lookPath(u *Upstream, env map[string]string) (string, error) {
 	if strings.Contains(u.Command, "/") {
 		return u.Command, nil
 	}
 	childPath := u.Env["PATH"]
 	if _, set := u.Env["PATH"]; !set && u.InheritEnv.Allows("PATH") {
-		childPath = envMap(nil)["PATH"]
+		childPath = env["PATH"]
 	}
 	for _, dir := range filepath.SplitList(childPath) {
 		if dir == "" {

@@ -83,15 +83,11 @@ func runConfigCheck(args []string) int {
 		return exitFailure
 	}
 	printConfigWarnings(os.Stderr, cfg)
-	shown := path
-	if shown == "" {
-		shown = config.DefaultFile(nil)
-		if _, err := os.Stat(shown); shown == "" || errors.Is(err, fs.ErrNotExist) {
-			fmt.Printf("ok: no configuration file (%s is absent); the defaults apply\n", orNone(shown))
-			return exitOK
-		}
+	if cfg.File() == "" { // no path given, and the default file is absent
+		fmt.Printf("ok: no configuration file (%s is absent); the defaults apply\n", orNone(config.DefaultFile(nil)))
+		return exitOK
 	}
-	fmt.Printf("ok: %s\n", shown)
+	fmt.Printf("ok: %s\n", cfg.File())
 	return exitOK
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/snodod/snodod/config"
@@ -62,28 +61,29 @@ func writeImport(w io.Writer, file string, entries map[string]any) {
 	var kept []string
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		e, _ := entries[name].(map[string]any)
-		fmt.Fprintf(w, "\n[mcpServers.%s]\n", tomlName(name))
-		if _, remote := e["url"]; remote || e["type"] != nil && e["type"] != "stdio" {
-			fmt.Fprintln(w, "# skipped: a remote server (url); snodod hosts only local servers for now")
+		if key := config.RemoteKey(e); key != "" {
+			// A comment only: an empty [mcpServers.NAME] table would not load.
+			fmt.Fprintf(w, "\n# mcpServers.%s skipped: a remote server (%s); snodod hosts only local servers for now\n", config.TOMLKey(name), key)
 			continue
 		}
+		fmt.Fprintf(w, "\n[mcpServers.%s]\n", config.TOMLKey(name))
 		kept = append(kept, name)
 		for _, f := range slices.Sorted(maps.Keys(e)) {
 			v := e[f]
 			switch f {
 			case "command", "cwd":
-				fmt.Fprintf(w, "%s = %s\n", f, tomlString(fmt.Sprint(v)))
+				fmt.Fprintf(w, "%s = %s\n", f, config.TOMLString(fmt.Sprint(v)))
 			case "args":
 				list, _ := v.([]any)
 				parts := make([]string, len(list))
 				for i, a := range list {
-					parts[i] = tomlString(fmt.Sprint(a))
+					parts[i] = config.TOMLString(fmt.Sprint(a))
 				}
 				fmt.Fprintf(w, "args = [%s]\n", strings.Join(parts, ", "))
 			case "disabled":
 				fmt.Fprintf(w, "disabled = %v\n", v)
 			case "timeout":
-				fmt.Fprintf(w, "request_timeout = %s\n", tomlString(fmt.Sprint(v)+"s"))
+				fmt.Fprintf(w, "request_timeout = %s\n", config.TOMLString(fmt.Sprint(v)+"s"))
 			case "env":
 				env, _ := v.(map[string]any)
 				var parts []string
@@ -92,7 +92,7 @@ func writeImport(w io.Writer, file string, entries map[string]any) {
 					if !strings.Contains(val, "${") {
 						val = "${file:~/.config/snodod/secrets/" + k + "}"
 					}
-					parts = append(parts, tomlName(k)+" = "+tomlString(val))
+					parts = append(parts, config.TOMLKey(k)+" = "+config.TOMLString(val))
 				}
 				if len(parts) > 0 {
 					fmt.Fprintln(w, "# env values are not copied: put each secret in the file named, or use ${VAR}")
@@ -112,15 +112,4 @@ func writeImport(w io.Writer, file string, entries map[string]any) {
 	for _, line := range strings.Split(string(b), "\n") {
 		fmt.Fprintf(w, "#   %s\n", line)
 	}
-}
-
-func tomlString(s string) string { return strconv.Quote(s) }
-
-func tomlName(k string) string {
-	if k != "" && strings.IndexFunc(k, func(r rune) bool {
-		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) < 0 {
-		return k
-	}
-	return strconv.Quote(k)
 }

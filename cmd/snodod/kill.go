@@ -27,20 +27,13 @@ error, when the daemon cannot be reached or has no such session.
 
 Flags:
 `)
-	fs, _ := killFlags()
+	fs, _ := clientFlagSet("kill")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
 
-func killFlags() (*flag.FlagSet, *clientOptions) {
-	o := &clientOptions{}
-	fs := newFlagSet("kill")
-	addClientFlags(fs, o)
-	return fs, o
-}
-
 func runKill(args []string) int {
-	fs, o := killFlags()
+	fs, o := clientFlagSet("kill")
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -63,17 +56,7 @@ func runKill(args []string) int {
 	defer cancel()
 	_, control := findDaemon(cfg)
 	if err := daemon.Kill(ctx, control, id); err != nil {
-		var unreachable *daemon.UnreachableError
-		var refused *daemon.RefusedError
-		switch {
-		case errors.As(err, &unreachable):
-			fmt.Fprintf(os.Stderr, "snodod kill: %v; is snodod serve running?\n", err)
-		case errors.As(err, &refused):
-			fmt.Fprintf(os.Stderr, "snodod kill: %s\n", refused.Message)
-		default:
-			fmt.Fprintf(os.Stderr, "snodod kill: %v\n", err)
-		}
-		return exitFailure
+		return clientFailure("snodod kill", err)
 	}
 	return exitOK
 }

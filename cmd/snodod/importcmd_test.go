@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/snodod/snodod/config"
+)
+
+// What snodod import prints loads back as the same entry: a name that is
+// no bare TOML key is quoted, and a control character in an argument is
+// escaped as TOML allows (strconv.Quote's \a is no TOML escape), and a
+// remote server (url, or Windsurf's serverUrl) is a comment, not an empty
+// table that would not load.
+func TestImportPrintsLoadableTOML(t *testing.T) {
+	entries := map[string]any{
+		"files.v2": map[string]any{"command": "/bin/true", "args": []any{"bell\a", `quote" and \`, "é"}},
+		"web":      map[string]any{"url": "https://example.com/mcp"},
+		"windsurf": map[string]any{"serverUrl": "https://example.com/mcp"},
+	}
+	var out bytes.Buffer
+	writeImport(&out, "client.json", entries)
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.Options{File: path, Env: []string{"HOME=" + t.TempDir()}})
+	if err != nil {
+		t.Fatalf("the printed configuration does not load: %v\n%s", err, out.Bytes())
+	}
+	u := cfg.Upstream("files.v2")
+	if u == nil {
+		t.Fatalf("no entry files.v2 in\n%s", out.Bytes())
+	}
+	for _, remote := range []string{"web (url)", "windsurf (serverUrl)"} {
+		if !strings.Contains(out.String(), "# mcpServers."+strings.Replace(remote, " ", " skipped: a remote server ", 1)) {
+			t.Errorf("no line saying %s is skipped in\n%s", remote, out.Bytes())
+		}
+	}
+	if len(cfg.MCPServers) != 1 {
+		t.Errorf("entries %v, want files.v2 alone: remote servers are skipped", cfg.MCPServers)
+	}
+	if want := []string{"bell\a", `quote" and \`, "é"}; u.Command != "/bin/true" || !slices.Equal(u.Args, want) {
+		t.Errorf("command %q args %q, want /bin/true %q", u.Command, u.Args, want)
+	}
+}
