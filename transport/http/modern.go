@@ -19,15 +19,9 @@ func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 	// errors get 400 before anything is committed; the runtime repeats
 	// steps 2 to 5, 7 and 8 (cheap) and adds the method's own checks.
 	// They read the params as the decoder split them (msg.Split).
-	var meta *protocol.RequestMeta
-	var perr *protocol.Error
-	if msg.MetaObject {
-		meta, perr = protocol.DecodeMeta(msg.Meta)
-	} else {
-		// _meta absent or not an object (a request routed here by its
-		// header, §13.2 steps 4 and 5): DecodeModernMeta says which.
-		meta, perr = protocol.DecodeModernMeta(&msg.Split)
-	}
+	// A request routed here by its header (§13.2 steps 4 and 5) may lack
+	// an object _meta: DecodeModernMeta says which.
+	meta, perr := protocol.DecodeModernMeta(&msg.Split)
 	if perr == nil {
 		perr = checkModernHeaders(r.Header, msg, meta.ProtocolVersion, disp)
 	}
