@@ -6,14 +6,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
 )
 
-// Executor defaults (docs/transport.md §15).
+// Executor defaults (docs/transport.md §15), those of package limits.
 const (
-	DefaultMaxConcurrency = 32
-	DefaultMaxQueue       = 256
-	DefaultRequestTimeout = 30 * time.Second
+	DefaultMaxConcurrency = limits.DefaultMaxConcurrency
+	DefaultMaxQueue       = limits.DefaultMaxQueue
+	DefaultRequestTimeout = limits.DefaultRequestTimeout
 )
 
 // ExecutorLimits configures an Executor. Zero means the default; negative

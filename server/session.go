@@ -8,12 +8,13 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
 )
 
 // DefaultMaxSubscriptions caps a connection's subscriptions (docs/transport.md
 // §15).
-const DefaultMaxSubscriptions = 32
+const DefaultMaxSubscriptions = limits.DefaultMaxSubscriptions
 
 // SessionState is one connection's state as the runtime keeps it: the legacy
 // session (client capabilities, log threshold, resource subscriptions,
