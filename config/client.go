@@ -20,12 +20,15 @@ var clientKeys = []string{"daemon.socket", "daemon.control_socket"}
 // key keeps its default, the file that does not parse is left out, and the
 // problems come back as warnings, for the caller to show. Only a problem
 // with the socket paths themselves, or an explicit file that cannot be
-// read, is an error.
+// read, is an error. The entry sections (mcpServers, tools, resources,
+// prompts) are not decoded: their commands are not looked up and their
+// files and secrets not read, and the Config has none of them.
 //
 // Each warning is a *FileError or a *ValidationError; err is what Load
 // would return.
 func LoadClient(opts Options) (c *Config, warnings []error, err error) {
 	l := newLoader(opts.Env, opts.EnvPrefix)
+	l.socketsOnly = true
 	if err := l.readFile(opts.File); err != nil {
 		var fe *FileError
 		if !errors.As(err, &fe) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
@@ -49,9 +52,8 @@ func LoadClient(opts Options) (c *Config, warnings []error, err error) {
 			}
 		}
 	}
-	// Every offending key goes back to its default, and entry sections
-	// (which a client never uses) are left out.
-	l.problems, l.entries = nil, nil
+	// Every offending key goes back to its default.
+	l.problems = nil
 	for _, p := range ve.Problems {
 		if _, ok := specByName[p.Key]; ok {
 			l.set(p.Key, defaults().raw[p.Key], Source{Kind: FromDefault})

@@ -119,3 +119,23 @@ func TestEnvPrefix(t *testing.T) {
 		t.Errorf("problems %q, want %q", got, want)
 	}
 }
+
+// A client does not decode the entry sections: a hosted server whose
+// secret file is missing and whose command is on no PATH, which Load
+// refuses, costs it no file read, no lookup and no warning.
+func TestLoadClientSkipsEntries(t *testing.T) {
+	file := "[daemon]\nsocket = \"/x/s.sock\"\n" +
+		"[mcpServers.gh]\ncommand = \"no-such-program-snodod\"\nenv = { TOKEN = \"${file:/no/such/secret}\" }\n" +
+		"[tools.t]\ncommand = [\"no-such-program-snodod\"]\n"
+	path := writeFile(t, "config.toml", file)
+	if _, err := Load(Options{File: path, Env: testEnv(t)}); err == nil {
+		t.Fatal("Load accepted the entries; the test needs entries it refuses")
+	}
+	c, warnings, err := LoadClient(Options{File: path, Env: testEnv(t)})
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("LoadClient: %v, warnings %v", err, warnings)
+	}
+	if c.Daemon.Socket != "/x/s.sock" || len(c.MCPServers) != 0 || len(c.Tools) != 0 {
+		t.Errorf("sockets %q, hosted servers %d, tools %d", c.Daemon.Socket, len(c.MCPServers), len(c.Tools))
+	}
+}

@@ -125,6 +125,10 @@ type loader struct {
 	entries map[string]map[string]any
 	// check is set by Inspect (entryContext.Check).
 	check bool
+	// socketsOnly is set by LoadClient: the entry sections are not
+	// decoded, so a client never looks up their programs or reads their
+	// files and secrets.
+	socketsOnly bool
 }
 
 func newLoader(environ []string, prefix string) *loader {
@@ -383,6 +387,9 @@ func (l *loader) build() (*Config, error) {
 	ctx := entryContext{Source: Source{Kind: FromFile, Name: l.file}, File: l.file, Env: l.env, Check: l.check}
 	c.written = l.entries
 	for _, name := range entrySectionNames() {
+		if l.socketsOnly {
+			break
+		}
 		l.problems = append(l.problems, entrySections[name].decode(ctx, l.entries[name], c)...)
 	}
 	for _, s := range specs {
