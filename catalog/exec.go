@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/tailbuf"
 	"github.com/snodod/snodod/server"
 )
 
@@ -83,7 +84,7 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		cmd.Stdin = strings.NewReader(expandStdin(t.cfg.Stdin, values))
 	}
 	stdout := &headBuffer{max: t.cfg.MaxOutputBytes}
-	stderr := &tailBuffer{max: StderrTailBytes}
+	stderr := &tailbuf.Buffer{Max: StderrTailBytes}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// A process that escaped the group (setsid) may hold the pipes open
 	// after the group ended; Wait gives up on them after this.
@@ -162,9 +163,9 @@ func (t *execTool) success(stdout *headBuffer) (*server.CallToolResult, error) {
 
 // failure is the isError result of a run that did not succeed: why, the
 // end of stderr, and what stdout held.
-func (t *execTool) failure(why string, stdout *headBuffer, stderr *tailBuffer) *server.CallToolResult {
+func (t *execTool) failure(why string, stdout *headBuffer, stderr *tailbuf.Buffer) *server.CallToolResult {
 	msg := t.cfg.Name + ": " + why
-	if tail := stderr.text(); tail != "" {
+	if tail := stderrText(stderr); tail != "" {
 		msg += "\nstderr:\n" + tail
 	}
 	res := errorResult(msg)
@@ -231,28 +232,8 @@ func trimPartialRune(b []byte) []byte {
 	return b
 }
 
-// tailBuffer keeps the last max bytes written.
-type tailBuffer struct {
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > 2*b.max {
-		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.max:]...)
-	}
-	return len(p), nil
-}
-
-// text is the last max bytes, starting at a rune boundary.
-func (b *tailBuffer) text() string {
-	tail := b.buf
-	if len(tail) > b.max {
-		tail = tail[len(tail)-b.max:]
-	}
-	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
-		tail = tail[1:]
-	}
-	return strings.ToValidUTF8(strings.TrimRight(string(tail), "\n"), "\uFFFD")
+// stderrText is the tail of a run's stderr as a failure quotes it: without
+// its final newlines, invalid UTF-8 replaced.
+func stderrText(b *tailbuf.Buffer) string {
+	return strings.ToValidUTF8(strings.TrimRight(string(b.Tail()), "\n"), "\uFFFD")
 }

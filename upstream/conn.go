@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/tailbuf"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
@@ -224,7 +225,7 @@ type Conn struct {
 	killed     atomic.Bool   // the Conn itself signalled the group
 	done       chan struct{}
 
-	tail  tailBuffer // this instance's own last stderr bytes
+	tail  tailbuf.Buffer // this instance's own last stderrTailBytes of stderr, for its ExitError
 	lines chan logLine
 	stats connStats
 }
@@ -252,6 +253,7 @@ func Start(ctx context.Context, cmd Command, cfg ConnConfig) (*Conn, error) {
 		done:       make(chan struct{}),
 		lines:      make(chan logLine, logQueue),
 	}
+	c.tail.Max = stderrTailBytes
 	c.clientInfoMeta, _ = json.Marshal(cfg.ClientInfo)
 	if err := c.spawn(cmd); err != nil {
 		return nil, err
@@ -293,7 +295,7 @@ func (c *Conn) supervise() {
 	// it, and is closed after a moment so the Conn can end.
 	waitOr(c.readDone, drainGrace, c.stopReading)
 	waitOr(c.stderrDone, drainGrace, func() { _ = c.stderr.Close() })
-	exit := exitError(c.group.Wait(), c.tail.String())
+	exit := exitError(c.group.Wait(), string(c.tail.Tail()))
 	if c.readErr != nil && exit.Err == nil {
 		exit.Err = fmt.Errorf("read stdout: %w", c.readErr)
 	}

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"sync"
 )
 
 // The child's stderr is read from its first byte, so that a server that
@@ -110,30 +109,4 @@ func (c *Conn) logStderr() {
 			}
 		}
 	}
-}
-
-// tailBuffer keeps one instance's last stderrTailBytes of stderr, for its
-// ExitError (the ring is shared with earlier instances).
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(p) >= stderrTailBytes {
-		t.buf = append(t.buf[:0], p[len(p)-stderrTailBytes:]...)
-		return
-	}
-	if over := len(t.buf) + len(p) - stderrTailBytes; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	t.buf = append(t.buf, p...)
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return tailString(t.buf, stderrTailBytes)
 }

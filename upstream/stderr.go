@@ -2,7 +2,8 @@ package upstream
 
 import (
 	"sync"
-	"unicode/utf8"
+
+	"github.com/snodod/snodod/internal/tailbuf"
 )
 
 // Defaults of the stderr limits (docs/upstreams.md §8).
@@ -177,15 +178,7 @@ func (r *StderrRing) Tail(n int) string {
 }
 
 // tailString is the last n bytes of b, starting at a rune boundary.
-func tailString(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-			b = b[1:]
-		}
-	}
-	return string(b)
-}
+func tailString(b []byte, n int) string { return string(tailbuf.Cut(b, n)) }
 
 // Snapshot returns a copy of all it holds, oldest first.
 func (r *StderrRing) Snapshot() []byte {
