@@ -289,7 +289,10 @@ func (m *Manager) retire(old *upstream) {
 	old.mu.Lock()
 	old.drained = true
 	old.mu.Unlock()
-	old.each(func(in *instance) { in.send(orderDrain) })
+	old.each(func(in *instance) {
+		in.send(orderDrain)
+		in.abort(errRetired) // a start under way ends now, not at its start_timeout
+	})
 	go func() {
 		deadline := time.Now().Add(m.limits.Load().DrainTimeout + m.stopGrace() + drainMargin)
 		for time.Now().Before(deadline) && old.running() {
@@ -408,7 +411,10 @@ func (m *Manager) Stop(name string) error {
 	if u == nil {
 		return m.unknown(name)
 	}
-	u.each(func(in *instance) { in.send(orderStop) })
+	u.each(func(in *instance) {
+		in.send(orderStop)
+		in.abort(errStopOrdered)
+	})
 	return nil
 }
 
