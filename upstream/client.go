@@ -199,7 +199,13 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 		target = m.upstream(s.Client.View)
 	}
 	if bounded {
-		m.ensureListed(ctx, s.Client, needs, true)
+		failed := m.ensureListed(ctx, s.Client, needs, true)
+		var f *failure
+		if target != nil && req.Method != "server/discover" && target.currentCatalog() == nil && errors.As(failed[target], &f) {
+			// A pass-through view's only server never listed and cannot
+			// start now: its state says why, rather than an empty list.
+			return server.Outcome{Err: f.rpcError()}
+		}
 		return s.srv.Dispatch(ctx, req)
 	}
 	if target != nil && target.currentCatalog() == nil {
@@ -265,7 +271,7 @@ func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstr
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	failed := map[*upstream]error{}
-	wait := m.limits.Load().ListWait
+	wait := m.listWait()
 	for _, u := range m.sorted() {
 		cfg := u.conf()
 		if cfg.Disabled || cfg.Start == "manual" || u.currentCatalog() != nil || !needs(u) || c.View != "" && u.name != c.View {

@@ -261,7 +261,7 @@ func (in *instance) acquire(ctx context.Context, backoff time.Duration) (conn *C
 		}
 		in.mu.Unlock()
 		waited = true
-		if !reported && state != StateBackoff {
+		if !reported && state != StateBackoff && ctx.Err() == nil {
 			reported = true
 			_ = server.ReportProgress(ctx, server.Progress{Progress: 0, Message: "starting " + in.u.name})
 		}

@@ -27,6 +27,7 @@ func (in *instance) Serve(ctx context.Context) error {
 	defer in.finish()
 	in.mu.Lock()
 	disabled := in.state == StateDisabled
+	in.gone = false // suture restarts a loop that panicked
 	in.mu.Unlock()
 	if disabled {
 		<-ctx.Done()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
@@ -104,7 +105,8 @@ command = "FAKE"
 	if tools := names(t, legacy.call("tools/list", ""), "tools", "name"); !slices.Contains(tools, "slow__echo") {
 		t.Errorf("tools once slow is ready: %v", tools)
 	}
-	if row := h.row("slow", ""); row.State != StateReady || !row.StartingSince.IsZero() || row.PID == 0 {
+	eventually(t, "ready", func() bool { return h.row("slow", "").State == StateReady })
+	if row := h.row("slow", ""); !row.StartingSince.IsZero() || row.PID == 0 {
 		t.Errorf("the row once ready: %+v", row)
 	}
 	modernClient.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"l"}}`)
@@ -233,5 +235,18 @@ func TestListWaitUntil(t *testing.T) {
 		if ok != tc.ok || ok && !until.Equal(tc.until) {
 			t.Errorf("%s: listWaitUntil = %v, %v; want %v, %v", tc.name, until, ok, tc.until, tc.ok)
 		}
+	}
+}
+
+// TestListWaitDefault: the zero value means config's default, which is
+// the one documented.
+func TestListWaitDefault(t *testing.T) {
+	if got := loadConfig(t, "").Upstreams.ListWait; got != defaultListWait {
+		t.Errorf("config's default list_wait %v, the manager's %v", got, defaultListWait)
+	}
+	h := newHarness(t, "")
+	h.m.limits.Store(&config.Upstreams{})
+	if got := h.m.listWait(); got != defaultListWait {
+		t.Errorf("zero list_wait means %v", got)
 	}
 }

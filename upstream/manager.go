@@ -306,6 +306,18 @@ func (m *Manager) retire(old *upstream) {
 	}()
 }
 
+// defaultListWait is upstreams.list_wait's default (config/defaults.toml),
+// for a Config that did not come from config.Load (zero means the default).
+const defaultListWait = 5 * time.Second
+
+// listWait is upstreams.list_wait (docs/upstreams.md §4).
+func (m *Manager) listWait() time.Duration {
+	if d := m.limits.Load().ListWait; d > 0 {
+		return d
+	}
+	return defaultListWait
+}
+
 // upstream returns the current upstream called name, or nil.
 func (m *Manager) upstream(name string) *upstream {
 	m.mu.Lock()
