@@ -162,29 +162,29 @@ func TestPassThroughSlowInitialize(t *testing.T) {
 
 // TestRemovedWhileStarting is issue 19 item 9: a server removed by a
 // reload while it is still starting is stopped at once, not when its start
-// times out; one stopped by snodod upstream stop too, and it stays stopped.
+// times out; one replaced (its command changed) too, its replacement
+// starting at once; and one stopped by snodod upstream stop, which then
+// stays stopped.
 func TestRemovedWhileStarting(t *testing.T) {
-	const conf = `
-[mcpServers.hang]
-command = "sleep"
-args = ["1000"]
-start = "eager"
-start_timeout = "10m"
-[mcpServers.other]
-command = "sleep"
-args = ["1001"]
-start = "eager"
-start_timeout = "10m"
-`
-	h := newHarness(t, conf)
+	entry := func(name, seconds string) string {
+		return "[mcpServers." + name + "]\ncommand = \"sleep\"\nargs = [\"" + seconds + "\"]\nstart = \"eager\"\nstart_timeout = \"10m\"\n"
+	}
+	h := newHarness(t, entry("hang", "1000")+entry("other", "1001"))
 	hang, other := sleeper(t, "sleep 1000"), sleeper(t, "sleep 1001")
-	h.m.Apply(loadConfig(t, "[mcpServers.other]\ncommand = \"sleep\"\nargs = [\"1001\"]\nstart = \"eager\"\nstart_timeout = \"10m\"\n"))
+	h.m.Apply(loadConfig(t, entry("other", "1001")))
 	eventually(t, "the removed server's process gone", func() bool { return !proctest.Alive(hang) })
+	if !proctest.Alive(other) {
+		t.Fatal("the reload stopped a server it kept")
+	}
+
+	h.m.Apply(loadConfig(t, entry("other", "1002")))
+	eventually(t, "the replaced server's process gone", func() bool { return !proctest.Alive(other) })
+	replacement := sleeper(t, "sleep 1002")
 
 	if err := h.m.Stop("other"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the stopped server's process gone", func() bool { return !proctest.Alive(other) })
+	eventually(t, "the stopped server's process gone", func() bool { return !proctest.Alive(replacement) })
 	eventually(t, "stopped", func() bool { return h.row("other", "").State == StateStopped })
 	if row := h.row("other", ""); row.Failures != 0 || row.PID != 0 {
 		t.Errorf("a stop is no failure: %+v", row)
