@@ -157,6 +157,7 @@ var keyed = []*spec{
 	{name: "upstreams.stderr_bytes", rule: positiveInt(), desc: "Stderr kept per upstream, in bytes, for snodod logs and error messages."},
 	{name: "upstreams.stderr_total_bytes", rule: positiveInt(), desc: "Stderr kept by all upstreams together, in bytes."},
 	{name: "upstreams.drain_timeout", rule: positiveDuration(), desc: "How long a replaced or removed upstream instance may finish its requests after a reload."},
+	{name: "upstreams.list_wait", rule: positiveDuration(), desc: "How long a list waits for a never-listed upstream that is starting (from the start of its start); then it answers without it, and list_changed follows."},
 	{name: "log.level", flag: "log-level", rule: oneOf("debug", "info", "warn", "error"), desc: "Lowest level logged."},
 	{name: "log.format", rule: oneOf("text", "json"), desc: "Log line format."},
 }

@@ -47,6 +47,12 @@ type Upstreams struct {
 	// DrainTimeout is how long a replaced or removed instance may finish
 	// its in-flight requests after a reload before it is stopped. > 0.
 	DrainTimeout time.Duration `koanf:"drain_timeout"`
+	// ListWait bounds how long a list (and a pass-through view's first
+	// initialize) waits for a hosted server that has never been listed
+	// and is starting, counted from the start of its start: later, the
+	// list answers with what is ready or cached, and list_changed follows
+	// when the server arrives (docs/upstreams.md §4). > 0.
+	ListWait time.Duration `koanf:"list_wait"`
 }
 
 // Upstream is one entry of mcpServers: how to start one MCP server and how

@@ -70,8 +70,8 @@ func TestLimitBoundaries(t *testing.T) {
 			)
 		}
 	}
-	if ints != 17 || durations != 9 {
-		t.Fatalf("found %d positive integer and %d positive duration keys, want 17 and 9", ints, durations)
+	if ints != 17 || durations != 10 {
+		t.Fatalf("found %d positive integer and %d positive duration keys, want 17 and 10", ints, durations)
 	}
 	runRows(t, rows)
 }

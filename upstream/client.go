@@ -113,25 +113,23 @@ func (m *Manager) warm(name string, c *Client) {
 	// acquire also ends when the manager stops.
 	ctx, cancel := context.WithTimeout(context.Background(), u.conf().StartTimeout)
 	defer cancel()
-	_, _ = in.acquire(ctx, false)
+	_, _, _ = in.acquire(ctx, 0)
 }
 
-// firstStartWait bounds how long a pass-through initialize waits for an
-// upstream that has never been listed (no cache): its serverInfo,
-// instructions and capabilities are the answer's, which a legacy client
-// reads only once.
-const firstStartWait = 10 * time.Second
-
 // Initialize is the view server's. A pass-through view whose upstream has
-// never been listed first waits for its start, at most firstStartWait
-// (the session's coordinator waits with it: nothing else of this session
-// can be served before its initialize anyway).
+// never been listed first waits for its start as a list does, at most
+// upstreams.list_wait from the start's beginning, so that a server that
+// starts in time answers with its own serverInfo, instructions and
+// capabilities, which a legacy client reads only once. Later than that,
+// the answer is the view's placeholder (the configured name, every
+// capability, no instructions) and list_changed follows when the server
+// arrives (docs/upstreams.md, "chose differently" 3). The session's
+// coordinator waits with it: nothing else of this session can be served
+// before its initialize anyway.
 func (s *Session) Initialize(ss *server.SessionState, params json.RawMessage) (any, string, *protocol.Error) {
 	if s.Client.View != "" {
 		if u := s.Client.m.upstream(s.Client.View); u != nil && u.currentCatalog() == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), min(firstStartWait, u.conf().StartTimeout))
-			s.Client.m.ensureListed(ctx, s.Client, func(*upstream) bool { return true })
-			cancel()
+			s.Client.m.ensureListed(context.Background(), s.Client, func(*upstream) bool { return true }, true)
 		}
 	}
 	return s.srv.Initialize(ss, params)
@@ -150,11 +148,15 @@ func (s *Session) Notify(ss *server.SessionState, method string, params json.Raw
 
 // Dispatch serves req on the view's server, tagged with the session.
 // A request that needs an upstream that has no catalog yet (never
-// started, no cache) first starts it and waits, up to the request's end
-// (docs/upstreams.md §4: lazy start on "a list with no cache", and never
-// "Unknown tool" for a server that is merely not listed yet): lists and
-// reads for every such upstream of the view, a call or a prompt for the
-// one its prefix names.
+// started, no cache) first starts it (docs/upstreams.md §4: lazy start on
+// "a list with no cache", and never "Unknown tool" for a server that is
+// merely not listed yet). Lists, reads, subscriptions, completions and a
+// pass-through server/discover need every such upstream of the view, and
+// wait for each at most upstreams.list_wait from the start of its start
+// (listWaitUntil): one slow server never holds a list back, and the
+// runtime announces its items when they arrive. A call or a prompt needs
+// the one upstream its prefix names, and waits for its start, up to
+// start_timeout.
 func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
 	ctx = context.WithValue(ctx, clientKey{}, s.Client)
 	m := s.Client.m
@@ -163,6 +165,7 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 	}
 	var needs func(*upstream) bool
 	var target *upstream // the one upstream the request is for, if known
+	bounded := true      // the wait is list_wait's (else the target's start)
 	switch req.Method {
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read",
 		"resources/subscribe", "completion/complete":
@@ -174,6 +177,7 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 			needs = func(*upstream) bool { return true }
 		}
 	case "tools/call", "prompts/get":
+		bounded = false
 		if s.Client.View != "" {
 			needs = func(*upstream) bool { return true }
 			break
@@ -194,19 +198,31 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 	if s.Client.View != "" {
 		target = m.upstream(s.Client.View)
 	}
-	if req.Method == "server/discover" {
-		wait, cancel := context.WithTimeout(ctx, firstStartWait)
-		m.ensureListed(wait, s.Client, needs)
-		cancel()
+	if bounded {
+		failed := m.ensureListed(ctx, s.Client, needs, true)
+		var f *failure
+		if target != nil && req.Method != "server/discover" && target.currentCatalog() == nil && errors.As(failed[target], &f) {
+			// A pass-through view's only server never listed and cannot
+			// start now: its state says why, rather than an empty list.
+			return server.Outcome{Err: f.rpcError()}
+		}
 		return s.srv.Dispatch(ctx, req)
 	}
-	failed := m.ensureListed(ctx, s.Client, needs)
+	if target != nil && target.currentCatalog() == nil {
+		// Waiting for a start may outlast session.request_timeout, as the
+		// relayed call that follows may.
+		server.ExtendDeadline(ctx, relayDeadline(target.conf()))
+	}
+	failed := m.ensureListed(ctx, s.Client, needs, false)
 	if target != nil && target.currentCatalog() == nil && ctx.Err() == nil {
 		// Never listed, and cannot be now: its state says why, rather
 		// than "Unknown tool" (docs/upstreams.md §7).
 		var f *failure
 		if errors.As(failed[target], &f) {
 			return server.Outcome{Err: f.rpcError()}
+		}
+		if errors.Is(failed[target], errStopped) {
+			return server.Outcome{Err: replacedFailure(target.name).rpcError()}
 		}
 		if in, err := target.instanceFor(s.Client); err == nil {
 			return server.Outcome{Err: in.unavailable().rpcError()}
@@ -246,12 +262,16 @@ func (s *Session) Close() {
 }
 
 // ensureListed starts, in parallel, the upstreams needs selects that have
-// nothing to list, and waits for them (or for ctx); it returns why those
-// that could not start did not.
-func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstream) bool) map[*upstream]error {
+// nothing to list, and waits for them: bounded, each at most
+// upstreams.list_wait from the start of its start (listWaitUntil), else
+// until it is ready or its start fails; always within ctx. It returns why
+// those that could not start did not; one still starting when its wait
+// ends is not among them (its start goes on).
+func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstream) bool, bounded bool) map[*upstream]error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	failed := map[*upstream]error{}
+	wait := m.listWait()
 	for _, u := range m.sorted() {
 		cfg := u.conf()
 		if cfg.Disabled || cfg.Start == "manual" || u.currentCatalog() != nil || !needs(u) || c.View != "" && u.name != c.View {
@@ -260,7 +280,22 @@ func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstr
 		wg.Go(func() {
 			in, err := u.instanceFor(c)
 			if err == nil {
-				_, err = in.acquire(ctx, false)
+				wctx, cancel := ctx, context.CancelFunc(func() {})
+				if bounded {
+					until, ok := in.listWait(time.Now(), wait)
+					if !ok {
+						// Not worth a wait: it may still need asking (a
+						// failed one's on-demand attempt), which an
+						// ended context does without waiting.
+						until = time.Time{}
+					}
+					wctx, cancel = context.WithDeadline(ctx, until)
+				}
+				_, _, err = in.acquire(wctx, 0)
+				cancel()
+				if bounded && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+					err = nil // still starting: the list goes on without it
+				}
 			}
 			if err != nil {
 				mu.Lock()

@@ -17,6 +17,7 @@
 //     for a 2026 upstream.
 //   - Conn.Group and Conn.Stats (added): the process group (for status) and
 //     the Conn's counters (dropped stdout lines, late answers, …).
+//   - ConnConfig.Spawned (added): the pid of a start under way, for status.
 //   - StderrRing.Close, StderrBudget.Used, GroupRecord.Close (added).
 //   - Command.Env nil means an empty environment, never the daemon's.
 //   - ConnConfig.Stderr may be nil (a private ring outside any budget).
@@ -105,6 +106,10 @@ type ConnConfig struct {
 	// StopGrace is each wait of Stop: after closing stdin and after
 	// SIGTERM; 0 means DefaultStopGrace.
 	StopGrace time.Duration
+	// Spawned, when set, is called once with the child's pid right after
+	// the spawn, before the handshake: a start under way shows its process
+	// (status). It must not block.
+	Spawned func(pid int)
 }
 
 // Defaults of ConnConfig.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -50,9 +51,18 @@ type instance struct {
 	// control carries stop, restart and drain orders to the loop.
 	control chan order
 
-	mu           sync.Mutex
-	state        State
-	conn         *Conn
+	mu    sync.Mutex
+	state State
+	conn  *Conn
+	// pid is the process of the start under way (ConnConfig.Spawned),
+	// before conn is set: status shows it; 0 otherwise.
+	pid int
+	// abortStart ends the start under way, with its cause (a drain or a
+	// stop order, which must not wait for start_timeout); nil when none.
+	abortStart context.CancelCauseFunc
+	// gone is set when the loop has ended for good (drained, its session
+	// ended, shutdown): nothing will start it again.
+	gone         bool
 	changed      chan struct{} // closed and replaced at every change
 	failures     int           // consecutive failed starts or crashes
 	firstFailure time.Time
@@ -181,15 +191,21 @@ func (in *instance) failureNow(code int64, msg string) *failure {
 // or it was drained).
 var errStopped = errors.New("upstream instance stopped")
 
+// forever is acquire's backoff bound that waits for any scheduled restart.
+const forever = time.Duration(math.MaxInt64)
+
 // acquire returns the running connection, starting the process when it is
 // stopped (lazy start) or failed long enough ago (one on-demand attempt per
-// restart.max_delay), and waiting while it starts (docs/upstreams.md §7): with a
-// progressToken, the client gets progress "starting NAME". throughBackoff
-// waits for a scheduled restart too (the one retry of a side-effect-free
-// request); otherwise backoff and failed answer at once. A client whose ctx
-// ends gets ctx's error; the start goes on.
-func (in *instance) acquire(ctx context.Context, throughBackoff bool) (*Conn, error) {
-	reported := false
+// restart.max_delay), and waiting while it starts (docs/upstreams.md §7):
+// with a progressToken, the client gets progress "starting NAME". In
+// backoff it waits for the scheduled restart when that is due within
+// backoff (a call right after a crash: its request_timeout; the one retry
+// of a side-effect-free request: forever), and fails at once otherwise, as
+// it does when failed, and as it does when a start it waited for failed. waited reports that it did not find the instance
+// ready at once (the caller's deadline may need extending). A client whose
+// ctx ends gets ctx's error; the start goes on.
+func (in *instance) acquire(ctx context.Context, backoff time.Duration) (conn *Conn, waited bool, err error) {
+	reported, started := false, false
 	// demand asks the loop for a start, unless upstreams.max_children
 	// processes run; in.mu is held, and released on failure.
 	demand := func() error {
@@ -204,50 +220,99 @@ func (in *instance) acquire(ctx context.Context, throughBackoff bool) (*Conn, er
 		now := time.Now()
 		in.mu.Lock()
 		state, changed := in.state, in.changed
+		if in.gone {
+			in.mu.Unlock()
+			return nil, waited, errStopped
+		}
 		switch state {
 		case StateReady:
 			conn := in.conn
 			in.lastUsed = now
 			in.mu.Unlock()
-			return conn, nil
+			return conn, waited, nil
 		case StateStopped:
 			if in.manual {
 				in.mu.Unlock()
-				return nil, in.unavailable()
+				return nil, waited, in.unavailable()
 			}
 			if err := demand(); err != nil {
-				return nil, err
+				return nil, waited, err
 			}
 		case StateStarting:
+			started = true
 		case StateBackoff:
-			if !throughBackoff {
+			// One restart is waited for: after a start that failed
+			// too, the request fails with its cause.
+			if started || in.retryAt.Sub(now) > backoff {
 				in.mu.Unlock()
-				return nil, in.unavailable()
+				return nil, waited, in.unavailable()
 			}
 		case StateFailed:
 			if now.Sub(in.lastAttempt) < in.u.conf().Restart.MaxDelay {
 				in.mu.Unlock()
-				return nil, in.unavailable()
+				return nil, waited, in.unavailable()
 			}
 			if err := demand(); err != nil {
-				return nil, err
+				return nil, waited, err
 			}
 		default: // disabled, draining
 			in.mu.Unlock()
-			return nil, in.unavailable()
+			return nil, waited, in.unavailable()
 		}
 		in.mu.Unlock()
-		if !reported && state != StateBackoff {
+		waited = true
+		if !reported && state != StateBackoff && ctx.Err() == nil {
 			reported = true
 			_ = server.ReportProgress(ctx, server.Progress{Progress: 0, Message: "starting " + in.u.name})
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, waited, ctx.Err()
 		case <-in.u.m.done:
-			return nil, errStopped
+			return nil, waited, errStopped
 		}
+	}
+}
+
+// listWaitUntil is how long a list (or a pass-through view's first
+// initialize) waits for a never-listed instance (docs/upstreams.md §4,
+// upstreams.list_wait): until wait after the start of its current start
+// (a start someone else began counts from its beginning), or wait from now
+// when it is about to start. An instance whose starts already failed, in
+// backoff or failed, is not waited for at all: the list answers without it
+// at once, and list_changed follows when it arrives. ok is false when the
+// list should not wait.
+func listWaitUntil(state State, failures int, startBegan, now time.Time, wait time.Duration) (until time.Time, ok bool) {
+	if failures > 0 {
+		return time.Time{}, false
+	}
+	switch state {
+	case StateStopped:
+		return now.Add(wait), true
+	case StateStarting:
+		until = startBegan.Add(wait)
+		return until, until.After(now)
+	}
+	return time.Time{}, false
+}
+
+// listWait is listWaitUntil for in now.
+func (in *instance) listWait(now time.Time, wait time.Duration) (time.Time, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return listWaitUntil(in.state, in.failures, in.lastAttempt, now, wait)
+}
+
+// abort ends the start under way, if any, with cause: a drain or a stop
+// order acts at once instead of after start_timeout (docs/upstreams.md §4).
+// The order itself still goes to the loop.
+func (in *instance) abort(cause error) {
+	in.mu.Lock()
+	f := in.abortStart
+	in.mu.Unlock()
+	if f != nil {
+		f(cause)
 	}
 }
 

@@ -27,6 +27,7 @@ func (in *instance) Serve(ctx context.Context) error {
 	defer in.finish()
 	in.mu.Lock()
 	disabled := in.state == StateDisabled
+	in.gone = false // suture restarts a loop that panicked
 	in.mu.Unlock()
 	if disabled {
 		<-ctx.Done()
@@ -40,10 +41,15 @@ func (in *instance) Serve(ctx context.Context) error {
 		eager = false
 		conn, err := in.spawn(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil, errors.Is(err, errRetired):
 				return suture.ErrDoNotRestart
-			}
-			if !errors.Is(err, errNoChildSlot) {
+			case errors.Is(err, errStopOrdered):
+				in.mu.Lock()
+				in.manual = true
+				in.setLocked(StateStopped)
+				in.mu.Unlock()
+			case !errors.Is(err, errNoChildSlot):
 				in.failed(err, nil)
 			}
 			continue
@@ -54,11 +60,12 @@ func (in *instance) Serve(ctx context.Context) error {
 	}
 }
 
-// finish leaves the instance stopped (or disabled), with no process.
+// finish leaves the instance stopped (or disabled), with no process, for
+// good: requests still waiting for it give up (acquire).
 func (in *instance) finish() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.conn = nil
+	in.conn, in.gone = nil, true
 	if in.state != StateDisabled {
 		in.setLocked(StateStopped)
 	}
@@ -115,6 +122,14 @@ func (in *instance) waitForStart(ctx context.Context, eager bool) bool {
 // waiting requests get -31002 from acquire.
 var errNoChildSlot = errors.New("upstreams.max_children reached")
 
+// The causes of a start aborted by an order (instance.abort): the
+// instance was drained by a reload (removed or replaced), or stopped by
+// snodod upstream stop.
+var (
+	errRetired     = errors.New("removed or replaced by a reload while it was starting")
+	errStopOrdered = errors.New("stopped while it was starting")
+)
+
 // spawn starts the process and lists its catalog, within start_timeout.
 func (in *instance) spawn(ctx context.Context) (*Conn, error) {
 	m := in.u.m
@@ -124,20 +139,35 @@ func (in *instance) spawn(ctx context.Context) (*Conn, error) {
 		in.mu.Unlock()
 		return nil, errNoChildSlot
 	}
+	timeout := in.u.conf().StartTimeout
+	timed, cancelTimeout := context.WithTimeout(ctx, timeout)
+	defer cancelTimeout()
+	startCtx, abort := context.WithCancelCause(timed)
+	defer abort(nil)
 	in.mu.Lock()
 	in.lastAttempt = time.Now()
+	in.abortStart = abort
 	in.setLocked(StateStarting)
 	in.mu.Unlock()
-	timeout := in.u.conf().StartTimeout
-	startCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	conn, err := Start(startCtx, in.cmd, in.connConfig())
+	defer func() {
+		in.mu.Lock()
+		in.pid, in.abortStart = 0, nil
+		in.mu.Unlock()
+	}()
+	cfg := in.connConfig()
+	cfg.Spawned = func(pid int) {
+		in.mu.Lock()
+		in.pid = pid
+		in.mu.Unlock()
+	}
+	conn, err := Start(startCtx, in.cmd, cfg)
 	if err == nil {
 		var cat *catalog
 		if cat, err = listCatalog(startCtx, conn); err == nil {
 			in.u.listed(cat)
 			in.mu.Lock()
 			in.conn, in.readySince, in.lastUsed = conn, time.Now(), time.Now()
+			in.pid, in.abortStart = 0, nil
 			in.setLocked(StateReady)
 			in.mu.Unlock()
 			in.resubscribe(conn)
@@ -148,6 +178,10 @@ func (in *instance) spawn(ctx context.Context) (*Conn, error) {
 		stopNow(conn)
 	}
 	m.releaseChild()
+	if cause := context.Cause(startCtx); errors.Is(cause, errRetired) || errors.Is(cause, errStopOrdered) {
+		m.log.Info("upstream start aborted", "upstream", in.u.name, "instance", in.label, "cause", cause)
+		return nil, cause
+	}
 	if errors.Is(startCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		err = fmt.Errorf("did not finish starting within %s (start_timeout): %w", shortDuration(timeout), err)
 	}

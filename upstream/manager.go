@@ -289,7 +289,10 @@ func (m *Manager) retire(old *upstream) {
 	old.mu.Lock()
 	old.drained = true
 	old.mu.Unlock()
-	old.each(func(in *instance) { in.send(orderDrain) })
+	old.each(func(in *instance) {
+		in.send(orderDrain)
+		in.abort(errRetired) // a start under way ends now, not at its start_timeout
+	})
 	go func() {
 		deadline := time.Now().Add(m.limits.Load().DrainTimeout + m.stopGrace() + drainMargin)
 		for time.Now().Before(deadline) && old.running() {
@@ -301,6 +304,18 @@ func (m *Manager) retire(old *upstream) {
 		}
 		_ = m.sup.Remove(old.token)
 	}()
+}
+
+// defaultListWait is upstreams.list_wait's default (config/defaults.toml),
+// for a Config that did not come from config.Load (zero means the default).
+const defaultListWait = 5 * time.Second
+
+// listWait is upstreams.list_wait (docs/upstreams.md §4).
+func (m *Manager) listWait() time.Duration {
+	if d := m.limits.Load().ListWait; d > 0 {
+		return d
+	}
+	return defaultListWait
 }
 
 // upstream returns the current upstream called name, or nil.
@@ -408,7 +423,10 @@ func (m *Manager) Stop(name string) error {
 	if u == nil {
 		return m.unknown(name)
 	}
-	u.each(func(in *instance) { in.send(orderStop) })
+	u.each(func(in *instance) {
+		in.send(orderStop)
+		in.abort(errStopOrdered)
+	})
 	return nil
 }
 

@@ -108,6 +108,9 @@ func (c *Conn) spawn(cmd Command) error {
 			c.log.Warn("cannot record the process group; a daemon crash would leave it running", "pid", g.PID(), "err", err)
 		}
 	}
+	if c.cfg.Spawned != nil {
+		c.cfg.Spawned(g.PID())
+	}
 	c.stdout, c.stderr = outR, errR
 	c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
 	c.w.init(inW, c.log, c.kill)

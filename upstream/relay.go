@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -69,12 +70,11 @@ func (m *Manager) handler(name, method, orig string) server.RawHandler {
 // own names, a 2026 retry's state, then the call.
 func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, orig string) (*server.RawResult, error) {
 	cfg := u.conf()
-	server.ExtendDeadline(ctx, cfg.StartTimeout+cfg.RequestTimeout+5*time.Second)
+	server.ExtendDeadline(ctx, relayDeadline(cfg))
 	c := clientFrom(ctx)
 	in, err := u.instanceFor(c)
 	if errors.Is(err, errStopped) {
-		return nil, &failure{code: CodeUnavailable, message: fmt.Sprintf("snodod: upstream %q is being replaced or its session ended; try again", u.name),
-			detail: Detail{Name: u.name, State: string(StateDraining)}}
+		return nil, replacedFailure(u.name)
 	}
 	if err != nil {
 		return nil, err
@@ -113,6 +113,19 @@ func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, or
 	return u.urlElicitation(req, method, res, err)
 }
 
+// relayDeadline is the executor deadline of a relayed request
+// (docs/upstreams.md, "chose differently" 4): a start, then the call.
+func relayDeadline(cfg *config.Upstream) time.Duration {
+	return cfg.StartTimeout + cfg.RequestTimeout + 5*time.Second
+}
+
+// replacedFailure is the failure of a request whose instance is gone: its
+// upstream was replaced or removed by a reload, or its session ended.
+func replacedFailure(name string) *failure {
+	return &failure{code: CodeUnavailable, message: fmt.Sprintf("snodod: upstream %q is being replaced or its session ended; try again", name),
+		detail: Detail{Name: name, State: string(StateDraining)}}
+}
+
 // sideEffectFree methods are retried once on the restarted instance when
 // the process exits during them (docs/upstreams.md §4).
 func sideEffectFree(method string) bool {
@@ -143,10 +156,28 @@ func (u *upstream) call(ctx context.Context, in *instance, o *owner, method stri
 			in.gate.leave()
 		}
 	}()
+	cfg := u.conf()
 	for attempt := 0; ; attempt++ {
-		conn, err := in.acquire(ctx, attempt > 0)
+		// A call right after a crash waits for the scheduled restart
+		// (at most restart.max_delay away) when it is due within the
+		// call's request_timeout; the retry waits for it however far it
+		// is (docs/upstreams.md §4).
+		backoff := cfg.RequestTimeout
+		if attempt > 0 {
+			backoff = forever
+		}
+		conn, waited, err := in.acquire(ctx, backoff)
+		if errors.Is(err, errStopped) {
+			return nil, replacedFailure(u.name)
+		}
 		if err != nil {
 			return nil, err
+		}
+		if waited {
+			// The wait for a start or a restart used part of the deadline
+			// relay set; renewed whole, it never shrinks, and the call
+			// still gets its request_timeout.
+			server.ExtendDeadline(ctx, relayDeadline(cfg))
 		}
 		if o.modern && conn.Era() == EraLegacy && mayAskInput(method) {
 			parked = true

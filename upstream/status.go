@@ -22,9 +22,12 @@ type Status struct {
 	Era     string `json:"era,omitempty"`
 	Version string `json:"version,omitempty"`
 	// Server is the upstream's serverInfo name and version.
-	Server   string    `json:"server,omitempty"`
-	Since    time.Time `json:"since,omitzero"` // ready since
-	Restarts int       `json:"restarts"`
+	Server string    `json:"server,omitempty"`
+	Since  time.Time `json:"since,omitzero"` // ready since
+	// StartingSince is when the start under way began (state starting);
+	// PID is then the starting process's, before its handshake ends.
+	StartingSince time.Time `json:"starting_since,omitzero"`
+	Restarts      int       `json:"restarts"`
 	// Failures counts consecutive failed starts or crashes; Cause the
 	// last one's reason; RetryInMs when the next attempt is due.
 	Failures  int    `json:"failures"`
@@ -98,8 +101,11 @@ func (m *Manager) Status() []Status {
 				ms := s.retryIn.Milliseconds()
 				row.RetryInMs = &ms
 			}
-			if in.conn != nil {
+			switch {
+			case in.conn != nil:
 				row.PID, row.Era, row.Version, row.Since = in.conn.PID(), in.conn.Era(), in.conn.Version(), in.readySince
+			case s.state == StateStarting:
+				row.PID, row.StartingSince = in.pid, in.lastAttempt
 			}
 			in.mu.Unlock()
 			row.InFlight, row.Queued = in.gate.load()

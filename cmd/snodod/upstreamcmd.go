@@ -185,6 +185,8 @@ func writeUpstreams(w io.Writer, rows []upstream.Status, now time.Time) {
 	tw.Flush()
 	for _, r := range rows {
 		switch {
+		case r.State == upstream.StateStarting && !r.StartingSince.IsZero():
+			fmt.Fprintf(w, "%s: starting for %s; lists answer without it until it is ready (snodod logs %s)\n", r.Name, age(now, r.StartingSince), r.Name)
 		case r.State == upstream.StateBackoff || r.State == upstream.StateFailed:
 			next := ""
 			if r.RetryInMs != nil {
