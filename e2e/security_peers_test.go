@@ -290,3 +290,21 @@ func TestOneUserCannotHoldEverySession(t *testing.T) {
 		t.Errorf("a session in the freed place: %v", err)
 	}
 }
+
+// TestRelayIdleSessionSaysWhy: `snodod connect --relay` whose client sends
+// nothing is ended after daemon.initialize_timeout, and says why on its
+// standard error, exiting 1 (it exited 0 in silence).
+func TestRelayIdleSessionSaysWhy(t *testing.T) {
+	d := startDaemon(t, "[daemon]\ninitialize_timeout = \"1s\"\n", nil)
+	relay := d.command("connect", "--relay")
+	stdin, err := relay.StdinPipe() // held open, silent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := relay.CombinedOutput()
+	if relay.ProcessState == nil || relay.ProcessState.ExitCode() != 1 ||
+		!strings.Contains(string(out), "the daemon ended the session before any request was sent (a session must send its first request within daemon.initialize_timeout") {
+		t.Errorf("connect --relay, silent: %v\n%s", err, out)
+	}
+}
