@@ -74,7 +74,9 @@ func checkHTTP(c *Config, ok map[string]bool, src map[string]Source) []Problem {
 	}
 	if h.AllowUnauthenticated && ok["http.allow_unauthenticated"] {
 		who := "every local user"
-		if !LoopbackListen(h.Listen) {
+		if path, unix := UnixListen(h.Listen); unix {
+			who = "every local user who can open " + path
+		} else if !LoopbackListen(h.Listen) {
 			who = "anyone who can reach " + h.Listen
 		}
 		return []Problem{{Key: "http.allow_unauthenticated", Source: src["http.allow_unauthenticated"], Warning: true,

@@ -65,6 +65,7 @@ func TestHTTPAllowUnauthenticatedWarns(t *testing.T) {
 	for _, c := range []struct{ listen, want string }{
 		{"127.0.0.1:8080", "http.allow_unauthenticated: is true: every local user can call every tool"},
 		{"0.0.0.0:8080", "http.allow_unauthenticated: is true: anyone who can reach 0.0.0.0:8080 can call every tool"},
+		{"unix:/run/h.sock", "http.allow_unauthenticated: is true: every local user who can open /run/h.sock can call every tool"},
 		{"", ""},
 	} {
 		path := writeFile(t, "config.toml", fmt.Sprintf("[http]\nlisten = %q\nallow_unauthenticated = true\n", c.listen))
