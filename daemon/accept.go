@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"sync"
 	"syscall"
@@ -276,14 +277,7 @@ func (d *Daemon) refusals() map[string]int64 {
 	a := &d.adm
 	a.refusedMu.Lock()
 	defer a.refusedMu.Unlock()
-	if len(a.refused) == 0 {
-		return nil
-	}
-	out := make(map[string]int64, len(a.refused))
-	for k, v := range a.refused {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(a.refused) // nil until the first refusal
 }
 
 // watchFirstRequest ends s if it has sent no request within timeout of

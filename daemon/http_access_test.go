@@ -6,69 +6,26 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/sockdiag/sockdiagtest"
 )
 
 const discover2026 = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 
-// dialAsUID connects to a TCP address from a socket created with fsuid
-// uid (root only): the kernel records the creator's fsuid as the socket's
-// owner, as for a process of that user.
+// dialAsUID dials as uid (sockdiagtest.DialAs), for an http.Transport.
 func dialAsUID(uid int) func(context.Context, string, string) (net.Conn, error) {
-	return func(_ context.Context, _, addr string) (net.Conn, error) {
-		ap, err := netip.ParseAddrPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		var fd int
-		done := make(chan struct{})
-		go func() { // a thread of its own, thrown away with its fsuid
-			defer close(done)
-			runtime.LockOSThread()
-			unix.Setfsuid(uid)
-			fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		}()
-		<-done
-		if err != nil {
-			return nil, err
-		}
-		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
-			unix.Close(fd)
-			return nil, err
-		}
-		f := os.NewFile(uintptr(fd), "client")
-		defer f.Close()
-		return net.FileConn(f)
-	}
+	return func(_ context.Context, _, addr string) (net.Conn, error) { return sockdiagtest.DialAs(uid, addr) }
 }
 
 // discoverWith posts a 2026 server/discover with client c and returns the
 // status, the body and the WWW-Authenticate header.
 func discoverWith(t *testing.T, c *http.Client, url string, extra ...string) (int, string, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(discover2026))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "server/discover")
-	for i := 0; i+1 < len(extra); i += 2 {
-		req.Header.Set(extra[i], extra[i+1])
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postMCPWith(t, c, url, "server/discover", discover2026, extra...)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), resp.Header.Get("WWW-Authenticate")

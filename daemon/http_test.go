@@ -18,6 +18,12 @@ const modernListen = `{"jsonrpc":"2.0","id":"s1","method":"subscriptions/listen"
 
 func postMCP(t *testing.T, url, method, body string, extra ...string) *http.Response {
 	t.Helper()
+	return postMCPWith(t, http.DefaultClient, url, method, body, extra...)
+}
+
+// postMCPWith is postMCP with client c.
+func postMCPWith(t *testing.T, c *http.Client, url, method, body string, extra ...string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequest("POST", url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +35,7 @@ func postMCP(t *testing.T, url, method, body string, extra ...string) *http.Resp
 	for i := 0; i+1 < len(extra); i += 2 {
 		req.Header.Set(extra[i], extra[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

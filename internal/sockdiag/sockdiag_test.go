@@ -5,13 +5,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"strconv"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/snodod/snodod/internal/sockdiag"
+	"github.com/snodod/snodod/internal/sockdiag/sockdiagtest"
 )
 
 // pair returns both ends of a new TCP connection to a listener on addr.
@@ -77,35 +75,6 @@ func TestOwnConnections(t *testing.T) {
 	}
 }
 
-// dialAs connects to addr from a socket created with fsuid uid (root
-// only): the kernel records the creator's fsuid as the socket's owner, as
-// for a process running as uid.
-func dialAs(uid int) func(string) (net.Conn, error) {
-	return func(addr string) (net.Conn, error) {
-		ap := netip.MustParseAddrPort(addr)
-		done := make(chan struct{})
-		var fd int
-		var err error
-		go func() { // a thread of its own, which is then thrown away
-			defer close(done)
-			runtime.LockOSThread()
-			unix.Setfsuid(uid)
-			fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		}()
-		<-done
-		if err != nil {
-			return nil, err
-		}
-		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
-			unix.Close(fd)
-			return nil, err
-		}
-		f := os.NewFile(uintptr(fd), "client")
-		defer f.Close()
-		return net.FileConn(f)
-	}
-}
-
 // A connection from a socket of another uid is that uid's: the case the
 // daemon refuses (run as root; elsewhere skipped).
 func TestAnotherUser(t *testing.T) {
@@ -113,7 +82,7 @@ func TestAnotherUser(t *testing.T) {
 		t.Skip("creating a socket of another uid needs root")
 	}
 	const nobody = 65534
-	_, server := pair(t, "tcp4", "127.0.0.1:0", dialAs(nobody))
+	_, server := pair(t, "tcp4", "127.0.0.1:0", func(addr string) (net.Conn, error) { return sockdiagtest.DialAs(nobody, addr) })
 	if uid, err := peerOwner(server); err != nil || uid != nobody {
 		t.Errorf("uid %d, %v; want %d", uid, err, nobody)
 	}

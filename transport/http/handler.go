@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	nethttp "net/http"
 	"os"
@@ -121,11 +122,7 @@ func (c *refusals) add(reason string) {
 func (c *refusals) snapshot() map[string]uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]uint64, len(c.n))
-	for k, v := range c.n {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.n)
 }
 
 // Retire prepares the handler for another process that serves its

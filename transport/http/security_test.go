@@ -2,7 +2,6 @@ package http_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -160,25 +159,7 @@ func serveOn(t *testing.T, addr string, edit func(*mcphttp.Options)) (*mcphttp.H
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("listen on %s: %v", addr, err)
-	}
-	hs := mcphttp.NewServer(h, mcphttp.ServerLimits{}, quiet)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = hs.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-		_ = hs.Shutdown(ctx)
-		<-done
-		exec.Close()
-	})
-	return h, "http://" + ln.Addr().String() + h.Path()
+	return h, serveAt(t, addr, h, mcphttp.ServerLimits{}, exec) + h.Path()
 }
 
 // Issue 19 item 8: a listener on 127.0.0.2 serves a Host naming its own
