@@ -2,11 +2,13 @@ package http
 
 import (
 	"crypto/subtle"
+	"maps"
 	"net"
 	nethttp "net/http"
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/snodod/snodod/protocol"
 )
@@ -185,4 +187,25 @@ func localAddr(r *nethttp.Request) netip.AddrPort {
 	}
 	ap, _ := netip.ParseAddrPort(addr.String())
 	return ap
+}
+
+// refusals counts refused requests by reason.
+type refusals struct {
+	mu sync.Mutex
+	n  map[string]uint64
+}
+
+func (c *refusals) add(reason string) {
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]uint64{}
+	}
+	c.n[reason]++
+	c.mu.Unlock()
+}
+
+func (c *refusals) snapshot() map[string]uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
 }
