@@ -17,7 +17,7 @@ import (
 // (docs/config.md, "Resources"): nothing outside the root, unless
 // follow_symlinks lets a symlink lead out, and then still only a regular
 // file; never a device, FIFO, socket or directory, nothing of /proc or
-// /sys. openat2(2) with RESOLVE_BENEATH does the resolution, so a path
+// /sys, no file with several hard links in a folder others may write to. openat2(2) with RESOLVE_BENEATH does the resolution, so a path
 // cannot be swapped for a symlink between a check and the open.
 
 // refused is a read the confinement rules refuse: -32602 with a message
@@ -83,6 +83,9 @@ func openConfined(uri, root, rel string, follow bool) (*os.File, int64, error) {
 	if err == nil {
 		err = checkKind(uri, pathFD, st.Mode)
 	}
+	if err == nil && st.Nlink > 1 {
+		err = checkLinks(uri, root, dir, rel, resolve, st.Nlink)
+	}
 	unix.Close(pathFD)
 	if err != nil {
 		return nil, 0, err
@@ -128,6 +131,35 @@ func resolvedInside(root, rel string) (string, bool) {
 		return "", false
 	}
 	return inside, true
+}
+
+// checkLinks refuses a file with more than one hard link in a folder that
+// another user can write to. A hard link is not a symlink: the kernel
+// sees no path leading out, so RESOLVE_BENEATH cannot refuse it, and a
+// user who may write in the folder could have linked a file of snodod's
+// user from anywhere on the same file system into it (docs/security.md,
+// "Files served"). In a folder only snodod's user writes, its links are
+// that user's own doing. The folder is the file's own directory, as the
+// kernel resolves it: whoever can replace a directory on the way to it
+// owns the one found, and is caught by the same check.
+func checkLinks(uri, root string, dir int, rel string, resolve uint64, links uint64) error {
+	parent := filepath.Dir(rel)
+	fd, err := openat2(dir, parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, resolve)
+	if err != nil {
+		return openError(uri, root, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat the folder of %s: %w", uri, err)
+	}
+	if int(st.Uid) == os.Geteuid() && st.Mode&0o022 == 0 {
+		return nil
+	}
+	folder := filepath.Join(root, parent)
+	return refused(uri, fmt.Sprintf("the file has %d hard links and its folder %s is writable by other users (uid %d, mode %04o), "+
+		"so a link may lead to a file outside %s; remove the other links, or let only snodod's user write to the folder (chown, chmod go-w)",
+		links, folder, st.Uid, st.Mode&0o7777, root))
 }
 
 // checkKind refuses anything but a regular file outside /proc and /sys.

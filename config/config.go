@@ -104,8 +104,9 @@ type Server struct {
 
 // HTTP holds the Streamable HTTP listener's settings (docs/protocol.md §13).
 type HTTP struct {
-	// Listen is the listener's host:port. Empty: no HTTP listener. A
-	// host-less ":port" binds 127.0.0.1.
+	// Listen is the listener's host:port, or "unix:" and the absolute path
+	// of a Unix socket (environment variables expanded at load). Empty: no
+	// HTTP listener. A host-less ":port" binds 127.0.0.1.
 	Listen string `koanf:"listen"`
 	// Path is the one endpoint's path; it starts with "/".
 	Path string `koanf:"path"`
@@ -122,15 +123,21 @@ type HTTP struct {
 	SessionIdleTimeout time.Duration `koanf:"session_idle_timeout"`
 	// MaxSessions caps the legacy HTTP sessions alive at once. >= 1.
 	MaxSessions int `koanf:"max_sessions"`
+	// MaxSessionsPerPeer caps the legacy HTTP sessions one client holds:
+	// a local user by uid, others by address. >= 1.
+	MaxSessionsPerPeer int `koanf:"max_sessions_per_peer"`
 	// AllowedHosts are Host values accepted besides the loopback names;
 	// when set, every request's Host is checked (a proxy forwards its
 	// public name).
 	AllowedHosts []string `koanf:"allowed_hosts"`
-	// AuthTokenFile holds the bearer token every request must carry.
-	// Empty: none, which Load allows only on a loopback Listen unless
-	// AllowUnauthenticated is set.
+	// AuthTokenFile holds the bearer token clients must carry: every
+	// client of a non-loopback Listen; on loopback or a Unix socket, the
+	// local users other than the daemon's and Daemon.AllowedUIDs. Empty:
+	// none, which Load allows only on a loopback or Unix-socket Listen
+	// unless AllowUnauthenticated is set.
 	AuthTokenFile string `koanf:"auth_token_file"`
-	// AllowUnauthenticated serves a non-loopback Listen without a token.
+	// AllowUnauthenticated serves without a token the clients the token
+	// would be asked of (Load warns).
 	AllowUnauthenticated bool `koanf:"allow_unauthenticated"`
 	// NodeID tags the legacy session ids this node mints, so a load
 	// balancer can route a session to its node. Empty: untagged.

@@ -3,6 +3,7 @@ package config
 import (
 	"net"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -34,10 +35,23 @@ func validHostEntry(s string) bool {
 	return host != ""
 }
 
-// LoopbackListen reports whether a valid http.listen address binds only
-// loopback: 127.0.0.0/8, ::1, localhost, or no host (which binds
-// 127.0.0.1).
+// validUnixListen accepts the path of http.listen = "unix:PATH": absolute,
+// and short enough for a socket address, as daemon.socket.
+func validUnixListen(path string) bool {
+	return filepath.IsAbs(path) && len(path) <= maxSocketPath && !strings.HasSuffix(path, "/") && plainText(path)
+}
+
+// UnixListen returns the socket path of http.listen = "unix:PATH".
+func UnixListen(listen string) (string, bool) { return strings.CutPrefix(listen, "unix:") }
+
+// LoopbackListen reports whether a valid http.listen address reaches only
+// this machine: 127.0.0.0/8, ::1, localhost, no host (which binds
+// 127.0.0.1), or a Unix socket. The daemon judges the address it bound,
+// too: a "localhost" that resolves elsewhere is refused there.
 func LoopbackListen(listen string) bool {
+	if _, ok := UnixListen(listen); ok {
+		return true
+	}
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return false
@@ -51,10 +65,25 @@ func LoopbackListen(listen string) bool {
 
 // checkHTTP refuses a non-loopback http.listen that has neither a token
 // nor an explicit http.allow_unauthenticated: anyone who can reach the
-// address could otherwise run every tool.
+// address could otherwise run every tool. http.allow_unauthenticated on a
+// listener is a warning: it serves everyone the token would be asked of.
 func checkHTTP(c *Config, ok map[string]bool, src map[string]Source) []Problem {
 	h := c.HTTP
-	if !ok["http.listen"] || h.Listen == "" || !validListen(h.Listen) || LoopbackListen(h.Listen) || h.AuthTokenFile != "" || h.AllowUnauthenticated {
+	if !ok["http.listen"] || h.Listen == "" || !validListen(h.Listen) {
+		return nil
+	}
+	if h.AllowUnauthenticated && ok["http.allow_unauthenticated"] {
+		who := "every local user"
+		if path, unix := UnixListen(h.Listen); unix {
+			who = "every local user who can open " + path
+		} else if !LoopbackListen(h.Listen) {
+			who = "anyone who can reach " + h.Listen
+		}
+		return []Problem{{Key: "http.allow_unauthenticated", Source: src["http.allow_unauthenticated"], Warning: true,
+			Message: "is true: " + who + " can call every tool, read every served file and reach every hosted server as snodod's user, " +
+				"without a token; set it only behind something that authenticates, else set http.auth_token_file"}}
+	}
+	if LoopbackListen(h.Listen) || h.AuthTokenFile != "" {
 		return nil
 	}
 	return []Problem{{Key: "http.listen", Source: src["http.listen"], Message: "a non-loopback address needs http.auth_token_file " +

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +25,7 @@ func TestHTTPRules(t *testing.T) {
 		{"http.allow_unauthenticated", `"yes"`, []string{`http.allow_unauthenticated: must be true or false, got "yes"`}},
 		{"http.listen", `"127.0.0.2:80"`, nil},
 		{"http.listen", `"localhost:80"`, nil},
+		{"http.listen", `"unix:/run/user/1000/snodod/http.sock"`, nil},
 		{"http.listen", `"0.0.0.0:8080"`, []string{`http.listen: a non-loopback address needs http.auth_token_file (a bearer token clients send) or, behind something that authenticates, http.allow_unauthenticated = true; got "0.0.0.0:8080"`}},
 		{"http.listen", `"[::]:8080"`, []string{`http.listen: a non-loopback address needs http.auth_token_file (a bearer token clients send) or, behind something that authenticates, http.allow_unauthenticated = true; got "[::]:8080"`}},
 	})
@@ -45,12 +48,38 @@ func TestHTTPNonLoopbackListen(t *testing.T) {
 
 func TestLoopbackListen(t *testing.T) {
 	var got []string
-	for _, l := range []string{":80", "127.0.0.1:80", "127.9.9.9:80", "[::1]:80", "localhost:80", "0.0.0.0:80", "[::]:80", "10.1.2.3:80", "example.com:80"} {
+	for _, l := range []string{":80", "127.0.0.1:80", "127.9.9.9:80", "[::1]:80", "localhost:80", "unix:/run/h.sock", "0.0.0.0:80", "[::]:80", "10.1.2.3:80", "example.com:80"} {
 		if LoopbackListen(l) {
 			got = append(got, l)
 		}
 	}
-	if want := []string{":80", "127.0.0.1:80", "127.9.9.9:80", "[::1]:80", "localhost:80"}; !slices.Equal(got, want) {
+	if want := []string{":80", "127.0.0.1:80", "127.9.9.9:80", "[::1]:80", "localhost:80", "unix:/run/h.sock"}; !slices.Equal(got, want) {
 		t.Fatalf("loopback: %v, want %v", got, want)
+	}
+}
+
+// http.allow_unauthenticated with a listener loads with a warning that
+// says who it lets in; without a listener it says nothing. A unix: path
+// has its variables expanded.
+func TestHTTPAllowUnauthenticatedWarns(t *testing.T) {
+	for _, c := range []struct{ listen, want string }{
+		{"127.0.0.1:8080", "http.allow_unauthenticated: is true: every local user can call every tool"},
+		{"0.0.0.0:8080", "http.allow_unauthenticated: is true: anyone who can reach 0.0.0.0:8080 can call every tool"},
+		{"unix:/run/h.sock", "http.allow_unauthenticated: is true: every local user who can open /run/h.sock can call every tool"},
+		{"", ""},
+	} {
+		path := writeFile(t, "config.toml", fmt.Sprintf("[http]\nlisten = %q\nallow_unauthenticated = true\n", c.listen))
+		cfg := mustLoad(t, Options{File: path, Env: testEnv(t)})
+		var got []string
+		for _, w := range cfg.Warnings() {
+			got = append(got, w.String())
+		}
+		if c.want == "" && len(got) != 0 || c.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.want)) {
+			t.Errorf("listen %q: warnings %q, want one starting %q", c.listen, got, c.want)
+		}
+	}
+	path := writeFile(t, "config.toml", "[http]\nlisten = \"unix:$XDG_RUNTIME_DIR/snodod/http.sock\"\n")
+	if cfg := mustLoad(t, Options{File: path, Env: testEnv(t)}); cfg.HTTP.Listen != "unix:/run/test/snodod/http.sock" {
+		t.Errorf("listen %q, want the variable expanded", cfg.HTTP.Listen)
 	}
 }

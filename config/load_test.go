@@ -20,7 +20,8 @@ var wantDefaults = Config{
 	Limits: limits.Limits{
 		WriteTimeout: 5 * time.Second, MaxLineBytes: 2000000, MaxSubscriptions: 32,
 		RequestTimeout: 30 * time.Second, RestartIntensity: 5, RestartWindow: 10 * time.Second,
-		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, ShutdownGrace: 10 * time.Second, UpgradeGrace: 10 * time.Second,
+		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, MaxSessionsPerUID: 256, InitializeTimeout: 30 * time.Second,
+		ShutdownGrace: 10 * time.Second, UpgradeGrace: 10 * time.Second,
 		MaxBufferedBytes: 64000000,
 	},
 	Daemon: Daemon{
@@ -32,7 +33,7 @@ var wantDefaults = Config{
 	HTTP: HTTP{
 		Path: "/mcp", MaxBodyBytes: 2000000, AllowedOrigins: []string{},
 		MaxSubscriptions: 256, SessionIdleTimeout: 30 * time.Minute,
-		MaxSessions: 1024, AllowedHosts: []string{}, ReadTimeout: 30 * time.Second,
+		MaxSessions: 1024, MaxSessionsPerPeer: 256, AllowedHosts: []string{}, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 65536,
 	},
 	Log: Log{Level: "info", Format: "text"},

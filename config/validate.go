@@ -182,6 +182,9 @@ func validListen(v any) bool {
 	if s == "" {
 		return true
 	}
+	if path, ok := strings.CutPrefix(s, "unix:"); ok {
+		return validUnixListen(path)
+	}
 	host, port, err := net.SplitHostPort(s)
 	return err == nil && validPort(port) && plainText(host) && !strings.Contains(host, "/")
 }

@@ -70,8 +70,8 @@ func TestLimitBoundaries(t *testing.T) {
 			)
 		}
 	}
-	if ints != 17 || durations != 10 {
-		t.Fatalf("found %d positive integer and %d positive duration keys, want 17 and 10", ints, durations)
+	if ints != 19 || durations != 11 {
+		t.Fatalf("found %d positive integer and %d positive duration keys, want 19 and 11", ints, durations)
 	}
 	runRows(t, rows)
 }
@@ -130,10 +130,14 @@ func TestRules(t *testing.T) {
 		{"http.listen", `":8080"`, nil},
 		{"http.listen", `"127.0.0.1:0"`, nil},
 		{"http.listen", `"[::1]:65535"`, nil},
-		{"http.listen", `"localhost:65536"`, []string{`http.listen: must be empty or host:port, such as "127.0.0.1:8080" or ":8080", got "localhost:65536"`}},
-		{"http.listen", `"8080"`, []string{`http.listen: must be empty or host:port, such as "127.0.0.1:8080" or ":8080", got "8080"`}},
-		{"http.listen", `"::1:80"`, []string{`http.listen: must be empty or host:port, such as "127.0.0.1:8080" or ":8080", got "::1:80"`}},
-		{"http.listen", `"host:http"`, []string{`http.listen: must be empty or host:port, such as "127.0.0.1:8080" or ":8080", got "host:http"`}},
+		{"http.listen", `"localhost:65536"`, []string{`http.listen: must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes, got "localhost:65536"`}},
+		{"http.listen", `"8080"`, []string{`http.listen: must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes, got "8080"`}},
+		{"http.listen", `"::1:80"`, []string{`http.listen: must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes, got "::1:80"`}},
+		{"http.listen", `"unix:/run/snodod/http.sock"`, nil},
+		{"http.listen", `"unix:relative.sock"`, []string{`http.listen: must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes, got "unix:relative.sock"`}},
+		{"http.listen", `"unix:/` + strings.Repeat("x", 107) + `"`, []string{`http.listen: must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes, got "unix:/` + strings.Repeat("x", 107) + `"`}},
+		{"http.listen", `"unix:/` + strings.Repeat("x", 106) + `"`, nil},
+		{"http.listen", `"host:http"`, []string{`http.listen: must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes, got "host:http"`}},
 		{"http.path", `"/"`, nil},
 		{"http.path", `"/v1/mcp"`, nil},
 		{"http.path", `"mcp"`, []string{`http.path: must start with / and contain no ?, # or spaces, got "mcp"`}},

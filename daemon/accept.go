@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -214,4 +216,95 @@ func writeAndClose(c *net.UnixConn, line []byte, writeBy, readFor time.Duration)
 			return
 		}
 	}
+}
+
+// Bounds on what one client can hold (issue 20 item 11): at most
+// daemon.max_sessions_per_uid sessions per uid, and a new session that
+// sends no request within daemon.initialize_timeout is ended, so that
+// idle connections cannot keep session places from others. Every refusal
+// is counted by reason for `snodod status`.
+
+// admission is the daemon's per-uid bookkeeping, guarded by Daemon.mu;
+// the refusal counts have a lock of their own (they are counted where
+// Daemon.mu may be held).
+type admission struct {
+	uidOf        map[uint64]int // the uid each counted session (or reservation) is charged to
+	perUID       map[int]int
+	firstRequest map[uint64]*time.Timer // daemon.initialize_timeout, until the session ends
+
+	refusedMu sync.Mutex
+	refused   map[string]int64
+}
+
+// countUIDLocked charges session id to uid.
+func (d *Daemon) countUIDLocked(id uint64, uid int) {
+	a := &d.adm
+	if a.uidOf == nil {
+		a.uidOf, a.perUID = map[uint64]int{}, map[int]int{}
+	}
+	a.uidOf[id] = uid
+	a.perUID[uid]++
+}
+
+// uncountLocked releases what session id was charged, and its timer.
+func (d *Daemon) uncountLocked(id uint64) {
+	a := &d.adm
+	if uid, ok := a.uidOf[id]; ok {
+		delete(a.uidOf, id)
+		if a.perUID[uid]--; a.perUID[uid] <= 0 {
+			delete(a.perUID, uid)
+		}
+	}
+	if t := a.firstRequest[id]; t != nil {
+		t.Stop()
+		delete(a.firstRequest, id)
+	}
+}
+
+// refusal counts a client refused (or a session ended unused) for reason.
+func (d *Daemon) refusal(reason string) {
+	a := &d.adm
+	a.refusedMu.Lock()
+	if a.refused == nil {
+		a.refused = map[string]int64{}
+	}
+	a.refused[reason]++
+	a.refusedMu.Unlock()
+}
+
+// refusals returns the counts by reason since the start.
+func (d *Daemon) refusals() map[string]int64 {
+	a := &d.adm
+	a.refusedMu.Lock()
+	defer a.refusedMu.Unlock()
+	return maps.Clone(a.refused) // nil until the first refusal
+}
+
+// watchFirstRequest ends s if it has sent no request within timeout of
+// its start (daemon.initialize_timeout). A session resumed after an
+// upgrade or a crash is not watched: it was in use before.
+func (d *Daemon) watchFirstRequest(s *session.Session, timeout time.Duration) {
+	id := s.ID()
+	// Made under mu, so that the timer cannot fire before it is recorded.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, live := d.sessions[id]; !live {
+		return // it ended already
+	}
+	t := time.AfterFunc(timeout, func() {
+		d.mu.Lock()
+		_, live := d.adm.firstRequest[id]
+		delete(d.adm.firstRequest, id)
+		d.mu.Unlock()
+		if !live || s.Stats().Requests > 0 {
+			return
+		}
+		d.refusal("initialize_timeout")
+		d.log.Warn("session ended: no request within daemon.initialize_timeout", "session", id, "timeout", timeout)
+		s.Kill(fmt.Sprintf("no request within daemon.initialize_timeout (%s)", timeout))
+	})
+	if d.adm.firstRequest == nil {
+		d.adm.firstRequest = map[uint64]*time.Timer{}
+	}
+	d.adm.firstRequest[id] = t
 }

@@ -103,6 +103,7 @@ type Daemon struct {
 
 	mu       sync.Mutex
 	sessions map[uint64]*session.Session
+	adm      admission // per-uid counts and first-request timers, under mu (accept.go)
 	nextID   uint64
 	closing  bool // draining: no new sessions
 	running  bool // Run was called

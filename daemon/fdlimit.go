@@ -74,6 +74,7 @@ func (d *Daemon) fdShortage() {
 // fdRefusal counts a client refused for want of descriptors.
 func (d *Daemon) fdRefusal(socket string) {
 	d.fdRefused.Add(1)
+	d.refusal("descriptors")
 	d.log.Debug("client refused: out of file descriptors", "socket", socket)
 }
 

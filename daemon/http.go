@@ -30,6 +30,10 @@ type HTTPStatus struct {
 	// for :0); Path the endpoint.
 	Listen string `json:"listen"`
 	Path   string `json:"path"`
+	// Access is what the listener is bound to, which decides who may use
+	// it (docs/security.md): "loopback" and "unix" (local users by uid;
+	// others need the token), or "network" (the token alone).
+	Access string `json:"access"`
 	// State is "serving", "restarting" or "draining".
 	State    string `json:"state"`
 	Restarts int    `json:"restarts"`
@@ -37,25 +41,33 @@ type HTTPStatus struct {
 	NodeID string `json:"node_id,omitempty"`
 	// Sessions are the legacy sessions alive (max MaxSessions); Streams
 	// the SSE responses open; Listens the 2026 listen streams among them.
-	Sessions    int `json:"sessions"`
-	MaxSessions int `json:"max_sessions"`
-	Streams     int `json:"streams"`
-	Listens     int `json:"listens"`
+	Sessions           int `json:"sessions"`
+	MaxSessions        int `json:"max_sessions"`
+	MaxSessionsPerPeer int `json:"max_sessions_per_peer"`
+	Streams            int `json:"streams"`
+	Listens            int `json:"listens"`
 	// Requests2026 and RequestsLegacy count the requests admitted since
 	// the start, by era.
 	Requests2026   uint64 `json:"requests_2026"`
 	RequestsLegacy uint64 `json:"requests_legacy"`
+	// Refused counts the requests refused before they were served, by
+	// reason (transport/http Stats.Refused): "host", "origin",
+	// "unauthorized", "peer", "sessions", "peer_sessions".
+	Refused map[string]uint64 `json:"refused,omitempty"`
 }
 
 // httpListener is the daemon's HTTP listener and its handler.
 type httpListener struct {
 	d       *Daemon
 	ln      net.Listener
+	access  httpAccess // what ln is bound to: who its clients are (http_access.go)
 	handler *mcphttp.Handler
 	limits  mcphttp.ServerLimits
 	grace   time.Duration
 
-	stopped chan struct{} // closed when Serve has drained, for good
+	stopped    chan struct{} // closed when Serve has drained, for good
+	retire     chan struct{} // closed by retireHTTP: the drain is an upgrade's
+	retireOnce sync.Once
 
 	mu       sync.Mutex
 	restarts int
@@ -182,8 +194,9 @@ func (v httpView) ToolParamHeaders(tool string) (map[string]string, bool) {
 	return nil, false
 }
 
-// startHTTP binds http.listen (a host-less :port binds 127.0.0.1) and
-// adds its service to root. Without http.listen it does nothing.
+// startHTTP binds http.listen (a host-less :port binds 127.0.0.1; unix:PATH
+// a Unix socket), judges the address bound (http_access.go) and adds its
+// service to root. Without http.listen it does nothing.
 //
 // A listener passed by the daemon that started this one (an upgrade) is
 // served instead of binding http.listen; without http.listen it is closed.
@@ -195,10 +208,6 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config, passed n
 		}
 		return nil
 	}
-	addr := hc.Listen
-	if strings.HasPrefix(addr, ":") {
-		addr = "127.0.0.1" + addr
-	}
 	var token string
 	if hc.AuthTokenFile != "" {
 		b, err := os.ReadFile(hc.AuthTokenFile)
@@ -208,6 +217,18 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config, passed n
 		if token = strings.TrimSpace(string(b)); token == "" {
 			return fmt.Errorf("http.auth_token_file %s is empty; write the bearer token clients will send into it", hc.AuthTokenFile)
 		}
+	}
+	ln := passed
+	if ln == nil {
+		var err error
+		if ln, err = bindHTTP(hc.Listen); err != nil {
+			return err
+		}
+	}
+	access, err := judgeHTTP(hc, ln.Addr(), token != "")
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	g := d.gen.Load()
 	h, err := mcphttp.New(mcphttp.Options{
@@ -222,8 +243,12 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config, passed n
 		AllowedOrigins:          hc.AllowedOrigins,
 		AllowedHosts:            hc.AllowedHosts,
 		AuthToken:               token,
+		IdentifyPeer:            identifier(access),
+		PeerAllowed:             d.httpPeerAllowed,
+		AllowUnauthenticated:    hc.AllowUnauthenticated,
 		MaxSubscriptions:        hc.MaxSubscriptions,
 		MaxSessions:             hc.MaxSessions,
+		MaxSessionsPerPeer:      hc.MaxSessionsPerPeer,
 		SessionMaxSubscriptions: g.limits.MaxSubscriptions,
 		SessionIdleTimeout:      hc.SessionIdleTimeout,
 		NodeID:                  hc.NodeID,
@@ -231,19 +256,20 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config, passed n
 		Logger:                  d.log.With("listener", "http"),
 	})
 	if err != nil {
+		ln.Close()
 		return fmt.Errorf("http listener: %w", err)
 	}
-	ln := passed
-	if ln == nil {
-		if ln, err = net.Listen("tcp", addr); err != nil {
-			return fmt.Errorf("http.listen %s: %w; choose another address or stop what listens there", hc.Listen, err)
-		}
+	if ul, ok := ln.(*net.UnixListener); ok {
+		// Removed at the drain, whoever made it (a listener passed by an
+		// upgrade does not remove it unless told so); left in place for
+		// the next process of an upgrade (retire).
+		ul.SetUnlinkOnClose(true)
 	}
-	l := &httpListener{d: d, ln: ln, handler: h, grace: g.limits.ShutdownGrace, state: "serving", stopped: make(chan struct{}),
-		limits: mcphttp.ServerLimits{ReadHeaderTimeout: hc.ReadTimeout, MaxHeaderBytes: hc.MaxHeaderBytes, IdleTimeout: hc.IdleTimeout}}
+	l := &httpListener{d: d, ln: ln, access: access, handler: h, grace: g.limits.ShutdownGrace, state: "serving", stopped: make(chan struct{}),
+		retire: make(chan struct{}), limits: mcphttp.ServerLimits{ReadHeaderTimeout: hc.ReadTimeout, MaxHeaderBytes: hc.MaxHeaderBytes, IdleTimeout: hc.IdleTimeout}}
 	d.http = l
 	l.token = root.Add(l)
-	d.log.Info("listening", "socket", "http", "address", ln.Addr().String(), "path", h.Path(), "node_id", hc.NodeID)
+	d.log.Info("listening", "socket", "http", "address", ln.Addr().String(), "access", access, "path", h.Path(), "node_id", hc.NodeID)
 	return nil
 }
 
@@ -268,9 +294,22 @@ func (l *httpListener) Serve(ctx context.Context) error {
 	}
 	l.setState("draining")
 	defer close(l.stopped)
+	retiring := false
+	select {
+	case <-l.retire:
+		retiring = true
+		if ul, ok := l.ln.(*net.UnixListener); ok {
+			ul.SetUnlinkOnClose(false) // the new process serves that path
+		}
+	default:
+	}
 	_ = l.ln.Close() // the accept loop ends; nothing restarts it now
 	drainCtx, cancel := context.WithTimeout(context.Background(), l.grace+drainMargin)
 	defer cancel()
+	if retiring {
+		l.handler.Retire()
+		l.awaitConnections(l.grace)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -282,6 +321,29 @@ func (l *httpListener) Serve(ctx context.Context) error {
 	<-done
 	<-failed
 	return nil
+}
+
+// awaitConnections waits, at most bound, until every connection has
+// closed: after an upgrade each one is closed by the server right after
+// its next answer (Connection: close), or by its client. Closing an idle
+// keep-alive connection instead would race with a client sending its
+// next request on it, which then fails (issue 20 item 12); only a
+// connection idle for the whole bound is closed so, by Shutdown.
+func (l *httpListener) awaitConnections(bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for l.handler.Stats().Connections > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// retireHTTP marks the HTTP listener's coming drain as an upgrade's: the
+// new process serves the listener, so this one finishes every request it
+// has read and closes each connection after its next answer (see
+// awaitConnections) instead of refusing new requests with 503.
+func (d *Daemon) retireHTTP() {
+	if l := d.http; l != nil {
+		l.retireOnce.Do(func() { close(l.retire) })
+	}
 }
 
 func (l *httpListener) setState(s string) {
@@ -331,9 +393,9 @@ func (d *Daemon) httpStatus() *HTTPStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return &HTTPStatus{
-		Listen: l.ln.Addr().String(), Path: l.handler.Path(), State: l.state, Restarts: l.restarts,
-		NodeID: cfg.NodeID, Sessions: st.Sessions, MaxSessions: cfg.MaxSessions, Streams: st.Streams,
-		Listens: st.Listens, Requests2026: st.Modern, RequestsLegacy: st.Legacy,
+		Listen: l.ln.Addr().String(), Access: string(l.access), Path: l.handler.Path(), State: l.state, Restarts: l.restarts,
+		NodeID: cfg.NodeID, Sessions: st.Sessions, MaxSessions: cfg.MaxSessions, MaxSessionsPerPeer: cfg.MaxSessionsPerPeer,
+		Streams: st.Streams, Listens: st.Listens, Requests2026: st.Modern, RequestsLegacy: st.Legacy, Refused: st.Refused,
 	}
 }
 

@@ -18,6 +18,12 @@ const modernListen = `{"jsonrpc":"2.0","id":"s1","method":"subscriptions/listen"
 
 func postMCP(t *testing.T, url, method, body string, extra ...string) *http.Response {
 	t.Helper()
+	return postMCPWith(t, http.DefaultClient, url, method, body, extra...)
+}
+
+// postMCPWith is postMCP with client c.
+func postMCPWith(t *testing.T, c *http.Client, url, method, body string, extra ...string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequest("POST", url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +35,7 @@ func postMCP(t *testing.T, url, method, body string, extra ...string) *http.Resp
 	for i := 0; i+1 < len(extra); i += 2 {
 		req.Header.Set(extra[i], extra[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,16 +117,22 @@ func TestHTTPListenRefused(t *testing.T) {
 	}
 }
 
-// With http.auth_token_file, a request without the token gets 401 and a
-// JSON-RPC error; with it, the answer.
+// With http.auth_token_file on a network address, a request without the
+// token gets 401, a JSON-RPC error and a challenge, over loopback too (no
+// peer is identified there); with it, the answer.
 func TestHTTPToken(t *testing.T) {
 	dir := shortDir(t)
 	token := filepath.Join(dir, "token")
 	if err := os.WriteFile(token, []byte("s3cret-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := startDaemon(t, testConfig(t, dir, map[string]any{"http.listen": "127.0.0.1:0", "http.auth_token_file": token}), Options{})
-	url := "http://" + r.d.Status().HTTP.Listen + "/mcp"
+	r := startDaemon(t, testConfig(t, dir, map[string]any{"http.listen": "0.0.0.0:0", "http.auth_token_file": token}), Options{})
+	st := r.d.Status().HTTP
+	_, port, _ := net.SplitHostPort(st.Listen)
+	if st.Access != "network" {
+		t.Errorf("access %q, want network", st.Access)
+	}
+	url := "http://127.0.0.1:" + port + "/mcp"
 	discover := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	for _, c := range []struct {
 		auth   string
@@ -129,8 +141,8 @@ func TestHTTPToken(t *testing.T) {
 		resp := postMCP(t, url, "server/discover", discover, "Authorization", c.auth)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != c.status || c.status == 401 && !strings.Contains(string(b), `"code":-32600`) {
-			t.Fatalf("Authorization %q: %d %s", c.auth, resp.StatusCode, b)
+		if resp.StatusCode != c.status || c.status == 401 && (!strings.Contains(string(b), `"code":-32600`) || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), `Bearer realm="snodod"`)) {
+			t.Fatalf("Authorization %q: %d %v %s", c.auth, resp.StatusCode, resp.Header, b)
 		}
 	}
 }

@@ -23,6 +23,11 @@ func capacityError(max int) *protocol.Error {
 		Message: fmt.Sprintf("Server session capacity exhausted (daemon.max_sessions = %d)", max)}
 }
 
+func uidCapacityError(max, uid int) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeInternalError,
+		Message: fmt.Sprintf("Server session capacity exhausted (daemon.max_sessions_per_uid = %d, held by uid %d)", max, uid)}
+}
+
 func uidError(uid int) *protocol.Error {
 	return &protocol.Error{Code: protocol.CodeInvalidRequest,
 		Message: fmt.Sprintf("Connection refused: uid %d is not allowed (daemon.allowed_uids)", uid)}
@@ -33,8 +38,9 @@ func refusalLine(e *protocol.Error) []byte { return protocol.AppendError(nil, pr
 
 // RefusalMessage reports whether line (with or without its newline) is the
 // line the daemon writes to a client it refuses, before closing the
-// connection (the uid is not allowed, daemon.max_sessions is reached, or
-// the daemon is draining), and returns the refusal's message. A session
+// connection (the uid is not allowed, daemon.max_sessions or
+// daemon.max_sessions_per_uid is reached, or the daemon is draining), and
+// returns the refusal's message. A session
 // never writes such a line, so a relay can tell a refusal from a session
 // by the first line it reads.
 func RefusalMessage(line []byte) (string, bool) {
@@ -52,7 +58,7 @@ func RefusalMessage(line []byte) (string, bool) {
 	m := v.Error.Message
 	switch {
 	case v.Error.Code == errShuttingDown.Code && m == errShuttingDown.Message,
-		v.Error.Code == protocol.CodeInternalError && strings.HasPrefix(m, "Server session capacity exhausted (daemon.max_sessions = "),
+		v.Error.Code == protocol.CodeInternalError && strings.HasPrefix(m, "Server session capacity exhausted (daemon.max_sessions"),
 		v.Error.Code == protocol.CodeInvalidRequest && strings.HasPrefix(m, "Connection refused: uid "):
 		return m, true
 	}
@@ -71,19 +77,26 @@ func uidAllowed(uid, self int, allowed []int) bool {
 func (d *Daemon) admit(peer session.Peer) (uint64, *generation, *protocol.Error) {
 	g := d.gen.Load()
 	if !uidAllowed(peer.UID, d.uid, g.cfg.Daemon.AllowedUIDs) {
+		d.refusal("uid")
 		return 0, nil, uidError(peer.UID)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
 	case d.closing:
+		d.refusal("draining")
 		return 0, nil, errShuttingDown
 	case len(d.sessions) >= g.limits.MaxSessions:
+		d.refusal("capacity")
 		return 0, nil, capacityError(g.limits.MaxSessions)
+	case d.adm.perUID[peer.UID] >= g.limits.MaxSessionsPerUID:
+		d.refusal("uid_capacity")
+		return 0, nil, uidCapacityError(g.limits.MaxSessionsPerUID, peer.UID)
 	}
 	d.nextID++
 	id := d.nextID
 	d.sessions[id] = nil // reserved: counts against max_sessions
+	d.countUIDLocked(id, peer.UID)
 	return id, g, nil
 }
 
@@ -91,6 +104,7 @@ func (d *Daemon) admit(peer session.Peer) (uint64, *generation, *protocol.Error)
 func (d *Daemon) unreserve(id uint64) {
 	d.mu.Lock()
 	delete(d.sessions, id)
+	d.uncountLocked(id)
 	d.mu.Unlock()
 }
 
@@ -119,6 +133,7 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device, at place, 
 	}
 	s := session.New(id, dev, cfg)
 	d.enter(s, j, stored)
+	d.watchFirstRequest(s, g.limits.InitializeTimeout)
 	return s, nil
 }
 
@@ -165,8 +180,12 @@ func (d *Daemon) sessionConfig(id uint64, g *generation, at place, files []*os.F
 // (ctl: the control connection's duplicate, if any).
 func (d *Daemon) enter(s *session.Session, j *journal, ctl []*os.File) {
 	id := s.ID()
+	uid := s.Stats().Peer.UID // a resumed session was not admitted here
 	d.mu.Lock()
 	d.sessions[id] = s
+	if _, counted := d.adm.uidOf[id]; !counted {
+		d.countUIDLocked(id, uid)
+	}
 	d.mu.Unlock()
 	if j != nil {
 		j.attach(s)
@@ -214,6 +233,7 @@ func (d *Daemon) reap(id uint64) {
 	d.mu.Lock()
 	delete(d.sessions, id)
 	delete(d.places, id)
+	d.uncountLocked(id)
 	d.mu.Unlock()
 	d.poke()
 }

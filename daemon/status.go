@@ -35,6 +35,12 @@ type Status struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// HTTP is the HTTP listener's state; nil without http.listen.
 	HTTP *HTTPStatus `json:"http,omitempty"`
+	// Refused counts the clients of the sockets refused since the start,
+	// by reason: "uid" (daemon.allowed_uids), "capacity"
+	// (daemon.max_sessions), "uid_capacity" (daemon.max_sessions_per_uid),
+	// "draining", "descriptors"; and "initialize_timeout", the sessions
+	// ended for sending no request (daemon.initialize_timeout).
+	Refused map[string]int64 `json:"refused,omitempty"`
 }
 
 // SessionStatus is one session's row.
@@ -109,5 +115,6 @@ func (d *Daemon) Status() *Status {
 		Upstreams: d.ups.Status(),
 		Warnings:  d.host.Warnings(),
 		HTTP:      d.httpStatus(),
+		Refused:   d.refusals(),
 	}
 }

@@ -34,8 +34,11 @@ import (
 //     paused, with its descriptors and the control connection of the
 //     `snodod connect` that waits for it;
 //  5. once the new process has every session serving, tells systemd that
-//     the new process is the main one (MAINPID=), lets the HTTP requests
-//     it still serves finish, and exits 0, leaving the sockets in place.
+//     the new process is the main one (MAINPID=), stops accepting HTTP,
+//     serves every HTTP request it has read or still reads on a kept-alive
+//     connection, each answer closing its connection (Connection: close),
+//     and exits 0 once those are closed (within daemon.shutdown_grace),
+//     leaving the sockets in place.
 //
 // If anything fails in step 4 or 5 before the new process said it serves
 // every session, the new process is killed and this daemon resumes the
@@ -381,6 +384,7 @@ func (s *successor) finish(d *Daemon) error {
 // daemon.shutdown_grace, and the acceptors, which are stopped).
 func (d *Daemon) exitUpgraded(cancelRoot context.CancelFunc, rootDone <-chan error) {
 	d.startDrain()
+	d.retireHTTP() // the new process serves the HTTP listener: finish what was read, refuse nothing
 	cancelRoot()
 	bound := d.gen.Load().limits.ShutdownGrace + drainMargin
 	select {

@@ -27,6 +27,9 @@ var binary string
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	if os.Getenv(httpClientEnv) != "" { // this binary run as another user's HTTP client
+		return httpClientMain()
+	}
 	dir, err := os.MkdirTemp("", "snodod-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

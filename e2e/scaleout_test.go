@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,6 +48,30 @@ func docBlock(t *testing.T, marker string) string {
 		t.Fatalf("docs/scale-out.md: the %q block is not closed", marker)
 	}
 	return block
+}
+
+// nginxWorker returns nginx's user directive and the uid its workers run
+// as, which the nodes must allow (docs/scale-out.md's allowed_uids): as
+// root, www-data as Debian's nginx.conf has it (nobody where there is no
+// www-data); otherwise this process's own uid, which nginx keeps.
+func nginxWorker(t *testing.T) (directive, uid string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return "", strconv.Itoa(os.Geteuid())
+	}
+	for _, name := range []string{"www-data", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		g, err := user.LookupGroupId(u.Gid)
+		if err != nil {
+			continue
+		}
+		return fmt.Sprintf("user %s %s;", u.Username, g.Name), u.Uid
+	}
+	t.Fatal("no www-data or nobody user for nginx's workers")
+	return "", ""
 }
 
 // freePort returns a loopback port nothing listens on now.
@@ -85,11 +111,13 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	nodeConfig := docBlock(t, "node config")
+	worker, workerUID := nginxWorker(t)
 	c := &cluster{}
 	for i := 1; i <= 3; i++ {
 		cfg := strings.NewReplacer(`listen = "127.0.0.1:18101"`, `listen = "127.0.0.1:0"`,
 			`node_id = "n1"`, fmt.Sprintf(`node_id = "n%d"`, i),
-			`"/etc/snodod/state.key"`, fmt.Sprintf("%q", key)).Replace(nodeConfig)
+			`"/etc/snodod/state.key"`, fmt.Sprintf("%q", key),
+			"allowed_uids = [33]", "allowed_uids = ["+workerUID+"]").Replace(nodeConfig)
 		d := startDaemon(t, cfg, nil)
 		st := d.statusJSON(t)
 		if st.HTTP == nil || st.HTTP.NodeID != fmt.Sprintf("n%d", i) {
@@ -103,6 +131,7 @@ func startCluster(t *testing.T) *cluster {
 		"127.0.0.1:18103", c.addrs[2], "127.0.0.1:18100", front).Replace(docBlock(t, "nginx"))
 	c.log = filepath.Join(dir, "access.log")
 	main := fmt.Sprintf(`daemon off;
+%[4]s
 worker_processes 1;
 pid %[1]s/nginx.pid;
 error_log stderr warn;
@@ -117,7 +146,7 @@ http {
     scgi_temp_path %[1]s/scgi;
 %[3]s
 }
-`, dir, c.log, conf)
+`, dir, c.log, conf, worker)
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -78,10 +78,10 @@ func TestHTTPRebindingAndOrigin(t *testing.T) {
 		status  int
 		message string
 	}{
-		{map[string]string{"Host": "evil.example"}, 403, "Host not allowed"},
-		{map[string]string{"Host": "evil.example:" + port}, 403, "Host not allowed"},
-		{map[string]string{"Host": "localhost.evil.example:" + port}, 403, "Host not allowed"},
-		{map[string]string{"Host": "127.0.0.1.nip.io:" + port}, 403, "Host not allowed"},
+		{map[string]string{"Host": "evil.example"}, 403, hostRefused("evil.example")},
+		{map[string]string{"Host": "evil.example:" + port}, 403, hostRefused("evil.example:" + port)},
+		{map[string]string{"Host": "localhost.evil.example:" + port}, 403, hostRefused("localhost.evil.example:" + port)},
+		{map[string]string{"Host": "127.0.0.1.nip.io:" + port}, 403, hostRefused("127.0.0.1.nip.io:" + port)},
 		{map[string]string{"Host": "localhost:" + port}, 200, ""},
 		{map[string]string{"Host": "[::1]:" + port}, 200, ""},
 		{map[string]string{"Origin": "https://evil.example"}, 403, "Origin not allowed"},
@@ -95,6 +95,73 @@ func TestHTTPRebindingAndOrigin(t *testing.T) {
 		if status != tc.status || message != tc.message {
 			t.Errorf("%v: %d %q, want %d %q", tc.headers, status, message, tc.status, tc.message)
 		}
+	}
+}
+
+// hostRefused is the 403's message for a Host that is not allowed: it
+// names the host and the key that would allow it (issue 19 item 8).
+func hostRefused(host string) string {
+	return `Host not allowed: "` + host + `" is not a loopback name, the listener's own address, or listed in http.allowed_hosts`
+}
+
+// TestHTTPOwnAddressHost: a listener on 127.0.0.2 serves a Host naming its
+// own address, which it answered 403 (issue 19 item 8).
+func TestHTTPOwnAddressHost(t *testing.T) {
+	d := startDaemon(t, "[http]\nlisten = \"127.0.0.2:0\"\n", nil)
+	st := d.statusJSON(t)
+	url := "http://" + st.HTTP.Listen + st.HTTP.Path // Go sends Host: 127.0.0.2:PORT
+	if status, msg := post(t, url, nil); status != 200 {
+		t.Errorf("Host %s: %d %q", st.HTTP.Listen, status, msg)
+	}
+	if status, msg := post(t, url, map[string]string{"Host": "127.0.0.3"}); status != 403 || msg != hostRefused("127.0.0.3") {
+		t.Errorf("Host 127.0.0.3: %d %q", status, msg)
+	}
+}
+
+// TestHTTPLocalhostResolvedElsewhere: http.listen = "localhost:PORT" with
+// an /etc/hosts that maps localhost to every address (the daemon runs in
+// a mount namespace of its own with that file bound over /etc/hosts) is
+// refused at start, naming the address bound (issue 20 item 7: it was
+// judged loopback by its name and served every interface without a
+// token).
+func TestHTTPLocalhostResolvedElsewhere(t *testing.T) {
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "a mount namespace with another /etc/hosts needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		skipOrFail(t, "unshare (util-linux) is not installed")
+	}
+	dir := publicDir(t)
+	hosts := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(hosts, []byte("0.0.0.0 localhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	private, err := os.MkdirTemp("", "sdl") // 0700, as a socket directory must be
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(private) })
+	port := freePort(t)
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`,
+		hosts, binary, "serve", "--demo", "--http", "localhost:"+port, "--socket", filepath.Join(private, "s.sock"))
+	cmd.Env = isolatedEnv(private)
+	done := make(chan struct{})
+	var out []byte
+	go func() {
+		defer close(done)
+		out, err = cmd.CombinedOutput()
+	}()
+	select {
+	case <-done:
+	case <-time.After(answerWithin):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("serve --http localhost:%s with localhost at 0.0.0.0 did not refuse to start; it served:\n%s", port, out)
+	}
+	want := "http.listen localhost:" + port + " bound [::]:" + port + ", which is not a loopback address"
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("serve: %v\n%s\nwant a refusal saying %q", err, out, want)
 	}
 }
 

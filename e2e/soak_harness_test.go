@@ -69,10 +69,12 @@ func (h *soakHarness) config(alt bool) string {
 	return fmt.Sprintf(`
 [daemon]
 max_sessions = 2000
+max_sessions_per_uid = 2000
 
 [http]
 listen = "127.0.0.1:0"
 max_sessions = 2000
+max_sessions_per_peer = 2000
 
 [upstreams]
 max_queued = 1024

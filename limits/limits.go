@@ -29,8 +29,16 @@ const (
 	DefaultMaxConcurrency   = 32
 	DefaultMaxQueue         = 256
 	DefaultMaxSessions      = 1024
-	DefaultShutdownGrace    = 10 * time.Second
-	DefaultUpgradeGrace     = 10 * time.Second
+	// DefaultMaxSessionsPerUID is a quarter of DefaultMaxSessions: one
+	// local user (or one of its processes gone wild) cannot take every
+	// session from the others.
+	DefaultMaxSessionsPerUID = 256
+	// DefaultInitializeTimeout is long enough for a client that starts
+	// its connection before its user asks for anything (an editor's
+	// startup), short enough that idle connections do not pile up.
+	DefaultInitializeTimeout = 30 * time.Second
+	DefaultShutdownGrace     = 10 * time.Second
+	DefaultUpgradeGrace      = 10 * time.Second
 	// DefaultMaxBufferedBytes is 32 unfinished lines of the default line
 	// limit: room for several clients sending large requests at once,
 	// while a local user opening a thousand connections that each hold
@@ -72,6 +80,11 @@ type Limits struct {
 	MaxQueue int
 	// MaxSessions is how many sessions the daemon serves at once.
 	MaxSessions int
+	// MaxSessionsPerUID is how many of them the peers of one uid may hold.
+	MaxSessionsPerUID int
+	// InitializeTimeout ends a session that has sent no request (a legacy
+	// initialize, or a first 2026 request) this long after it connected.
+	InitializeTimeout time.Duration
 	// ShutdownGrace is how long admitted requests may still run once a
 	// session is told to stop (a drain, a signal to `snodod stdio`).
 	ShutdownGrace time.Duration
@@ -160,6 +173,12 @@ var all = []Limit{
 	{Key: "daemon.max_sessions", Flag: "max-sessions", Default: DefaultMaxSessions, Daemon: true,
 		Description: "Sessions served at once; a client beyond it is refused with one line.",
 		field:       func(l *Limits) any { return &l.MaxSessions }},
+	{Key: "daemon.max_sessions_per_uid", Flag: "max-sessions-per-uid", Default: DefaultMaxSessionsPerUID, Daemon: true,
+		Description: "Sessions the clients of one uid may hold at once (the session socket and snodod connect together); a client beyond it is refused with one line.",
+		field:       func(l *Limits) any { return &l.MaxSessionsPerUID }},
+	{Key: "daemon.initialize_timeout", Flag: "initialize-timeout", Default: DefaultInitializeTimeout, Daemon: true,
+		Description: "A new session that has sent no request (a legacy initialize, or a first 2026 request) this long after it connected is ended, so that idle connections cannot hold session places.",
+		field:       func(l *Limits) any { return &l.InitializeTimeout }},
 	{Key: "daemon.shutdown_grace", Flag: "shutdown-grace", Default: DefaultShutdownGrace,
 		Description: "How long a drain (SIGTERM, SIGINT) lets in-flight requests finish.",
 		field:       func(l *Limits) any { return &l.ShutdownGrace }},

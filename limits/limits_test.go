@@ -43,7 +43,8 @@ func TestDefaults(t *testing.T) {
 	want := Limits{
 		MaxLineBytes: 2_000_000, WriteTimeout: 5 * time.Second, MaxSubscriptions: 32,
 		RequestTimeout: 30 * time.Second, RestartIntensity: 5, RestartWindow: 10 * time.Second,
-		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, ShutdownGrace: 10 * time.Second, UpgradeGrace: 10 * time.Second,
+		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, MaxSessionsPerUID: 256, InitializeTimeout: 30 * time.Second,
+		ShutdownGrace: 10 * time.Second, UpgradeGrace: 10 * time.Second,
 		MaxBufferedBytes: 64_000_000,
 	}
 	if got := Defaults(); got != want {

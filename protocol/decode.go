@@ -52,6 +52,11 @@ func (s *scanner) classify() Message {
 	switch {
 	case method.kind == kindNone && (t[fieldResult].kind != kindNone || t[fieldError].kind != kindNone):
 		return s.response()
+	case method.kind != kindNone && t[fieldResult].kind != kindNone && t[fieldError].kind != kindNone:
+		// JSON-RPC 2.0 §5 forbids result and error together; with a
+		// method as well, serving it as a request would guess.
+		echo, _ := s.boundedID(id)
+		return Message{Kind: KindInvalid, ID: echo, Err: ErrAmbiguous}
 	case method.kind == kindString && id.kind == kindNone:
 		return s.withParams(Message{Kind: KindNotification, Method: s.method(method)})
 	}

@@ -172,6 +172,11 @@ var decodeCases = []struct {
 	{"params string", `{"jsonrpc":"2.0","id":"s","method":"tools/list","params":"x"}`, want{kind: KindInvalid, id: StringID("s"), err: ErrParamsType}},
 	{"params absent", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, request(IntID(7), "tools/list")},
 	{"method and result", `{"jsonrpc":"2.0","id":7,"method":"m","result":{}}`, request(IntID(7), "m")},
+	{"method and error", `{"jsonrpc":"2.0","id":7,"method":"m","error":{"code":1,"message":"x"}}`, request(IntID(7), "m")},
+	// Issue 20 item 13: method, result and error together are refused.
+	{"method, result and error", `{"jsonrpc":"2.0","id":7,"method":"tools/call","result":{},"error":{"code":1,"message":"x"}}`, want{kind: KindInvalid, id: IntID(7), err: ErrAmbiguous}},
+	{"method, result and error, no id", `{"jsonrpc":"2.0","method":"notifications/x","result":null,"error":null}`, want{kind: KindInvalid, err: ErrAmbiguous}},
+	{"method, result and error, bad id", `{"jsonrpc":"2.0","id":1.5,"method":"m","result":1,"error":1}`, want{kind: KindInvalid, err: ErrAmbiguous}},
 	{"escaped member names", `{"jsonr\u0070c":"2.0","\u0069d":7,"meth\u006fd":"tools\/list"}`, request(IntID(7), "tools/list")},
 	// §16 case 20: row 5.
 	{"id null", `{"jsonrpc":"2.0","id":null,"method":"m"}`, idTypeErr},

@@ -143,6 +143,7 @@ var (
 	ErrIDType             = &Error{Code: CodeInvalidRequest, Message: "Request id must be a string or integer"}
 	ErrIDBounds           = &Error{Code: CodeInvalidRequest, Message: "Request id must be a string of at most 256 bytes or an int64 integer"}
 	ErrMethodType         = &Error{Code: CodeInvalidRequest, Message: "Request method must be a string"}
+	ErrAmbiguous          = &Error{Code: CodeInvalidRequest, Message: "A message with method, result and error is neither a request nor a response"}
 	ErrParamsType         = &Error{Code: CodeInvalidParams, Message: "Request params must be an object"}
 	ErrDuplicateID        = &Error{Code: CodeInvalidRequest, Message: "Duplicate in-flight request id"}
 	ErrCapacity           = &Error{Code: CodeInternalError, Message: "Server execution capacity exhausted"}

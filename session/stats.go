@@ -18,6 +18,9 @@ type Stats struct {
 	// queued. Subscriptions counts open subscriptions/listen streams and
 	// subscribed legacy resource URIs, as the cap does.
 	InFlight, Subscriptions int
+	// Requests counts the request lines received so far, over every
+	// instance of the session (the daemon's daemon.initialize_timeout).
+	Requests int64
 	// Restarts counts the times the session was restarted after a failure.
 	Restarts int
 	// BytesIn and BytesOut count what crossed the device, over every
@@ -36,6 +39,7 @@ func (s *Session) Stats() Stats {
 		Version:       s.rt.Negotiated(),
 		InFlight:      s.counters.InFlight(),
 		Subscriptions: s.rt.Subscriptions(),
+		Requests:      s.counters.Requests(),
 		Restarts:      int(s.restarts.Load()),
 		BytesIn:       s.bytesIn(),
 		BytesOut:      s.dev.BytesOut(),

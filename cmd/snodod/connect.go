@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -166,8 +167,10 @@ func relay(path string) int {
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		fmt.Fprintf(os.Stderr, "connected to snodod at %s (relay); type JSON-RPC lines, Ctrl-D ends\n", path)
 	}
+	var inputEnded atomic.Bool
 	go func() {
 		_, _ = io.Copy(uc, os.Stdin)
+		inputEnded.Store(true)
 		_ = uc.CloseWrite()
 	}()
 	// The daemon's refusal line is short: it fits in the buffer, and so
@@ -182,6 +185,11 @@ func relay(path string) int {
 		return connectFailure(path, &daemon.RefusedError{Message: msg})
 	}
 	switch {
+	case errors.Is(rerr, io.EOF) && len(first) == 0 && !inputEnded.Load():
+		// Closed before any answer, while the client could still send:
+		// a session that sends no request in time is ended.
+		fmt.Fprintln(os.Stderr, "snodod connect: the daemon ended the session before any request was sent (a session must send its first request within daemon.initialize_timeout, 30s by default)")
+		return exitFailure
 	case errors.Is(rerr, io.EOF):
 		return exitOK // the daemon closed the session
 	case rerr != nil && !errors.Is(rerr, bufio.ErrBufferFull):

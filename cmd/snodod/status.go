@@ -110,6 +110,9 @@ func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
 	e := st.Executor
 	fmt.Fprintf(w, "executor: %d running (max %d), %d waiting on children, %d queued (max %d shared + %d per session), request timeout %s\n",
 		e.Running, e.MaxConcurrency, e.Detached, e.Queued, e.MaxQueue, e.SessionQueue, e.RequestTimeout)
+	if r := refusedText(st.Refused); r != "" {
+		fmt.Fprintf(w, "refused on the sockets: %s\n", r)
+	}
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}

@@ -17,6 +17,11 @@ func writeHTTPStatus(w io.Writer, h *daemon.HTTPStatus) {
 	if h.NodeID != "" {
 		node = ", node " + h.NodeID
 	}
-	fmt.Fprintf(w, "http: %s on %s%s%s, %d sessions (max %d), %d streams (%d listens), requests %d 2026 + %d legacy, %d restarts\n",
-		h.State, h.Listen, h.Path, node, h.Sessions, h.MaxSessions, h.Streams, h.Listens, h.Requests2026, h.RequestsLegacy, h.Restarts)
+	refused := ""
+	if r := refusedText(h.Refused); r != "" {
+		refused = ", refused: " + r
+	}
+	fmt.Fprintf(w, "http: %s on %s%s (%s)%s, %d sessions (max %d, %d per client), %d streams (%d listens), requests %d 2026 + %d legacy%s, %d restarts\n",
+		h.State, h.Listen, h.Path, h.Access, node, h.Sessions, h.MaxSessions, h.MaxSessionsPerPeer, h.Streams, h.Listens,
+		h.Requests2026, h.RequestsLegacy, refused, h.Restarts)
 }

@@ -42,8 +42,8 @@ func TestCase48Refusals(t *testing.T) {
 		msg    string
 	}{
 		{"evil origin", with("Origin", "http://evil.example"), discover, 403, -32600, "Origin not allowed"},
-		{"evil origin and host", with("Origin", "http://evil.example", "Host", "evil.example"), discover, 403, -32600, "Host not allowed"},
-		{"evil host", with("Host", "evil.example:8080"), discover, 403, -32600, "Host not allowed"},
+		{"evil origin and host", with("Origin", "http://evil.example", "Host", "evil.example"), discover, 403, -32600, hostRefused("evil.example")},
+		{"evil host", with("Host", "evil.example:8080"), discover, 403, -32600, hostRefused("evil.example:8080")},
 		{"localhost origin", with("Origin", "http://localhost:5173"), discover, 200, 0, ""},
 		{"loopback v6 origin", with("Origin", "https://[::1]:9"), discover, 200, 0, ""},
 		{"no origin", h, discover, 200, 0, ""},
@@ -72,6 +72,11 @@ func TestCase48Refusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostRefused is the 403's message for host.
+func hostRefused(host string) string {
+	return `Host not allowed: "` + host + `" is not a loopback name, the listener's own address, or listed in http.allowed_hosts`
 }
 
 // The body limit at its exact boundary, with a configured limit.

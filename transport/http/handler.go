@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -31,10 +30,16 @@ type Handler struct {
 	listens atomic.Int64 // open 2026 listen streams (Options.MaxSubscriptions)
 	streams atomic.Int64 // open SSE responses of every kind
 	served  [2]atomic.Uint64
+	refused refusals
+	conns   atomic.Int64 // open connections of NewServer's server
 
-	closeOnce sync.Once
-	closing   chan struct{} // Shutdown began
-	graceEnd  chan struct{} // the grace period ended: what runs is cancelled
+	closeOnce  sync.Once
+	closing    chan struct{} // Shutdown began
+	retireOnce sync.Once
+	retired    atomic.Bool   // Retire was called: every answer closes its connection
+	streamsEnd chan struct{} // Retire or Shutdown: listen and session streams end
+	graceOnce  sync.Once
+	graceEnd   chan struct{} // the grace period ended: what runs is cancelled
 
 	// The requests being served, counted under a mutex rather than a
 	// WaitGroup: a request may arrive on a kept-alive connection while
@@ -52,11 +57,12 @@ func New(o Options) (*Handler, error) {
 	o = o.withDefaults()
 	versions, _ := protocol.ParseVersions(o.Versions)
 	h := &Handler{
-		o:        o,
-		guard:    newGuard(&o),
-		versions: versions,
-		closing:  make(chan struct{}),
-		graceEnd: make(chan struct{}),
+		o:          o,
+		guard:      newGuard(&o),
+		versions:   versions,
+		closing:    make(chan struct{}),
+		streamsEnd: make(chan struct{}),
+		graceEnd:   make(chan struct{}),
 	}
 	h.sessions = newSessionTable(h)
 	return h, nil
@@ -73,46 +79,26 @@ type Stats struct {
 	Sessions, Streams, Listens int
 	// Modern and Legacy count the requests admitted in each era.
 	Modern, Legacy uint64
+	// Refused counts the requests refused before they were served, by
+	// reason: "host", "origin", "unauthorized" (no or a wrong token),
+	// "peer" (a local uid not allowed), "sessions" (http.max_sessions),
+	// "peer_sessions" (http.max_sessions_per_peer). Only reasons seen
+	// are present.
+	Refused map[string]uint64
+	// Connections are the open connections (of NewServer's server).
+	Connections int
 }
 
 // Stats returns the handler's current load.
 func (h *Handler) Stats() Stats {
 	return Stats{
-		Sessions: h.sessions.count(),
-		Streams:  int(h.streams.Load()),
-		Listens:  int(h.listens.Load()),
-		Modern:   h.served[0].Load(),
-		Legacy:   h.served[1].Load(),
-	}
-}
-
-// Shutdown ends the handler (docs/transport.md §12.4 as HTTP has it): listen
-// and session streams end at once (a listen with notifications/cancelled),
-// new requests are refused with "Session closed by server", admitted ones
-// may finish within Options.ShutdownGrace and are then cancelled and
-// answered so, and every legacy session ends. It returns when every
-// response has ended, or when ctx ends. It may be called more than once.
-func (h *Handler) Shutdown(ctx context.Context) error {
-	h.closeOnce.Do(func() {
-		close(h.closing)
-		time.AfterFunc(h.o.ShutdownGrace, func() { close(h.graceEnd) })
-	})
-	h.activeMu.Lock()
-	if h.idle == nil {
-		h.idle = make(chan struct{})
-		if h.active == 0 {
-			close(h.idle)
-		}
-	}
-	done := h.idle
-	h.activeMu.Unlock()
-	select {
-	case <-done:
-		h.sessions.closeAll()
-		return nil
-	case <-ctx.Done():
-		h.sessions.closeAll()
-		return ctx.Err()
+		Sessions:    h.sessions.count(),
+		Streams:     int(h.streams.Load()),
+		Listens:     int(h.listens.Load()),
+		Modern:      h.served[0].Load(),
+		Legacy:      h.served[1].Load(),
+		Refused:     h.refused.snapshot(),
+		Connections: int(h.conns.Load()),
 	}
 }
 
@@ -136,6 +122,11 @@ func readTimeoutError(d time.Duration) *protocol.Error {
 	return &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "Request body not received within the " + d.String() + " read timeout"}
 }
 
+func shortBodyError(got int, want int64) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeInvalidRequest,
+		Message: "Request body ended after " + strconv.Itoa(got) + " of its " + strconv.FormatInt(want, 10) + " bytes (Content-Length)"}
+}
+
 func viewNotFound(path string) *protocol.Error {
 	return &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "No MCP endpoint at " + path}
 }
@@ -145,11 +136,21 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	h.enter()
 	defer h.leave()
 	timeout := h.o.WriteTimeout
-	if status, err := h.guard.check(r); err != nil {
-		refuse(w, status, protocol.ID{}, err, timeout)
+	if h.retired.Load() {
+		// The answer is this connection's last: net/http closes it once
+		// the answer is written, and the client's next request opens a
+		// connection to the process that took the listener over.
+		w.Header().Set("Connection", "close")
+	}
+	if ref := h.guard.check(r, func() Peer { return h.peer(r) }); ref != nil {
+		h.refused.add(ref.reason)
+		if ref.challenge != "" {
+			w.Header().Set("WWW-Authenticate", ref.challenge)
+		}
+		refuse(w, ref.status, protocol.ID{}, ref.err, timeout)
 		return
 	}
-	disp, ok := h.route(r.URL.Path)
+	disp, _, ok := h.route(r.URL.Path)
 	if !ok {
 		refuse(w, nethttp.StatusNotFound, protocol.ID{}, viewNotFound(r.URL.Path), timeout)
 		return
@@ -193,17 +194,25 @@ func (h *Handler) leave() {
 	h.activeMu.Unlock()
 }
 
-// route finds the view a path names: the endpoint itself, or one view
-// below it.
-func (h *Handler) route(path string) (server.Dispatcher, bool) {
+// route finds the view a path names: the endpoint itself (name ""), or
+// one view below it.
+func (h *Handler) route(path string) (disp server.Dispatcher, name string, ok bool) {
 	if path == h.o.Path || path == h.o.Path+"/" {
-		return h.o.Dispatcher, true
+		return h.o.Dispatcher, "", true
 	}
-	name, ok := strings.CutPrefix(path, h.o.Path+"/")
+	name, ok = strings.CutPrefix(path, h.o.Path+"/")
 	if !ok || name == "" || strings.Contains(name, "/") || h.o.Views == nil {
-		return nil, false
+		return nil, "", false
 	}
-	return h.o.Views.View(name)
+	disp, ok = h.o.Views.View(name)
+	return disp, name, ok
+}
+
+// viewName is the name of the view r's path names ("" the endpoint);
+// ServeHTTP has routed it already.
+func (h *Handler) viewName(r *nethttp.Request) string {
+	_, name, _ := h.route(r.URL.Path)
+	return name
 }
 
 // post reads and classifies a POST (docs/protocol.md §13.1, §13.2).
@@ -215,8 +224,8 @@ func (h *Handler) post(w nethttp.ResponseWriter, r *nethttp.Request, disp server
 	}
 	body, status, perr := h.readBody(w, r)
 	if perr != nil {
-		if status == nethttp.StatusRequestTimeout || status == nethttp.StatusRequestEntityTooLarge {
-			w.Header().Set("Connection", "close") // the rest of the body is never read
+		if status != nethttp.StatusOK {
+			w.Header().Set("Connection", "close") // the rest of the body is never read, or never comes
 		}
 		refuse(w, status, protocol.ID{}, perr, timeout)
 		return
@@ -264,6 +273,11 @@ func (h *Handler) readBody(w nethttp.ResponseWriter, r *nethttp.Request) ([]byte
 		return nil, nethttp.StatusRequestEntityTooLarge, bodyLimitError(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, nethttp.StatusRequestTimeout, readTimeoutError(h.o.ReadTimeout)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// The client half-closed (or the proxy ended the body) before
+		// Content-Length bytes came: the body is cut, and the client may
+		// still read an answer.
+		return nil, nethttp.StatusBadRequest, shortBodyError(len(body), r.ContentLength)
 	case err != nil:
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {

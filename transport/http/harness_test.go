@@ -73,9 +73,16 @@ func newEnv(t *testing.T, edit func(*mcphttp.Options, *mcphttp.ServerLimits)) *e
 // then shuts it down and closes exec; it returns the listener's URL.
 func serveLoopback(t testing.TB, h *mcphttp.Handler, limits mcphttp.ServerLimits, exec *server.Executor) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return serveAt(t, "127.0.0.1:0", h, limits, exec)
+}
+
+// serveAt is serveLoopback on addr; a test skips where addr cannot be bound.
+func serveAt(t testing.TB, addr string, h *mcphttp.Handler, limits mcphttp.ServerLimits, exec *server.Executor) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		exec.Close()
+		t.Skipf("listen on %s: %v", addr, err)
 	}
 	hs := mcphttp.NewServer(h, limits, quiet)
 	done := make(chan struct{})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -19,10 +20,13 @@ import (
 // shares (session.write_timeout, daemon.shutdown_grace): their defaults are
 // package limits' own.
 const (
-	DefaultPath               = "/mcp"
-	DefaultMaxBodyBytes       = 2_000_000
-	DefaultMaxSubscriptions   = 256
-	DefaultMaxSessions        = 1024
+	DefaultPath             = "/mcp"
+	DefaultMaxBodyBytes     = 2_000_000
+	DefaultMaxSubscriptions = 256
+	DefaultMaxSessions      = 1024
+	// DefaultMaxSessionsPerPeer is a quarter of DefaultMaxSessions: one
+	// client (a uid, or an address) cannot take every session.
+	DefaultMaxSessionsPerPeer = 256
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultWriteTimeout       = limits.DefaultWriteTimeout
 	DefaultReadTimeout        = 30 * time.Second
@@ -91,13 +95,33 @@ type Options struct {
 	// (DNS rebinding, docs/protocol.md §13.1).
 	AllowedHosts []string
 	// AuthToken, when set, is the bearer token every request must carry in
-	// Authorization; others get 401.
+	// Authorization, unless its connection's peer is a local user that
+	// PeerAllowed allows; others get 401 with a WWW-Authenticate
+	// challenge (RFC 6750).
 	AuthToken string
+	// IdentifyPeer, when set, finds who is at the other end of a
+	// connection: the daemon looks up the local user of a loopback or
+	// Unix-socket connection. It is called once per connection, at its
+	// first request, from that request's goroutine (so a slow lookup
+	// holds no other client); the server must have been built by
+	// NewServer, or have Handler.ConnContext as its ConnContext.
+	IdentifyPeer func(net.Conn) Peer
+	// PeerAllowed reports whether a local peer's uid is served without a
+	// token (the daemon: its own uid and daemon.allowed_uids). It may be
+	// called concurrently; nil allows none.
+	PeerAllowed func(uid int) bool
+	// AllowUnauthenticated serves a local peer that PeerAllowed refuses
+	// when there is no AuthToken (http.allow_unauthenticated); without it
+	// such a peer gets 403.
+	AllowUnauthenticated bool
 	// MaxSubscriptions caps the 2026 listen streams the handler holds at
 	// once (across all clients).
 	MaxSubscriptions int
 	// MaxSessions caps the legacy sessions alive at once.
 	MaxSessions int
+	// MaxSessionsPerPeer caps the legacy sessions one peer holds: a local
+	// user (IdentifyPeer) by uid, anyone else by address.
+	MaxSessionsPerPeer int
 	// SessionMaxSubscriptions caps one legacy session's subscriptions
 	// (docs/protocol.md §9.5, session.max_subscriptions).
 	SessionMaxSubscriptions int
@@ -136,6 +160,7 @@ func (o *Options) validate() error {
 	neg(o.KeepAlive < 0, "keep-alive interval must be a positive duration")
 	neg(o.MaxSubscriptions < 0, "http_max_subscriptions must be a positive integer")
 	neg(o.MaxSessions < 0, "max_sessions must be a positive integer")
+	neg(o.MaxSessionsPerPeer < 0, "max_sessions_per_peer must be a positive integer")
 	neg(o.SessionMaxSubscriptions < 0, "max_subscriptions must be a positive integer")
 	neg(o.SessionIdleTimeout < 0, "http_session_idle_timeout must be a positive duration")
 	neg(o.ShutdownGrace < 0, "shutdown_grace must be a positive duration")
@@ -171,6 +196,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxBodyBytes, DefaultMaxBodyBytes)
 	def(&o.MaxSubscriptions, DefaultMaxSubscriptions)
 	def(&o.MaxSessions, DefaultMaxSessions)
+	def(&o.MaxSessionsPerPeer, DefaultMaxSessionsPerPeer)
 	def(&o.SessionMaxSubscriptions, server.DefaultMaxSubscriptions)
 	defD(&o.ReadTimeout, DefaultReadTimeout)
 	defD(&o.WriteTimeout, DefaultWriteTimeout)

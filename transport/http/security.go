@@ -2,34 +2,77 @@ package http
 
 import (
 	"crypto/subtle"
+	"maps"
 	"net"
 	nethttp "net/http"
 	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/snodod/snodod/protocol"
 )
 
 // The checks every request passes before its body is read (docs/protocol.md
-// §13.1): Host (DNS rebinding), Origin (cross-site pages), then the bearer
-// token. Each refusal has a JSON-RPC error body, so that a client can tell
-// it from a proxy's page.
+// §13.1): Host (DNS rebinding), Origin (cross-site pages), then who the
+// client is: a local peer of an allowed uid, else the bearer token. Each
+// refusal has a JSON-RPC error body, so that a client can tell it from a
+// proxy's page.
 
 var (
-	errHostNotAllowed   = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "Host not allowed"}
 	errOriginNotAllowed = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "Origin not allowed"}
 	errUnauthorized     = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "Unauthorized: send Authorization: Bearer <the token of http.auth_token_file>"}
 )
 
+// hostNotAllowed names the refused Host, cut to a length a log line and a
+// client's error display can hold.
+func hostNotAllowed(host string) *protocol.Error {
+	if len(host) > 100 {
+		host = host[:100] + "…"
+	}
+	return &protocol.Error{Code: protocol.CodeInvalidRequest,
+		Message: "Host not allowed: " + strconv.Quote(host) + " is not a loopback name, the listener's own address, or listed in http.allowed_hosts"}
+}
+
+// peerRefused is the 403 of a local peer whose uid is not allowed, in the
+// words the session socket uses for it.
+func peerRefused(p Peer) *protocol.Error {
+	if p.Err != nil {
+		return &protocol.Error{Code: protocol.CodeInvalidRequest,
+			Message: "Connection refused: the local user at the other end could not be identified (" + p.Err.Error() + ")"}
+	}
+	return &protocol.Error{Code: protocol.CodeInvalidRequest,
+		Message: "Connection refused: uid " + strconv.Itoa(p.UID) + " is not allowed (daemon.allowed_uids)"}
+}
+
+// The RFC 6750 §3 challenges of a 401: error="invalid_token" when a
+// bearer token was sent and is not the one, none when no bearer token was
+// sent (another scheme is no bearer token).
+const (
+	challenge             = `Bearer realm="snodod"`
+	challengeInvalidToken = `Bearer realm="snodod", error="invalid_token"`
+)
+
+// refusal is why a request is refused before anything is served.
+type refusal struct {
+	status int
+	err    *protocol.Error
+	// reason counts it in Stats.Refused.
+	reason string
+	// challenge is the 401's WWW-Authenticate.
+	challenge string
+}
+
 // guard holds the allow-lists, built once.
 type guard struct {
+	o       *Options
 	origins map[string]bool // lowered scheme://host[:port]
 	hosts   map[string]bool // lowered host or host:port
 	token   []byte
 }
 
 func newGuard(o *Options) *guard {
-	g := &guard{origins: map[string]bool{}, hosts: map[string]bool{}}
+	g := &guard{o: o, origins: map[string]bool{}, hosts: map[string]bool{}}
 	for _, s := range o.AllowedOrigins {
 		if origin, ok := parseOrigin(s); ok {
 			g.origins[origin] = true
@@ -44,34 +87,58 @@ func newGuard(o *Options) *guard {
 	return g
 }
 
-// check returns the status and error refusing r, or 0 when r may go on.
-func (g *guard) check(r *nethttp.Request) (int, *protocol.Error) {
+// check returns why r is refused, or nil when it may go on; peer is its
+// connection's.
+func (g *guard) check(r *nethttp.Request, peer func() Peer) *refusal {
 	if !g.hostAllowed(r) {
-		return nethttp.StatusForbidden, errHostNotAllowed
+		return &refusal{status: nethttp.StatusForbidden, err: hostNotAllowed(r.Host), reason: "host"}
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
-		return nethttp.StatusForbidden, errOriginNotAllowed
+	// Every Origin header: a request with two must not pass on the
+	// first alone.
+	for _, origin := range r.Header.Values("Origin") {
+		if !g.originAllowed(origin) {
+			return &refusal{status: nethttp.StatusForbidden, err: errOriginNotAllowed, reason: "origin"}
+		}
 	}
-	if g.token != nil && !g.authorized(r.Header.Get("Authorization")) {
-		return nethttp.StatusUnauthorized, errUnauthorized
+	p := peer()
+	if p.known() && g.o.PeerAllowed != nil && g.o.PeerAllowed(p.UID) {
+		return nil // a local user the socket would serve needs no token
 	}
-	return 0, nil
+	if g.token != nil {
+		auth := r.Header.Get("Authorization")
+		if g.authorized(auth) {
+			return nil
+		}
+		c := challenge
+		if scheme, _, _ := strings.Cut(auth, " "); strings.EqualFold(scheme, "Bearer") {
+			c = challengeInvalidToken
+		}
+		return &refusal{status: nethttp.StatusUnauthorized, err: errUnauthorized, reason: "unauthorized", challenge: c}
+	}
+	if p.Local && !g.o.AllowUnauthenticated {
+		return &refusal{status: nethttp.StatusForbidden, err: peerRefused(p), reason: "peer"}
+	}
+	return nil
 }
 
 // hostAllowed applies the Host rule: with AllowedHosts, Host must be a
-// loopback name or listed; without, a listener bound to loopback accepts
-// only loopback names (a rebound DNS name points a browser's page at
-// 127.0.0.1 with its own Host).
+// loopback name, the listener's own address or listed; without, a
+// listener bound to loopback accepts only those (a rebound DNS name
+// points a browser's page at 127.0.0.1 with its own Host). A page cannot
+// rebind an address literal, so the listener's own is always safe: a
+// listener on 127.0.0.2 serves "127.0.0.2:PORT".
 func (g *guard) hostAllowed(r *nethttp.Request) bool {
 	host := strings.ToLower(r.Host)
-	if len(g.hosts) == 0 && !boundToLoopback(r) {
+	local := localAddr(r)
+	if len(g.hosts) == 0 && !local.Addr().Unmap().IsLoopback() {
 		return true
 	}
 	name := hostName(host)
-	if loopbackName(name) {
+	if loopbackName(name) || g.hosts[host] || g.hosts[name] {
 		return true
 	}
-	return g.hosts[host] || g.hosts[name]
+	a, err := netip.ParseAddr(name)
+	return err == nil && local.IsValid() && a.Unmap() == local.Addr().Unmap()
 }
 
 // originAllowed: http or https on a loopback name, any port, or listed.
@@ -111,13 +178,34 @@ func loopbackName(name string) bool {
 	return name == "localhost" || name == "127.0.0.1" || name == "::1"
 }
 
-// boundToLoopback reports whether the connection arrived on a loopback
-// address.
-func boundToLoopback(r *nethttp.Request) bool {
+// localAddr is the address the connection arrived on; invalid for a Unix
+// socket.
+func localAddr(r *nethttp.Request) netip.AddrPort {
 	addr, _ := r.Context().Value(nethttp.LocalAddrContextKey).(net.Addr)
 	if addr == nil {
-		return false
+		return netip.AddrPort{}
 	}
-	ap, err := netip.ParseAddrPort(addr.String())
-	return err == nil && ap.Addr().IsLoopback()
+	ap, _ := netip.ParseAddrPort(addr.String())
+	return ap
+}
+
+// refusals counts refused requests by reason.
+type refusals struct {
+	mu sync.Mutex
+	n  map[string]uint64
+}
+
+func (c *refusals) add(reason string) {
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]uint64{}
+	}
+	c.n[reason]++
+	c.mu.Unlock()
+}
+
+func (c *refusals) snapshot() map[string]uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
 }

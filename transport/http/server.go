@@ -2,6 +2,7 @@ package http
 
 import (
 	"log/slog"
+	"net"
 	nethttp "net/http"
 	"time"
 )
@@ -27,7 +28,9 @@ const (
 	DefaultIdleTimeout       = 2 * time.Minute
 )
 
-// NewServer returns an http.Server serving h with l's limits. It sets no
+// NewServer returns an http.Server serving h with l's limits; for a
+// *Handler it also sets ConnContext (Options.IdentifyPeer) and ConnState
+// (Stats.Connections). It sets no
 // WriteTimeout and no ReadTimeout: the handler bounds each write and each
 // body itself, so that streams live as long as they are written to.
 func NewServer(h nethttp.Handler, l ServerLimits, log *slog.Logger) *nethttp.Server {
@@ -43,11 +46,27 @@ func NewServer(h nethttp.Handler, l ServerLimits, log *slog.Logger) *nethttp.Ser
 	if log == nil {
 		log = slog.Default()
 	}
-	return &nethttp.Server{
+	srv := &nethttp.Server{
 		Handler:           h,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 		IdleTimeout:       l.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if mh, ok := h.(*Handler); ok {
+		srv.ConnContext = mh.ConnContext
+		srv.ConnState = mh.connState
+	}
+	return srv
+}
+
+// connState counts the server's open connections (Stats.Connections),
+// which an upgrade waits for (Handler.Retire).
+func (h *Handler) connState(_ net.Conn, state nethttp.ConnState) {
+	switch state {
+	case nethttp.StateNew:
+		h.conns.Add(1)
+	case nethttp.StateClosed, nethttp.StateHijacked:
+		h.conns.Add(-1)
 	}
 }

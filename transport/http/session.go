@@ -20,15 +20,17 @@ import (
 // and its own executor connection. Its requests arrive as separate POSTs,
 // possibly at once on several connections; its state is guarded by mu.
 
-// sessionTable holds the live sessions, at most Options.MaxSessions.
+// sessionTable holds the live sessions, at most Options.MaxSessions, and
+// at most Options.MaxSessionsPerPeer of one peer.
 type sessionTable struct {
-	h    *Handler
-	mu   sync.Mutex
-	byID map[string]*session
+	h      *Handler
+	mu     sync.Mutex
+	byID   map[string]*session
+	byPeer map[string]int
 }
 
 func newSessionTable(h *Handler) *sessionTable {
-	return &sessionTable{h: h, byID: map[string]*session{}}
+	return &sessionTable{h: h, byID: map[string]*session{}, byPeer: map[string]int{}}
 }
 
 func (t *sessionTable) count() int {
@@ -42,13 +44,40 @@ func sessionCapacityError(limit int) *protocol.Error {
 		Message: "Server session capacity exhausted (http.max_sessions = " + strconv.Itoa(limit) + ")"}
 }
 
-// create registers a new session, or returns nil at the cap (the caller
-// then releases what it opened). release runs once the session has ended.
-func (t *sessionTable) create(state *server.SessionState, version string, disp server.Dispatcher, release func()) *session {
+func peerCapacityError(limit int, peer string) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeInternalError,
+		Message: "Server session capacity exhausted (http.max_sessions_per_peer = " + strconv.Itoa(limit) + ", held by " + peer + ")"}
+}
+
+// full returns the refusal of a new session of peer, nil when there is
+// room.
+func (t *sessionTable) full(peer string) *refusal {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.fullLocked(peer)
+}
+
+func (t *sessionTable) fullLocked(peer string) *refusal {
+	o := &t.h.o
+	switch {
+	case len(t.byID) >= o.MaxSessions:
+		return &refusal{status: nethttp.StatusServiceUnavailable, err: sessionCapacityError(o.MaxSessions), reason: "sessions"}
+	case t.byPeer[peer] >= o.MaxSessionsPerPeer:
+		return &refusal{status: nethttp.StatusServiceUnavailable, err: peerCapacityError(o.MaxSessionsPerPeer, peer), reason: "peer_sessions"}
+	}
+	return nil
+}
+
+// create registers a new session of peer served on view, or returns the
+// refusal at a cap (the caller then releases what it opened). release runs
+// once the session has ended.
+func (t *sessionTable) create(state *server.SessionState, version string, disp server.Dispatcher, release func(), view, peer string) (*session, *refusal) {
 	h := t.h
 	s := &session{
 		t:        t,
 		id:       newSessionID(h.o.NodeID),
+		view:     view,
+		peer:     peer,
 		state:    state,
 		version:  version,
 		header:   nethttp.Header{server.HeaderProtocolVersion: {version}},
@@ -59,21 +88,23 @@ func (t *sessionTable) create(state *server.SessionState, version string, disp s
 		inflight: map[protocol.ID]*exchange{},
 	}
 	t.mu.Lock()
-	if len(t.byID) >= h.o.MaxSessions {
+	if ref := t.fullLocked(peer); ref != nil { // initialize checked; another took the place meanwhile
 		t.mu.Unlock()
-		return nil
+		return nil, ref
 	}
 	t.byID[s.id] = s
+	t.byPeer[peer]++
 	t.mu.Unlock()
 	s.mu.Lock()
 	s.armIdleLocked()
 	s.mu.Unlock()
-	return s
+	return s, nil
 }
 
 // find returns the session a request names, or the status and error that
-// refuse it: 404 for an unknown or ended session (the client initializes
-// again; a session minted by another node is unknown here too), 400 for a
+// refuse it: 404 for an unknown or ended session, or one opened on another
+// path (the client initializes again; a session minted by another node is
+// unknown here too), 400 for a
 // version header that is not the session's. A header naming an MCP
 // version older than every one snodod speaks (2025-03-26, 2024-11-05) is
 // tolerated: the TypeScript SDK's transports send 2025-03-26 in some
@@ -84,7 +115,9 @@ func (t *sessionTable) find(r *nethttp.Request) (*session, int, *protocol.Error)
 	t.mu.Lock()
 	s := t.byID[r.Header.Get(headerSessionID)]
 	t.mu.Unlock()
-	if s == nil {
+	// A session belongs to the view it was opened on: elsewhere its id
+	// names no session (the client initializes again where it is).
+	if s == nil || s.view != t.h.viewName(r) {
 		return nil, nethttp.StatusNotFound, errSessionNotFound
 	}
 	if v := r.Header.Get(headerProtocolVersion); v != "" && v != s.version && !olderVersions[v] {
@@ -100,6 +133,9 @@ func (t *sessionTable) remove(s *session) {
 	t.mu.Lock()
 	if t.byID[s.id] == s {
 		delete(t.byID, s.id)
+		if t.byPeer[s.peer]--; t.byPeer[s.peer] <= 0 {
+			delete(t.byPeer, s.peer)
+		}
 	}
 	t.mu.Unlock()
 }
@@ -133,6 +169,8 @@ func newSessionID(node string) string {
 type session struct {
 	t       *sessionTable
 	id      string
+	view    string // the view it was opened on: "" the endpoint, else NAME of Path/NAME
+	peer    string // who opened it, as Handler.peerKey names it
 	state   *server.SessionState
 	version string
 	header  nethttp.Header // Mcp-Protocol-Version: version; read-only
@@ -332,8 +370,10 @@ func (s *session) stream(ctx context.Context, rsp *responder) {
 // keep the header across restarts.
 func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
 	timeout := h.o.WriteTimeout
-	if h.sessions.count() >= h.o.MaxSessions {
-		refuse(w, nethttp.StatusServiceUnavailable, msg.ID, sessionCapacityError(h.o.MaxSessions), timeout)
+	peer := h.peerKey(r)
+	if ref := h.sessions.full(peer); ref != nil {
+		h.refused.add(ref.reason)
+		refuse(w, ref.status, msg.ID, ref.err, timeout)
 		return
 	}
 	release := func() {}
@@ -360,11 +400,12 @@ func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *
 		return
 	}
 	state.SetNegotiated(version)
-	s := h.sessions.create(state, version, disp, release)
-	if s == nil {
+	s, ref := h.sessions.create(state, version, disp, release, h.viewName(r), peer)
+	if ref != nil {
 		release()
 		state.Close()
-		refuse(w, nethttp.StatusServiceUnavailable, msg.ID, sessionCapacityError(h.o.MaxSessions), timeout)
+		h.refused.add(ref.reason)
+		refuse(w, ref.status, msg.ID, ref.err, timeout)
 		return
 	}
 	h.served[1].Add(1)

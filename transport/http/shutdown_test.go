@@ -2,6 +2,8 @@ package http_test
 
 import (
 	"context"
+	"fmt"
+	nethttp "net/http"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +71,60 @@ func TestShutdown(t *testing.T) {
 	<-e.cancelled
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Retire (an upgrade): a kept-alive connection gets its next answer, a
+// real one, with Connection: close and is then closed by the server,
+// never while idle; a listen stream ends as in Shutdown; a running
+// request finishes; Connections counts down to 0.
+func TestRetire(t *testing.T) {
+	e := newEnv(t, func(o *mcphttp.Options, _ *mcphttp.ServerLimits) { o.ShutdownGrace = 5 * time.Second })
+	listen := openSSE(t, "POST", e.url, modernHeaders("subscriptions/listen", ""),
+		modernBody(`"s1"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`))
+	listen.must(t)
+	kept := e.dial(t)
+	ask := func() (*nethttp.Response, string) {
+		fmt.Fprintf(kept, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: server/discover\r\nContent-Length: %d\r\n\r\n%s", len(discover), discover)
+		return readResponse(t, kept)
+	}
+	if resp, _ := ask(); resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("before Retire: %d, close %v", resp.StatusCode, resp.Close)
+	}
+	if n := e.handler.Stats().Connections; n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+	e.handler.Retire()
+	if l := listen.must(t); l != `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1","reason":"Subscription closed by server"}}` {
+		t.Fatalf("listen on Retire: %s", l)
+	}
+	// The kept connection is still open, idle: nothing is closed under
+	// a client that may be sending.
+	time.Sleep(50 * time.Millisecond)
+	resp, body := ask()
+	if resp.StatusCode != 200 || !resp.Close || !contains(body, `"supportedVersions"`) {
+		t.Fatalf("the next request after Retire: %d, close %v, %s", resp.StatusCode, resp.Close, body)
+	}
+	_ = kept.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := kept.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("the connection stayed open after Connection: close: %d %v", n, err)
+	}
+	// The listen stream's connection is idle in the client's pool: the
+	// client closes it (a server closes such a one only at the end of
+	// the grace, Shutdown).
+	listen.close()
+	nethttp.DefaultTransport.(*nethttp.Transport).CloseIdleConnections()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.handler.Stats().Connections != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections left", e.handler.Stats().Connections)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A new connection is still served, once (the listener is the
+	// caller's to close).
+	kept = e.dial(t)
+	if resp, _ := ask(); resp.StatusCode != 200 || !resp.Close {
+		t.Fatalf("a new connection after Retire: %d, close %v", resp.StatusCode, resp.Close)
 	}
 }

@@ -105,7 +105,7 @@ func (h *Handler) listen(ctx context.Context, rsp *responder, id protocol.ID, s 
 		case <-ctx.Done():
 			s.Close(server.Disconnected, "")
 			return
-		case <-h.closing:
+		case <-h.streamsEnd:
 			frame, _ := protocol.AppendNotification(nil, "notifications/cancelled",
 				cancelled.Params{RequestID: id, Reason: cancelled.SubscriptionClosed})
 			rsp.event(frame)
@@ -167,7 +167,7 @@ func (h *Handler) sessionStream(ctx context.Context, rsp *responder, s *session)
 			return
 		case <-s.ended:
 			return
-		case <-h.closing:
+		case <-h.streamsEnd:
 			return
 		}
 	}
