@@ -30,6 +30,12 @@ type Status struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// HTTP is the HTTP listener's state; nil without http.listen.
 	HTTP *HTTP `json:"http,omitempty"`
+	// Refused counts the clients of the sockets refused since the start,
+	// by reason: "uid" (daemon.allowed_uids), "capacity"
+	// (daemon.max_sessions), "uid_capacity" (daemon.max_sessions_per_uid),
+	// "draining", "descriptors"; and "initialize_timeout", the sessions
+	// ended for sending no request (daemon.initialize_timeout).
+	Refused map[string]int64 `json:"refused,omitempty"`
 }
 
 // Session is one session's row.
@@ -87,6 +93,10 @@ type HTTP struct {
 	// for :0); Path the endpoint.
 	Listen string `json:"listen"`
 	Path   string `json:"path"`
+	// Access is what the listener is bound to, which decides who may use
+	// it (docs/security.md): "loopback" and "unix" (local users by uid;
+	// others need the token), or "network" (the token alone).
+	Access string `json:"access"`
 	// State is "serving", "restarting" or "draining".
 	State    string `json:"state"`
 	Restarts int    `json:"restarts"`
@@ -94,14 +104,19 @@ type HTTP struct {
 	NodeID string `json:"node_id,omitempty"`
 	// Sessions are the legacy sessions alive (max MaxSessions); Streams
 	// the SSE responses open; Listens the 2026 listen streams among them.
-	Sessions    int `json:"sessions"`
-	MaxSessions int `json:"max_sessions"`
-	Streams     int `json:"streams"`
-	Listens     int `json:"listens"`
+	Sessions           int `json:"sessions"`
+	MaxSessions        int `json:"max_sessions"`
+	MaxSessionsPerPeer int `json:"max_sessions_per_peer"`
+	Streams            int `json:"streams"`
+	Listens            int `json:"listens"`
 	// Requests2026 and RequestsLegacy count the requests admitted since
 	// the start, by era.
 	Requests2026   uint64 `json:"requests_2026"`
 	RequestsLegacy uint64 `json:"requests_legacy"`
+	// Refused counts the requests refused before they were served, by
+	// reason (transport/http Stats.Refused): "host", "origin",
+	// "unauthorized", "peer", "sessions", "peer_sessions".
+	Refused map[string]uint64 `json:"refused,omitempty"`
 }
 
 // The states of an upstream instance (docs/upstreams.md §8).
@@ -131,9 +146,12 @@ type Upstream struct {
 	Era     string `json:"era,omitempty"`
 	Version string `json:"version,omitempty"`
 	// Server is the upstream's serverInfo name and version.
-	Server   string    `json:"server,omitempty"`
-	Since    time.Time `json:"since,omitzero"` // ready since
-	Restarts int       `json:"restarts"`
+	Server string    `json:"server,omitempty"`
+	Since  time.Time `json:"since,omitzero"` // ready since
+	// StartingSince is when the start under way began (state starting);
+	// PID is the process's from its spawn on.
+	StartingSince time.Time `json:"starting_since,omitzero"`
+	Restarts      int       `json:"restarts"`
 	// Failures counts consecutive failed starts or crashes; Cause the
 	// last one's reason; RetryInMs when the next attempt is due (for a
 	// failed one: from when a request may try again).
