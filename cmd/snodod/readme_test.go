@@ -17,22 +17,31 @@ import (
 	"github.com/snodod/snodod/daemon/control"
 )
 
-// TestReadmeTryIt runs the README's "Try it" lines through `snodod stdio
-// --demo` and holds the README to what comes out (issue 9, bug 6): every
-// answer it shows in full, the tool names it shows in order, and the
-// number of tools it says --demo serves.
-func TestReadmeTryIt(t *testing.T) {
+// readmeSection is the README's section "## title", up to the next one.
+func readmeSection(t *testing.T, title string) string {
+	t.Helper()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
-	start := strings.Index(text, "\n## Try it\n")
+	start := strings.Index(text, "\n## "+title+"\n")
 	if start < 0 {
-		t.Fatal(`README.md has no "## Try it" section`)
+		t.Fatalf(`README.md has no "## %s" section`, title)
 	}
-	section := text[start:]
-	section = section[:strings.Index(section[1:], "\n## ")+1]
+	section := text[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end+1]
+	}
+	return section
+}
+
+// TestReadmeTryIt runs the README's "Try it" lines through `snodod stdio
+// --demo` and holds the README to what comes out (issue 9, bug 6): every
+// answer it shows in full, the tool names it shows in order, and the
+// number of tools it says --demo serves.
+func TestReadmeTryIt(t *testing.T) {
+	section := readmeSection(t, "Try it")
 	blocks := regexp.MustCompile("(?s)```json\n(.*?)```").FindAllStringSubmatch(section, -1)
 	if len(blocks) < 2 {
 		t.Fatalf(`"Try it" has %d json blocks, want the requests and the answers`, len(blocks))
@@ -102,17 +111,7 @@ func TestReadmeTryIt(t *testing.T) {
 // entry is tried: its args start a session through a real daemon, its
 // URL answers an initialize.
 func TestReadmeClients(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	start := strings.Index(text, "\n## Pointing an MCP client at snodod\n")
-	if start < 0 {
-		t.Fatal(`README.md has no "## Pointing an MCP client at snodod" section`)
-	}
-	section := text[start+1:]
-	section = section[:strings.Index(section, "\n## ")+1]
+	section := readmeSection(t, "Pointing an MCP client at snodod")
 
 	dir := sockDir(t)
 	p := startServe(t, dir, "--demo", "--http", "127.0.0.1:0")
