@@ -27,10 +27,18 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 E2E_NODE := e2e/node/node_modules/.package-lock.json
 E2E_CONFORMANCE := e2e/conformance/node_modules/.package-lock.json
 
-.PHONY: build test bench fuzz fuzz-ci soak lint
+.PHONY: build install test bench fuzz fuzz-ci soak lint
 
 build:
 	$(GO) build $(if $(VERSION),-ldflags "-X main.version=$(VERSION)") -o bin/snodod ./cmd/snodod
+
+# install puts the binary in $(PREFIX)/bin: ~/.local/bin by default, a
+# directory of the user's that login shells put on PATH. GUI MCP clients do
+# not read that PATH: their configuration names the absolute path (README).
+PREFIX ?= $(HOME)/.local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 bin/snodod $(DESTDIR)$(PREFIX)/bin/snodod
 
 # The main module, then the bench harness's own tests (its statistics and
 # table; bench/ is a separate module so peer SDKs stay out of snodod's).

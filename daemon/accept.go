@@ -13,6 +13,7 @@ import (
 
 	"github.com/thejerf/suture/v4"
 
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/session"
 )
@@ -127,7 +128,7 @@ func (a *acceptor) acceptShort() bool {
 	}
 	a.d.fdRefusal(a.l.name)
 	if a.l.name == "control" {
-		b, _ := json.Marshal(Reply{Error: outOfFDsText("the daemon is")})
+		b, _ := json.Marshal(control.Reply{Error: outOfFDsText("the daemon is")})
 		refuseNow(c, append(b, '\n'))
 	} else {
 		refuseNow(c, refusalLine(errOutOfFDs()))

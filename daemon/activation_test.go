@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // helperEnv makes the test binary run activationHelper instead of the
@@ -94,7 +96,7 @@ func TestSocketActivation(t *testing.T) {
 	if got := c.call(2, "echo", `{"text":"activated"}`); !strings.Contains(got, `"text":"activated"`) {
 		t.Errorf("echo: %s", got)
 	}
-	st, err := QueryStatus(ctx, controlPath)
+	st, err := (&control.Client{Socket: controlPath}).Status(ctx)
 	if err != nil {
 		t.Fatalf("status over the passed control socket: %v\n%s", err, stderr.String())
 	}

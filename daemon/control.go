@@ -9,88 +9,22 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/session"
 )
 
-// The control protocol: one JSON request line per connection, answered by
-// JSON lines.
-//
-//	{"op":"connect","relay":false}  + SCM_RIGHTS [stdin, stdout]
-//	    → {"ok":true,"session":7}, and when the session ends
-//	      {"ended":true,"error":""}  (error: why it ended, "" when cleanly)
-//	{"op":"status"}                 → {"ok":true, ...Status}
-//	{"op":"kill","session":7}       → {"ok":true} once session 7 has ended
-//	{"op":"upgrade","binary":"/p"}  → {"ok":true,"pid":N} once the new process
-//	                                  (pid N) serves every session (upgrade.go)
-//	{"op":"fault","session":7}      → {"ok":true}   (SNODOD_TEST_FAULTS=1 only)
-//	{"op":"upstream","name":"gh","action":"restart"} → {"ok":true}
-//	{"op":"logs","name":"gh","follow":true} → {"ok":true}, then {"log":"…"} lines
-//
-// A connect may name a view ("view": an upstream to pass through; absent:
-// the aggregated view) and the client's working directory ("cwd"), which
-// share = "cwd" and "session" upstreams start in (docs/upstreams.md §3).
-//
-// A refused or malformed request gets {"ok":false,"error":"…"} and the
-// connection is closed. The connection of a "connect" stays open while the
-// session runs: when it ends first (the connect process exited or was
-// killed), the daemon kills the session, so that a terminal handed over is
-// restored and given back at once. The descriptors of "connect" are sent in the same
-// sendmsg(2) as the request line (see fdpass.go). "relay": true is refused:
-// a client that cannot pass descriptors connects to the session socket and
-// copies bytes itself. Peers are checked as on the session socket (the
-// daemon's uid or daemon.allowed_uids); an upgrade, which runs a binary as
-// the daemon, only from the daemon's own uid.
-
-// Request is one control request.
-type Request struct {
-	// Op is "connect", "status", "kill", "upgrade" or "fault".
-	Op string `json:"op"`
-	// Relay, for connect, asks for a byte relay instead of descriptor
-	// hand-over; the daemon refuses it (use the session socket).
-	Relay bool `json:"relay,omitempty"`
-	// Session is the session a "kill" or "fault" (a test hook) is meant for.
-	Session uint64 `json:"session,omitempty"`
-	// View, for connect, is the upstream to pass through; "" is the
-	// aggregated view. Cwd is the client's working directory.
-	View string `json:"view,omitempty"`
-	Cwd  string `json:"cwd,omitempty"`
-	// Name is the upstream an "upstream" or "logs" request is about;
-	// Action is start, stop or restart; Follow keeps a logs reply open.
-	Name   string `json:"name,omitempty"`
-	Action string `json:"action,omitempty"`
-	Follow bool   `json:"follow,omitempty"`
-	// Binary is the executable an "upgrade" starts (an absolute path); ""
-	// is the daemon's own.
-	Binary string `json:"binary,omitempty"`
-}
-
-// Reply is the first answer to a request (a status reply carries the
-// Status fields as well).
-type Reply struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
-	// Session is the id of the session a connect started.
-	Session uint64 `json:"session,omitempty"`
-	// PID is the new daemon's after an upgrade.
-	PID int `json:"pid,omitempty"`
-}
-
-// Ended is the last line of a connect: the session is over.
-type Ended struct {
-	Ended bool `json:"ended"`
-	// Error says why the session ended, "" when it ended cleanly (end of
-	// input, or the daemon's drain).
-	Error string `json:"error"`
-}
+// The control socket's server side: the protocol, its wire types and its
+// client are package control's (daemon/control/doc.go lists the ops).
 
 // statusReply is a status request's answer: {"ok":true, <Status fields>}.
 type statusReply struct {
 	OK bool `json:"ok"`
-	*Status
+	*control.Status
 }
 
 const (
@@ -119,7 +53,7 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		// sent nothing in time.
 		if err != nil {
 			closeFiles(files)
-			reply(c, Reply{Error: "the daemon is shutting down"})
+			reply(c, control.Reply{Error: "the daemon is shutting down"})
 			return
 		}
 		d.answerDraining(c, line, files)
@@ -128,23 +62,23 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 	if errors.Is(err, errPassedFDsLost) {
 		d.fdShortage()
 		d.fdRefusal("control")
-		reply(c, Reply{Error: err.Error()})
+		reply(c, control.Reply{Error: err.Error()})
 		return
 	}
 	if err != nil {
 		d.log.Warn("control request dropped", "error", err)
-		reply(c, Reply{Error: err.Error()})
+		reply(c, control.Reply{Error: err.Error()})
 		return
 	}
 	req, peer, ok := d.admitRequest(c, line)
-	if !ok || req.Op != "connect" {
+	if !ok || req.Op != control.OpConnect {
 		closeFiles(files)
 	}
 	if !ok {
 		return
 	}
 	switch req.Op {
-	case "connect":
+	case control.OpConnect:
 		s, ok := d.connect(c, req, files, peer)
 		if !ok {
 			return
@@ -157,20 +91,20 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		d.handshakes.Done()
 		handshaking = false
 		d.awaitEnd(c, s)
-	case "status":
+	case control.OpStatus:
 		reply(c, statusReply{OK: true, Status: d.Status()})
-	case "kill":
+	case control.OpKill:
 		reply(c, d.kill(req.Session, peer))
-	case "upgrade":
+	case control.OpUpgrade:
 		// An upgrade waits for every handshake: this one is over.
 		d.handshakes.Done()
 		handshaking = false
 		d.upgradeFor(c, req, peer)
-	case "fault":
+	case control.OpFault:
 		reply(c, d.fault(req.Session))
-	case "upstream":
+	case control.OpUpstream:
 		reply(c, d.upstreamOp(req))
-	case "logs":
+	case control.OpLogs:
 		// A follow may last: it counts as a waiter, not as a handshake
 		// (an upgrade waits for the handshakes).
 		d.waiters.Add(1)
@@ -179,26 +113,32 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		handshaking = false
 		d.serveLogs(c, req)
 	default:
-		reply(c, Reply{Error: fmt.Sprintf("unknown op %q; the ops are connect, status, kill, upgrade, upstream, logs and fault", req.Op)})
+		reply(c, control.Reply{Error: fmt.Sprintf("unknown op %q; the ops are %s", req.Op, opList())})
 	}
+}
+
+// opList names the ops for a refusal: "connect, status, … and fault".
+func opList() string {
+	ops := control.Ops
+	return strings.Join(ops[:len(ops)-1], ", ") + " and " + ops[len(ops)-1]
 }
 
 // admitRequest checks the peer of a control connection (the daemon's uid
 // or daemon.allowed_uids) and decodes its request line; a refusal is
 // answered on c, and ok is false. The caller closes what was passed.
-func (d *Daemon) admitRequest(c *net.UnixConn, line []byte) (req Request, peer session.Peer, ok bool) {
+func (d *Daemon) admitRequest(c *net.UnixConn, line []byte) (req control.Request, peer session.Peer, ok bool) {
 	peer, err := peerCred(c)
 	if err != nil {
-		reply(c, Reply{Error: err.Error()})
+		reply(c, control.Reply{Error: err.Error()})
 		return req, peer, false
 	}
 	if !uidAllowed(peer.UID, d.uid, d.Config().Daemon.AllowedUIDs) {
 		d.log.Warn("control connection refused", "peer_pid", peer.PID, "peer_uid", peer.UID)
-		reply(c, Reply{Error: uidError(peer.UID).Message})
+		reply(c, control.Reply{Error: uidError(peer.UID).Message})
 		return req, peer, false
 	}
 	if err := json.Unmarshal(line, &req); err != nil {
-		reply(c, Reply{Error: "request is not a JSON object: " + err.Error()})
+		reply(c, control.Reply{Error: "request is not a JSON object: " + err.Error()})
 		return req, peer, false
 	}
 	return req, peer, true
@@ -206,22 +146,22 @@ func (d *Daemon) admitRequest(c *net.UnixConn, line []byte) (req Request, peer s
 
 // connect starts a session on the descriptors a client passed, and answers
 // with its id; on refusal it answers why and closes them.
-func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer session.Peer) (*session.Session, bool) {
+func (d *Daemon) connect(c *net.UnixConn, req control.Request, files []*os.File, peer session.Peer) (*session.Session, bool) {
 	if req.Relay {
 		closeFiles(files)
-		reply(c, Reply{Error: "relay is not served on the control socket; connect to the session socket (daemon.socket) instead"})
+		reply(c, control.Reply{Error: "relay is not served on the control socket; connect to the session socket (daemon.socket) instead"})
 		return nil, false
 	}
 	if len(files) != 2 {
 		closeFiles(files)
-		reply(c, Reply{Error: fmt.Sprintf("connect needs 2 descriptors (standard input and output) sent with the request, got %d", len(files))})
+		reply(c, control.Reply{Error: fmt.Sprintf("connect needs 2 descriptors (standard input and output) sent with the request, got %d", len(files))})
 		return nil, false
 	}
 	in, out := files[0], files[1]
 	if err := d.ups.Has(req.View); err != nil {
 		writeLineNow(out, refusalLine(&protocol.Error{Code: protocol.CodeInvalidRequest, Message: "snodod connect " + req.View + ": " + err.Error()}))
 		closeFiles(files)
-		reply(c, Reply{Error: err.Error()})
+		reply(c, control.Reply{Error: err.Error()})
 		return nil, false
 	}
 	id, g, refusal := d.admit(peer)
@@ -231,7 +171,7 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 		writeLineNow(out, refusalLine(refusal))
 		closeFiles(files)
 		d.log.Warn("connect refused", "peer_pid", peer.PID, "peer_uid", peer.UID, "reason", refusal.Message)
-		reply(c, Reply{Error: refusal.Message})
+		reply(c, control.Reply{Error: refusal.Message})
 		return nil, false
 	}
 	if sameFile(in, out) {
@@ -244,19 +184,19 @@ func (d *Daemon) connect(c *net.UnixConn, req Request, files []*os.File, peer se
 		if fdShortage(err) {
 			d.fdShortage()
 			d.fdRefusal("control")
-			reply(c, Reply{Error: outOfFDsText("the daemon is")})
+			reply(c, control.Reply{Error: outOfFDsText("the daemon is")})
 			return nil, false
 		}
-		reply(c, Reply{Error: "cannot serve the passed descriptors: " + err.Error()})
+		reply(c, control.Reply{Error: "cannot serve the passed descriptors: " + err.Error()})
 		return nil, false
 	}
 	s, err := d.start(id, g, dev, place{via: "connect", view: req.View, cwd: req.Cwd}, c)
 	if err != nil {
-		reply(c, Reply{Error: err.Error()})
+		reply(c, control.Reply{Error: err.Error()})
 		return nil, false
 	}
 	d.log.Info("session started", "session", id, "via", "connect", "view", req.View, "peer_pid", peer.PID, "peer_uid", peer.UID)
-	if !reply(c, Reply{OK: true, Session: id}) {
+	if !reply(c, control.Reply{OK: true, Session: id}) {
 		d.log.Info("connect client left before its reply; the session goes on", "session", id)
 		return nil, false
 	}
@@ -296,7 +236,7 @@ func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
 		if err := s.Err(); err != nil {
 			msg = err.Error()
 		}
-		reply(c, Ended{Ended: true, Error: msg})
+		reply(c, control.Ended{Ended: true, Error: msg})
 	case <-gone:
 		d.log.Info("the connect process of a session left; ending the session", "session", id)
 		s.Kill("its snodod connect process exited")
@@ -313,33 +253,33 @@ const killWait = 10 * time.Second
 
 // kill ends session id for `snodod kill` and answers once it has ended:
 // its requests are cancelled, its device released, a terminal restored.
-func (d *Daemon) kill(id uint64, peer session.Peer) Reply {
+func (d *Daemon) kill(id uint64, peer session.Peer) control.Reply {
 	s := d.session(id)
 	if s == nil {
-		return Reply{Error: fmt.Sprintf("no session %d; 'snodod status' lists the sessions", id)}
+		return control.Reply{Error: fmt.Sprintf("no session %d; 'snodod status' lists the sessions", id)}
 	}
 	d.log.Info("killing a session", "session", id, "by_pid", peer.PID, "by_uid", peer.UID)
 	s.Kill(fmt.Sprintf("by snodod kill (pid %d)", peer.PID))
 	select {
 	case <-s.Done():
-		return Reply{OK: true, Session: id}
+		return control.Reply{OK: true, Session: id}
 	case <-time.After(killWait):
-		return Reply{Error: fmt.Sprintf("session %d is still ending after %v", id, killWait)}
+		return control.Reply{Error: fmt.Sprintf("session %d is still ending after %v", id, killWait)}
 	}
 }
 
 // fault makes session id's coordinator fail once, as a bug would: a test
 // hook for restarts (internal/faults), refused unless the process armed it
 // (SNODOD_TEST_FAULTS=1).
-func (d *Daemon) fault(id uint64) Reply {
+func (d *Daemon) fault(id uint64) control.Reply {
 	if !faults.Armed() {
-		return Reply{Error: "fault injection is off; start the daemon with " + faults.EnvVar + "=1"}
+		return control.Reply{Error: "fault injection is off; start the daemon with " + faults.EnvVar + "=1"}
 	}
 	s := d.session(id)
 	if s == nil || !faults.Inject(s) {
-		return Reply{Error: fmt.Sprintf("no session %d", id)}
+		return control.Reply{Error: fmt.Sprintf("no session %d", id)}
 	}
-	return Reply{OK: true}
+	return control.Reply{OK: true}
 }
 
 // waiterConn returns a duplicate of the control connection of the `snodod
@@ -361,13 +301,13 @@ func (d *Daemon) waiterConn(id uint64) *os.File {
 }
 
 // upgradeFor runs the upgrade a control client asked for, and answers it.
-func (d *Daemon) upgradeFor(c *net.UnixConn, req Request, peer session.Peer) {
+func (d *Daemon) upgradeFor(c *net.UnixConn, req control.Request, peer session.Peer) {
 	if peer.UID != d.uid {
-		reply(c, Reply{Error: fmt.Sprintf("only uid %d, the daemon's, may upgrade it (it runs the new binary as itself)", d.uid)})
+		reply(c, control.Reply{Error: fmt.Sprintf("only uid %d, the daemon's, may upgrade it (it runs the new binary as itself)", d.uid)})
 		return
 	}
 	if req.Binary != "" && !filepath.IsAbs(req.Binary) {
-		reply(c, Reply{Error: "the binary of an upgrade must be an absolute path, got " + req.Binary})
+		reply(c, control.Reply{Error: "the binary of an upgrade must be an absolute path, got " + req.Binary})
 		return
 	}
 	d.log.Info("upgrade requested", "binary", req.Binary, "by_pid", peer.PID)
@@ -375,10 +315,10 @@ func (d *Daemon) upgradeFor(c *net.UnixConn, req Request, peer session.Peer) {
 	defer close(done)
 	pid, err := d.requestUpgrade(context.Background(), req.Binary, done)
 	if err != nil {
-		reply(c, Reply{Error: err.Error()})
+		reply(c, control.Reply{Error: err.Error()})
 		return
 	}
-	reply(c, Reply{OK: true, PID: pid})
+	reply(c, control.Reply{OK: true, PID: pid})
 }
 
 // reply writes v as one JSON line; it reports whether the line was written.

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/session"
 )
@@ -77,7 +78,7 @@ func TestControlConnect(t *testing.T) {
 	dir := shortDir(t)
 	r := startDaemon(t, testConfig(t, dir, nil), Options{})
 	p := newPipes(t)
-	h, err := Connect(t.Context(), r.cfg.Daemon.ControlSocket, p.in, p.out)
+	h, err := (&control.Client{Socket: r.cfg.Daemon.ControlSocket}).Connect(t.Context(), p.in, p.out, control.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestControlConnectSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Connect(t.Context(), r.cfg.Daemon.ControlSocket, f, f)
+	h, err := (&control.Client{Socket: r.cfg.Daemon.ControlSocket}).Connect(t.Context(), f, f, control.ConnectOptions{})
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -157,8 +158,8 @@ func TestControlConnectAtCapacity(t *testing.T) {
 	r := startDaemon(t, testConfig(t, dir, map[string]any{"daemon.max_sessions": 1}), Options{})
 	dialSession(t, r.cfg.Daemon.Socket).initialize()
 	p := newPipes(t)
-	_, err := Connect(t.Context(), r.cfg.Daemon.ControlSocket, p.in, p.out)
-	var refused *RefusedError
+	_, err := (&control.Client{Socket: r.cfg.Daemon.ControlSocket}).Connect(t.Context(), p.in, p.out, control.ConnectOptions{})
+	var refused *control.RefusedError
 	if !errors.As(err, &refused) || refused.Message != "Server session capacity exhausted (daemon.max_sessions = 1)" {
 		t.Fatalf("Connect: %v", err)
 	}
@@ -177,7 +178,7 @@ func TestConnectDaemonGone(t *testing.T) {
 	dir := shortDir(t)
 	r := startDaemon(t, testConfig(t, dir, nil), Options{})
 	p := newPipes(t)
-	h, err := Connect(t.Context(), r.cfg.Daemon.ControlSocket, p.in, p.out)
+	h, err := (&control.Client{Socket: r.cfg.Daemon.ControlSocket}).Connect(t.Context(), p.in, p.out, control.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,11 +203,11 @@ func TestConnectDaemonGone(t *testing.T) {
 			c.Close()
 		}
 	}()
-	h, err = Connect(t.Context(), path, p.in, p.out)
+	h, err = (&control.Client{Socket: path}).Connect(t.Context(), p.in, p.out, control.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Wait(); !errors.Is(err, ErrDaemonGone) {
+	if err := h.Wait(); !errors.Is(err, control.ErrDaemonGone) {
 		t.Errorf("Wait: %v, want ErrDaemonGone", err)
 	}
 }
@@ -214,13 +215,13 @@ func TestConnectDaemonGone(t *testing.T) {
 func TestConnectUnreachable(t *testing.T) {
 	path := shortDir(t) + "/nobody.sock"
 	p := newPipes(t)
-	_, err := Connect(t.Context(), path, p.in, p.out)
-	var unreachable *UnreachableError
+	_, err := (&control.Client{Socket: path}).Connect(t.Context(), p.in, p.out, control.ConnectOptions{})
+	var unreachable *control.UnreachableError
 	if !errors.As(err, &unreachable) || err.Error() != "cannot reach the daemon at "+path+": no such file or directory" {
 		t.Errorf("Connect: %v", err)
 	}
 	staleSocket(t, path)
-	_, err = QueryStatus(t.Context(), path)
+	_, err = (&control.Client{Socket: path}).Status(t.Context())
 	if !errors.As(err, &unreachable) || err.Error() != "cannot reach the daemon at "+path+": connection refused" {
 		t.Errorf("QueryStatus: %v", err)
 	}
@@ -251,9 +252,9 @@ func TestControlFault(t *testing.T) {
 	c := dialSession(t, r.cfg.Daemon.Socket)
 	c.initialize()
 	fault := func(id uint64) error {
-		return ask(t.Context(), r.cfg.Daemon.ControlSocket, Request{Op: "fault", Session: id}, nil)
+		return (&control.Client{Socket: r.cfg.Daemon.ControlSocket}).Fault(t.Context(), id)
 	}
-	var refused *RefusedError
+	var refused *control.RefusedError
 	if err := fault(99); !errors.As(err, &refused) || refused.Message != "no session 99" {
 		t.Errorf("fault 99: %v", err)
 	}

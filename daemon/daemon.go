@@ -57,8 +57,11 @@ type Options struct {
 	// StateDir is where the upstreams' catalog cache and process record
 	// live; "" means config.StateDir ($XDG_STATE_HOME/snodod).
 	StateDir string
-	// Logger receives the daemon's log; nil means slog.Default().
-	Logger *slog.Logger
+	// Logger receives the daemon's log; nil means slog.Default(). The
+	// daemon also keeps its newest lines, LogRingBytes of them (0 means
+	// DefaultLogRingBytes), for `snodod logs` (logring.go).
+	Logger       *slog.Logger
+	LogRingBytes int
 
 	// UpgradeArgs are the arguments an upgrade starts the new binary
 	// with (upgrade.go): the CLI passes its own, os.Args[1:]. Without
@@ -79,6 +82,7 @@ type Options struct {
 type Daemon struct {
 	opts    Options
 	log     *slog.Logger
+	logs    *logRing // the newest lines of log (logring.go)
 	started time.Time
 	uid     int
 	notify  *notifier
@@ -97,6 +101,9 @@ type Daemon struct {
 	// they started with.
 	gen      atomic.Pointer[generation]
 	reloadMu sync.Mutex // one reload at a time
+	// refused holds the problems of the last reload when it was refused,
+	// nil after a good one: status shows them until then.
+	refused atomic.Pointer[[]string]
 	// first is the configuration the daemon started with: the one whose
 	// sockets and log format stay in force until a restart.
 	first *config.Config
@@ -193,6 +200,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if d.log == nil {
 		d.log = slog.Default()
 	}
+	d.logs = newLogRing(opts.LogRingBytes)
+	d.log = slog.New(d.logs.tee(d.log.Handler()))
 	d.notify = newNotifier(d.log)
 	d.store = newFDStore(d.log)
 	if err := d.openUpstreams(cfg); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 func TestServeOneSession(t *testing.T) {
@@ -84,7 +85,7 @@ func TestStaleSocketReplaced(t *testing.T) {
 	staleSocket(t, cfg.Daemon.ControlSocket)
 	r := startDaemon(t, cfg, Options{})
 	dialSession(t, cfg.Daemon.Socket).initialize()
-	if _, err := QueryStatus(t.Context(), cfg.Daemon.ControlSocket); err != nil {
+	if _, err := (&control.Client{Socket: cfg.Daemon.ControlSocket}).Status(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	_ = r
@@ -279,7 +280,7 @@ func TestStatusSessions(t *testing.T) {
 	c := dialSession(t, r.cfg.Daemon.Socket)
 	c.initialize()
 	c.call(2, "echo", `{"text":"hello"}`)
-	st, err := QueryStatus(t.Context(), r.cfg.Daemon.ControlSocket)
+	st, err := (&control.Client{Socket: r.cfg.Daemon.ControlSocket}).Status(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,12 @@
 // supervised on its own, behind two Unix sockets.
 //
 // The session socket takes one session per connection. The control socket
-// speaks a small JSON-lines protocol (see control.go): "connect" hands the
-// caller's standard input and output to the daemon over SCM_RIGHTS, so the
-// daemon serves the client's own pipe or pty directly; "status" reports the
-// sessions and the executor's load. Under systemd the sockets may be passed
+// speaks a small JSON-lines protocol, whose wire types and client are
+// package daemon/control's: "connect" hands the caller's standard input
+// and output to the daemon over SCM_RIGHTS, so the daemon serves the
+// client's own pipe or pty directly; "status" reports the sessions, the
+// executor's load and the hosted servers; "logs" the hosted servers'
+// standard error and the daemon's own log (logring.go). Under systemd the sockets may be passed
 // in (socket activation), and the daemon reports its state with sd_notify.
 //
 // A Daemon owns the listeners, the root supervisor (suture) and every

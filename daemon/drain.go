@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // During a drain the session socket is gone at once (no new sessions), but
@@ -58,7 +60,7 @@ func (d *Daemon) serveDraining(c *net.UnixConn) {
 	line, files, err := readRequest(c, time.Now().Add(drainingReadTimeout))
 	if err != nil {
 		closeFiles(files)
-		reply(c, Reply{Error: err.Error()})
+		reply(c, control.Reply{Error: err.Error()})
 		return
 	}
 	d.answerDraining(c, line, files)
@@ -79,5 +81,5 @@ func (d *Daemon) answerDraining(c *net.UnixConn, line []byte, files []*os.File) 
 	case req.Op == "connect" && len(files) == 2:
 		writeLineNow(files[1], refusalLine(errShuttingDown))
 	}
-	reply(c, Reply{Error: errShuttingDown.Message + " (draining)"})
+	reply(c, control.Reply{Error: errShuttingDown.Message + " (draining)"})
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // During a drain the control socket keeps answering, with the state
@@ -15,8 +17,8 @@ import (
 func TestStatusWhileDraining(t *testing.T) {
 	dir := shortDir(t)
 	r := startDaemon(t, testConfig(t, dir, map[string]any{"daemon.shutdown_grace": "5s"}), Options{})
-	control := r.cfg.Daemon.ControlSocket
-	if st, err := QueryStatus(t.Context(), control); err != nil || st.State != "running" {
+	sock := r.cfg.Daemon.ControlSocket
+	if st, err := (&control.Client{Socket: sock}).Status(t.Context()); err != nil || st.State != "running" {
 		t.Fatalf("before the drain: %+v, %v", st, err)
 	}
 	c := dialSession(t, r.cfg.Daemon.Socket)
@@ -25,13 +27,13 @@ func TestStatusWhileDraining(t *testing.T) {
 	eventually(t, "the sleep to run", func() bool { return r.d.Status().Executor.Running == 1 })
 	r.stop()
 	eventually(t, "the drain to begin", func() bool { return r.d.draining.Err() != nil })
-	st, err := QueryStatus(t.Context(), control)
+	st, err := (&control.Client{Socket: sock}).Status(t.Context())
 	if err != nil || st.State != "draining" || len(st.Sessions) != 1 || st.Sessions[0].InFlight != 1 {
 		t.Fatalf("while draining: %+v, %v", st, err)
 	}
 	p := newPipes(t)
-	_, err = Connect(t.Context(), control, p.in, p.out)
-	var refused *RefusedError
+	_, err = (&control.Client{Socket: sock}).Connect(t.Context(), p.in, p.out, control.ConnectOptions{})
+	var refused *control.RefusedError
 	if !errors.As(err, &refused) || refused.Message != "Server is shutting down (draining)" {
 		t.Errorf("connect while draining: %v", err)
 	}
@@ -46,8 +48,8 @@ func TestStatusWhileDraining(t *testing.T) {
 	if err := r.wait(t); err != nil {
 		t.Fatal(err)
 	}
-	var unreachable *UnreachableError
-	if _, err := QueryStatus(t.Context(), control); !errors.As(err, &unreachable) {
+	var unreachable *control.UnreachableError
+	if _, err := (&control.Client{Socket: sock}).Status(t.Context()); !errors.As(err, &unreachable) {
 		t.Errorf("after Run: %v", err)
 	}
 	entries, err := os.ReadDir(dir)

@@ -13,6 +13,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	mcphttp "github.com/snodod/snodod/transport/http"
@@ -23,38 +24,6 @@ import (
 // sockets), served by a suture service under the root supervisor (a
 // failing server is restarted on the same listener), drained with the
 // sessions on SIGTERM, shown in Status.
-
-// HTTPStatus is the HTTP listener's row of `snodod status`.
-type HTTPStatus struct {
-	// Listen is the bound address (the port chosen when http.listen asked
-	// for :0); Path the endpoint.
-	Listen string `json:"listen"`
-	Path   string `json:"path"`
-	// Access is what the listener is bound to, which decides who may use
-	// it (docs/security.md): "loopback" and "unix" (local users by uid;
-	// others need the token), or "network" (the token alone).
-	Access string `json:"access"`
-	// State is "serving", "restarting" or "draining".
-	State    string `json:"state"`
-	Restarts int    `json:"restarts"`
-	// NodeID is http.node_id.
-	NodeID string `json:"node_id,omitempty"`
-	// Sessions are the legacy sessions alive (max MaxSessions); Streams
-	// the SSE responses open; Listens the 2026 listen streams among them.
-	Sessions           int `json:"sessions"`
-	MaxSessions        int `json:"max_sessions"`
-	MaxSessionsPerPeer int `json:"max_sessions_per_peer"`
-	Streams            int `json:"streams"`
-	Listens            int `json:"listens"`
-	// Requests2026 and RequestsLegacy count the requests admitted since
-	// the start, by era.
-	Requests2026   uint64 `json:"requests_2026"`
-	RequestsLegacy uint64 `json:"requests_legacy"`
-	// Refused counts the requests refused before they were served, by
-	// reason (transport/http Stats.Refused): "host", "origin",
-	// "unauthorized", "peer", "sessions", "peer_sessions".
-	Refused map[string]uint64 `json:"refused,omitempty"`
-}
 
 // httpListener is the daemon's HTTP listener and its handler.
 type httpListener struct {
@@ -383,7 +352,7 @@ func (d *Daemon) drainHTTP(root *suture.Supervisor) <-chan struct{} {
 }
 
 // httpStatus is the HTTP listener's status, nil without one.
-func (d *Daemon) httpStatus() *HTTPStatus {
+func (d *Daemon) httpStatus() *control.HTTP {
 	l := d.http
 	if l == nil {
 		return nil
@@ -392,7 +361,7 @@ func (d *Daemon) httpStatus() *HTTPStatus {
 	cfg := d.Config().HTTP
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return &HTTPStatus{
+	return &control.HTTP{
 		Listen: l.ln.Addr().String(), Access: string(l.access), Path: l.handler.Path(), State: l.state, Restarts: l.restarts,
 		NodeID: cfg.NodeID, Sessions: st.Sessions, MaxSessions: cfg.MaxSessions, MaxSessionsPerPeer: cfg.MaxSessionsPerPeer,
 		Streams: st.Streams, Listens: st.Listens, Requests2026: st.Modern, RequestsLegacy: st.Legacy, Refused: st.Refused,

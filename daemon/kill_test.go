@@ -6,15 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
 // handOver passes a fresh pipe pair to the daemon, as `snodod connect`
 // does, runs the handshake and starts a sleep of an hour on it.
-func handOver(t *testing.T, r *running) (*pipes, *Handover) {
+func handOver(t *testing.T, r *running) (*pipes, *control.Handover) {
 	t.Helper()
 	p := newPipes(t)
-	h, err := Connect(t.Context(), r.cfg.Daemon.ControlSocket, p.in, p.out)
+	h, err := (&control.Client{Socket: r.cfg.Daemon.ControlSocket}).Connect(t.Context(), p.in, p.out, control.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestKillSession(t *testing.T) {
 	dir := shortDir(t)
 	r := startDaemon(t, testConfig(t, dir, map[string]any{"daemon.shutdown_grace": "1h"}), Options{})
 	p, h := handOver(t, r)
-	if err := Kill(t.Context(), r.cfg.Daemon.ControlSocket, h.Session); err != nil {
+	if err := (&control.Client{Socket: r.cfg.Daemon.ControlSocket}).Kill(t.Context(), h.Session); err != nil {
 		t.Fatalf("Kill: %v", err)
 	}
 	// Kill returned after the end: the session is gone already.
@@ -50,12 +51,12 @@ func TestKillSession(t *testing.T) {
 	if got := p.line(t); got != "" {
 		t.Errorf("then %q, want end of input", got)
 	}
-	var ended *SessionError
+	var ended *control.SessionError
 	if err := h.Wait(); !errors.As(err, &ended) || !strings.Contains(ended.Message, stdio.ErrKilled.Error()+": by snodod kill") {
 		t.Errorf("Wait: %v", err)
 	}
-	var refused *RefusedError
-	if err := Kill(t.Context(), r.cfg.Daemon.ControlSocket, 99); !errors.As(err, &refused) || refused.Message != "no session 99; 'snodod status' lists the sessions" {
+	var refused *control.RefusedError
+	if err := (&control.Client{Socket: r.cfg.Daemon.ControlSocket}).Kill(t.Context(), 99); !errors.As(err, &refused) || refused.Message != "no session 99; 'snodod status' lists the sessions" {
 		t.Errorf("Kill of an unknown session: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ func (d *Daemon) Reload() error {
 	if d.opts.Reload == nil {
 		err := errors.New("reloading is not configured")
 		d.log.Error("reload refused; the running configuration stays", "error", err)
+		d.refused.Store(&[]string{err.Error()})
 		return err
 	}
 	cfg, err := d.opts.Reload()
@@ -36,6 +37,7 @@ func (d *Daemon) Reload() error {
 			d.ups.Apply(cfg)
 			d.budget.SetMax(g.limits.MaxBufferedBytes)
 			d.warnRestartOnly(cfg)
+			d.refused.Store(nil)
 			d.log.Info("configuration reloaded; new sessions use it", "file", cfg.File())
 			if d.opts.OnReload != nil {
 				d.opts.OnReload(cfg)
@@ -44,10 +46,26 @@ func (d *Daemon) Reload() error {
 			return nil
 		}
 	}
-	for _, line := range problemLines(err) {
+	lines := problemLines(err)
+	for _, line := range lines {
 		d.log.Error("reload refused; the running configuration stays", "problem", line)
 	}
+	d.refused.Store(&lines)
 	return err
+}
+
+// reloadWarnings are status's warnings of a refused reload, one per
+// problem, until a reload succeeds.
+func (d *Daemon) reloadWarnings() []string {
+	p := d.refused.Load()
+	if p == nil {
+		return nil
+	}
+	out := make([]string, len(*p))
+	for i, line := range *p {
+		out[i] = "reload refused, the running configuration stays: " + line
+	}
+	return out
 }
 
 // problemLines splits a loading error into its lines: one per problem of a

@@ -1,15 +1,16 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/upstream"
 )
@@ -51,7 +52,7 @@ func (d *Daemon) attachUpstreams(srv *server.Server) {
 	srv.AddResource(&server.Resource{URI: UpstreamsURI, Name: "upstreams", MIMEType: "application/json",
 		Description: "The hosted MCP servers (mcpServers): one row per instance, as snodod status shows them."},
 		func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
-			b, err := json.MarshalIndent(d.ups.Status(), "", "  ")
+			b, err := json.MarshalIndent(upstreamRows(d.ups.Status()), "", "  ")
 			if err != nil {
 				return nil, err
 			}
@@ -71,47 +72,72 @@ func (d *Daemon) dispatcher(id uint64, g *generation, view, cwd string) (server.
 	return s, s.Close, nil
 }
 
-// upstreamOp serves {"op":"upstream","name":…,"action":"start|stop|restart"}.
-func (d *Daemon) upstreamOp(req Request) Reply {
+// upstreamOp serves {"op":"upstream","name":…,"action":"start|stop|restart"}:
+// it gives the order, then waits until it is done (the upstream's
+// start_timeout, plus the grace of the stop before a restart), and
+// answers with each instance's state then.
+func (d *Daemon) upstreamOp(req control.Request) control.Reply {
+	since := time.Now()
 	var err error
 	switch req.Action {
-	case "start":
+	case control.ActionStart:
 		err = d.ups.Start(req.Name)
-	case "stop":
+	case control.ActionStop:
 		err = d.ups.Stop(req.Name)
-	case "restart":
+	case control.ActionRestart:
 		err = d.ups.Restart(req.Name)
 	default:
 		err = fmt.Errorf("unknown upstream action %q; the actions are start, stop and restart", req.Action)
 	}
 	if err != nil {
-		return Reply{Error: err.Error()}
+		return control.Reply{Error: err.Error()}
 	}
-	return Reply{OK: true}
+	cfg := d.Config()
+	bound := cfg.Limits.ShutdownGrace + actionMargin
+	for _, u := range cfg.MCPServers {
+		if u.Name == req.Name {
+			bound += u.StartTimeout
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	rows, err := d.ups.Await(ctx, req.Name, req.Action != control.ActionStop, since)
+	if err != nil {
+		return control.Reply{Error: err.Error()}
+	}
+	r := control.Reply{OK: true}
+	for _, row := range rows {
+		r.Instances = append(r.Instances, control.Instance{Instance: row.Instance, State: string(row.State), PID: row.PID, Cause: row.Cause})
+	}
+	return r
 }
 
-// LogLine is one line of a logs reply after its head: stderr bytes of the
-// upstream, as text (invalid UTF-8 replaced).
-type LogLine struct {
-	Log string `json:"log"`
-}
+// actionMargin is added to the bound of an upstream action's wait: the
+// loop's own turns between the order and the start.
+const actionMargin = 5 * time.Second
 
 // serveLogs serves {"op":"logs","name":…,"follow":bool}: the upstream's
-// stderr ring, then with follow what it writes from then on, until the
-// client leaves or the daemon drains.
-func (d *Daemon) serveLogs(c *net.UnixConn, req Request) {
-	ring, err := d.ups.Logs(req.Name)
-	if err != nil {
-		reply(c, Reply{Error: err.Error()})
-		return
-	}
+// stderr ring, with a time at each line and a mark at each start (the
+// daemon's own log with name ""), then with follow what is written from
+// then on, until the client leaves or the daemon drains.
+func (d *Daemon) serveLogs(c *net.UnixConn, req control.Request) {
+	var snapshot []byte
 	var ch <-chan []byte
 	var cancel func()
-	if req.Follow {
-		ch, cancel = ring.Follow()
+	if req.Name == "" {
+		snapshot, ch, cancel = d.logs.snapshot(req.Follow)
+	} else {
+		ring, err := d.ups.Logs(req.Name)
+		if err != nil {
+			reply(c, control.Reply{Error: err.Error()})
+			return
+		}
+		snapshot, ch, cancel = ring.Log(req.Follow)
+	}
+	if cancel != nil {
 		defer cancel()
 	}
-	if !reply(c, Reply{OK: true}) || !reply(c, LogLine{Log: string(ring.Snapshot())}) || !req.Follow {
+	if !reply(c, control.Reply{OK: true}) || !reply(c, control.LogLine{Log: string(snapshot)}) || !req.Follow {
 		return
 	}
 	gone := make(chan struct{})
@@ -123,7 +149,7 @@ func (d *Daemon) serveLogs(c *net.UnixConn, req Request) {
 	for {
 		select {
 		case b, ok := <-ch:
-			if !ok || !reply(c, LogLine{Log: string(b)}) {
+			if !ok || !reply(c, control.LogLine{Log: string(b)}) {
 				return
 			}
 		case <-gone:
@@ -132,36 +158,4 @@ func (d *Daemon) serveLogs(c *net.UnixConn, req Request) {
 			return
 		}
 	}
-}
-
-// UpstreamAction asks the daemon at the control socket path to start,
-// stop or restart the upstream name.
-func UpstreamAction(ctx context.Context, path, name, action string) error {
-	return ask(ctx, path, Request{Op: "upstream", Name: name, Action: action}, nil)
-}
-
-// Logs writes the stderr the daemon at path keeps for upstream name to
-// write; with follow it goes on writing what the upstream writes until ctx
-// ends or the daemon goes.
-func Logs(ctx context.Context, path, name string, follow bool, write func(string) error) error {
-	return converse(ctx, path, Request{Op: "logs", Name: name, Follow: follow}, nil, func(r *bufio.Reader) error {
-		for {
-			b, err := r.ReadBytes('\n')
-			if err != nil {
-				if ctx.Err() != nil || !follow {
-					return nil
-				}
-				return ErrDaemonGone
-			}
-			var l LogLine
-			if json.Unmarshal(b, &l) == nil {
-				if err := write(l.Log); err != nil {
-					return err
-				}
-			}
-			if !follow {
-				return nil
-			}
-		}
-	})
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
-	"github.com/snodod/snodod/upstream"
 )
 
 // The control socket's upstream and logs ops (docs/upstreams.md §8), through
@@ -47,11 +47,11 @@ start = "manual"
 
 // upstreamRow waits until the control socket's status shows the fake in
 // state, and returns its row.
-func upstreamRow(t *testing.T, control string, state upstream.State) upstream.Status {
+func upstreamRow(t *testing.T, sock string, state string) control.Upstream {
 	t.Helper()
-	var last []upstream.Status
+	var last []control.Upstream
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		st, err := QueryStatus(t.Context(), control)
+		st, err := (&control.Client{Socket: sock}).Status(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,44 +61,51 @@ func upstreamRow(t *testing.T, control string, state upstream.State) upstream.St
 		}
 	}
 	t.Fatalf("the fake never became %s: %+v", state, last)
-	return upstream.Status{}
+	return control.Upstream{}
 }
 
+// upstreamAction is the control client's, for the one instance of the
+// fake: its state and pid once the action is done.
+func upstreamAction(ctx context.Context, sock, name, action string) (control.Instance, error) {
+	got, err := (&control.Client{Socket: sock}).UpstreamAction(ctx, name, action)
+	if err != nil {
+		return control.Instance{}, err
+	}
+	if len(got) != 1 {
+		return control.Instance{}, fmt.Errorf("%s %s: instances %+v, want one", action, name, got)
+	}
+	return got[0], nil
+}
+
+// An upstream action answers once it is done, with what it did (issue 19:
+// "upstream restart memory" says "memory restarted (pid 24758)").
 func TestControlUpstreamOps(t *testing.T) {
 	r := startUpstreamDaemon(t, 100)
-	control := r.cfg.Daemon.ControlSocket
+	sock := r.cfg.Daemon.ControlSocket
 	ctx := t.Context()
-	upstreamRow(t, control, upstream.StateStopped) // manual: not started
+	upstreamRow(t, sock, control.StateStopped) // manual: not started
 
-	if err := UpstreamAction(ctx, control, "fake", "start"); err != nil {
-		t.Fatalf("start: %v", err)
+	first, err := upstreamAction(ctx, sock, "fake", "start")
+	if err != nil || first.State != control.StateReady || first.PID == 0 || first.Instance != "all" {
+		t.Fatalf("start: %+v, %v; want ready with a pid", first, err)
 	}
-	first := upstreamRow(t, control, upstream.StateReady)
-	if first.PID == 0 {
-		t.Fatalf("started without a pid: %+v", first)
+	if row := upstreamRow(t, sock, control.StateReady); row.PID != first.PID {
+		t.Errorf("status says pid %d, the start %d", row.PID, first.PID)
 	}
-	if err := UpstreamAction(ctx, control, "fake", "restart"); err != nil {
-		t.Fatalf("restart: %v", err)
+	second, err := upstreamAction(ctx, sock, "fake", "restart")
+	if err != nil || second.State != control.StateReady || second.PID == 0 || second.PID == first.PID {
+		t.Fatalf("restart: %+v, %v; want ready with a pid other than %d", second, err, first.PID)
 	}
-	var second upstream.Status
-	for deadline := time.Now().Add(20 * time.Second); second.PID == 0 || second.PID == first.PID; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("restart kept pid %d", first.PID)
-		}
-		second = upstreamRow(t, control, upstream.StateReady)
-	}
-	if err := UpstreamAction(ctx, control, "fake", "stop"); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	if row := upstreamRow(t, control, upstream.StateStopped); row.PID != 0 {
-		t.Errorf("stopped with a pid: %+v", row)
+	stopped, err := upstreamAction(ctx, sock, "fake", "stop")
+	if err != nil || stopped.State != control.StateStopped || stopped.PID != 0 {
+		t.Fatalf("stop: %+v, %v; want stopped", stopped, err)
 	}
 
 	for _, tc := range []struct{ name, action, want string }{
 		{"nope", "start", `no such upstream: "nope"; the configured upstreams are fake`},
 		{"fake", "pause", `unknown upstream action "pause"; the actions are start, stop and restart`},
 	} {
-		err := UpstreamAction(ctx, control, tc.name, tc.action)
+		_, err := upstreamAction(ctx, sock, tc.name, tc.action)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s: %v, want %q", tc.action, tc.name, err, tc.want)
 		}
@@ -108,15 +115,15 @@ func TestControlUpstreamOps(t *testing.T) {
 func TestControlLogs(t *testing.T) {
 	const startStderr = 1000
 	r := startUpstreamDaemon(t, startStderr)
-	control := r.cfg.Daemon.ControlSocket
+	sock := r.cfg.Daemon.ControlSocket
 	ctx := t.Context()
-	if err := UpstreamAction(ctx, control, "fake", "start"); err != nil {
+	if _, err := upstreamAction(ctx, sock, "fake", "start"); err != nil {
 		t.Fatal(err)
 	}
-	upstreamRow(t, control, upstream.StateReady)
+	upstreamRow(t, sock, control.StateReady)
 
 	var snapshot strings.Builder
-	if err := Logs(ctx, control, "fake", false, func(s string) error { snapshot.WriteString(s); return nil }); err != nil {
+	if err := (&control.Client{Socket: sock}).Logs(ctx, "fake", false, func(s string) error { snapshot.WriteString(s); return nil }); err != nil {
 		t.Fatalf("logs: %v", err)
 	}
 	if n := strings.Count(snapshot.String(), "w"); n < startStderr-20 {
@@ -129,7 +136,7 @@ func TestControlLogs(t *testing.T) {
 	followCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- Logs(followCtx, control, "fake", true, func(s string) error {
+		done <- (&control.Client{Socket: sock}).Logs(followCtx, "fake", true, func(s string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			followed.WriteString(s)
@@ -147,7 +154,7 @@ func TestControlLogs(t *testing.T) {
 		}
 	}
 	before := written()
-	if err := UpstreamAction(ctx, control, "fake", "restart"); err != nil {
+	if _, err := upstreamAction(ctx, sock, "fake", "restart"); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); written() < before+startStderr-20; time.Sleep(10 * time.Millisecond) {
@@ -165,7 +172,7 @@ func TestControlLogs(t *testing.T) {
 		t.Fatal("the follow did not end with its context")
 	}
 
-	err := Logs(ctx, control, "nope", false, func(string) error { return nil })
+	err := (&control.Client{Socket: sock}).Logs(ctx, "nope", false, func(string) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), `no such upstream: "nope"; the configured upstreams are fake`) {
 		t.Errorf("logs of an unknown upstream: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // Crash survival against a stand-in for systemd (fakesystemd_test.go): the
@@ -34,7 +34,7 @@ func TestCrashSurvival(t *testing.T) {
 		// answer (docs/operations.md): its worker times out.
 		traffic[name] = startGoTrafficWith(t, c, name, 60000, 10*time.Second)
 	}
-	before := d.awaitStatus(t, "the three sessions", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 3 })
+	before := d.awaitStatus(t, "the three sessions", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 3 })
 	if !await(answerWithin, func() bool {
 		st := sd.stored()
 		return st["session-1"] >= 2 && st["session-2"] >= 3 && st["session-3"] >= 3
@@ -44,7 +44,7 @@ func TestCrashSurvival(t *testing.T) {
 	for _, tr := range traffic {
 		tr.waitEchoes(t, 20)
 	}
-	d.awaitStatus(t, "the long sleeps in flight", answerWithin, func(st *daemon.Status) bool {
+	d.awaitStatus(t, "the long sleeps in flight", answerWithin, func(st *control.Status) bool {
 		n := 0
 		for _, s := range st.Sessions {
 			n += s.InFlight
@@ -64,7 +64,7 @@ func TestCrashSurvival(t *testing.T) {
 			t.Errorf("%s: the sleep in flight at the crash got no answer", name)
 		}
 	}
-	after := d.awaitStatus(t, "the restarted daemon", answerWithin, func(st *daemon.Status) bool {
+	after := d.awaitStatus(t, "the restarted daemon", answerWithin, func(st *control.Status) bool {
 		return st.PID == sd.mainPID() && len(st.Sessions) == 3
 	})
 	survived(t, "the crash", before, after, tty, traffic)
@@ -122,7 +122,7 @@ func TestUpgradeUnderSystemd(t *testing.T) {
 	if err := late.initialize("2025-11-25"); err != nil {
 		t.Fatal(err)
 	}
-	st := d.awaitStatus(t, "three sessions", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 3 })
+	st := d.awaitStatus(t, "three sessions", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 3 })
 	if !await(answerWithin, func() bool {
 		stored := sd.stored()
 		for _, row := range st.Sessions {
@@ -147,7 +147,7 @@ func TestUpgradeUnderSystemd(t *testing.T) {
 	if got := text(t, c.call(t, t.Context(), "echo", map[string]any{"text": "connect"})); got != "connect" {
 		t.Errorf("echo through connect after the crash = %q", got)
 	}
-	if after := d.awaitStatus(t, "the sessions after the crash", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 3 }); after.PID == pid {
+	if after := d.awaitStatus(t, "the sessions after the crash", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 3 }); after.PID == pid {
 		t.Errorf("the status after the crash is still pid %d's", pid)
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
@@ -228,10 +228,10 @@ func (d *daemonProc) stop(t *testing.T) {
 }
 
 // status asks the daemon for its status over the control socket.
-func (d *daemonProc) status(ctx context.Context) (*daemon.Status, error) {
+func (d *daemonProc) status(ctx context.Context) (*control.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return daemon.QueryStatus(ctx, d.control)
+	return (&control.Client{Socket: d.control}).Status(ctx)
 }
 
 // fault makes session id's coordinator fail once, as a bug would, through
@@ -239,34 +239,12 @@ func (d *daemonProc) status(ctx context.Context) (*daemon.Status, error) {
 // only when run with SNODOD_TEST_FAULTS=1 (internal/faults). It returns
 // once the failed instance has answered what it had in flight.
 func (d *daemonProc) fault(ctx context.Context, id uint64) error {
-	c, err := daemon.Dial(ctx, d.control)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	req, err := json.Marshal(daemon.Request{Op: "fault", Session: id})
-	if err != nil {
-		return err
-	}
-	if _, err := c.Write(append(req, '\n')); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("read the fault reply: %w", err)
-	}
-	var reply daemon.Reply
-	if err := json.Unmarshal(line, &reply); err != nil || !reply.OK {
-		return fmt.Errorf("fault refused: %s", line)
-	}
-	return nil
+	return (&control.Client{Socket: d.control}).Fault(ctx, id)
 }
 
 // awaitStatus polls the status until cond holds, for up to within, and
 // returns the status that satisfied it.
-func (d *daemonProc) awaitStatus(t *testing.T, what string, within time.Duration, cond func(*daemon.Status) bool) *daemon.Status {
+func (d *daemonProc) awaitStatus(t *testing.T, what string, within time.Duration, cond func(*control.Status) bool) *control.Status {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -291,7 +269,7 @@ func (d *daemonProc) command(args ...string) *exec.Cmd {
 }
 
 // statusJSON runs `snodod status --json` and decodes its output.
-func (d *daemonProc) statusJSON(t *testing.T) *daemon.Status {
+func (d *daemonProc) statusJSON(t *testing.T) *control.Status {
 	t.Helper()
 	cmd := d.command("status", "--json")
 	var stderr syncBuffer
@@ -300,7 +278,7 @@ func (d *daemonProc) statusJSON(t *testing.T) *daemon.Status {
 	if err != nil {
 		t.Fatalf("snodod status --json: %v\n%s", err, stderr.String())
 	}
-	var st daemon.Status
+	var st control.Status
 	if err := json.Unmarshal(out, &st); err != nil {
 		t.Fatalf("snodod status --json printed %s: %v", out, err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // These tests run `snodod serve --demo`, one daemon per test, and reach it
@@ -58,7 +58,7 @@ func TestDaemonManySessions(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	d.awaitStatus(t, "every session ended", 10*time.Second, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
+	d.awaitStatus(t, "every session ended", 10*time.Second, func(st *control.Status) bool { return len(st.Sessions) == 0 })
 	d.stop(t)
 }
 
@@ -128,7 +128,7 @@ func TestDaemonPTY(t *testing.T) {
 	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
 		t.Fatal("the handed-over pty was not put into raw mode")
 	}
-	d.awaitStatus(t, "the pty session", answerWithin, func(st *daemon.Status) bool {
+	d.awaitStatus(t, "the pty session", answerWithin, func(st *control.Status) bool {
 		return len(st.Sessions) == 1 && st.Sessions[0].Kind == "pty"
 	})
 	lines := readLines(master)
@@ -191,7 +191,7 @@ func TestDaemonPTY(t *testing.T) {
 		t.Error("a line after the master was closed")
 	}
 	conn.wait(t, 0)
-	d.awaitStatus(t, "the pty session ended", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
+	d.awaitStatus(t, "the pty session ended", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 0 })
 
 	// A session that ends while the pty lives (here, by the daemon's
 	// drain) leaves the pty as it found it, by the time connect exits: a
@@ -262,7 +262,7 @@ func TestDaemonConnectGoSDK(t *testing.T) {
 			})
 		}
 	})
-	d.awaitStatus(t, "every session ended", 10*time.Second, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
+	d.awaitStatus(t, "every session ended", 10*time.Second, func(st *control.Status) bool { return len(st.Sessions) == 0 })
 	d.stop(t)
 }
 
@@ -278,7 +278,7 @@ func TestDaemonRestart(t *testing.T) {
 	if err := s.send(callLine(2, "sleep", `{"ms":5000}`)); err != nil {
 		t.Fatal(err)
 	}
-	st := d.awaitStatus(t, "the sleep in flight", answerWithin, func(st *daemon.Status) bool {
+	st := d.awaitStatus(t, "the sleep in flight", answerWithin, func(st *control.Status) bool {
 		return len(st.Sessions) == 1 && st.Sessions[0].InFlight == 1
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), answerWithin)
@@ -345,7 +345,7 @@ func TestDaemonRestart(t *testing.T) {
 		t.Errorf("%d of the %d requests were answered", len(answers), n)
 	}
 	t.Logf("%d of the batch's %d requests were in flight at the fault", closed, n)
-	d.awaitStatus(t, "the second restart", answerWithin, func(st *daemon.Status) bool {
+	d.awaitStatus(t, "the second restart", answerWithin, func(st *control.Status) bool {
 		return len(st.Sessions) == 1 && st.Sessions[0].Restarts == 2
 	})
 	if err := s.echo(3, "after the second restart"); err != nil {
@@ -363,7 +363,7 @@ func TestDaemonSlowReader(t *testing.T) {
 	if err := slow.initialize("2025-11-25"); err != nil {
 		t.Fatal(err)
 	}
-	slowID := d.awaitStatus(t, "the slow session", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 1 }).Sessions[0].ID
+	slowID := d.awaitStatus(t, "the slow session", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 1 }).Sessions[0].ID
 
 	const others = 5
 	stop := make(chan struct{})
@@ -402,7 +402,7 @@ func TestDaemonSlowReader(t *testing.T) {
 	start := time.Now()
 	gone := await(10*time.Second, func() bool {
 		st, err := d.status(t.Context())
-		return err == nil && !slices.ContainsFunc(st.Sessions, func(s daemon.SessionStatus) bool { return s.ID == slowID })
+		return err == nil && !slices.ContainsFunc(st.Sessions, func(s control.Session) bool { return s.ID == slowID })
 	})
 	t.Logf("the slow reader was cut off after %v", time.Since(start).Round(time.Millisecond))
 	if !gone {
@@ -441,7 +441,7 @@ func TestDaemonDrain(t *testing.T) {
 	if err := s.send(callLine(2, "sleep", `{"ms":1000}`)); err != nil {
 		t.Fatal(err)
 	}
-	d.awaitStatus(t, "the sleep in flight", answerWithin, func(st *daemon.Status) bool {
+	d.awaitStatus(t, "the sleep in flight", answerWithin, func(st *control.Status) bool {
 		return len(st.Sessions) == 1 && st.Sessions[0].InFlight == 1
 	})
 	start := time.Now()

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // The fault suite of issue 14: each fault, then proof that the daemon and
@@ -110,7 +110,7 @@ func TestDescriptorExhaustion(t *testing.T) {
 	for _, s := range conns {
 		s.Close()
 	}
-	d.awaitStatus(t, "the sessions end once their clients leave", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
+	d.awaitStatus(t, "the sessions end once their clients leave", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 0 })
 	s := mustDial(t, d.socket)
 	if err := s.initialize("2025-06-18"); err != nil {
 		t.Fatalf("after the clients left: %v", err)
@@ -289,7 +289,7 @@ func TestKilledUnderSocketActivation(t *testing.T) {
 	if err := s.send(callLine(2, "sleep", `{"ms":10000}`)); err != nil {
 		t.Fatal(err)
 	}
-	d.awaitStatus(t, "the sleep is in flight", answerWithin, func(st *daemon.Status) bool { return st.Executor.Running == 1 })
+	d.awaitStatus(t, "the sleep is in flight", answerWithin, func(st *control.Status) bool { return st.Executor.Running == 1 })
 	orphan := awaitPIDFile(t, pidfile, "the hosted server did not start its grandchild")
 	t.Cleanup(func() { _ = syscall.Kill(orphan, syscall.SIGKILL) })
 	if err := d.cmd.Process.Kill(); err != nil {
@@ -400,7 +400,7 @@ func TestClientHalfClosesOrTrickles(t *testing.T) {
 	}
 	trickle.Close()
 	other.Close()
-	d.awaitStatus(t, "no session is left", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
+	d.awaitStatus(t, "no session is left", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 0 })
 }
 
 // waitBuffered waits until the daemon holds want bytes of unfinished

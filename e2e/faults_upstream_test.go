@@ -11,8 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/snodod/snodod/daemon"
-	"github.com/snodod/snodod/upstream"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // The hosted-server faults of issue 14, through snodod serve: the fake
@@ -47,13 +46,13 @@ restart = { max_attempts = 3, initial_delay = "50ms", max_delay = "100ms" }
 }
 
 // upstreamState is the named upstream's row of d's status.
-func upstreamState(st *daemon.Status, name string) (upstream.Status, bool) {
+func upstreamState(st *control.Status, name string) (control.Upstream, bool) {
 	for _, u := range st.Upstreams {
 		if u.Name == name {
 			return u, true
 		}
 	}
-	return upstream.Status{}, false
+	return control.Upstream{}, false
 }
 
 // unharmed checks that the other upstream and the daemon's own tools
@@ -124,7 +123,7 @@ func TestUpstreamFaults(t *testing.T) {
 	dir := publicDir(t)
 	pidfile := filepath.Join(dir, "grandchild.pid")
 	d := startDaemon(t, upstreamFaultConfig(fake, pidfile), []string{"XDG_STATE_HOME=" + filepath.Join(dir, "state")})
-	d.awaitStatus(t, "fake and other ready", answerWithin, func(st *daemon.Status) bool {
+	d.awaitStatus(t, "fake and other ready", answerWithin, func(st *control.Status) bool {
 		f, _ := upstreamState(st, "fake")
 		o, _ := upstreamState(st, "other")
 		return f.State == "ready" && o.State == "ready"
@@ -152,7 +151,7 @@ func TestUpstreamFaults(t *testing.T) {
 		if err := s.send(callLine(n, "fake__slow", `{"ms":60000}`)); err != nil {
 			t.Fatal(err)
 		}
-		d.awaitStatus(t, "the slow call in flight", answerWithin, func(st *daemon.Status) bool {
+		d.awaitStatus(t, "the slow call in flight", answerWithin, func(st *control.Status) bool {
 			u, _ := upstreamState(st, "fake")
 			return u.InFlight == 1
 		})
@@ -165,7 +164,7 @@ func TestUpstreamFaults(t *testing.T) {
 		} else {
 			t.Logf("the killed call was answered: %s", why)
 		}
-		d.awaitStatus(t, "fake restarted", answerWithin, func(st *daemon.Status) bool {
+		d.awaitStatus(t, "fake restarted", answerWithin, func(st *control.Status) bool {
 			u, _ := upstreamState(st, "fake")
 			return u.State == "ready" && u.PID != before.PID
 		})
@@ -227,7 +226,7 @@ func TestUpstreamFaults(t *testing.T) {
 	})
 
 	t.Run("exits at every start", func(t *testing.T) {
-		st := d.awaitStatus(t, "broken failed after its attempts", answerWithin, func(st *daemon.Status) bool {
+		st := d.awaitStatus(t, "broken failed after its attempts", answerWithin, func(st *control.Status) bool {
 			u, _ := upstreamState(st, "broken")
 			return u.State == "failed"
 		})
@@ -285,7 +284,7 @@ func TestStateDirectoryUnwritable(t *testing.T) {
 				if out, err := d.command("upstream", "restart", "fake").CombinedOutput(); err != nil {
 					t.Fatalf("upstream restart: %v\n%s", err, out)
 				}
-				d.awaitStatus(t, "fake ready again", answerWithin, func(st *daemon.Status) bool {
+				d.awaitStatus(t, "fake ready again", answerWithin, func(st *control.Status) bool {
 					u, _ := upstreamState(st, "fake")
 					return u.State == "ready" && u.PID != 0 && u.PID != before.PID
 				})

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // Issue 20 item 2 against the built daemon: who may use the HTTP
@@ -143,7 +143,7 @@ func TestHTTPOtherUserOnLoopback(t *testing.T) {
 	}
 	d.writeConfig(t, "[http]\nlisten = \"127.0.0.1:0\"\n[daemon]\nallowed_uids = [65534]\n")
 	d.signal(t, syscall.SIGHUP)
-	d.awaitStatus(t, "the reload", answerWithin, func(*daemon.Status) bool {
+	d.awaitStatus(t, "the reload", answerWithin, func(*control.Status) bool {
 		return strings.Contains(d.stderr.String(), "configuration reloaded")
 	})
 	if a := postAsNobody(t, bin, url, ""); a.Status != 200 {
@@ -277,12 +277,12 @@ func TestOneUserCannotHoldEverySession(t *testing.T) {
 	}
 	// An idle connection of its own is ended, and its place is free again.
 	held[2].Close()
-	d.awaitStatus(t, "the third session's end", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 2 })
+	d.awaitStatus(t, "the third session's end", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 2 })
 	idle := mustDial(t, d.socket)
 	if err := idle.drainToEOF(answerWithin); err != nil {
 		t.Errorf("a connection that sent nothing: %v, want it ended", err)
 	}
-	st := d.awaitStatus(t, "the idle session's end", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 2 })
+	st := d.awaitStatus(t, "the idle session's end", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 2 })
 	if st.Refused["uid_capacity"] != 1 || st.Refused["initialize_timeout"] != 1 {
 		t.Errorf("status refusals %v, want uid_capacity 1 and initialize_timeout 1", st.Refused)
 	}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // The security suite of issue 14 that needs the built binary: who may use
@@ -116,7 +116,7 @@ func startActivated(t *testing.T, config string) *activatedDaemon {
 			t.Fatal(err)
 		}
 	}
-	d.awaitStatus(t, "the activated daemon answers", answerWithin, func(*daemon.Status) bool { return true })
+	d.awaitStatus(t, "the activated daemon answers", answerWithin, func(*control.Status) bool { return true })
 	return &activatedDaemon{d}
 }
 
@@ -381,7 +381,7 @@ restart = { max_attempts = 2, initial_delay = "50ms", max_delay = "100ms" }
 	} else if text, err := toolText(r); err != nil || text != "received\n" {
 		t.Fatalf("the tool did not receive the secrets: %q %v", text, err)
 	}
-	st := d.awaitStatus(t, "holder ready (it has the secrets) and leaky failed", answerWithin, func(st *daemon.Status) bool {
+	st := d.awaitStatus(t, "holder ready (it has the secrets) and leaky failed", answerWithin, func(st *control.Status) bool {
 		h, _ := upstreamState(st, "holder")
 		l, _ := upstreamState(st, "leaky")
 		return h.State == "ready" && l.State == "failed"
@@ -390,7 +390,7 @@ restart = { max_attempts = 2, initial_delay = "50ms", max_delay = "100ms" }
 	if err := s.send(callLine(18, "holder__slow", `{"ms":60000}`)); err != nil {
 		t.Fatal(err)
 	}
-	d.awaitStatus(t, "the call to holder in flight", answerWithin, func(st *daemon.Status) bool {
+	d.awaitStatus(t, "the call to holder in flight", answerWithin, func(st *control.Status) bool {
 		u, _ := upstreamState(st, "holder")
 		return u.InFlight == 1
 	})

@@ -20,11 +20,11 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // The soak's sessions: one NDJSON line connection per socket, hand-over
-// (descriptors passed with daemon.Connect, as `snodod connect` does) and
+// (descriptors passed with control.Client.Connect, as `snodod connect` does) and
 // pty session, and a legacy Streamable HTTP session; each answers
 // requests by id and counts the notifications it gets.
 
@@ -202,7 +202,7 @@ func dialSoakSocket(path string) (soakSession, error) {
 
 // handOver passes a pipe pair to the daemon, as `snodod connect` started
 // by a client does, and keeps the client's ends.
-func handOver(control string) (soakSession, error) {
+func handOver(sock string) (soakSession, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func handOver(control string) (soakSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := daemon.Connect(context.Background(), control, inR, outW)
+	h, err := (&control.Client{Socket: sock}).Connect(context.Background(), inR, outW, control.ConnectOptions{})
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -224,7 +224,7 @@ func handOver(control string) (soakSession, error) {
 
 // handOverPTY passes the terminal side of a new pty; the soak talks on its
 // master, as a terminal emulator would.
-func handOverPTY(control string) (soakSession, error) {
+func handOverPTY(sock string) (soakSession, error) {
 	m, tty, err := pty.Open()
 	if err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ func handOverPTY(control string) (soakSession, error) {
 		return nil, err
 	}
 	master := os.NewFile(uintptr(fd), "ptmx")
-	h, err := daemon.Connect(context.Background(), control, tty, tty)
+	h, err := (&control.Client{Socket: sock}).Connect(context.Background(), tty, tty, control.ConnectOptions{})
 	tty.Close()
 	if err != nil {
 		master.Close()

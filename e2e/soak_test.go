@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
@@ -30,8 +30,8 @@ import (
 //
 // It lives here, behind the soak build tag, rather than in bench/: it
 // drives the daemon through the fault suite's helpers and the main
-// module's packages (daemon.Connect passes descriptors the way `snodod
-// connect` does, without a process per session; daemon.QueryStatus),
+// module's packages (control.Client.Connect passes descriptors the way `snodod
+// connect` does, without a process per session; control.Client.Status),
 // which bench/, a module of its own, cannot import. The daemon is built
 // without the race detector, which would distort its memory and speed.
 func TestSoak(t *testing.T) {
@@ -47,7 +47,7 @@ func TestSoak(t *testing.T) {
 	h := newSoakHarness(t)
 	d := startDaemon(t, h.config(false), []string{"XDG_STATE_HOME=" + filepath.Join(h.dir, "state")})
 	h.d = d
-	d.awaitStatus(t, "both hosted servers ready", 2*time.Minute, func(st *daemon.Status) bool {
+	d.awaitStatus(t, "both hosted servers ready", 2*time.Minute, func(st *control.Status) bool {
 		f, _ := upstreamState(st, "fake")
 		m, _ := upstreamState(st, "memory")
 		return f.State == "ready" && m.State == "ready"
@@ -78,7 +78,7 @@ func TestSoak(t *testing.T) {
 		}
 		s.close()
 	}
-	d.awaitStatus(t, "every session ended", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
+	d.awaitStatus(t, "every session ended", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 0 })
 	idle := h.sample(t, "idle (sessions closed)")
 	d.stop(t)
 	left := h.leftovers(t)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // Terminals handed to the daemon and to `snodod stdio`: who gives them back,
@@ -56,7 +56,7 @@ func handOverSleeping(t *testing.T, d *daemonProc) (master, tty *os.File, lines 
 	if l := nextLine(t, lines, "initialize"); !bytes.HasPrefix(l, []byte(`{"jsonrpc":"2.0","id":1,"result":`)) {
 		t.Fatalf("initialize: %.200s", l)
 	}
-	st := d.awaitStatus(t, "the sleep to run", answerWithin, func(st *daemon.Status) bool {
+	st := d.awaitStatus(t, "the sleep to run", answerWithin, func(st *control.Status) bool {
 		return len(st.Sessions) == 1 && st.Sessions[0].InFlight == 1
 	})
 	return master, tty, lines, conn, st.Sessions[0].ID
@@ -75,7 +75,7 @@ func TestHandoverConnectKilled(t *testing.T) {
 	if l := nextLine(t, lines, "the sleep"); !bytes.Contains(l, []byte(`"id":2,"error":{"code":-32603,"message":"Session closed by server"}`)) {
 		t.Errorf("the sleep: %.200s", l)
 	}
-	d.awaitStatus(t, "the session to end", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 0 })
+	d.awaitStatus(t, "the session to end", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 0 })
 	if !isCanonical(t, tty) {
 		t.Error("the terminal is not back in canonical mode with echo")
 	}

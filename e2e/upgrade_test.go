@@ -18,7 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // An upgrade (`snodod upgrade`) in the middle of continuous traffic on
@@ -43,7 +43,7 @@ func TestUpgrade(t *testing.T) {
 	}
 	ts.waitReady(t)
 	tsRelay.waitReady(t)
-	before := d.awaitStatus(t, "the five sessions", answerWithin, func(st *daemon.Status) bool { return len(st.Sessions) == 5 })
+	before := d.awaitStatus(t, "the five sessions", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 5 })
 	for _, tr := range traffic {
 		tr.waitEchoes(t, 20)
 	}
@@ -57,7 +57,7 @@ func TestUpgrade(t *testing.T) {
 	}
 	ts.upgraded(t)
 	tsRelay.upgraded(t)
-	after := d.awaitStatus(t, "the new daemon", answerWithin, func(st *daemon.Status) bool { return st.PID == pid })
+	after := d.awaitStatus(t, "the new daemon", answerWithin, func(st *control.Status) bool { return st.PID == pid })
 	survived(t, "the upgrade", before, after, tty, traffic)
 	for _, tr := range traffic {
 		tr.stop(t)
@@ -147,7 +147,7 @@ func TestUpgradeFails(t *testing.T) {
 func TestUpgradeUpstream(t *testing.T) {
 	fake := fakeUpstream(t)
 	d := startDaemon(t, fmt.Sprintf("[mcpServers.fake]\ncommand = %q\nstart = \"eager\"\n", fake), nil)
-	st := d.awaitStatus(t, "the upstream ready", answerWithin, func(st *daemon.Status) bool {
+	st := d.awaitStatus(t, "the upstream ready", answerWithin, func(st *control.Status) bool {
 		return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready" && st.Upstreams[0].PID > 0
 	})
 	oldChild := st.Upstreams[0].PID
@@ -158,7 +158,7 @@ func TestUpgradeUpstream(t *testing.T) {
 	if err := s.send(callLine(1, "fake__slow", `{"ms":1500}`)); err != nil {
 		t.Fatal(err)
 	}
-	d.awaitStatus(t, "the relayed call in flight", answerWithin, func(st *daemon.Status) bool {
+	d.awaitStatus(t, "the relayed call in flight", answerWithin, func(st *control.Status) bool {
 		return len(st.Upstreams) == 1 && st.Upstreams[0].InFlight == 1
 	})
 	upgraded := make(chan int, 1)
@@ -183,7 +183,7 @@ func TestUpgradeUpstream(t *testing.T) {
 	if r, err := s.answer("3", answerWithin); err != nil || r.Error != nil || !strings.Contains(string(r.Result), `"x":3`) {
 		t.Fatalf("a relayed call after the upgrade: %s, %+v, %v", r.Result, r.Error, err)
 	}
-	st = d.awaitStatus(t, "the new daemon's upstream", answerWithin, func(st *daemon.Status) bool {
+	st = d.awaitStatus(t, "the new daemon's upstream", answerWithin, func(st *control.Status) bool {
 		return st.PID == pid && len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
 	})
 	if st.Upstreams[0].PID == oldChild {
@@ -267,7 +267,7 @@ func goClientsOnEveryDevice(t *testing.T, d *daemonProc, socketVersion, connectV
 }
 
 // sessionRows are st's sessions: id, kind and version.
-func sessionRows(st *daemon.Status) []string {
+func sessionRows(st *control.Status) []string {
 	var out []string
 	for _, s := range st.Sessions {
 		out = append(out, fmt.Sprintf("%d %s %s", s.ID, s.Kind, s.Version))
@@ -279,7 +279,7 @@ func sessionRows(st *daemon.Status) []string {
 // upgrade): the daemon lists the same sessions, with the same ids, kinds
 // and versions, as before; the pty on tty is still raw; and every client
 // of traffic is answered and gets its events.
-func survived(t *testing.T, what string, before, after *daemon.Status, tty *os.File, traffic map[string]*goTraffic) {
+func survived(t *testing.T, what string, before, after *control.Status, tty *os.File, traffic map[string]*goTraffic) {
 	t.Helper()
 	if !slices.Equal(sessionRows(after), sessionRows(before)) {
 		t.Errorf("sessions after %s %q, want the same as before %q", what, sessionRows(after), sessionRows(before))
@@ -324,7 +324,7 @@ func (tr *goTraffic) sameSession(t *testing.T) {
 }
 
 // ptySession returns the id of the pty session in st.
-func ptySession(st *daemon.Status) uint64 {
+func ptySession(st *control.Status) uint64 {
 	for _, s := range st.Sessions {
 		if s.Kind == "pty" {
 			return s.ID

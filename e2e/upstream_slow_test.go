@@ -13,9 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/proc/proctest"
-	"github.com/snodod/snodod/upstream"
 )
 
 // One hosted server that never finishes its handshake must not touch the
@@ -94,21 +93,21 @@ func TestUpstreamHangAfterReload(t *testing.T) {
 	}
 	d.writeConfig(t, good+hangEntry)
 	d.signal(t, syscall.SIGHUP)
-	d.awaitStatus(t, "hang configured", answerWithin, func(st *daemon.Status) bool { return len(st.Upstreams) == 2 })
+	d.awaitStatus(t, "hang configured", answerWithin, func(st *control.Status) bool { return len(st.Upstreams) == 2 })
 	for range 2 { // the first list starts hang; the second finds it starting
 		names := toolNames(t, c.cs)
 		if !slices.Contains(names, "good__echo") || slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "hang__") }) {
 			t.Errorf("tools with hang starting: %q", names)
 		}
 	}
-	var hang upstream.Status
-	d.awaitStatus(t, "hang starting with its pid", answerWithin, func(st *daemon.Status) bool {
+	var hang control.Upstream
+	d.awaitStatus(t, "hang starting with its pid", answerWithin, func(st *control.Status) bool {
 		for _, r := range st.Upstreams {
 			if r.Name == "hang" {
 				hang = r
 			}
 		}
-		return hang.State == upstream.StateStarting && hang.PID != 0 && !hang.StartingSince.IsZero()
+		return hang.State == control.StateStarting && hang.PID != 0 && !hang.StartingSince.IsZero()
 	})
 	if !proctest.Alive(hang.PID) {
 		t.Fatalf("status pid %d is no live process", hang.PID)
@@ -138,8 +137,8 @@ func TestUpstreamSlowListChanged(t *testing.T) {
 			d := startDaemon(t, fmt.Sprintf("[upstreams]\nlist_wait = \"100ms\"\n[mcpServers.good]\ncommand = %q\nstart = \"eager\"\n", fake)+gatedEntry("slow", fake, gate), nil)
 			// good is listed before the client comes: the only list change
 			// it can hear is slow's.
-			d.awaitStatus(t, "good ready", answerWithin, func(st *daemon.Status) bool {
-				return slices.ContainsFunc(st.Upstreams, func(r upstream.Status) bool { return r.Name == "good" && r.State == upstream.StateReady })
+			d.awaitStatus(t, "good ready", answerWithin, func(st *control.Status) bool {
+				return slices.ContainsFunc(st.Upstreams, func(r control.Upstream) bool { return r.Name == "good" && r.State == control.StateReady })
 			})
 			c := connectGoVia(t, d, version, goClientOptions)
 			names := toolNames(t, c.cs)
@@ -151,7 +150,7 @@ func TestUpstreamSlowListChanged(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, r := range st.Upstreams {
-				if r.Name == "slow" && r.State == upstream.StateReady {
+				if r.Name == "slow" && r.State == control.StateReady {
 					t.Fatalf("slow ready before its gate opened: %+v", r)
 				}
 			}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
@@ -59,7 +59,7 @@ func TestUpstreamOrphansAfterKill9(t *testing.T) {
 	pidfile := filepath.Join(dir, "grandchild.pid")
 	config := fmt.Sprintf("[mcpServers.fake]\ncommand = %q\nargs = [\"-grandchild\", %q]\nstart = \"eager\"\n", fake, pidfile)
 	d := startDaemonIn(t, dir, config, nil)
-	d.awaitStatus(t, "the upstream ready", answerWithin, func(st *daemon.Status) bool {
+	d.awaitStatus(t, "the upstream ready", answerWithin, func(st *control.Status) bool {
 		return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
 	})
 	grandchild := awaitPIDFile(t, pidfile, "the fake did not start its grandchild")

@@ -189,7 +189,7 @@ func (c *call) readResource(ctx context.Context) Outcome {
 		return errOutcome(perr)
 	}
 	if err != nil {
-		c.s.log.Error("resource read failed", "uri", uri, "err", err)
+		c.logFailure(ctx, err, "resource read failed", "uri", uri)
 		return errOutcome(errInternal)
 	}
 	return c.result(struct {
@@ -271,7 +271,7 @@ func (c *call) getPrompt(ctx context.Context) Outcome {
 		return errOutcome(perr)
 	}
 	if err != nil || res == nil {
-		c.s.log.Error("prompt failed", "prompt", name, "err", err)
+		c.logFailure(ctx, err, "prompt failed", "prompt", name)
 		return errOutcome(errInternal)
 	}
 	if res.Messages == nil {
@@ -339,7 +339,7 @@ func (c *call) complete(ctx context.Context) Outcome {
 	if handler != nil {
 		v, err := handler(ctx, *p.Argument.Value, ctxArgs)
 		if err != nil {
-			c.s.log.Error("completion failed", "err", err)
+			c.logFailure(ctx, err, "completion failed")
 			return errOutcome(errInternal)
 		}
 		if v != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/snodod/snodod/protocol"
@@ -40,7 +41,7 @@ func (c *call) relay(ctx context.Context, h RawHandler, name string) Outcome {
 	case errors.As(err, &perr):
 		return errOutcome(perr)
 	case err != nil:
-		c.s.log.Error("relayed request failed", "method", c.req.Method, "name", name, "err", err)
+		c.logFailure(ctx, err, "relayed request failed", "method", c.req.Method, "name", name)
 		return errOutcome(errInternal)
 	case res == nil || res.Result == nil && res.InputRequests == nil:
 		return errOutcome(protocol.ErrInvalidResult)
@@ -53,6 +54,18 @@ func (c *call) relay(ctx context.Context, h RawHandler, name string) Outcome {
 		return errOutcome(protocol.ErrInvalidResult)
 	}
 	return Outcome{Result: rawObject(shaped)}
+}
+
+// logFailure logs a handler's failure at ERROR, unless it is the end of a
+// request its client cancelled (notifications/cancelled, a closed
+// connection): that is normal, and nothing is written for it, so it is
+// logged at debug ("… cancelled by its client").
+func (c *call) logFailure(ctx context.Context, err error, msg string, args ...any) {
+	if errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) {
+		c.s.log.Debug(strings.TrimSuffix(msg, " failed")+" cancelled by its client", args...)
+		return
+	}
+	c.s.log.Error(msg, append(args, "err", err)...)
 }
 
 // runRelay calls h, recovering a panic as the runtime does for tools.

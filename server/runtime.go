@@ -283,6 +283,7 @@ func (c *call) serveModern(ctx context.Context) Outcome {
 		return errOutcome(err)
 	}
 	c.meta, c.version = meta, meta.ProtocolVersion
+	c.sess.noteModernClient(meta.ClientInfo)
 	if err := protocol.Availability(protocol.Modern, c.req.Method); err != nil {
 		return errOutcome(err)
 	}

@@ -44,6 +44,9 @@ type SessionState struct {
 	onChange    func()        // SetOnChange's; called outside mu (handover.go)
 
 	clientIDs atomic.Uint64 // the last "snodod:<n>" id handed out
+	// modernInfo is the io.modelcontextprotocol/clientInfo of the
+	// connection's last 2026 request that sent one, for status.
+	modernInfo atomic.Pointer[json.RawMessage]
 }
 
 // NewSessionState returns the state of a new connection whose subscriptions are
@@ -63,6 +66,36 @@ func (ss *SessionState) Negotiated() string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.negotiated
+}
+
+// ClientInfo is the clientInfo object the client sent, as it sent it: a
+// legacy initialize's, else the one of its last 2026 request that had
+// one in _meta; nil before either. It is for status: the runtime decides
+// nothing by it.
+func (ss *SessionState) ClientInfo() json.RawMessage {
+	ss.mu.Lock()
+	info := ss.clientInfo
+	ss.mu.Unlock()
+	if info != nil {
+		return info
+	}
+	if p := ss.modernInfo.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// noteModernClient records a 2026 request's clientInfo; it copies only
+// when it differs from the one held (a client sends the same each time).
+func (ss *SessionState) noteModernClient(info json.RawMessage) {
+	if info == nil {
+		return
+	}
+	if p := ss.modernInfo.Load(); p != nil && bytes.Equal(*p, info) {
+		return
+	}
+	held := json.RawMessage(bytes.Clone(info))
+	ss.modernInfo.Store(&held)
 }
 
 // SetNegotiated records the negotiated legacy version.

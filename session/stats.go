@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -14,6 +15,9 @@ type Stats struct {
 	// Version is the negotiated legacy version, "" before a legacy
 	// initialize (a 2026 client never negotiates one).
 	Version string
+	// ClientInfo is the clientInfo object the client sent (its
+	// initialize's, or its last 2026 request's), nil before it did.
+	ClientInfo json.RawMessage
 	// InFlight counts admitted requests without a final line, running or
 	// queued. Subscriptions counts open subscriptions/listen streams and
 	// subscribed legacy resource URIs, as the cap does.
@@ -37,6 +41,7 @@ func (s *Session) Stats() Stats {
 		Peer:          s.dev.Peer(),
 		Started:       s.started,
 		Version:       s.rt.Negotiated(),
+		ClientInfo:    s.rt.ClientInfo(),
 		InFlight:      s.counters.InFlight(),
 		Subscriptions: s.rt.Subscriptions(),
 		Requests:      s.counters.Requests(),

@@ -33,6 +33,7 @@ type Client struct {
 	sessions map[string]bool        // upstreams with a share = "session" instance for it
 	subs     map[subscription]int   // resource subscriptions held, by upstream and URI
 	cwdKeys  map[string]renderedKey // by upstream name: upstream.cwdKey's answer
+	used     map[string]bool        // upstreams it sent a request to (status's SESSIONS)
 }
 
 type subscription struct{ upstream, uri string }
@@ -53,6 +54,37 @@ func (c *Client) isClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closed
+}
+
+// markUsed records that c sent a request to upstream.
+func (c *Client) markUsed(upstream string) {
+	c.mu.Lock()
+	if !c.used[upstream] {
+		if c.used == nil {
+			c.used = map[string]bool{}
+		}
+		c.used[upstream] = true
+	}
+	c.mu.Unlock()
+}
+
+// uses reports whether c uses upstream: it passes it through, sent it a
+// request, or holds a subscription on it.
+func (c *Client) uses(upstream string) bool {
+	if c.View == upstream {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.used[upstream] {
+		return true
+	}
+	for sub, n := range c.subs {
+		if sub.upstream == upstream && n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // track records that upstream has a share = "session" instance for c.

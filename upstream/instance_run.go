@@ -154,6 +154,7 @@ func (in *instance) spawn(ctx context.Context) (*Conn, error) {
 		in.pid, in.abortStart = 0, nil
 		in.mu.Unlock()
 	}()
+	in.u.ring.Mark(fmt.Sprintf("snodod: starting %s (instance %s)", in.u.name, in.label))
 	cfg := in.connConfig()
 	cfg.Spawned = func(pid int) {
 		in.mu.Lock()
@@ -171,6 +172,7 @@ func (in *instance) spawn(ctx context.Context) (*Conn, error) {
 			in.setLocked(StateReady)
 			in.mu.Unlock()
 			in.resubscribe(conn)
+			in.u.ring.Mark(fmt.Sprintf("snodod: %s ready (pid %d)", in.u.name, conn.PID()))
 			m.log.Info("upstream ready", "upstream", in.u.name, "instance", in.label, "pid", conn.PID(),
 				"era", conn.Era(), "version", conn.Version())
 			return conn, nil
@@ -345,6 +347,7 @@ func (in *instance) failed(err error, conn *Conn) {
 		in.cause = "exited with " + exitWords(exit)
 		in.restarts++
 	}
+	in.u.ring.Mark(fmt.Sprintf("snodod: %s %s", in.u.name, in.cause))
 	if in.failures == 0 {
 		in.firstFailure = now
 	}

@@ -72,6 +72,9 @@ func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, or
 	cfg := u.conf()
 	server.ExtendDeadline(ctx, relayDeadline(cfg))
 	c := clientFrom(ctx)
+	if c != nil {
+		c.markUsed(u.name)
+	}
 	in, err := u.instanceFor(c)
 	if errors.Is(err, errStopped) {
 		return nil, replacedFailure(u.name)

@@ -83,7 +83,7 @@ func (m *Manager) Status() []Status {
 		}
 		sessions := 0
 		for _, c := range clients {
-			if c.View == "" || c.View == u.name {
+			if c.uses(u.name) {
 				sessions++
 			}
 		}

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"sync"
+	"time"
 
 	"github.com/snodod/snodod/internal/tailbuf"
 )
@@ -63,9 +64,10 @@ func (b *StderrBudget) Used() int {
 
 // StderrRing keeps the newest bytes of an upstream's stderr (64 KiB by
 // default) within a daemon-wide budget: it is shared by the instances of
-// one upstream across restarts, so `snodod logs NAME` shows the history.
-// Its methods may be called from any goroutine. Its memory grows with what
-// is written, up to its size.
+// one upstream across restarts, so `snodod logs NAME` shows the history,
+// each line with the time it was written and a mark at each start
+// (stderr_log.go). Its methods may be called from any goroutine. Its
+// memory grows with what is written, up to its size.
 type StderrRing struct {
 	budget *StderrBudget
 	size   int
@@ -76,6 +78,7 @@ type StderrRing struct {
 	head, n   int    // buf[head] is the oldest of the n bytes held
 	followers map[*follower]struct{}
 	closed    bool
+	stamps    // when each byte held was written, and the start marks
 }
 
 type follower struct{ ch chan []byte }
@@ -95,14 +98,10 @@ func (r *StderrRing) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for f := range r.followers {
-		select {
-		case f.ch <- append([]byte(nil), p...):
-		default: // a slow follower loses this write
-		}
-	}
+	r.send(r.stamp(nil, p, now))
 	if r.closed {
 		return len(p), nil
 	}
@@ -122,7 +121,18 @@ func (r *StderrRing) Write(p []byte) (int, error) {
 	c := copy(r.buf[end:], q)
 	copy(r.buf, q[c:])
 	r.n += len(q)
+	r.wrote(len(p), now, r.n)
 	return len(p), nil
+}
+
+// send gives a rendered piece of the log to the followers; r.mu is held.
+func (r *StderrRing) send(b []byte) {
+	for f := range r.followers {
+		select {
+		case f.ch <- b: // read only: one copy serves them all
+		default: // a slow follower loses this write
+		}
+	}
 }
 
 // grow makes the ring's capacity up to need bytes (within size and the
@@ -189,19 +199,25 @@ func (r *StderrRing) Snapshot() []byte {
 	return out
 }
 
-// Follow returns the bytes written from now on until cancel is called (for
-// `snodod logs -f`); a slow reader loses whole writes rather than blocking
-// the writer. cancel closes the channel; it may be called more than once.
-func (r *StderrRing) Follow() (ch <-chan []byte, cancel func()) {
-	f := &follower{ch: make(chan []byte, followBuffer)}
+// Log returns what the ring holds as `snodod logs NAME` shows it (each
+// line after the time it was written, and a mark at each start), and with
+// follow what is written from now on, rendered alike, until cancel is
+// called; a slow reader loses whole writes rather than blocking the
+// writer. cancel closes the channel; it may be called more than once.
+func (r *StderrRing) Log(follow bool) (held []byte, ch <-chan []byte, cancel func()) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	held = r.render()
+	if !follow {
+		return held, nil, func() {}
+	}
+	f := &follower{ch: make(chan []byte, followBuffer)}
 	if r.followers == nil {
 		r.followers = make(map[*follower]struct{})
 	}
 	r.followers[f] = struct{}{}
-	r.mu.Unlock()
 	var once sync.Once
-	return f.ch, func() {
+	return held, f.ch, func() {
 		once.Do(func() {
 			r.mu.Lock()
 			delete(r.followers, f)
@@ -224,4 +240,5 @@ func (r *StderrRing) Close() {
 		r.budget.give(r.charged)
 	}
 	r.buf, r.charged, r.head, r.n = nil, 0, 0, 0
+	r.stamps = stamps{written: r.written, midLine: r.midLine}
 }

@@ -100,12 +100,12 @@ func TestStderrBudget(t *testing.T) {
 
 func TestStderrFollow(t *testing.T) {
 	r := NewStderrRing(nil, 0)
-	_, _ = r.Write([]byte("before"))
-	ch, cancel := r.Follow()
+	_, _ = r.Write([]byte("before\n"))
+	_, ch, cancel := r.Log(true)
 	_, _ = r.Write([]byte("one"))
-	_, _ = r.Write([]byte("two"))
-	if got := string(<-ch) + string(<-ch); got != "onetwo" {
-		t.Errorf("followed %q, want the writes after Follow", got)
+	_, _ = r.Write([]byte("two\n"))
+	if got := stripStamps(string(<-ch) + string(<-ch)); got != "one"+"two\n" {
+		t.Errorf("followed %q, want the writes after Log", got)
 	}
 	// A reader that does not read loses writes; the writer never waits.
 	for range followBuffer + 10 {

@@ -125,8 +125,8 @@ func TestKillCommand(t *testing.T) {
 	p := startServe(t, dir, "--demo")
 	conn, stderr, _ := startConnect(t, p)
 	r := runIn(t, p.env, "", "kill", "--socket", p.socket, "1")
-	if r.status != 0 || r.stderr != "" {
-		t.Fatalf("kill: %d %q", r.status, r.stderr)
+	if r.status != 0 || r.stderr != "" || r.stdout != "session 1 ended\n" {
+		t.Fatalf("kill: %d %q %q, want 0 and \"session 1 ended\"", r.status, r.stdout, r.stderr)
 	}
 	conn.Wait()
 	if got := stderr.String(); conn.ProcessState.ExitCode() != 1 || !strings.HasPrefix(got, "snodod connect: session 1 ended: session killed: by snodod kill (pid ") {

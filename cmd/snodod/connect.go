@@ -15,21 +15,27 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 func connectUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage: snodod connect [flags] [NAME]
 
 Connects this process's standard input and output to the running daemon as
-one MCP session. This is the command an MCP client's configuration names:
+one MCP session. This is the command an MCP client's configuration names,
+with the absolute path ('command -v snodod': desktop applications do not
+get the login shell's PATH):
 
-  {"command": "snodod", "args": ["connect"]}
+  {"command": "/home/me/.local/bin/snodod", "args": ["connect"]}
+
+(Claude Code: claude mcp add snodod -- snodod connect; the README shows
+each client's file.)
 
 Without NAME the session sees the aggregated view: snodod's own tools and
 every hosted server (mcpServers) under <prefix>__ names. With NAME it sees
 that one hosted server as if the client had started it itself, names,
 instructions and all: replace {"command": "npx", "args": ["-y", "server-x"]}
-with {"command": "snodod", "args": ["connect", "x"]}. The session also
+with {"command": "/home/me/.local/bin/snodod", "args": ["connect", "x"]}. The session also
 carries this process's working directory, where share = "cwd" and
 "session" servers start.
 
@@ -51,10 +57,21 @@ them (at your own terminal, every key then goes to the daemon: leave with
 'snodod kill ID' from another terminal, or by killing this process).
 
 The sockets come from the configuration (or --socket, --control-socket); a
-problem elsewhere in it is a warning, not a failure.
+problem elsewhere in it is a warning, not a failure. With the default
+paths, it also looks in the other default directories (a daemon started
+where XDG_RUNTIME_DIR was set, or unset).
+
+When no daemon answers, connect starts one, as 'emacsclient -a ""' does:
+'snodod serve' with this command's --config and socket flags, in the
+background (a session of its own; its log in $XDG_STATE_HOME/snodod/
+daemon.log, and 'snodod logs' shows its newest lines), waits up to 15 s
+until it answers, then connects. Several clients starting at once end with
+one daemon. --no-start refuses instead. A daemon that refuses the session,
+or a socket this user may not use, is never replaced.
 
 Exit status: 0 when the session ended; 1, with one line on standard error,
-when the daemon cannot be reached, refuses the session, or dies first.
+when no daemon can be reached or started (every path tried is named), the
+daemon refuses the session, or it dies first.
 
 Flags:
 `)
@@ -66,6 +83,7 @@ Flags:
 type clientOptions struct {
 	relay    bool
 	handover bool
+	noStart  bool
 	json     bool
 	config   string
 	keys     *keyFlags
@@ -76,6 +94,7 @@ func connectFlags() (*flag.FlagSet, *clientOptions) {
 	fs := newFlagSet("connect")
 	fs.BoolVar(&o.relay, "relay", false, "copy bytes through the session socket instead of passing descriptors")
 	fs.BoolVar(&o.handover, "handover", false, "pass the descriptors even when a person is typing at this terminal")
+	fs.BoolVar(&o.noStart, "no-start", false, "when no daemon answers, fail instead of starting one")
 	addClientFlags(fs, o)
 	return fs, o
 }
@@ -100,25 +119,73 @@ func runConnect(args []string) int {
 		fmt.Fprintf(os.Stderr, "snodod connect: --relay serves the aggregated view only; drop --relay to pass %s through\n", view)
 		return exitUsage
 	}
-	cfg, status := loadClientConfig("connect", o.keys.options(o.config))
+	opts := o.keys.options(o.config)
+	cfg, status := loadClientConfig("connect", opts)
 	if cfg == nil {
 		return status
 	}
-	socket, path := findDaemon(cfg)
-	person := typedByPerson()
-	if o.relay || !o.handover && person && view == "" {
-		return relay(socket)
+	s := &connection{person: typedByPerson(), view: view}
+	s.relaying = o.relay || !o.handover && s.person && view == ""
+	s.cwd, _ = os.Getwd()
+	// Each place the daemon may be, in order; then a daemon started here.
+	var tried []attempt
+	for _, at := range endpoints(cfg) {
+		status, absent := s.serve(at)
+		if absent == nil {
+			return status
+		}
+		tried = append(tried, attempt{s.path(at), absent})
 	}
-	cwd, _ := os.Getwd()
-	h, err := daemon.ConnectView(context.Background(), path, os.Stdin, os.Stdout, view, cwd)
+	if o.noStart {
+		return connectFailure("", &notFound{tried: tried, defaults: defaultSockets(cfg)})
+	}
+	logPath, err := startDaemon(cfg, opts)
 	if err != nil {
-		return connectFailure(path, err)
+		return connectFailure("", &notFound{tried: tried, defaults: defaultSockets(cfg), start: err, log: logPath})
+	}
+	own := endpoint{cfg.Daemon.Socket, cfg.Daemon.ControlSocket}
+	status, absent := s.serve(own)
+	if absent != nil {
+		return connectFailure(s.path(own), absent)
+	}
+	return status
+}
+
+// connection is one `snodod connect`: how it serves its session.
+type connection struct {
+	person   bool // a person types at this process's controlling terminal
+	relaying bool // copy bytes through the session socket
+	view     string
+	cwd      string
+}
+
+// path is the socket of at that c uses.
+func (c *connection) path(at endpoint) string {
+	if c.relaying {
+		return at.socket
+	}
+	return at.control
+}
+
+// serve serves the session through the daemon at at, and returns the exit
+// status; absent, when no daemon listens there (nothing was sent), says
+// why, and the caller may try elsewhere.
+func (c *connection) serve(at endpoint) (status int, absent error) {
+	if c.relaying {
+		return relay(at.socket)
+	}
+	h, err := (&control.Client{Socket: at.control}).Connect(context.Background(), os.Stdin, os.Stdout, control.ConnectOptions{View: c.view, Cwd: c.cwd})
+	if noDaemon(err) {
+		return 0, err
+	}
+	if err != nil {
+		return connectFailure(at.control, err), nil
 	}
 	// A program driving a pty or a pipe is told nothing: standard error
 	// may be the very terminal the session now writes frames to. A person
 	// who forced a hand-over of their own terminal is told how to leave:
 	// it is raw now, so Ctrl-C and Ctrl-D are bytes for the daemon.
-	if person {
+	if c.person {
 		// The terminal no longer turns "\n" into "\r\n" (raw mode).
 		fmt.Fprintf(os.Stderr, "snodod connect: session %d has this terminal in raw mode: every key, Ctrl-C and Ctrl-D included, goes to the daemon; to leave, run 'snodod kill %d' in another terminal, or kill this process (pid %d)\r\n",
 			h.Session, h.Session, os.Getpid())
@@ -126,24 +193,27 @@ func runConnect(args []string) int {
 	// The daemon holds its own copies now; this process only waits. When
 	// it dies, its control connection ends, and with it the session.
 	if err := h.Wait(); err != nil {
-		return connectFailure(path, err)
+		return connectFailure(at.control, err), nil
 	}
-	return exitOK
+	return exitOK, nil
 }
 
 // connectFailure reports err in one line and returns the failure status.
 func connectFailure(path string, err error) int {
-	var unreachable *daemon.UnreachableError
-	var refused *daemon.RefusedError
-	var ended *daemon.SessionError
+	var unreachable *control.UnreachableError
+	var refused *control.RefusedError
+	var ended *control.SessionError
+	var none *notFound
 	switch {
+	case errors.As(err, &none):
+		fmt.Fprintf(os.Stderr, "snodod connect: %v\n", err)
 	case errors.As(err, &unreachable):
 		fmt.Fprintf(os.Stderr, "snodod connect: %v; is snodod serve running?\n", err)
 	case errors.As(err, &refused):
 		fmt.Fprintf(os.Stderr, "snodod connect: the daemon at %s refused the session: %s\n", path, refused.Message)
 	case errors.As(err, &ended):
 		fmt.Fprintf(os.Stderr, "snodod connect: %v\n", err)
-	case errors.Is(err, daemon.ErrDaemonGone):
+	case errors.Is(err, control.ErrDaemonGone):
 		fmt.Fprintf(os.Stderr, "snodod connect: the daemon at %s went away before the session ended (did it die?)\n", path)
 	default:
 		fmt.Fprintf(os.Stderr, "snodod connect: %v\n", err)
@@ -152,16 +222,19 @@ func connectFailure(path string, err error) int {
 }
 
 // relay copies standard input to the session socket and the socket to
-// standard output. End of input half-closes the socket, so the daemon
+// standard output; absent says that nothing listens at path. End of input half-closes the socket, so the daemon
 // finishes the requests it has and then ends the session; the relay exits
 // when the daemon closes the connection, or when standard output fails.
 // A daemon that refuses the session writes one line and closes: the relay
 // passes the line on, as a hand-over would, and exits 1 with the same
 // message.
-func relay(path string) int {
-	uc, err := daemon.Dial(context.Background(), path)
+func relay(path string) (status int, absent error) {
+	uc, err := control.Dial(context.Background(), path)
+	if noDaemon(err) {
+		return 0, err
+	}
 	if err != nil {
-		return connectFailure(path, err)
+		return connectFailure(path, err), nil
 	}
 	defer uc.Close()
 	if term.IsTerminal(int(os.Stderr.Fd())) {
@@ -179,28 +252,28 @@ func relay(path string) int {
 	first, rerr := in.ReadSlice('\n')
 	if _, err := os.Stdout.Write(first); err != nil && !errors.Is(err, syscall.EPIPE) {
 		fmt.Fprintf(os.Stderr, "snodod connect: relay: %v\n", err)
-		return exitFailure
+		return exitFailure, nil
 	}
 	if msg, refused := daemon.RefusalMessage(first); refused {
-		return connectFailure(path, &daemon.RefusedError{Message: msg})
+		return connectFailure(path, &control.RefusedError{Message: msg}), nil
 	}
 	switch {
 	case errors.Is(rerr, io.EOF) && len(first) == 0 && !inputEnded.Load():
 		// Closed before any answer, while the client could still send:
 		// a session that sends no request in time is ended.
 		fmt.Fprintln(os.Stderr, "snodod connect: the daemon ended the session before any request was sent (a session must send its first request within daemon.initialize_timeout, 30s by default)")
-		return exitFailure
+		return exitFailure, nil
 	case errors.Is(rerr, io.EOF):
-		return exitOK // the daemon closed the session
+		return exitOK, nil // the daemon closed the session
 	case rerr != nil && !errors.Is(rerr, bufio.ErrBufferFull):
 		fmt.Fprintf(os.Stderr, "snodod connect: relay: %v\n", rerr)
-		return exitFailure
+		return exitFailure, nil
 	}
 	if _, err := io.Copy(os.Stdout, in); err != nil && !errors.Is(err, syscall.EPIPE) {
 		fmt.Fprintf(os.Stderr, "snodod connect: relay: %v\n", err)
-		return exitFailure
+		return exitFailure, nil
 	}
-	return exitOK
+	return exitOK, nil
 }
 
 // typedByPerson reports whether standard input is this process's

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 func killUsage(w io.Writer) {
@@ -54,9 +54,10 @@ func runKill(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, control := findDaemon(cfg)
-	if err := daemon.Kill(ctx, control, id); err != nil {
+	_, sock := findDaemon(cfg)
+	if err := (&control.Client{Socket: sock}).Kill(ctx, id); err != nil {
 		return clientFailure("snodod kill", err)
 	}
+	fmt.Printf("session %d ended\n", id)
 	return exitOK
 }

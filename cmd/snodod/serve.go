@@ -38,6 +38,11 @@ meanwhile. A second signal exits at once, with status 1. SIGUSR2 upgrades,
 as 'snodod upgrade' does: a new process takes the sockets and every session
 (docs/operations.md).
 
+Its log goes to standard error (log.level, log.format); the newest 256 KiB
+of it are also kept in memory, as text, for 'snodod logs'. 'snodod connect'
+starts this command in the background when no daemon answers (its log then
+in $XDG_STATE_HOME/snodod/daemon.log).
+
 Exit status: 0 after a drain; 1 when the daemon cannot start (another one
 is running, or the configuration is invalid: every problem is listed).
 
@@ -95,6 +100,10 @@ func runServe(args []string) int {
 		fmt.Fprintf(os.Stderr, "snodod serve: %v\n", err)
 		return exitFailure
 	}
+	// The daemon keeps its newest log lines for `snodod logs`; what other
+	// packages log to the default logger is kept with them.
+	log = d.Logger()
+	slog.SetDefault(log)
 	// Writing to a client that went away fails with EPIPE instead of
 	// killing the daemon.
 	signal.Ignore(syscall.SIGPIPE)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // These tests run `snodod serve` and its clients as real processes.
@@ -94,7 +94,7 @@ func startServe(t *testing.T, dir string, args ...string) *serveProcess {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		_, err := daemon.QueryStatus(ctx, p.control)
+		_, err := (&control.Client{Socket: p.control}).Status(ctx)
 		cancel()
 		if err == nil {
 			return p
@@ -155,7 +155,7 @@ func TestServeConnectStatus(t *testing.T) {
 		t.Errorf("status: %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
 	r = runIn(t, p.env, "", "status", "--json", "--socket", p.socket)
-	var st daemon.Status
+	var st control.Status
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Sessions) != 1 || st.Sessions[0].Kind != "pipe" || st.Sessions[0].PeerPID != conn.Process.Pid {
 		t.Errorf("status --json (%v): %s", err, r.stdout)
 	}
@@ -193,24 +193,30 @@ func TestConnectRelay(t *testing.T) {
 	}
 }
 
-// TestConnectNoDaemon: exit status 1 and one line saying what to do.
+// TestConnectNoDaemon: with --no-start, exit status 1 and one line naming
+// where it looked and what to do; status never starts a daemon.
 func TestConnectNoDaemon(t *testing.T) {
 	dir := sockDir(t)
 	sock := filepath.Join(dir, "s.sock")
-	for _, args := range [][]string{
-		{"connect", "--socket", sock},
-		{"connect", "--relay", "--socket", sock},
-		{"status", "--socket", sock},
+	control := filepath.Join(dir, "control.sock")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"connect", "--no-start", "--socket", sock},
+			"snodod connect: no daemon answers at " + control + " (no such file or directory); start one with 'snodod serve', or leave out --no-start and connect starts it\n"},
+		{[]string{"connect", "--relay", "--no-start", "--socket", sock},
+			"snodod connect: no daemon answers at " + sock + " (no such file or directory); start one with 'snodod serve', or leave out --no-start and connect starts it\n"},
+		{[]string{"status", "--socket", sock},
+			"snodod status: cannot reach the daemon at " + control + ": no such file or directory; is snodod serve running?\n"},
 	} {
-		r := runIn(t, isolated(dir), "", args...)
-		path := filepath.Join(dir, "control.sock")
-		if args[1] == "--relay" {
-			path = sock
+		r := runIn(t, isolated(dir), "", tc.args...)
+		if r.status != 1 || r.stderr != tc.want || r.stdout != "" {
+			t.Errorf("snodod %q: status %d, stderr %q\nwant 1 and %q", tc.args, r.status, r.stderr, tc.want)
 		}
-		want := fmt.Sprintf("snodod %s: cannot reach the daemon at %s: no such file or directory; is snodod serve running?\n", args[0], path)
-		if r.status != 1 || r.stderr != want || r.stdout != "" {
-			t.Errorf("snodod %q: status %d, stderr %q\nwant 1 and %q", args, r.status, r.stderr, want)
-		}
+	}
+	if _, err := os.Stat(control); err == nil {
+		t.Errorf("a daemon was started: %s exists", control)
 	}
 }
 
@@ -353,7 +359,11 @@ func TestHelpCommands(t *testing.T) {
 		want []string
 	}{
 		{[]string{"serve", "--help"}, []string{"Usage: snodod serve", "-demo", "-max-sessions", "-max-sessions integer", "(daemon.max_sessions: integer, default 1024)", "-socket", "-control-socket", "-log-level", "-write-timeout", "SIGHUP"}},
-		{[]string{"connect", "--help"}, []string{"Usage: snodod connect", "-relay", "-control-socket", `{"command": "snodod", "args": ["connect"]}`}},
+		{[]string{"connect", "--help"}, []string{"Usage: snodod connect", "-relay", "-no-start", "-control-socket", `{"command": "/home/me/.local/bin/snodod", "args": ["connect"]}`, "claude mcp add snodod -- snodod connect"}},
+		// Plain `systemctl kill -s USR2` signals every process of the
+		// unit, hosted servers included (issue 19, item 9).
+		{[]string{"upgrade", "--help"}, []string{"Usage: snodod upgrade", "systemctl --user kill --kill-whom=main -s USR2 snodod", "legacy Streamable HTTP sessions end"}},
+		{[]string{"logs", "--help"}, []string{"Usage: snodod logs [NAME]", "Without NAME it prints the daemon's own log", "each line after the time it was written"}},
 		{[]string{"status", "--help"}, []string{"Usage: snodod status", "-json"}},
 		{[]string{"kill", "--help"}, []string{"Usage: snodod kill [flags] ID", "-control-socket", "terminal it had in raw mode is restored"}},
 		{[]string{"stdio", "--help"}, []string{"-cooked", "-demo", "-log-level", "-shutdown-grace"}},
@@ -361,6 +371,9 @@ func TestHelpCommands(t *testing.T) {
 		{[]string{"help", "serve"}, []string{"Usage: snodod serve"}},
 	} {
 		r := runIn(t, os.Environ(), "", tt.cmd...)
+		if strings.Contains(r.stdout, "systemctl kill -s USR2") {
+			t.Errorf("snodod %q suggests systemctl kill without --kill-whom=main:\n%s", tt.cmd, r.stdout)
+		}
 		for _, w := range tt.want {
 			if r.status != 0 || !strings.Contains(r.stdout, w) {
 				t.Errorf("snodod %q: status %d, lacks %q:\n%s", tt.cmd, r.status, w, r.stdout)

@@ -10,21 +10,26 @@ import (
 	"os"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 func statusUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage: snodod status [flags]
 
 Shows the running daemon's sessions, one row each (id, device kind, peer
-pid and uid, age, negotiated MCP version, requests in flight, subscriptions,
+pid and uid, age, negotiated MCP version, the client's name and version
+from its clientInfo, the view it sees, requests in flight, subscriptions,
 restarts, bytes in and out), the shared executor's load, the HTTP listener
 when http.listen is set, each hosted MCP server instance (state, pid, era
-and version, uptime, restarts, calls in flight, sessions, listed items,
-last exit; * marks counts from the cache; why a failed one failed) and
-the warnings of the configured catalog. --json prints the same as one JSON object, for
-scripts; "snodod upstream" and "snodod logs" act on the hosted servers.
+and version, uptime, restarts, calls in flight, the sessions that used it,
+listed items, last exit; * marks counts from the cache; why a failed one
+failed) and warnings: what the configured catalog could not do, and a
+reload that was refused (until a reload succeeds). Long texts are cut to
+keep the table a table; --json prints everything, in full, as one JSON
+object for scripts. "snodod upstream" and "snodod logs" act on the hosted
+servers.
 
 Exit status: 0, or 1 with one line on standard error when the daemon
 cannot be reached.
@@ -55,10 +60,10 @@ func runStatus(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, control := findDaemon(cfg)
-	st, err := daemon.QueryStatus(ctx, control)
+	_, sock := findDaemon(cfg)
+	st, err := (&control.Client{Socket: sock}).Status(ctx)
 	if err != nil {
-		var unreachable *daemon.UnreachableError
+		var unreachable *control.UnreachableError
 		if errors.As(err, &unreachable) {
 			fmt.Fprintf(os.Stderr, "snodod status: %v; is snodod serve running?\n", err)
 		} else {
@@ -78,9 +83,17 @@ func runStatus(args []string) int {
 	return exitOK
 }
 
+// Cell widths of the tables: a longer text is cut (cut, cutLeft), and
+// --json has it whole.
+const (
+	clientWidth   = 28
+	instanceWidth = 28
+	exitWidth     = 40
+)
+
 // writeStatus writes st as a person reads it: a summary line, one aligned
 // row per session, and the executor's load.
-func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
+func writeStatus(w io.Writer, st *control.Status, now time.Time) {
 	plural := "s"
 	if len(st.Sessions) == 1 {
 		plural = ""
@@ -94,14 +107,10 @@ func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
 	if len(st.Sessions) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tKIND\tPID\tUID\tAGE\tVERSION\tIN-FLIGHT\tSUBS\tRESTARTS\tBYTES IN\tBYTES OUT")
+		fmt.Fprintln(tw, "ID\tKIND\tPID\tUID\tAGE\tVERSION\tCLIENT\tVIEW\tIN-FLIGHT\tSUBS\tRESTARTS\tBYTES IN\tBYTES OUT")
 		for _, s := range st.Sessions {
-			version := s.Version
-			if version == "" {
-				version = "-"
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n",
-				s.ID, s.Kind, s.PeerPID, s.PeerUID, age(now, s.Started), version,
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n",
+				s.ID, s.Kind, s.PeerPID, s.PeerUID, age(now, s.Started), orDash(s.Version), clientCell(s.Client), viewCell(s.View),
 				s.InFlight, s.Subscriptions, s.Restarts, s.BytesIn, s.BytesOut)
 		}
 		tw.Flush()
@@ -118,6 +127,66 @@ func writeStatus(w io.Writer, st *daemon.Status, now time.Time) {
 	}
 	writeHTTPStatus(w, st.HTTP)
 	writeUpstreams(w, st.Upstreams, now)
+}
+
+// clientCell is a session's client as its row shows it: "name version".
+func clientCell(c *control.ClientInfo) string {
+	if c == nil {
+		return "-"
+	}
+	s := c.Name
+	if c.Version != "" {
+		s += " " + c.Version
+	}
+	return cut(s, clientWidth)
+}
+
+// viewCell names a session's view: the upstream it passes through, or
+// "aggregated".
+func viewCell(view string) string {
+	if view == "" {
+		return "aggregated"
+	}
+	return view
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// cut shortens s to at most n runes, its end replaced by "…"; control
+// characters (a newline in an error) become spaces, which a table can
+// hold.
+func cut(s string, n int) string {
+	s = oneLine(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// cutLeft is cut that keeps the end: of a path, the last names.
+func cutLeft(s string, n int) string {
+	s = oneLine(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return "…" + string(r[len(r)-n+1:])
+}
+
+func oneLine(s string) string {
+	b := []rune(s)
+	for i, c := range b {
+		if c < ' ' || c == 0x7f {
+			b[i] = ' '
+		}
+	}
+	return string(b)
 }
 
 // age is how long ago t was, to the second.

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // writeHTTPStatus writes the HTTP listener's line of `snodod status`, when
 // the daemon has one.
-func writeHTTPStatus(w io.Writer, h *daemon.HTTPStatus) {
+func writeHTTPStatus(w io.Writer, h *control.HTTP) {
 	if h == nil {
 		return
 	}

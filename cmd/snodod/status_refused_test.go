@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // status shows the refusals by reason, on the sockets and on HTTP, and
 // says nothing of them when there were none.
 func TestStatusRefusals(t *testing.T) {
-	st := &daemon.Status{Version: "v", Started: time.Now(), Refused: map[string]int64{"uid_capacity": 2, "uid": 1},
-		HTTP: &daemon.HTTPStatus{State: "serving", Listen: "127.0.0.1:8080", Path: "/mcp", Access: "loopback",
+	st := &control.Status{Version: "v", Started: time.Now(), Refused: map[string]int64{"uid_capacity": 2, "uid": 1},
+		HTTP: &control.HTTP{State: "serving", Listen: "127.0.0.1:8080", Path: "/mcp", Access: "loopback",
 			MaxSessions: 1024, MaxSessionsPerPeer: 256, Refused: map[string]uint64{"peer": 3, "host": 1}}}
 	var b strings.Builder
 	writeStatus(&b, st, time.Now())

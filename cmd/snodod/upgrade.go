@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 func upgradeUsage(w io.Writer) {
@@ -20,7 +20,17 @@ package upgrade has replaced) with the arguments it was started with,
 hands it the sockets and every live session, and exits once the new
 process serves them. Requests still running after daemon.upgrade_grace
 are answered "snodod restarted; this request was cancelled". SIGUSR2 to
-the daemon does the same (systemctl kill -s USR2 snodod). See
+the daemon's main process does the same; under systemd that is
+
+  systemctl --user kill --kill-whom=main -s USR2 snodod
+
+(without --kill-whom=main, systemctl signals every process of the
+service, and SIGUSR2 ends the hosted servers that do not handle it).
+
+Sessions keep their connection, state and negotiated version; what an
+upgrade does not keep: the hosted servers restart in the new process (their
+catalog cache answers lists meanwhile), legacy Streamable HTTP sessions end
+(their clients initialize again), and 'snodod logs -f' ends. See
 docs/operations.md.
 
 Exit status: 0 once the new process serves every session; 1, with one
@@ -64,8 +74,8 @@ func runUpgrade(args []string) int {
 	if cfg == nil {
 		return status
 	}
-	_, control := findDaemon(cfg)
-	pid, err := daemon.Upgrade(context.Background(), control, path)
+	_, sock := findDaemon(cfg)
+	pid, err := (&control.Client{Socket: sock}).Upgrade(context.Background(), path)
 	if err != nil {
 		return clientFailure("snodod upgrade", err)
 	}

@@ -13,8 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/snodod/snodod/daemon"
-	"github.com/snodod/snodod/upstream"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // The commands of hosted servers (docs/upstreams.md §8): snodod upstream
@@ -31,7 +30,9 @@ Acts on one hosted server (an mcpServers entry) of the running daemon:
   restart  stops and starts it, clearing its count of failures (a
            "failed" server gets its automatic restarts back)
 
-It never touches another server. snodod status shows the servers.
+It never touches another server, and returns once the action is done,
+saying what it did: "memory restarted (pid 24758)", or why a start failed
+(then the exit status is 1). snodod status shows the servers.
 
 Flags:
 `)
@@ -65,13 +66,51 @@ func runUpstream(args []string) int {
 	if cfg == nil {
 		return status
 	}
-	_, control := findDaemon(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := daemon.UpstreamAction(ctx, control, name, action); err != nil {
+	_, sock := findDaemon(cfg)
+	// The daemon bounds the wait (the server's start_timeout); an
+	// interrupt ends it sooner.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	instances, err := (&control.Client{Socket: sock}).UpstreamAction(ctx, name, action)
+	if err != nil {
 		return clientFailure("snodod upstream "+action, err)
 	}
-	return exitOK
+	return reportAction(os.Stdout, os.Stderr, name, action, instances)
+}
+
+// reportAction says what an upstream action did, one line per instance
+// (a shared server has one): "memory restarted (pid 24758)". A start that
+// failed is told on standard error, with where to look, and is a failure.
+func reportAction(stdout, stderr io.Writer, name, action string, instances []control.Instance) int {
+	done := map[string]string{control.ActionStart: "started", control.ActionStop: "stopped", control.ActionRestart: "restarted"}[action]
+	if len(instances) == 0 {
+		if action == control.ActionStop {
+			fmt.Fprintf(stdout, "%s stopped (no instance was running)\n", name)
+		} else {
+			fmt.Fprintf(stdout, "%s has no instance yet: one starts at the next request that needs it\n", name)
+		}
+		return exitOK
+	}
+	status := exitOK
+	for _, in := range instances {
+		who := name
+		if in.Instance != "all" {
+			who += " (" + in.Instance + ")"
+		}
+		switch {
+		case action == control.ActionStop && in.State == control.StateStopped:
+			fmt.Fprintf(stdout, "%s %s\n", who, done)
+		case action != control.ActionStop && in.State == control.StateReady:
+			fmt.Fprintf(stdout, "%s %s (pid %d)\n", who, done, in.PID)
+		case in.State == control.StateBackoff || in.State == control.StateFailed:
+			fmt.Fprintf(stderr, "snodod upstream %s: %s did not start: %s (%s; snodod logs %s)\n", action, who, in.Cause, in.State, name)
+			status = exitFailure
+		default:
+			fmt.Fprintf(stderr, "snodod upstream %s: %s is %s still (snodod status shows when it is done)\n", action, who, in.State)
+			status = exitFailure
+		}
+	}
+	return status
 }
 
 func clientFlagSet(name string) (*flag.FlagSet, *clientOptions) {
@@ -83,8 +122,8 @@ func clientFlagSet(name string) (*flag.FlagSet, *clientOptions) {
 
 // clientFailure reports a failed control request in one line.
 func clientFailure(name string, err error) int {
-	var unreachable *daemon.UnreachableError
-	var refused *daemon.RefusedError
+	var unreachable *control.UnreachableError
+	var refused *control.RefusedError
 	switch {
 	case errors.As(err, &unreachable):
 		fmt.Fprintf(os.Stderr, "%s: %v; is snodod serve running?\n", name, err)
@@ -97,11 +136,19 @@ func clientFailure(name string, err error) int {
 }
 
 func logsUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage: snodod logs NAME [-f] [flags]
+	fmt.Fprint(w, `Usage: snodod logs [NAME] [-f] [flags]
 
 Prints what the hosted server NAME wrote to its standard error (the newest
-64 KiB, across restarts, upstreams.stderr_bytes), as the daemon keeps it.
-With -f it goes on printing what the server writes until interrupted.
+64 KiB, across restarts, upstreams.stderr_bytes), as the daemon keeps it:
+each line after the time it was written, and a line of snodod's own where
+the server started, was ready (with its pid) and ended ("--- snodod:
+memory ready (pid 24758) ---").
+
+Without NAME it prints the daemon's own log, its newest 256 KiB (about two
+thousand lines, kept in memory whatever log.format says): what a daemon
+that 'snodod connect' started in the background, or systemd, logged.
+
+With -f it goes on printing what is written until interrupted.
 
 Flags:
 `)
@@ -130,17 +177,14 @@ func runLogs(args []string) int {
 	if done {
 		return st
 	}
-	if name == "" {
-		return usageError(fs.Name(), "needs the NAME of a server (snodod status lists them)")
-	}
 	cfg, status := loadClientConfig("logs", o.keys.options(o.config))
 	if cfg == nil {
 		return status
 	}
-	_, control := findDaemon(cfg)
+	_, sock := findDaemon(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := daemon.Logs(ctx, control, name, o.follow, func(s string) error {
+	err := (&control.Client{Socket: sock}).Logs(ctx, name, o.follow, func(s string) error {
 		_, err := io.WriteString(os.Stdout, s)
 		return err
 	})
@@ -151,7 +195,7 @@ func runLogs(args []string) int {
 }
 
 // writeUpstreams writes the upstream rows of snodod status.
-func writeUpstreams(w io.Writer, rows []upstream.Status, now time.Time) {
+func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 	if len(rows) == 0 {
 		return
 	}
@@ -169,30 +213,38 @@ func writeUpstreams(w io.Writer, rows []upstream.Status, now time.Time) {
 		if r.Era != "" {
 			era = r.Era + " " + r.Version
 		}
-		exit := r.LastExit
-		if exit == "" {
-			exit = "-"
-		}
+		exit := cut(orDash(r.LastExit), exitWidth) // whole in the note below, and in --json
 		counts := func(n int) string {
 			if r.Cached {
 				return fmt.Sprintf("%d*", n)
 			}
 			return fmt.Sprint(n)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Name, r.State, r.Instance, pid, era, up,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Name, r.State, cutLeft(r.Instance, instanceWidth), pid, era, up,
 			r.Restarts, r.InFlight, r.Sessions, counts(r.Tools), counts(r.Prompts), counts(r.Resources+r.Templates), exit)
 	}
 	tw.Flush()
 	for _, r := range rows {
-		switch {
-		case r.State == upstream.StateStarting && !r.StartingSince.IsZero():
-			fmt.Fprintf(w, "%s: starting for %s; lists answer without it until it is ready (snodod logs %s)\n", r.Name, age(now, r.StartingSince), r.Name)
-		case r.State == upstream.StateBackoff || r.State == upstream.StateFailed:
+		switch r.State {
+		case control.StateStarting:
+			if !r.StartingSince.IsZero() {
+				fmt.Fprintf(w, "%s: starting for %s; lists answer without it until it is ready (snodod logs %s)\n", r.Name, age(now, r.StartingSince), r.Name)
+			}
+		case control.StateBackoff:
 			next := ""
 			if r.RetryInMs != nil {
 				next = fmt.Sprintf("; next attempt in %s", (time.Duration(*r.RetryInMs) * time.Millisecond).Round(time.Second))
 			}
 			fmt.Fprintf(w, "%s: %s after %d failures: %s%s (snodod logs %s)\n", r.Name, r.State, r.Failures, r.Cause, next, r.Name)
+		case control.StateFailed:
+			// A failed server is not restarted by itself: a request starts
+			// it again (once per restart.max_delay), or the command does.
+			when := ""
+			if r.RetryInMs != nil && *r.RetryInMs > 0 {
+				when = fmt.Sprintf(" (in %s at the earliest)", (time.Duration(*r.RetryInMs) * time.Millisecond).Round(time.Second))
+			}
+			fmt.Fprintf(w, "%s: failed after %d failures: %s; no automatic restarts; next request tries again%s, or snodod upstream restart %s now (snodod logs %s)\n",
+				r.Name, r.Failures, r.Cause, when, r.Name, r.Name)
 		}
 		if len(r.Collided) > 0 {
 			fmt.Fprintf(w, "%s: not listed in the aggregated view: %s\n", r.Name, strings.Join(r.Collided, ", "))
@@ -212,7 +264,7 @@ func writeUpstreams(w io.Writer, rows []upstream.Status, now time.Time) {
 	}
 }
 
-func anyCached(rows []upstream.Status) bool {
+func anyCached(rows []control.Upstream) bool {
 	for _, r := range rows {
 		if r.Cached {
 			return true

@@ -9,15 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
-	"github.com/snodod/snodod/upstream"
 )
 
 // snodod upstream start|stop|restart NAME and snodod logs NAME [-f], run
@@ -40,45 +40,59 @@ func serveFake(t *testing.T) *serveProcess {
 }
 
 // fakeRow waits until snodod status --json shows the fake in state.
-func fakeRow(t *testing.T, p *serveProcess, state upstream.State) upstream.Status {
+func fakeRow(t *testing.T, p *serveProcess, state string) control.Upstream {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		r := runIn(t, p.env, "", "status", "--json", "--socket", p.socket)
-		var st daemon.Status
+		var st control.Status
 		if err := json.Unmarshal([]byte(r.stdout), &st); err == nil && len(st.Upstreams) == 1 && st.Upstreams[0].State == state {
 			return st.Upstreams[0]
 		}
 		last = r.stdout + r.stderr
 	}
 	t.Fatalf("the fake never became %s:\n%s", state, last)
-	return upstream.Status{}
+	return control.Upstream{}
 }
 
+// TestUpstreamCommand: each action returns once it is done and says what
+// it did, with the new process's pid (issue 19: "upstream restart memory"
+// says "memory restarted (pid 24758)").
 func TestUpstreamCommand(t *testing.T) {
 	p := serveFake(t)
-	fakeRow(t, p, upstream.StateStopped)
-	run := func(args ...string) result {
+	fakeRow(t, p, control.StateStopped)
+	run := func(args ...string) string {
 		t.Helper()
 		r := runIn(t, p.env, "", append(args, "--socket", p.socket)...)
-		if r.status != 0 || r.stdout != "" || r.stderr != "" {
+		if r.status != 0 || r.stderr != "" {
 			t.Fatalf("snodod %s: %d\n%s%s", strings.Join(args, " "), r.status, r.stdout, r.stderr)
 		}
-		return r
+		return r.stdout
 	}
-	run("upstream", "start", "fake")
-	first := fakeRow(t, p, upstream.StateReady)
-	run("upstream", "restart", "fake")
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if row := fakeRow(t, p, upstream.StateReady); row.PID != first.PID {
-			break
+	pidOf := func(out, verb string) int {
+		t.Helper()
+		var pid int
+		if n, err := fmt.Sscanf(out, "fake "+verb+" (pid %d)\n", &pid); n != 1 || err != nil || fmt.Sprintf("fake %s (pid %d)\n", verb, pid) != out {
+			t.Fatalf("upstream %s printed %q, want \"fake %s (pid N)\"", verb, out, verb)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restart kept pid %d", first.PID)
-		}
+		return pid
 	}
-	run("upstream", "stop", "fake")
-	fakeRow(t, p, upstream.StateStopped)
+	first := pidOf(run("upstream", "start", "fake"), "started")
+	// Done when it says so: status shows the pid it printed at once.
+	if row := fakeRow(t, p, control.StateReady); row.PID != first {
+		t.Errorf("status shows pid %d, start printed %d", row.PID, first)
+	}
+	second := pidOf(run("upstream", "restart", "fake"), "restarted")
+	if second == first {
+		t.Errorf("restart printed the old pid %d", first)
+	}
+	if row := fakeRow(t, p, control.StateReady); row.PID != second {
+		t.Errorf("status shows pid %d, restart printed %d", row.PID, second)
+	}
+	if out := run("upstream", "stop", "fake"); out != "fake stopped\n" {
+		t.Errorf("stop printed %q", out)
+	}
+	fakeRow(t, p, control.StateStopped)
 
 	r := runIn(t, p.env, "", "upstream", "start", "nope", "--socket", p.socket)
 	if want := `snodod upstream start: no such upstream: "nope"; the configured upstreams are fake` + "\n"; r.status != 1 || r.stderr != want {
@@ -91,10 +105,24 @@ func TestLogsCommand(t *testing.T) {
 	if r := runIn(t, p.env, "", "upstream", "start", "fake", "--socket", p.socket); r.status != 0 {
 		t.Fatalf("start: %d %s", r.status, r.stderr)
 	}
-	fakeRow(t, p, upstream.StateReady)
+	fakeRow(t, p, control.StateReady)
 	r := runIn(t, p.env, "", "logs", "fake", "--socket", p.socket)
 	if n := strings.Count(r.stdout, "w"); r.status != 0 || n < startStderr-20 {
 		t.Fatalf("logs: %d, %d bytes of stderr, want about %d\n%s", r.status, n, startStderr, r.stderr)
+	}
+	// Each line has its time, and the start is marked, with the pid
+	// (issue 19: "snodod logs NAME lines have timestamps and a marker at
+	// each restart").
+	pid := fakeRow(t, p, control.StateReady).PID
+	stamp := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d) `
+	want := regexp.MustCompile(`^` + stamp + `--- snodod: starting fake \(instance all\) ---\n(` + stamp + `w+\n)+` + stamp + `--- snodod: fake ready \(pid ` + fmt.Sprint(pid) + `\) ---\n$`)
+	if !want.MatchString(r.stdout) {
+		t.Errorf("logs fake:\n%s\nwant the start marked, each line stamped, and the ready mark with pid %d", r.stdout, pid)
+	}
+	// Without a name: the daemon's own log.
+	own := runIn(t, p.env, "", "logs", "--socket", p.socket)
+	if own.status != 0 || !strings.Contains(own.stdout, `msg="snodod started"`) || !strings.Contains(own.stdout, `msg="upstream ready" upstream=fake instance=all pid=`+fmt.Sprint(pid)) {
+		t.Errorf("logs (the daemon's): %d\n%s%s", own.status, own.stdout, own.stderr)
 	}
 
 	// -f prints the ring, then what the restarted server writes, until
@@ -118,6 +146,7 @@ func TestLogsCommand(t *testing.T) {
 	})
 	var mu sync.Mutex
 	var printed int
+	var followed bytes.Buffer
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -126,6 +155,7 @@ func TestLogsCommand(t *testing.T) {
 			n, err := out.Read(buf)
 			mu.Lock()
 			printed += bytes.Count(buf[:n], []byte("w"))
+			followed.Write(buf[:n])
 			mu.Unlock()
 			if err != nil {
 				return
@@ -151,6 +181,12 @@ func TestLogsCommand(t *testing.T) {
 		t.Fatalf("restart: %d %s", r.status, r.stderr)
 	}
 	awaitPrinted(2*startStderr-40, "the restarted server's stderr")
+	mu.Lock()
+	starts := strings.Count(followed.String(), "--- snodod: starting fake (instance all) ---")
+	mu.Unlock()
+	if starts != 2 {
+		t.Errorf("logs -f shows %d start marks, want the first and the restart's", starts)
+	}
 	if err := follow.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

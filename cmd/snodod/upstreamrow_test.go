@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodod/snodod/upstream"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // TestUpstreamRowStarting: an instance still starting (issue 19: a server
@@ -15,7 +15,7 @@ import (
 func TestUpstreamRowStarting(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	var b bytes.Buffer
-	writeUpstreams(&b, []upstream.Status{{Name: "hang", State: upstream.StateStarting, Instance: "all", PID: 4242,
+	writeUpstreams(&b, []control.Upstream{{Name: "hang", State: control.StateStarting, Instance: "all", PID: 4242,
 		StartingSince: now.Add(-78 * time.Second)}}, now)
 	out := b.String()
 	lines := strings.Split(out, "\n")
