@@ -156,8 +156,12 @@ func Check(cfg *config.Config, reserved Reserved) []config.Problem {
 		problems = append(problems, config.Problem{Key: key, Message: msg, Source: src})
 	}
 	for _, t := range cfg.Tools {
-		if err := server.CheckSchema(t.InputSchema); err != nil {
-			add("tools."+t.Name+".input_schema", "is not a JSON Schema the runtime accepts: "+err.Error())
+		// InputSchema is nil in a partial configuration (config.Inspect)
+		// whose input did not decode: that problem is reported already.
+		if t.InputSchema != nil {
+			if err := server.CheckSchema(t.InputSchema); err != nil {
+				add("tools."+t.Name+".input_schema", "is not a JSON Schema the runtime accepts: "+err.Error())
+			}
 		}
 		if t.OutputSchema != nil {
 			if err := server.CheckSchema(t.OutputSchema); err != nil {

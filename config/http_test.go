@@ -33,7 +33,8 @@ func TestHTTPRules(t *testing.T) {
 
 // A non-loopback listen loads with a token file or the explicit opt-out.
 func TestHTTPNonLoopbackListen(t *testing.T) {
-	for _, extra := range []string{`auth_token_file = "/run/secrets/token"`, `allow_unauthenticated = true`} {
+	token := writeFile(t, "token", strings.Repeat("t", MinSecretBytes)+"\n")
+	for _, extra := range []string{`auth_token_file = "` + token + `"`, `allow_unauthenticated = true`} {
 		path := writeFile(t, "config.toml", "[http]\nlisten = \"0.0.0.0:8080\"\n"+extra+"\n")
 		c := mustLoad(t, Options{File: path, Env: testEnv(t)})
 		if c.HTTP.Listen != "0.0.0.0:8080" {

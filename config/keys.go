@@ -121,7 +121,7 @@ type spec struct {
 // tests refuse any of them alone. A limit is added to package limits
 // instead: init makes its spec, and its default is limits.All's.
 var keyed = []*spec{
-	{name: "daemon.socket", flag: "socket", daemonOnly: true, rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. Environment variables are expanded."},
+	{name: "daemon.socket", flag: "socket", daemonOnly: true, rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. ${VAR} and ${VAR:-default} are expanded."},
 	{name: "daemon.control_socket", flag: "control-socket", daemonOnly: true, rule: socketPath("must be empty or an absolute path of at most 107 bytes"), desc: "Control socket (fd hand-over, status); empty: control.sock beside daemon.socket."},
 	{name: "daemon.allowed_uids", rule: eachInt("entries must be user ids from 0 to 4294967294", validUID), desc: "Peer uids accepted besides the daemon's own."},
 	{name: "protocol.versions", rule: versionsRule(), desc: "Enabled MCP versions, in any order; empty means all three."},

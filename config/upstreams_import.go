@@ -3,18 +3,22 @@ package config
 import (
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"maps"
+	"slices"
 	"strings"
 )
 
 // imports reads the entries of every upstreams.import file, in order; an
-// entry of an earlier file wins over a later one of the same name.
-func (d *serverDecoder) imports() []Upstream {
+// entry of an earlier file wins over a later one of the same name. An
+// import is another program's file: nothing in it fails the whole
+// configuration. A missing file, one that does not parse, and each entry
+// snodod cannot host as written (its problems, a client's syntax it cannot
+// map) are warnings, and what they concern is skipped.
+func imports(d *entryDecoder, ctx entryContext, paths []string) []Upstream {
 	var out []Upstream
 	seen := map[string]bool{}
-	for _, p := range d.c.Upstreams.Import {
-		for _, u := range d.importFile(p) {
+	for _, p := range paths {
+		for _, u := range importFile(d, ctx, p) {
 			if !seen[u.Name] {
 				seen[u.Name] = true
 				out = append(out, u)
@@ -24,52 +28,114 @@ func (d *serverDecoder) imports() []Upstream {
 	return out
 }
 
-// importFile reads one client configuration file. A missing file is a
-// warning (an import list may name the files of several machines); one
-// that does not parse is a problem.
-func (d *serverDecoder) importFile(p string) []Upstream {
-	full := entryPath(p, d.ctx)
+// importFile reads one client configuration file.
+func importFile(d *entryDecoder, ctx entryContext, p string) []Upstream {
+	full := ctx.path(p)
 	src := Source{Kind: FromFile, Name: full}
-	table, err := ReadClientConfig(full)
+	f := field{d: d, key: "upstreams.import", src: src}
+	cf, err := ReadClientFile(full)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		d.problems = append(d.problems, Problem{Key: "upstreams.import", Source: src, Warning: true,
-			Message: "names " + full + ", which does not exist; it is skipped"})
+		f.warn("names " + full + ", which does not exist; it is skipped")
 		return nil
 	case err != nil:
-		d.problems = append(d.problems, Problem{Key: "upstreams.import", Source: src, Message: "names a file that cannot be read as a client configuration: " + err.Error()})
+		f.warn("names a file that cannot be read as a client configuration, so it is skipped: " + err.Error())
 		return nil
 	}
-	return d.entries(table, src, true)
-}
-
-// ReadClientConfig reads the server entries of an MCP client's
-// configuration file: the mcpServers table (Claude Desktop, Claude Code's
-// .mcp.json, Cursor, Cline), else VS Code's servers table. The format is
-// taken from the extension (.json when it has none). An error from reading
-// matches fs.ErrNotExist for a missing file.
-func ReadClientConfig(path string) (map[string]any, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	ext := strings.ToLower(filepath.Ext(path))
-	parser, ok := parsers[ext]
-	if !ok {
-		parser = parsers[".json"]
-	}
-	doc, err := parser.Unmarshal(b)
-	if err != nil {
-		return nil, parseError(path, b, err)
-	}
-	for _, key := range []string{"mcpServers", "servers"} {
-		if v, ok := doc[key]; ok {
-			table, ok := v.(map[string]any)
-			if !ok {
-				return nil, errors.New(key + " is not a table of entries")
+	var out []Upstream
+	for _, name := range slices.Sorted(maps.Keys(cf.Entries)) {
+		u := Upstream{Name: name, Source: src, Imported: true}
+		raw := cf.Entries[name]
+		if fields, ok := raw.(map[string]any); ok {
+			mapped, skip := MapClientEntry(fields)
+			if skip != "" {
+				serverField(d, u, "").warn(skip + "; the entry is skipped")
+				continue
 			}
-			return table, nil
+			raw = mapped
+		}
+		sub := &entryDecoder{}
+		u, ok := decodeServer(sub, ctx, name, raw, src, true)
+		skipped := sub.errors() > 0
+		for _, p := range sub.problems {
+			if !p.Warning {
+				note := importNote(u)
+				p.Message = strings.TrimSuffix(p.Message, note) + "; the entry is skipped" + note
+				p.Warning = true
+			}
+			d.problems = append(d.problems, p)
+		}
+		if ok && !skipped {
+			out = append(out, u)
 		}
 	}
-	return map[string]any{}, nil
+	return out
+}
+
+// The variables of clients' files that MapClientEntry rewrites: VS Code's
+// and Cursor's ${env:NAME}, ${workspaceFolder} and ${userHome}.
+var clientVariables = map[string]string{
+	"${workspaceFolder}": ClientCwd,
+	"${userHome}":        "${HOME}",
+	"${pathSeparator}":   "/",
+	"${/}":               "/",
+}
+
+// MapClientEntry rewrites a client's server entry into snodod's syntax:
+// ${env:NAME} becomes ${NAME}, ${workspaceFolder} ${client.cwd} (the
+// folder of the client the instance serves) and ${userHome} ${HOME}, in
+// command, args, env, envFile and cwd. skip, when not "", says why the
+// entry cannot be hosted as it is written: it uses a client's variable
+// snodod has no equivalent of, such as VS Code's ${input:ID}, which asks
+// the user. fields is not modified.
+func MapClientEntry(fields map[string]any) (mapped map[string]any, skip string) {
+	mapped = maps.Clone(fields)
+	text := func(s string) string {
+		s = strings.ReplaceAll(s, "$$", "$$$$") // a client passes $$ as it is
+		for from, to := range clientVariables {
+			s = strings.ReplaceAll(s, from, to)
+		}
+		for {
+			i := strings.Index(s, "${env:")
+			end := strings.IndexByte(s[max(i, 0):], '}')
+			if i < 0 || end < 0 {
+				break
+			}
+			s = s[:i] + "${" + s[i+len("${env:"):i+end] + s[i+end:]
+		}
+		if i := strings.Index(s, "${input:"); i >= 0 && skip == "" {
+			id, _, _ := strings.Cut(s[i+len("${input:"):], "}")
+			skip = "uses ${input:" + id + "}, a value the client asks the user for; snodod cannot ask: put the value in a file, " +
+				"and write the entry in snodod's own configuration with env = { NAME = \"${file:PATH}\" } (snodod import FILE does it)"
+		}
+		return s
+	}
+	for _, k := range []string{"command", "cwd", "envFile", "env_file"} {
+		if s, ok := mapped[k].(string); ok {
+			mapped[k] = text(s)
+		}
+	}
+	if list, ok := mapped["args"].([]any); ok {
+		out := make([]any, len(list))
+		for i, a := range list {
+			if s, ok := a.(string); ok {
+				out[i] = text(s)
+			} else {
+				out[i] = a
+			}
+		}
+		mapped["args"] = out
+	}
+	if env, ok := mapped["env"].(map[string]any); ok {
+		out := make(map[string]any, len(env))
+		for k, v := range env {
+			if s, ok := v.(string); ok {
+				out[k] = text(s)
+			} else {
+				out[k] = v
+			}
+		}
+		mapped["env"] = out
+	}
+	return mapped, skip
 }

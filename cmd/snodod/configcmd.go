@@ -70,11 +70,19 @@ func runConfigCheck(args []string) int {
 		return exitUsage
 	}
 	cfg, err := config.Inspect(path)
-	if err == nil {
-		// The configured items as the daemon would build them: schemas the
-		// runtime compiles, names snodod serves itself. (Upstream tools
-		// and prompts join through catalog.Reserved once they are hosted.)
-		if problems := catalog.Check(cfg, catalog.Reserved{}); len(problems) > 0 {
+	if cfg != nil {
+		// The configured items as the daemon would build them (schemas the
+		// runtime compiles, names snodod serves itself), judged with the
+		// configuration's own problems: every problem in one report.
+		var problems []config.Problem
+		var ve *config.ValidationError
+		if errors.As(err, &ve) {
+			problems = ve.Problems
+		}
+		if more := catalog.Check(cfg, catalog.Reserved{}); len(more) > 0 {
+			problems = config.SortProblems(append(problems, more...))
+		}
+		if len(problems) > 0 {
 			err = &config.ValidationError{File: cfg.File(), Problems: problems}
 		}
 	}
