@@ -51,6 +51,9 @@ type expander struct {
 	// forTool is set for an exec tool's fields, whose refusal of
 	// ${client.cwd} says why.
 	forTool bool
+	// empty collects the ${file:…} paths that held nothing but white
+	// space: a secret not written yet, which config check warns about.
+	empty []string
 }
 
 // expand returns s with its expansions done, or "" and the problem (a
@@ -172,7 +175,11 @@ func (x *expander) file(p string) (string, string) {
 	if err != nil {
 		return "", "uses ${file:" + p + "}, which cannot be read: " + full + ": " + pathErr(err).Error()
 	}
-	return strings.TrimSpace(string(b)), ""
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		x.empty = append(x.empty, p)
+	}
+	return v, ""
 }
 
 // expansionList names what a field with allowed may use.

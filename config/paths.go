@@ -15,6 +15,17 @@ func DefaultFile(env []string) string {
 	return defaultFile(envMap(env))
 }
 
+// DefaultSecretsDir returns the directory `snodod import` writes secrets
+// to, each in a file of its own: $XDG_CONFIG_HOME/snodod/secrets when
+// XDG_CONFIG_HOME is an absolute path, else ~/.config/snodod/secrets, else
+// "". env is in os.Environ form; nil means the process's environment.
+func DefaultSecretsDir(env []string) string {
+	if f := defaultFile(envMap(env)); f != "" {
+		return filepath.Join(filepath.Dir(f), "secrets")
+	}
+	return ""
+}
+
 func defaultFile(env map[string]string) string {
 	if d := env["XDG_CONFIG_HOME"]; filepath.IsAbs(d) {
 		return filepath.Join(d, "snodod", "config.toml")

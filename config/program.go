@@ -229,6 +229,10 @@ func (p *programEntry) provision(f field, r programRules) Program {
 			f.child("env").child(name).problem(problem) // the message never holds the value
 			continue
 		}
+		for _, empty := range x.empty {
+			f.child("env").child(name).warn("uses ${file:" + empty + "}, which is empty: write the secret into it")
+		}
+		x.empty = nil
 		prog.Env[name] = v
 	}
 	if p.Cwd != nil {

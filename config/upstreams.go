@@ -253,11 +253,9 @@ func decodeServers(ctx entryContext, table map[string]any, c *Config) []Problem 
 		byName[u.Name] = true
 	}
 	all := own
-	for _, u := range imports(d, ctx, c.Upstreams.Import) {
-		if !byName[u.Name] {
-			byName[u.Name] = true
-			all = append(all, u)
-		}
+	for _, u := range imports(d, ctx, c.Upstreams.Import, byName) {
+		byName[u.Name] = true
+		all = append(all, u)
 	}
 	slices.SortFunc(all, func(a, b Upstream) int { return cmp.Compare(a.Name, b.Name) })
 	prefixes := map[string]string{}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -13,23 +14,23 @@ import (
 // import is another program's file: nothing in it fails the whole
 // configuration. A missing file, one that does not parse, and each entry
 // snodod cannot host as written (its problems, a client's syntax it cannot
-// map) are warnings, and what they concern is skipped.
-func imports(d *entryDecoder, ctx entryContext, paths []string) []Upstream {
+// map) are warnings, and what they concern is skipped. The entries named
+// in own (snodod's own file's) are not read: they are shadowed.
+func imports(d *entryDecoder, ctx entryContext, paths []string, own map[string]bool) []Upstream {
 	var out []Upstream
-	seen := map[string]bool{}
+	seen := maps.Clone(own)
 	for _, p := range paths {
-		for _, u := range importFile(d, ctx, p) {
-			if !seen[u.Name] {
-				seen[u.Name] = true
-				out = append(out, u)
-			}
+		for _, u := range importFile(d, ctx, p, seen) {
+			seen[u.Name] = true
+			out = append(out, u)
 		}
 	}
 	return out
 }
 
-// importFile reads one client configuration file.
-func importFile(d *entryDecoder, ctx entryContext, p string) []Upstream {
+// importFile reads one client configuration file, but for the entries
+// named in seen (taken already).
+func importFile(d *entryDecoder, ctx entryContext, p string, seen map[string]bool) []Upstream {
 	full := ctx.path(p)
 	src := Source{Kind: FromFile, Name: full}
 	f := field{d: d, key: "upstreams.import", src: src}
@@ -44,9 +45,18 @@ func importFile(d *entryDecoder, ctx entryContext, p string) []Upstream {
 	}
 	var out []Upstream
 	for _, name := range slices.Sorted(maps.Keys(cf.Entries)) {
+		if seen[name] {
+			continue
+		}
 		u := Upstream{Name: name, Source: src, Imported: true}
 		raw := cf.Entries[name]
 		if fields, ok := raw.(map[string]any); ok {
+			if IsSnododConnect(fields) {
+				// What snodod import --write put in the client's file: the
+				// client reaches snodod through it; snodod does not host
+				// itself.
+				continue
+			}
 			mapped, skip := MapClientEntry(fields)
 			if skip != "" {
 				serverField(d, u, "").warn(skip + "; the entry is skipped")
@@ -138,4 +148,21 @@ func MapClientEntry(fields map[string]any) (mapped map[string]any, skip string) 
 		mapped["env"] = out
 	}
 	return mapped, skip
+}
+
+// IsSnododConnect reports whether a client's server entry runs snodod
+// connect: the entry `snodod import --write` puts in a client's file in
+// place of the server it moved into snodod's configuration.
+func IsSnododConnect(fields map[string]any) bool {
+	command, _ := fields["command"].(string)
+	args, _ := fields["args"].([]any)
+	first, _ := firstOf(args).(string)
+	return filepath.Base(command) == "snodod" && first == "connect"
+}
+
+func firstOf(list []any) any {
+	if len(list) == 0 {
+		return nil
+	}
+	return list[0]
 }

@@ -69,23 +69,7 @@ func runConfigCheck(args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	cfg, err := config.Inspect(path)
-	if cfg != nil {
-		// The configured items as the daemon would build them (schemas the
-		// runtime compiles, names snodod serves itself), judged with the
-		// configuration's own problems: every problem in one report.
-		var problems []config.Problem
-		var ve *config.ValidationError
-		if errors.As(err, &ve) {
-			problems = ve.Problems
-		}
-		if more := catalog.Check(cfg, catalog.Reserved{}); len(more) > 0 {
-			problems = config.SortProblems(append(problems, more...))
-		}
-		if len(problems) > 0 {
-			err = &config.ValidationError{File: cfg.File(), Problems: problems}
-		}
-	}
+	cfg, err := checkConfig(path)
 	if err != nil {
 		printConfigError(os.Stderr, "", err)
 		return exitFailure
@@ -97,6 +81,29 @@ func runConfigCheck(args []string) int {
 	}
 	fmt.Printf("ok: %s\n", cfg.File())
 	return exitOK
+}
+
+// checkConfig judges the configuration file path as config check does
+// (config.Inspect: "" is the default file), with the catalog's own checks:
+// schemas the runtime compiles, names snodod serves itself. Every problem
+// comes in one *config.ValidationError.
+func checkConfig(path string) (*config.Config, error) {
+	cfg, err := config.Inspect(path)
+	if cfg == nil {
+		return nil, err
+	}
+	var problems []config.Problem
+	var ve *config.ValidationError
+	if errors.As(err, &ve) {
+		problems = ve.Problems
+	}
+	if more := catalog.Check(cfg, catalog.Reserved{}); len(more) > 0 {
+		problems = config.SortProblems(append(problems, more...))
+	}
+	if len(problems) > 0 {
+		return cfg, &config.ValidationError{File: cfg.File(), Problems: problems}
+	}
+	return cfg, nil
 }
 
 // fileArg returns the file a config subcommand names, as its argument or
