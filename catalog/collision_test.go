@@ -3,7 +3,9 @@ package catalog_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -92,3 +94,36 @@ func TestConfiguredToolWinsOverRelayed(t *testing.T) {
 	view.refresh()
 	check("reload adding it back", "own", want)
 }
+
+// A reload logs only the warnings it adds (issue 19: the leading "-"
+// warning was logged at every reload): config check prints them all.
+func TestHostWarnsOnce(t *testing.T) {
+	dir := t.TempDir()
+	var logged []string
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logged = append(logged, string(p))
+		return len(p), nil
+	}), nil))
+	h := catalog.NewHost(catalog.HostOptions{Logger: log})
+	t.Cleanup(h.Close)
+	one := "[tools.ls]\ncommand = [\"/bin/ls\", \"{{dir}}\"]\ninput.dir = {}\n"
+	two := one + "[tools.cat]\ncommand = [\"/bin/cat\", \"{{file}}\"]\ninput.file = {}\n"
+	for i, text := range []string{one, one, two, two} {
+		if _, err := h.Apply(loadConfig(t, dir, text)); err != nil {
+			t.Fatalf("apply %d: %v", i, err)
+		}
+	}
+	var warned []string
+	for _, line := range logged {
+		if strings.Contains(line, "level=WARN") {
+			warned = append(warned, line)
+		}
+	}
+	if len(warned) != 2 || !strings.Contains(warned[0], "tools.ls.command") || !strings.Contains(warned[1], "tools.cat.command") {
+		t.Errorf("warnings logged over four applies:\n%s\nwant tools.ls's once, then tools.cat's once", strings.Join(warned, ""))
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

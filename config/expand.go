@@ -158,9 +158,11 @@ func closingBrace(s string) int {
 // (docs/security.md).
 func (x *expander) fileRefused(inner string) string {
 	switch x.field {
-	case "command", "args", "cwd", "roots", "env_file":
+	case "command", "args":
 		return "uses ${" + inner + "} in " + x.field + ", which every local user can read (a process's command line is in /proc/PID/cmdline); " +
 			"pass the secret in env instead, env = { NAME = \"${" + inner + "}\" }, for the program to read there"
+	case "cwd", "roots", "env_file":
+		return "uses ${" + inner + "} in " + x.field + ", a path that status and logs show: only env values may hold a secret, env = { NAME = \"${" + inner + "}\" }"
 	}
 	return "uses ${" + inner + "}, which only env values may use (a secret anywhere else could be read by other local users)"
 }

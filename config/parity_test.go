@@ -59,7 +59,7 @@ func TestEntryParity(t *testing.T) {
 		{name: "command a list", want: "", tool: `command = ["/bin/sh", "-c"]`, noCommand: true},
 		{name: "command a string with spaces", want: "write command = \"/bin/sh\" and args = [\"-c\", \"x\"]", tool: `command = "/bin/sh -c x"`, noCommand: true},
 		{name: "file in args", want: "in args, which every local user can read (a process's command line is in /proc/PID/cmdline); pass the secret in env instead", tool: `args = ["--token=${file:` + secret + `}"]`},
-		{name: "file in cwd", want: "in cwd, which every local user can read", tool: `cwd = "${file:` + secret + `}"`},
+		{name: "file in cwd", want: "in cwd, a path that status and logs show: only env values may hold a secret", tool: `cwd = "${file:` + secret + `}"`},
 		{name: "env_file", want: "", tool: `env_file = "` + envFile + `"`, value: "from file"},
 		{name: "env over env_file", want: "", tool: `env_file = "` + envFile + `"` + "\n" + `env = { A = "own" }`, value: "own"},
 		{name: "envFile and env_file", want: "ENTRY.envFile: is another spelling of env_file; keep one of them", tool: `envFile = "` + envFile + `"` + "\n" + `env_file = "` + envFile + `"`},

@@ -245,6 +245,16 @@ input.n = { type = "integer" }`, []string{
 		}},
 		{"inherit_env not a list", `command = ["rg"]
 inherit_env = "all"`, []string{`tools.t.inherit_env: must be true (every variable), false (none) or a list of variable names (a trailing * matches a prefix), got "all"`}},
+		{"option warnings silenced", `command = ["rg", "{{q}}"]
+input.q = {}
+allow_option_values = true`, nil},
+		{"a secret in argv", `command = ["rg", "--token=${file:/etc/hostname}"]`, []string{
+			`tools.t.command: uses ${file:/etc/hostname} in command, which every local user can read (a process's command line is in /proc/PID/cmdline); pass the secret in env instead, env = { NAME = "${file:/etc/hostname}" }, for the program to read there`}},
+		{"no client", `command = ["rg", "${client.cwd}"]`, []string{
+			`tools.t.command: uses ${client.cwd}, which only a hosted server (mcpServers) has: it starts for a client; an exec tool runs for every client alike`}},
+		{"args elements", `command = "rg"
+args = ["--", "{{x}}", "{{y}}"]
+input.x = {}`, []string{"tools.t.args: element 2: {{y}} names no argument; the arguments are x"}},
 		{"fine", `command = ["rg"]`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -278,4 +288,30 @@ func checkLines(t *testing.T, opts Options) []string {
 		lines = append(lines, w.String()+" (warning)")
 	}
 	return lines
+}
+
+// A tool's program may be written as a hosted server's is, a string and
+// args, and its fields expand like a server's: ${VAR}, $$.
+func TestToolProgramShapes(t *testing.T) {
+	env := toolEnv(t)
+	bin := envMap(env)["PATH"]
+	path := writeFile(t, "config.toml", `
+[tools.list]
+command = ["rg", "--color=${MODE:-never}"]
+args = ["$$1", "{{q}}"]
+input.q = {}
+[tools.string]
+command = "rg"
+args = ["--", "{{q}}"]
+input.q = {}
+`)
+	c := mustLoad(t, Options{File: path, Env: env})
+	list, str := c.Tools[0], c.Tools[1]
+	want := []Text{{{Literal: "--color=never"}}, {{Literal: "$1"}}, {{Arg: "q"}}}
+	if list.Path != filepath.Join(bin, "rg") || !slices.EqualFunc(list.Args, want, slices.Equal) {
+		t.Errorf("list: %s %+v, want %+v", list.Path, list.Args, want)
+	}
+	if str.Path != filepath.Join(bin, "rg") || len(str.Args) != 2 || str.Program.Command != "rg" {
+		t.Errorf("string: %+v", str)
+	}
 }

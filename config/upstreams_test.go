@@ -215,12 +215,19 @@ env = { TOKEN = "${file:`+secret+`}", USER_NAME = "${WHO}", EMPTY = "${UNSET:-fa
 [mcpServers.x]
 command = "x"
 args = ["${NOPE}", "${env:HOME}", "${file:/nonexistent/secret}", "${open"]
+[mcpServers.y]
+command = "${file:/etc/hostname}"
+roots = ["${file:/etc/hostname}"]
+env_file = "${client.cwd}/.env"
 `)
 	want := []string{
 		`mcpServers.x.args: uses ${NOPE}, which is not set in the daemon's environment; set it, or write ${NOPE:-default}`,
 		`mcpServers.x.args: uses ${env:HOME}, a client's syntax (VS Code, Cursor); snodod writes it ${HOME}`,
 		`mcpServers.x.args: uses ${file:/nonexistent/secret} in args, which every local user can read (a process's command line is in /proc/PID/cmdline); pass the secret in env instead, env = { NAME = "${file:/nonexistent/secret}" }, for the program to read there`,
 		`mcpServers.x.args: has an unterminated ${ (write $$ for a literal $)`,
+		`mcpServers.y.command: uses ${file:/etc/hostname} in command, which every local user can read (a process's command line is in /proc/PID/cmdline); pass the secret in env instead, env = { NAME = "${file:/etc/hostname}" }, for the program to read there`,
+		`mcpServers.y.env_file: cannot use ${client.cwd}: the file is read when the configuration loads, once for every client; give its path`,
+		`mcpServers.y.roots: uses ${file:/etc/hostname} in roots, a path that status and logs show: only env values may hold a secret, env = { NAME = "${file:/etc/hostname}" }`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
