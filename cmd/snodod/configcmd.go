@@ -22,18 +22,27 @@ func configUsage(w io.Writer) {
 
 check validates FILE (default: the default configuration file) on top of
 the defaults, without the environment or flags, so the file is judged on
-its own: every key, every [tools], [resources] and [prompts] entry
-(commands found on PATH, placeholders, paths, templates, schemas, names),
-and every [mcpServers] entry (its command on the child's PATH). It prints
-"ok: FILE" and exits 0, or prints every problem, one per line, and exits
-1. Warnings (a placeholder that can become an option, client keys it
-ignores, unpinned npx or uvx packages, and, from the catalog cache of
-hosted servers that have run, names that collide or are shortened over 64
-characters) are printed as "warning: ..." lines and do not fail the check.
+its own, in one pass: every key (the files of server.state_key_file and
+http.auth_token_file must hold at least 32 bytes, as serve requires), every
+[tools], [resources] and [prompts] entry (commands found on PATH,
+placeholders, paths, templates, schemas, names snodod serves itself), and
+every [mcpServers] entry (its command on the child's PATH, prefixes that
+clash). It prints "ok: FILE" and exits 0, or prints every problem, one per
+line, and exits 1. A client's own file (claude_desktop_config.json, VS
+Code's mcp.json) is named for what it is: it belongs in upstreams.import,
+or in snodod import. Warnings (a placeholder that can become an option,
+unless the tool sets allow_option_values = true; client keys it ignores;
+unpinned npx or uvx packages; a tool named as a hosted server's is in the
+aggregated view; and, from the catalog cache of hosted servers that have
+run, names that collide or are shortened over 64 characters) are printed
+as "warning: ..." lines and do not fail the check.
 
 print shows the effective configuration (defaults, the file, SNODOD_*
-environment variables) as TOML, every key with where its value came from;
---json prints one object keyed by key, each {"value": ..., "source": ...}.
+environment variables) as TOML, every key with where its value came from,
+and the entries field by field as written: a ${file:...} secret by its
+path, an env value that looks like a secret as <set>, so that the output
+loads back; --json prints one object keyed by key, each {"value": ...,
+"source": ...}.
 
 The keys and their defaults are listed in docs/config.md.
 `)
