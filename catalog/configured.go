@@ -34,18 +34,6 @@ func newConfigured(srv *server.Server, log *slog.Logger) *configured {
 		prompts: map[string]config.Prompt{}, folders: map[string]*folder{}}
 }
 
-// names returns the tool and prompt names c registered.
-func (c *configured) names() (tools, prompts map[string]bool) {
-	tools, prompts = map[string]bool{}, map[string]bool{}
-	for n := range c.tools {
-		tools[n] = true
-	}
-	for n := range c.prompts {
-		prompts[n] = true
-	}
-	return tools, prompts
-}
-
 // apply replaces c's items with cfg's. cfg has passed check.
 func (c *configured) apply(cfg *config.Config) {
 	// A removed entry is removed; a changed one is registered again below,
