@@ -85,18 +85,6 @@ func ReadClientFile(path string) (*ClientFile, error) {
 	return f, nil
 }
 
-// ReadClientConfig reads the server entries of an MCP client's
-// configuration file (ReadClientFile): the mcpServers table, else VS
-// Code's servers. An error from reading matches fs.ErrNotExist for a
-// missing file.
-func ReadClientConfig(path string) (map[string]any, error) {
-	f, err := ReadClientFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return f.Entries, nil
-}
-
 // StripJSONComments returns b with the comments of JSONC (// to the end
 // of the line, /* … */) and the commas before a closing } or ] replaced
 // by spaces, so that encoding/json reads it and its offsets still point
