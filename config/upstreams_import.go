@@ -120,34 +120,34 @@ func MapClientEntry(fields map[string]any) (mapped map[string]any, skip string) 
 		}
 		return s
 	}
-	for _, k := range []string{"command", "cwd", "envFile", "env_file"} {
-		if s, ok := mapped[k].(string); ok {
-			mapped[k] = text(s)
+	for _, k := range []string{"command", "args", "env", "cwd", "envFile", "env_file"} {
+		if v, ok := mapped[k]; ok {
+			mapped[k] = mapStrings(v, text)
 		}
-	}
-	if list, ok := mapped["args"].([]any); ok {
-		out := make([]any, len(list))
-		for i, a := range list {
-			if s, ok := a.(string); ok {
-				out[i] = text(s)
-			} else {
-				out[i] = a
-			}
-		}
-		mapped["args"] = out
-	}
-	if env, ok := mapped["env"].(map[string]any); ok {
-		out := make(map[string]any, len(env))
-		for k, v := range env {
-			if s, ok := v.(string); ok {
-				out[k] = text(s)
-			} else {
-				out[k] = v
-			}
-		}
-		mapped["env"] = out
 	}
 	return mapped, skip
+}
+
+// mapStrings returns v with every string in it (in lists and tables, at
+// any depth) replaced by f's; v is not modified.
+func mapStrings(v any, f func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return f(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, it := range v {
+			out[i] = mapStrings(it, f)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, it := range v {
+			out[k] = mapStrings(it, f)
+		}
+		return out
+	}
+	return v
 }
 
 // IsSnododConnect reports whether a client's server entry runs snodod

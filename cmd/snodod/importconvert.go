@@ -282,28 +282,15 @@ func writeSecret(path, value string) error {
 	return err
 }
 
-// usesClientCwd reports whether a mapped entry uses ${client.cwd}.
+// usesClientCwd reports whether a mapped entry's program uses
+// ${client.cwd}.
 func usesClientCwd(fields map[string]any) bool {
-	found := false
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case string:
-			found = found || strings.Contains(v, config.ClientCwd)
-		case []any:
-			for _, it := range v {
-				walk(it)
-			}
-		case map[string]any:
-			for _, it := range v {
-				walk(it)
-			}
+	for _, k := range []string{"command", "args", "env", "cwd", "env_file", "envFile"} {
+		if strings.Contains(fmt.Sprint(fields[k]), config.ClientCwd) {
+			return true
 		}
 	}
-	for _, k := range []string{"command", "args", "env", "cwd", "env_file", "envFile"} {
-		walk(fields[k])
-	}
-	return found
+	return false
 }
 
 // tomlValue writes a client's JSON value as TOML: strings quoted, lists
