@@ -57,6 +57,7 @@ func TestEntryParity(t *testing.T) {
 		{name: "command empty", want: "ENTRY.command: must name the program to run, got \"\"", tool: `command = ""`, noCommand: true},
 		{name: "command empty list", want: "ENTRY.command: must name the program to run, got []", tool: `command = []`, noCommand: true},
 		{name: "command a list", want: "", tool: `command = ["/bin/sh", "-c"]`, noCommand: true},
+		{name: "command a list, expanded once", want: "", tool: `command = ["/bin/sh", "$${NOPE}"]`, noCommand: true},
 		{name: "command a string with spaces", want: "write command = \"/bin/sh\" and args = [\"-c\", \"x\"]", tool: `command = "/bin/sh -c x"`, noCommand: true},
 		{name: "file in args", want: "in args, which every local user can read (a process's command line is in /proc/PID/cmdline); pass the secret in env instead", tool: `args = ["--token=${file:` + secret + `}"]`},
 		{name: "file in cwd", want: "in cwd, a path that status and logs show: only env values may hold a secret", tool: `cwd = "${file:` + secret + `}"`},

@@ -183,25 +183,22 @@ func (p *programEntry) provision(f field, r programRules) Program {
 		}
 		return 0
 	}
-	words := slices.Clone(p.Command.words)
-	if len(words) > 0 {
-		allowed := argv("command")
-		for i, w := range words {
-			v, problem := x.expand(w, allowed)
-			if problem != "" {
-				f.child("command").problem(problem)
-			}
-			words[i] = v
+	// Each element once: command's (its first the program, the others
+	// arguments), then args'.
+	for i, a := range slices.Concat(p.Command.words, p.Args) {
+		name := "command"
+		if i >= len(p.Command.words) {
+			name = "args"
 		}
-		prog.Command = words[0]
-	}
-	allowed := argv("args")
-	for _, a := range slices.Concat(words[min(1, len(words)):], p.Args) {
-		v, problem := x.expand(a, allowed)
+		v, problem := x.expand(a, argv(name))
 		if problem != "" {
-			f.child("args").problem(problem)
+			f.child(name).problem(problem)
 		}
-		prog.Args = append(prog.Args, v)
+		if i == 0 && len(p.Command.words) > 0 {
+			prog.Command = v
+		} else {
+			prog.Args = append(prog.Args, v)
+		}
 	}
 	if p.EnvFile != nil {
 		x.field = "env_file"

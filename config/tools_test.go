@@ -297,7 +297,7 @@ func TestToolProgramShapes(t *testing.T) {
 	bin := envMap(env)["PATH"]
 	path := writeFile(t, "config.toml", `
 [tools.list]
-command = ["rg", "--color=${MODE:-never}"]
+command = ["rg", "--color=${MODE:-never}", "$${X}"]
 args = ["$$1", "{{q}}"]
 input.q = {}
 [tools.string]
@@ -307,7 +307,7 @@ input.q = {}
 `)
 	c := mustLoad(t, Options{File: path, Env: env})
 	list, str := c.Tools[0], c.Tools[1]
-	want := []Text{{{Literal: "--color=never"}}, {{Literal: "$1"}}, {{Arg: "q"}}}
+	want := []Text{{{Literal: "--color=never"}}, {{Literal: "${X}"}}, {{Literal: "$1"}}, {{Arg: "q"}}}
 	if list.Path != filepath.Join(bin, "rg") || !slices.EqualFunc(list.Args, want, slices.Equal) {
 		t.Errorf("list: %s %+v, want %+v", list.Path, list.Args, want)
 	}
