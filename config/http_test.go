@@ -79,8 +79,15 @@ func TestHTTPAllowUnauthenticatedWarns(t *testing.T) {
 			t.Errorf("listen %q: warnings %q, want one starting %q", c.listen, got, c.want)
 		}
 	}
-	path := writeFile(t, "config.toml", "[http]\nlisten = \"unix:$XDG_RUNTIME_DIR/snodod/http.sock\"\n")
+	path := writeFile(t, "config.toml", "[http]\nlisten = \"unix:${XDG_RUNTIME_DIR}/snodod/http.sock\"\n")
 	if cfg := mustLoad(t, Options{File: path, Env: testEnv(t)}); cfg.HTTP.Listen != "unix:/run/test/snodod/http.sock" {
 		t.Errorf("listen %q, want the variable expanded", cfg.HTTP.Listen)
+	}
+	// One dialect: a shell's $NAME is not expanded there either.
+	path = writeFile(t, "config.toml", "[http]\nlisten = \"unix:$XDG_RUNTIME_DIR/snodod/http.sock\"\n")
+	_, err := Load(Options{File: path, Env: testEnv(t)})
+	want := `http.listen: writes $XDG_RUNTIME_DIR, which is not expanded: write ${XDG_RUNTIME_DIR}, got "unix:$XDG_RUNTIME_DIR/snodod/http.sock"`
+	if got := problemLines(t, err); !slices.Equal(got, []string{want}) {
+		t.Errorf("problems %q, want %q", got, want)
 	}
 }

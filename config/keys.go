@@ -135,7 +135,7 @@ var keyed = []*spec{
 	{name: "server.demo", flag: "demo", rule: anyBool(), desc: "Also serve the demo tools (echo, sleep, big, fail, panic) and the conformance fixture."},
 	{name: "server.cache_scope", rule: oneOf("public", "private"), desc: "cacheScope of cacheable 2026 results."},
 	{name: "server.state_key_file", rule: anyString(), desc: "File holding the key (at least 32 bytes) that signs MRTR requestState and cursors; the same file on every node of a cluster. Empty: a random key per process."},
-	{name: "http.listen", flag: "http", daemonOnly: true, rule: scalar(`must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes`, validListen), desc: "Streamable HTTP listener address; empty: off; a host-less :port binds 127.0.0.1; unix:PATH listens on a Unix socket of mode 0600 (environment variables are expanded)."},
+	{name: "http.listen", flag: "http", daemonOnly: true, rule: scalar(`must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes`, validListen), desc: "Streamable HTTP listener address; empty: off; a host-less :port binds 127.0.0.1; unix:PATH listens on a Unix socket of mode 0600 (${VAR} and ${VAR:-default} are expanded)."},
 	{name: "http.path", rule: scalar("must start with / and contain no ?, # or spaces", validHTTPPath), desc: "The HTTP endpoint's path."},
 	{name: "http.max_body_bytes", rule: positiveInt(), desc: "Largest HTTP request body accepted, in bytes."},
 	{name: "http.allowed_origins", rule: eachString("entries must be origins (scheme://host[:port])", validOrigin), desc: "Origins allowed besides the loopback ones."},

@@ -480,7 +480,7 @@ func (l *loader) resolve(c *Config, ok map[string]bool) {
 	}
 	expand("daemon.control_socket", &c.Daemon.ControlSocket)
 	if strings.HasPrefix(c.HTTP.Listen, "unix:") {
-		expand("http.listen", &c.HTTP.Listen) // unix:$XDG_RUNTIME_DIR/…
+		expand("http.listen", &c.HTTP.Listen) // unix:${XDG_RUNTIME_DIR}/…
 	}
 	if ok["daemon.socket"] && ok["daemon.control_socket"] && c.Daemon.Socket == c.Daemon.ControlSocket {
 		l.problem(Problem{Key: "daemon.control_socket", Source: l.src["daemon.control_socket"],
