@@ -34,18 +34,6 @@ func newConfigured(srv *server.Server, log *slog.Logger) *configured {
 		prompts: map[string]config.Prompt{}, folders: map[string]*folder{}}
 }
 
-// names returns the tool and prompt names c registered.
-func (c *configured) names() (tools, prompts map[string]bool) {
-	tools, prompts = map[string]bool{}, map[string]bool{}
-	for n := range c.tools {
-		tools[n] = true
-	}
-	for n := range c.prompts {
-		prompts[n] = true
-	}
-	return tools, prompts
-}
-
 // apply replaces c's items with cfg's. cfg has passed check.
 func (c *configured) apply(cfg *config.Config) {
 	// A removed entry is removed; a changed one is registered again below,
@@ -156,8 +144,12 @@ func Check(cfg *config.Config, reserved Reserved) []config.Problem {
 		problems = append(problems, config.Problem{Key: key, Message: msg, Source: src})
 	}
 	for _, t := range cfg.Tools {
-		if err := server.CheckSchema(t.InputSchema); err != nil {
-			add("tools."+t.Name+".input_schema", "is not a JSON Schema the runtime accepts: "+err.Error())
+		// InputSchema is nil in a partial configuration (config.Inspect)
+		// whose input did not decode: that problem is reported already.
+		if t.InputSchema != nil {
+			if err := server.CheckSchema(t.InputSchema); err != nil {
+				add("tools."+t.Name+".input_schema", "is not a JSON Schema the runtime accepts: "+err.Error())
+			}
 		}
 		if t.OutputSchema != nil {
 			if err := server.CheckSchema(t.OutputSchema); err != nil {

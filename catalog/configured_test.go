@@ -163,3 +163,11 @@ func TestHostReload(t *testing.T) {
 		t.Errorf("the new server lacks the demo: %q", got)
 	}
 }
+
+// config refuses a state key shorter than the server accepts, with the
+// same bound: config check says what serve refuses.
+func TestSecretMinimumIsTheServers(t *testing.T) {
+	if config.MinSecretBytes != server.MinStateKeyBytes {
+		t.Errorf("config.MinSecretBytes = %d, server.MinStateKeyBytes = %d", config.MinSecretBytes, server.MinStateKeyBytes)
+	}
+}

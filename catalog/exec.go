@@ -77,7 +77,7 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		// so exec refuses it with a bare EINVAL (found by FuzzExecArgv).
 		return errorResult(fmt.Sprintf("%s: an argument holds a NUL byte (\\u0000), which a program's arguments cannot carry; the tool was not run", t.cfg.Name)), nil
 	}
-	cmd := exec.Command(t.cfg.Program, args...)
+	cmd := exec.Command(t.cfg.Path, args...)
 	cmd.Dir = t.cfg.Dir
 	cmd.Env = append([]string{}, t.cfg.Env...) // never nil: nil would be the daemon's whole environment
 	if t.cfg.HasStdin {
@@ -108,7 +108,7 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		if errors.As(err, &pe) {
 			err = pe.Err // the program is named already
 		}
-		return errorResult(fmt.Sprintf("%s: cannot start %s: %v", t.cfg.Name, t.cfg.Program, err)), nil
+		return errorResult(fmt.Sprintf("%s: cannot start %s: %v", t.cfg.Name, t.cfg.Path, err)), nil
 	}
 	t.waitOnChild(ctx)
 	timer := time.NewTimer(t.cfg.Timeout)

@@ -18,8 +18,10 @@ import (
 // which becomes one element per item.
 
 // callValues decodes a tools/call's arguments (validated already) and
-// fills in the declared defaults of those left out. Numbers keep their
-// text as the client wrote it.
+// fills in the declared defaults of those left out. A number keeps its
+// text as the client wrote it, except an integer argument's, which is
+// written canonically: JSON Schema's integer is a value (1.0 and 1e0 are
+// 1), and a program reads "1", not what a client's encoder made of it.
 func callValues(raw json.RawMessage, declared []config.Argument) map[string]any {
 	values := map[string]any{}
 	if len(raw) > 0 {
@@ -28,11 +30,62 @@ func callValues(raw json.RawMessage, declared []config.Argument) map[string]any 
 		_ = dec.Decode(&values) // validated against the input schema
 	}
 	for _, a := range declared {
-		if _, given := values[a.Name]; !given && a.Default != nil {
+		v, given := values[a.Name]
+		switch n, isNumber := v.(json.Number); {
+		case !given && a.Default != nil:
 			values[a.Name] = a.Default
+		case isNumber && a.Type == "integer":
+			values[a.Name] = canonicalInteger(n)
 		}
 	}
 	return values
+}
+
+// maxIntegerDigits bounds the digits canonicalInteger writes out: an
+// exponent is a few bytes of JSON, its expansion is not.
+const maxIntegerDigits = 400
+
+// canonicalInteger writes a JSON number whose value is an integer in
+// decimal digits, without a fraction or exponent ("1.0", "1e0", "10E-1"
+// are "1"; "-0" is "0"). A number that is no integer, or would take more
+// than maxIntegerDigits digits, stays as written.
+func canonicalInteger(n json.Number) json.Number {
+	s := string(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mantissa, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || e > maxIntegerDigits || e < -maxIntegerDigits {
+			return n
+		}
+		mantissa, exp = s[:i], e
+	}
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	digits := whole + frac
+	exp -= len(frac)
+	if exp < 0 { // the last -exp digits are the fraction: all zeros, or no integer
+		cut := len(digits) + exp
+		if cut < 0 {
+			cut = 0
+		}
+		if strings.Trim(digits[cut:], "0") != "" {
+			return n
+		}
+		digits = digits[:cut]
+	} else {
+		digits += strings.Repeat("0", exp)
+	}
+	digits = strings.TrimLeft(digits, "0")
+	switch {
+	case len(digits) > maxIntegerDigits:
+		return n
+	case digits == "":
+		return "0"
+	case neg:
+		return json.Number("-" + digits)
+	}
+	return json.Number(digits)
 }
 
 // expandArgs returns argv[1:]. An element that is exactly {{name}} is

@@ -73,6 +73,17 @@ input.def = { default = "the default" }`))
 		{"empty array", map[string]any{"s": "x", "arr": []string{}}, []string{"--", "x", "pre x post", "", "the default"}},
 		{"numbers and booleans", map[string]any{"s": "x", "n": -7, "x": json.RawMessage("2.50"), "b": false},
 			[]string{"--", "x", "pre x post", "-7", "2.50", "false", "", "the default"}},
+		// An integer reaches the program in its canonical form, however
+		// the client wrote it (issue 19, bug 7: head got '1.0'); a number
+		// stays as written.
+		{"integer 1.0", map[string]any{"s": "x", "n": json.RawMessage("1.0")}, []string{"--", "x", "pre x post", "1", "", "the default"}},
+		{"integer 1e0", map[string]any{"s": "x", "n": json.RawMessage("1e0")}, []string{"--", "x", "pre x post", "1", "", "the default"}},
+		{"integer 1E+2", map[string]any{"s": "x", "n": json.RawMessage("1E+2")}, []string{"--", "x", "pre x post", "100", "", "the default"}},
+		{"integer 100e-2", map[string]any{"s": "x", "n": json.RawMessage("100e-2")}, []string{"--", "x", "pre x post", "1", "", "the default"}},
+		{"integer -0.0", map[string]any{"s": "x", "n": json.RawMessage("-0.0")}, []string{"--", "x", "pre x post", "0", "", "the default"}},
+		{"integer -12.000", map[string]any{"s": "x", "n": json.RawMessage("-12.000")}, []string{"--", "x", "pre x post", "-12", "", "the default"}},
+		{"integer 0.5e1", map[string]any{"s": "x", "n": json.RawMessage("0.5e1")}, []string{"--", "x", "pre x post", "5", "", "the default"}},
+		{"integer beyond int64", map[string]any{"s": "x", "n": json.RawMessage("1.2e20")}, []string{"--", "x", "pre x post", "120000000000000000000", "", "the default"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := callTool(t, c, t.Context(), "argv", tc.args)

@@ -3,7 +3,6 @@ package catalog
 import (
 	"errors"
 	"log/slog"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -29,13 +28,19 @@ import (
 type Host struct {
 	build    Build
 	register func(*server.Server)
-	reserved func() Reserved
+	attach   func(*server.Server)
 	log      *slog.Logger
 
-	mu     sync.Mutex
-	srv    *server.Server
-	key    serverKey
-	items  *configured
+	mu  sync.Mutex
+	srv *server.Server
+	// own is what srv serves that no configured item may take: its tools
+	// and prompts before the configured items and the attached views.
+	own   Reserved
+	key   serverKey
+	items *configured
+	// warned holds the warnings of the configuration applied last: a
+	// reload logs only those it adds.
+	warned map[string]bool
 	closed bool
 }
 
@@ -44,12 +49,15 @@ type HostOptions struct {
 	Build Build
 	// Register adds tools, resources and prompts of the caller's to every
 	// server the Host builds, after the status tool and the demo catalog
-	// (when server.demo is set) and before the configured items.
+	// (when server.demo is set) and before the configured items, which may
+	// not take their names.
 	Register func(*server.Server)
-	// Reserved, when set, names what else the view serves (an aggregated
-	// view's upstream tools and prompts): configured items may not take
-	// those names. It is called on every Apply.
-	Reserved func() Reserved
+	// Attach, when set, makes every server the Host builds show the items
+	// of other servers (the hosted servers' aggregated view), after the
+	// configured items: a relayed item yields to a configured one of the
+	// same name, which the daemon's own catalog keeps, and the view lists
+	// the relayed one as collided (docs/upstreams.md §2).
+	Attach func(*server.Server)
 	// Logger receives the catalog's warnings; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -60,7 +68,7 @@ func NewHost(o HostOptions) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Host{build: o.Build, register: o.Register, reserved: o.Reserved, log: log}
+	h := &Host{build: o.Build, register: o.Register, attach: o.Attach, log: log}
 	h.build.Warnings = h.Warnings // the status tool shows them
 	return h
 }
@@ -112,45 +120,47 @@ func (h *Host) Apply(cfg *config.Config) (*server.Server, error) {
 			h.register(srv)
 		}
 	}
-	if problems := Check(cfg, h.reservedOn(srv, fresh)); len(problems) > 0 {
+	own := h.own
+	if fresh {
+		own = ownNames(srv)
+	}
+	if problems := Check(cfg, own); len(problems) > 0 {
 		return nil, &config.ValidationError{File: cfg.File(), Problems: problems}
 	}
 	if fresh {
 		if h.items != nil {
 			h.items.close()
 		}
-		h.srv, h.key, h.items = srv, key, newConfigured(srv, h.log)
+		h.srv, h.own, h.key, h.items = srv, own, key, newConfigured(srv, h.log)
 	}
 	h.items.apply(cfg)
-	for _, w := range cfg.Warnings() {
-		h.log.Warn("configuration: "+w.String(), "file", cfg.File())
+	if fresh && h.attach != nil {
+		h.attach(srv)
 	}
+	// Only the warnings this configuration adds: config check prints them
+	// all, and a reload that keeps one does not repeat it.
+	warned := map[string]bool{}
+	for _, w := range cfg.Warnings() {
+		line := w.String()
+		if !h.warned[line] {
+			h.log.Warn("configuration: "+line, "file", cfg.File())
+		}
+		warned[line] = true
+	}
+	h.warned = warned
 	return srv, nil
 }
 
-// reservedOn is what configured items may not be named on srv: what the
-// caller reserves, and what srv serves that the configuration did not
-// register (the status tool, the demo catalog).
-func (h *Host) reservedOn(srv *server.Server, fresh bool) Reserved {
+// ownNames is what configured items may not be named on srv, built
+// afresh: what it serves before them (the status tool, the demo catalog,
+// the caller's Register), each with who serves it.
+func ownNames(srv *server.Server) Reserved {
 	r := Reserved{Tools: map[string]string{}, Prompts: map[string]string{}}
-	if h.reserved != nil {
-		extra := h.reserved()
-		maps.Copy(r.Tools, extra.Tools)
-		maps.Copy(r.Prompts, extra.Prompts)
-	}
-	ownTools, ownPrompts := map[string]bool{}, map[string]bool{}
-	if !fresh && h.items != nil {
-		ownTools, ownPrompts = h.items.names()
-	}
 	for _, n := range srv.ToolNames() {
-		if !ownTools[n] {
-			r.Tools[n] = "a tool snodod serves itself (" + n + ")"
-		}
+		r.Tools[n] = "a tool snodod serves itself (" + n + ")"
 	}
 	for _, n := range srv.PromptNames() {
-		if !ownPrompts[n] {
-			r.Prompts[n] = "a prompt snodod serves itself (" + n + ")"
-		}
+		r.Prompts[n] = "a prompt snodod serves itself (" + n + ")"
 	}
 	return r
 }

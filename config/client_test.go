@@ -26,7 +26,7 @@ func TestLoadClient(t *testing.T) {
 		{"typo", "[log]\nlevl = \"debug\"\n[daemon]\nsocket = \"/x/s.sock\"\n", nil,
 			[]string{`unknown key "log.levl"; did you mean "log.level"?`}, "/x/s.sock"},
 		{"bad value", "[session]\nwrite_timeout = 5\n[daemon]\nsocket = \"/x/s.sock\"\n", nil,
-			[]string{`session.write_timeout: must be a positive duration with a unit, such as "5s", got 5`}, "/x/s.sock"},
+			[]string{`session.write_timeout: must be a positive duration with a unit, such as "30s", got 5`}, "/x/s.sock"},
 		{"stray variable", "[daemon]\nsocket = \"/x/s.sock\"\n", []string{"SNODOD_LOG__LEVL=debug"},
 			[]string{"unknown variable SNODOD_LOG__LEVL; did you mean SNODOD_LOG__LEVEL?"}, "/x/s.sock"},
 		{"no parse", "[daemon\nsocket = \"/x/s.sock\"\n", []string{"SNODOD_DAEMON__SOCKET=/y/s.sock"},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"maps"
+	"path/filepath"
 	"slices"
 )
 
@@ -61,3 +62,22 @@ func registerEntrySection(s *entrySection) {
 
 // entrySectionNames returns the registered names, sorted.
 func entrySectionNames() []string { return slices.Sorted(maps.Keys(entrySections)) }
+
+// rules are the program rules of an entry of this context's file.
+func (ctx entryContext) rules(server bool) programRules {
+	base := ""
+	if ctx.File != "" {
+		base = filepath.Dir(ctx.File)
+	}
+	return programRules{server: server, check: ctx.Check, env: ctx.Env, base: base}
+}
+
+// path makes p absolute as entries' paths are: ~ is $HOME, and a relative
+// path is taken from the configuration file's directory.
+func (ctx entryContext) path(p string) string {
+	base := ""
+	if ctx.File != "" {
+		base = filepath.Dir(ctx.File)
+	}
+	return resolvePath(p, ctx.Env["HOME"], base)
+}

@@ -32,6 +32,8 @@ func FuzzLoad(f *testing.F) {
 		{1, "daemon:\n  socket: $XDG_RUNTIME_DIR/x.sock\nlog: {level: loud}\n", "SNODOD_SESSION_WRITE_TIMEOUT=1s"},
 		{2, `{"session":{"max_line_bytes":"2000000"},"server":{"cache_ttl":0},"daemon":{"allowed_uids":[0,4294967295]}}`, "SNODOD_DAEMON__ALLOWED_UIDS=1,2\nSNODOD_PROTOCOL__VERSIONS=2025-06-18"},
 		{2, `{"http":{"listen":"0.0.0.0:1","allowed_hosts":["a:1"],"node_id":"n-1"}}`, "SNODOD_HTTP__ALLOW_UNAUTHENTICATED=true"},
+		{0, "[mcpServers.s]\ncommand = \"/bin/sh\"\nargs = [\"$$x\", \"${A:-${B}}\"]\nenv = { T = \"${file:${HOME}/t}\" }\nenv_file = \"x.env\"\nshare = \"cwd\"\ncwd = \"${client.cwd}/x\"\n", "A="},
+		{2, `{"mcpServers":{"s":{"type":"stdio","command":["/bin/sh","-c"],"envFile":"e","timeout":5,"restart":{"max_attempts":1}}}}`, ""},
 	} {
 		f.Add(seed.format, []byte(seed.file), seed.env)
 	}

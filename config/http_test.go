@@ -33,7 +33,8 @@ func TestHTTPRules(t *testing.T) {
 
 // A non-loopback listen loads with a token file or the explicit opt-out.
 func TestHTTPNonLoopbackListen(t *testing.T) {
-	for _, extra := range []string{`auth_token_file = "/run/secrets/token"`, `allow_unauthenticated = true`} {
+	token := writeFile(t, "token", strings.Repeat("t", MinSecretBytes)+"\n")
+	for _, extra := range []string{`auth_token_file = "` + token + `"`, `allow_unauthenticated = true`} {
 		path := writeFile(t, "config.toml", "[http]\nlisten = \"0.0.0.0:8080\"\n"+extra+"\n")
 		c := mustLoad(t, Options{File: path, Env: testEnv(t)})
 		if c.HTTP.Listen != "0.0.0.0:8080" {
@@ -78,8 +79,15 @@ func TestHTTPAllowUnauthenticatedWarns(t *testing.T) {
 			t.Errorf("listen %q: warnings %q, want one starting %q", c.listen, got, c.want)
 		}
 	}
-	path := writeFile(t, "config.toml", "[http]\nlisten = \"unix:$XDG_RUNTIME_DIR/snodod/http.sock\"\n")
+	path := writeFile(t, "config.toml", "[http]\nlisten = \"unix:${XDG_RUNTIME_DIR}/snodod/http.sock\"\n")
 	if cfg := mustLoad(t, Options{File: path, Env: testEnv(t)}); cfg.HTTP.Listen != "unix:/run/test/snodod/http.sock" {
 		t.Errorf("listen %q, want the variable expanded", cfg.HTTP.Listen)
+	}
+	// One dialect: a shell's $NAME is not expanded there either.
+	path = writeFile(t, "config.toml", "[http]\nlisten = \"unix:$XDG_RUNTIME_DIR/snodod/http.sock\"\n")
+	_, err := Load(Options{File: path, Env: testEnv(t)})
+	want := `http.listen: writes $XDG_RUNTIME_DIR, which is not expanded: write ${XDG_RUNTIME_DIR}, got "unix:$XDG_RUNTIME_DIR/snodod/http.sock"`
+	if got := problemLines(t, err); !slices.Equal(got, []string{want}) {
+		t.Errorf("problems %q, want %q", got, want)
 	}
 }

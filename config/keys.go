@@ -121,7 +121,7 @@ type spec struct {
 // tests refuse any of them alone. A limit is added to package limits
 // instead: init makes its spec, and its default is limits.All's.
 var keyed = []*spec{
-	{name: "daemon.socket", flag: "socket", daemonOnly: true, rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. Environment variables are expanded."},
+	{name: "daemon.socket", flag: "socket", daemonOnly: true, rule: socketPath("must be an absolute path of at most 107 bytes"), desc: "Session socket: every connection is a session. ${VAR} and ${VAR:-default} are expanded."},
 	{name: "daemon.control_socket", flag: "control-socket", daemonOnly: true, rule: socketPath("must be empty or an absolute path of at most 107 bytes"), desc: "Control socket (fd hand-over, status); empty: control.sock beside daemon.socket."},
 	{name: "daemon.allowed_uids", rule: eachInt("entries must be user ids from 0 to 4294967294", validUID), desc: "Peer uids accepted besides the daemon's own."},
 	{name: "protocol.versions", rule: versionsRule(), desc: "Enabled MCP versions, in any order; empty means all three."},
@@ -135,7 +135,7 @@ var keyed = []*spec{
 	{name: "server.demo", flag: "demo", rule: anyBool(), desc: "Also serve the demo tools (echo, sleep, big, fail, panic) and the conformance fixture."},
 	{name: "server.cache_scope", rule: oneOf("public", "private"), desc: "cacheScope of cacheable 2026 results."},
 	{name: "server.state_key_file", rule: anyString(), desc: "File holding the key (at least 32 bytes) that signs MRTR requestState and cursors; the same file on every node of a cluster. Empty: a random key per process."},
-	{name: "http.listen", flag: "http", daemonOnly: true, rule: scalar(`must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes`, validListen), desc: "Streamable HTTP listener address; empty: off; a host-less :port binds 127.0.0.1; unix:PATH listens on a Unix socket of mode 0600 (environment variables are expanded)."},
+	{name: "http.listen", flag: "http", daemonOnly: true, rule: scalar(`must be empty, host:port (such as "127.0.0.1:8080" or ":8080"), or unix: and an absolute path of at most 107 bytes`, validListen), desc: "Streamable HTTP listener address; empty: off; a host-less :port binds 127.0.0.1; unix:PATH listens on a Unix socket of mode 0600 (${VAR} and ${VAR:-default} are expanded)."},
 	{name: "http.path", rule: scalar("must start with / and contain no ?, # or spaces", validHTTPPath), desc: "The HTTP endpoint's path."},
 	{name: "http.max_body_bytes", rule: positiveInt(), desc: "Largest HTTP request body accepted, in bytes."},
 	{name: "http.allowed_origins", rule: eachString("entries must be origins (scheme://host[:port])", validOrigin), desc: "Origins allowed besides the loopback ones."},

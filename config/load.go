@@ -80,13 +80,19 @@ func Check(path string) error {
 // Inspect is Check returning the configuration too, for its warnings
 // (Config.Warnings). Checks that look at the machine, such as an
 // upstream's command on its PATH, are problems here and not in Load.
+//
+// With a *ValidationError, the configuration is returned too, as far as
+// it could be made (every key valid or at its default, and each entry as
+// far as it decoded), so that a caller can judge it further and report
+// its own problems with these, all at once (`snodod config check` adds
+// the catalog's). It is nil only with a *FileError.
 func Inspect(path string) (*Config, error) {
 	l := newLoader(nil, "")
 	l.check = true
 	if err := l.readFile(path); err != nil {
 		return nil, err
 	}
-	return l.build()
+	return l.buildPartial()
 }
 
 // FileError is a configuration file that could not be read or parsed.
@@ -125,6 +131,9 @@ type loader struct {
 	entries map[string]map[string]any
 	// check is set by Inspect (entryContext.Check).
 	check bool
+	// clientHint says the file looks like an MCP client's own
+	// (clientFileHint), "" when it does not.
+	clientHint string
 	// socketsOnly is set by LoadClient: the entry sections are not
 	// decoded, so a client never looks up their programs or reads their
 	// files and secrets.
@@ -186,6 +195,7 @@ func (l *loader) readFile(path string) error {
 		return parseError(path, b, err)
 	}
 	l.file = path
+	l.clientHint = clientFileHint(path, doc)
 	src := Source{Kind: FromFile, Name: path}
 	for _, key := range k.Keys() {
 		if name, _, _ := strings.Cut(key, "."); entrySections[name] != nil {
@@ -357,6 +367,15 @@ func (l *loader) readOverrides(overrides map[string]any, flags map[string]string
 // build converts every key, resolves the derived values and checks every
 // rule, collecting all problems before deciding.
 func (l *loader) build() (*Config, error) {
+	c, err := l.buildPartial()
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// buildPartial is build returning the configuration with its problems.
+func (l *loader) buildPartial() (*Config, error) {
 	c := &Config{file: l.file, sources: l.src, env: l.env}
 	rv := reflect.ValueOf(c).Elem()
 	ok := map[string]bool{} // converted, and not already refused
@@ -374,7 +393,7 @@ func (l *loader) build() (*Config, error) {
 		if !converted {
 			allowed := s.allowed
 			if s.kind == kindDuration && unitless(raw) {
-				allowed += ` with a unit, such as "5s"`
+				allowed += ` with a unit, such as "30s"`
 			}
 			l.problem(Problem{Key: s.name, Message: allowed + ", got " + literal(raw), Source: l.src[s.name]})
 			continue
@@ -384,6 +403,9 @@ func (l *loader) build() (*Config, error) {
 	}
 	l.resolve(c, ok)
 	l.problems = append(l.problems, checkHTTP(c, ok, l.src)...)
+	if !l.socketsOnly {
+		l.problems = append(l.problems, checkSecretFiles(c, ok, l.src)...)
+	}
 	ctx := entryContext{Source: Source{Kind: FromFile, Name: l.file}, File: l.file, Env: l.env, Check: l.check}
 	c.written = l.entries
 	for _, name := range entrySectionNames() {
@@ -391,6 +413,9 @@ func (l *loader) build() (*Config, error) {
 			break
 		}
 		l.problems = append(l.problems, entrySections[name].decode(ctx, l.entries[name], c)...)
+	}
+	if !l.socketsOnly {
+		l.problems = append(l.problems, catalogWarnings(c)...)
 	}
 	for _, s := range specs {
 		if !ok[s.name] {
@@ -400,7 +425,7 @@ func (l *loader) build() (*Config, error) {
 			l.problem(Problem{Key: s.name, Message: s.allowed + ", got " + literal(bad), Source: l.src[s.name]})
 		}
 	}
-	slices.SortStableFunc(l.problems, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
+	SortProblems(l.problems)
 	var errs []Problem
 	for _, p := range l.problems {
 		if p.Warning {
@@ -409,8 +434,16 @@ func (l *loader) build() (*Config, error) {
 			errs = append(errs, p)
 		}
 	}
+	if l.clientHint != "" { // first: it explains the other problems
+		hint := Problem{Message: l.clientHint, Source: Source{Kind: FromFile, Name: l.file}, Warning: len(errs) == 0}
+		if hint.Warning {
+			c.warnings = append([]Problem{hint}, c.warnings...)
+		} else {
+			errs = append([]Problem{hint}, errs...)
+		}
+	}
 	if len(errs) > 0 {
-		return nil, &ValidationError{File: l.file, Problems: errs}
+		return c, &ValidationError{File: l.file, Problems: errs}
 	}
 	return c, nil
 }
@@ -424,10 +457,14 @@ func (l *loader) resolve(c *Config, ok map[string]bool) {
 		if !ok[key] {
 			return
 		}
-		expanded, missing := expandPath(*p, l.env)
-		if missing != "" {
-			l.problem(Problem{Key: key, Source: l.src[key], Message: fmt.Sprintf(
-				"may use only environment variables that are set ($%s is not), got %s", missing, literal(*p))})
+		expanded, problem := expandPath(*p, l.env)
+		if problem == "" && !filepath.IsAbs(expanded) {
+			if name := bareVariable(expanded); name != "" {
+				problem = "writes $" + name + ", which is not expanded: write ${" + name + "}"
+			}
+		}
+		if problem != "" {
+			l.problem(Problem{Key: key, Source: l.src[key], Message: problem + ", got " + literal(*p)})
 			ok[key] = false
 			return
 		}
@@ -443,7 +480,7 @@ func (l *loader) resolve(c *Config, ok map[string]bool) {
 	}
 	expand("daemon.control_socket", &c.Daemon.ControlSocket)
 	if strings.HasPrefix(c.HTTP.Listen, "unix:") {
-		expand("http.listen", &c.HTTP.Listen) // unix:$XDG_RUNTIME_DIR/…
+		expand("http.listen", &c.HTTP.Listen) // unix:${XDG_RUNTIME_DIR}/…
 	}
 	if ok["daemon.socket"] && ok["daemon.control_socket"] && c.Daemon.Socket == c.Daemon.ControlSocket {
 		l.problem(Problem{Key: "daemon.control_socket", Source: l.src["daemon.control_socket"],

@@ -340,7 +340,7 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Check with no default file = %v", err)
 	}
 	bad := writeFile(t, "bad.toml", "[log]\nlevel = \"loud\"\n")
-	want := []string{`log.level: must be debug, info, warn or error, got "loud"`}
+	want := []string{`log.level: must be "debug", "info", "warn" or "error", got "loud"`}
 	if got := problemLines(t, Check(bad)); !slices.Equal(got, want) {
 		t.Errorf("Check(bad) = %q, want %q", got, want)
 	}

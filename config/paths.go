@@ -15,6 +15,17 @@ func DefaultFile(env []string) string {
 	return defaultFile(envMap(env))
 }
 
+// DefaultSecretsDir returns the directory `snodod import` writes secrets
+// to, each in a file of its own: $XDG_CONFIG_HOME/snodod/secrets when
+// XDG_CONFIG_HOME is an absolute path, else ~/.config/snodod/secrets, else
+// "". env is in os.Environ form; nil means the process's environment.
+func DefaultSecretsDir(env []string) string {
+	if f := defaultFile(envMap(env)); f != "" {
+		return filepath.Join(filepath.Dir(f), "secrets")
+	}
+	return ""
+}
+
 func defaultFile(env map[string]string) string {
 	if d := env["XDG_CONFIG_HOME"]; filepath.IsAbs(d) {
 		return filepath.Join(d, "snodod", "config.toml")
@@ -41,34 +52,49 @@ func envMap(env []string) map[string]string {
 	return m
 }
 
-// runtimePrefixes are the spellings of the default socket directory.
-var runtimePrefixes = []string{"$XDG_RUNTIME_DIR/snodod/", "${XDG_RUNTIME_DIR}/snodod/"}
+// runtimePrefix starts the default socket paths.
+const runtimePrefix = "${XDG_RUNTIME_DIR}/snodod/"
 
-// expandPath expands $VAR and ${VAR} in a socket path from env. It returns
-// the name of the first variable that is unset or empty, if any, and then
-// the path is not usable.
+// expandPath expands a socket path with the one expander (expand.go): a
+// socket path may use ${VAR}, ${VAR:-default} and $$. It returns the path,
+// or the problem when it cannot be expanded.
 //
 // One exception keeps the default working outside a login session (sudo,
 // cron, a system unit), where XDG_RUNTIME_DIR is often unset: a path that
-// starts with $XDG_RUNTIME_DIR/snodod/ then starts with runtimeFallback's
+// starts with ${XDG_RUNTIME_DIR}/snodod/ then starts with runtimeFallback's
 // directory instead.
-func expandPath(p string, env map[string]string) (expanded, missing string) {
+func expandPath(p string, env map[string]string) (expanded, problem string) {
 	if env["XDG_RUNTIME_DIR"] == "" {
-		for _, prefix := range runtimePrefixes {
-			if rest, ok := strings.CutPrefix(p, prefix); ok {
-				p = runtimeFallback("/run/user", tempDir(env), os.Getuid()) + "/" + rest
-				break
-			}
+		if rest, ok := strings.CutPrefix(p, runtimePrefix); ok {
+			dir := runtimeFallback("/run/user", tempDir(env), os.Getuid())
+			p = strings.ReplaceAll(dir, "$", "$$") + "/" + rest
 		}
 	}
-	expanded = os.Expand(p, func(name string) string {
-		v := env[name]
-		if v == "" && missing == "" {
-			missing = name
+	x := &expander{env: env, field: "a socket path"}
+	return x.expand(p, 0)
+}
+
+// bareVariable returns the first $NAME of s that is not ${NAME} (nor
+// $$NAME): such a name is not expanded, and a path that holds one was
+// most likely written for a shell.
+func bareVariable(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			continue
 		}
-		return v
-	})
-	return expanded, missing
+		if i+1 < len(s) && s[i+1] == '$' {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || j > i+1 && s[j] >= '0' && s[j] <= '9') {
+			j++
+		}
+		if j > i+1 {
+			return s[i+1 : j]
+		}
+	}
+	return ""
 }
 
 // runtimeFallback is snodod's runtime directory when XDG_RUNTIME_DIR is
@@ -82,6 +108,24 @@ func runtimeFallback(runUser, tmp string, uid int) string {
 		return filepath.Join(runUser, id, "snodod")
 	}
 	return filepath.Join(tmp, "snodod-"+id)
+}
+
+// resolvePath makes p absolute: ~ and ~/ are home, and a relative path is
+// taken from base (the configuration file's directory; the working
+// directory when base is "").
+func resolvePath(p, home, base string) string {
+	if p == "~" {
+		p = home
+	} else if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		p = filepath.Join(home, rest)
+	}
+	if !filepath.IsAbs(p) {
+		if base == "" {
+			base, _ = os.Getwd()
+		}
+		p = filepath.Join(base, p)
+	}
+	return filepath.Clean(p)
 }
 
 // tempDir is os.TempDir read from env rather than the process: $TMPDIR,

@@ -43,12 +43,20 @@ func TestSocketExpansion(t *testing.T) {
 			wantSocket: fallback + "/snodod.sock", wantControl: fallback + "/control.sock"},
 		{name: "braces, unset", socket: "${XDG_RUNTIME_DIR}/snodod/s.sock",
 			wantSocket: fallback + "/s.sock", wantControl: fallback + "/control.sock"},
-		{name: "other variables", socket: "$HOME/s/s.sock", control: "${HOME}/c.sock",
+		{name: "other variables", socket: "${HOME}/s/s.sock", control: "${HOME}/c.sock",
 			wantSocket: home + "/s/s.sock", wantControl: home + "/c.sock"},
-		{name: "unset outside the default directory", socket: "$XDG_RUNTIME_DIR/s.sock",
-			wantProblem: `daemon.socket: may use only environment variables that are set ($XDG_RUNTIME_DIR is not), got "$XDG_RUNTIME_DIR/s.sock" (env SNODOD_DAEMON__SOCKET)`},
-		{name: "unset in the control socket", control: "$NOPE/c.sock",
-			wantProblem: `daemon.control_socket: may use only environment variables that are set ($NOPE is not), got "$NOPE/c.sock" (env SNODOD_DAEMON__CONTROL_SOCKET)`},
+		{name: "a default", socket: "${NOPE:-/run/x}/s.sock", control: "/c/$$/c.sock",
+			wantSocket: "/run/x/s.sock", wantControl: "/c/$/c.sock"},
+		{name: "unset outside the default directory", socket: "${XDG_RUNTIME_DIR}/s.sock",
+			wantProblem: `daemon.socket: uses ${XDG_RUNTIME_DIR}, which is not set in the daemon's environment; set it, or write ${XDG_RUNTIME_DIR:-default}, got "${XDG_RUNTIME_DIR}/s.sock" (env SNODOD_DAEMON__SOCKET)`},
+		{name: "unset in the control socket", control: "${NOPE}/c.sock",
+			wantProblem: `daemon.control_socket: uses ${NOPE}, which is not set in the daemon's environment; set it, or write ${NOPE:-default}, got "${NOPE}/c.sock" (env SNODOD_DAEMON__CONTROL_SOCKET)`},
+		// One dialect: a shell's $NAME is not expanded, in a socket path as
+		// in every other field, and the message says how to write it.
+		{name: "a bare variable", socket: "$XDG_RUNTIME_DIR/s.sock",
+			wantProblem: `daemon.socket: writes $XDG_RUNTIME_DIR, which is not expanded: write ${XDG_RUNTIME_DIR}, got "$XDG_RUNTIME_DIR/s.sock" (env SNODOD_DAEMON__SOCKET)`},
+		{name: "a secret", socket: "/run/${file:/etc/hostname}.sock",
+			wantProblem: `daemon.socket: uses ${file:/etc/hostname}, which only env values may use (a secret anywhere else could be read by other local users), got "/run/${file:/etc/hostname}.sock" (env SNODOD_DAEMON__SOCKET)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := append(slices.Clone(base), tc.env...)

@@ -9,8 +9,8 @@ import (
 )
 
 // config print shows the entries of tools, resources and prompts as
-// written, field by field, env values as <set>, as it does mcpServers';
-// printed, they load back.
+// written, field by field, env values that look like secrets as <set>, as
+// it does mcpServers'; printed, they load back.
 func TestPrintEntrySections(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, "c.toml", `
@@ -31,7 +31,7 @@ arguments.diff = { required = true }
 
 [mcpServers.fs]
 command = "/bin/sh"
-env = { K = "s3cret-server" }
+env = { K = "plain", API_KEY = "s3cret-server" }
 `)
 	c := mustLoad(t, Options{File: path, Env: testEnv(t)})
 	var b bytes.Buffer
@@ -49,7 +49,8 @@ env = { K = "s3cret-server" }
 		`resources.notes.path = "` + dir + `"`,
 		`prompts.review.arguments = {diff = {required = true}}`,
 		`prompts.review.template = "Review\n{{.diff}}"`,
-		`mcpServers.fs.env.K = "<set>"`,
+		`mcpServers.fs.env.API_KEY = "<set>"`,
+		`mcpServers.fs.env.K = "plain"`,
 	} {
 		i := strings.Index(out, want+" ")
 		if i < 0 {

@@ -45,99 +45,124 @@ type PromptMessage struct {
 	Text string
 }
 
+// promptEntry is a [prompts.NAME] entry as written.
+type promptEntry struct {
+	Title       string                         `key:"title"`
+	Description string                         `key:"description"`
+	Arguments   map[string]promptArgumentEntry `key:"arguments"`
+	Template    *string                        `key:"template"`
+	File        *string                        `key:"file"`
+	Messages    messageList                    `key:"messages"`
+}
+
+type promptArgumentEntry struct {
+	Title       string   `key:"title"`
+	Description string   `key:"description"`
+	Required    bool     `key:"required"`
+	Complete    []string `key:"complete"`
+}
+
+type messageEntry struct {
+	Role string  `key:"role,oneof=user|assistant"`
+	Text *string `key:"text"`
+}
+
+func (m *messageEntry) setDefaults() { m.Role = "user" }
+
+// messageList is messages: a list of tables, at least one.
+type messageList struct {
+	given bool
+	items []messageEntry
+}
+
+func (ml *messageList) decodeEntry(f field, raw any) {
+	ml.given = true
+	items, ok := raw.([]any)
+	if !ok || len(items) == 0 {
+		f.problem(`must be a list of {role = "user" or "assistant", text = "…"}, got ` + literal(raw))
+		return
+	}
+	for i, it := range items {
+		m := messageEntry{}
+		m.setDefaults()
+		at := f
+		at.key += fmt.Sprintf("[%d]", i)
+		if at.table(it, &m) {
+			ml.items = append(ml.items, m)
+		}
+	}
+}
+
 func init() {
 	registerEntrySection(&entrySection{name: "prompts", decode: decodePrompts})
 }
 
 func decodePrompts(ctx entryContext, table map[string]any, c *Config) []Problem {
-	return eachEntry("prompts", "prompt", ctx, table, func(f *fields, name string) {
-		c.Prompts = append(c.Prompts, *decodePrompt(f, name, ctx))
+	d := &entryDecoder{}
+	eachEntry(d, "prompts", "prompt", ctx.Source, table, func(f field, name string, raw any) {
+		var e promptEntry
+		if f.table(raw, &e) {
+			c.Prompts = append(c.Prompts, *e.prompt(f, name, ctx))
+		}
 	})
+	return d.problems
 }
 
-func decodePrompt(f *fields, name string, ctx entryContext) *Prompt {
-	p := &Prompt{Name: name, Title: f.str("title", ""), Description: f.str("description", "")}
+// prompt reads e's file and checks its templates.
+func (e *promptEntry) prompt(f field, name string, ctx entryContext) *Prompt {
+	p := &Prompt{Name: name, Title: e.Title, Description: e.Description}
 	declared := map[string]bool{}
-	if args := f.sub("arguments"); args != nil {
-		for _, an := range slices.Sorted(maps.Keys(args.table)) {
-			af := args.sub(an)
-			if af == nil {
-				continue
-			}
-			if !argumentName.MatchString(an) || strings.Contains(an, "-") {
-				af.problem("", "is not a valid argument name: a letter or _, then letters, digits and _ (so that {{."+an+"}} reaches it)")
-			}
-			p.Arguments = append(p.Arguments, PromptArgument{
-				Name:        an,
-				Title:       af.str("title", ""),
-				Description: af.str("description", ""),
-				Required:    af.boolean("required", false),
-				Complete:    af.strs("complete", nil),
-			})
-			declared[an] = true
-			af.done()
+	for _, an := range slices.Sorted(maps.Keys(e.Arguments)) {
+		a := e.Arguments[an]
+		if !argumentName.MatchString(an) || strings.Contains(an, "-") {
+			f.child("arguments").child(an).problem("is not a valid argument name: a letter or _, then letters, digits and _ (so that {{." + an + "}} reaches it)")
 		}
+		p.Arguments = append(p.Arguments, PromptArgument{Name: an, Title: a.Title, Description: a.Description, Required: a.Required, Complete: a.Complete})
+		declared[an] = true
 	}
 	given := 0
-	for _, field := range []string{"template", "file", "messages"} {
-		if f.has(field) {
+	for _, g := range []bool{e.Template != nil, e.File != nil, e.Messages.given} {
+		if g {
 			given++
 		}
 	}
 	if given != 1 {
-		f.problem("", "needs exactly one of template, file or messages, got "+fmt.Sprint(given))
+		f.problem("needs exactly one of template, file or messages, got " + fmt.Sprint(given))
 	}
 	switch {
-	case f.has("template"):
-		text := f.str("template", "")
-		checkTemplate(f, "template", text, declared)
-		p.Messages = []PromptMessage{{Role: "user", Text: text}}
-	case f.has("file"):
-		p.File = entryPath(f.str("file", ""), ctx)
+	case e.Template != nil:
+		checkTemplate(f.child("template"), *e.Template, declared)
+		p.Messages = []PromptMessage{{Role: "user", Text: *e.Template}}
+	case e.File != nil:
+		p.File = ctx.path(*e.File)
 		b, err := os.ReadFile(p.File)
 		if err != nil {
-			f.problem("file", fmt.Sprintf("cannot read %s (%v)", p.File, pathErr(err)))
+			f.child("file").problem(fmt.Sprintf("cannot read %s (%v)", p.File, pathErr(err)))
 			break
 		}
-		checkTemplate(f, "file", string(b), declared)
+		checkTemplate(f.child("file"), string(b), declared)
 		p.Messages = []PromptMessage{{Role: "user", Text: string(b)}}
-	case f.has("messages"):
-		p.Messages = promptMessages(f, declared)
+	case e.Messages.given:
+		for i, m := range e.Messages.items {
+			mf := f.child("messages")
+			mf.key += fmt.Sprintf("[%d]", i)
+			if m.Text == nil {
+				mf.child("text").problem("is required: the message, a Go text/template")
+				m.Text = new(string)
+			}
+			checkTemplate(mf.child("text"), *m.Text, declared)
+			p.Messages = append(p.Messages, PromptMessage{Role: m.Role, Text: *m.Text})
+		}
 	}
 	return p
 }
 
-// promptMessages reads messages = [{role = "user", text = "…"}, …].
-func promptMessages(f *fields, declared map[string]bool) []PromptMessage {
-	v, _ := f.get("messages")
-	items, ok := v.([]any)
-	if !ok || len(items) == 0 {
-		f.problem("messages", `must be a list of {role = "user" or "assistant", text = "…"}, got `+literal(v))
-		return nil
-	}
-	var out []PromptMessage
-	for i, it := range items {
-		mf := entryFields(f.prefix, fmt.Sprintf("messages[%d]", i), it, f.src, f.problems)
-		if mf == nil {
-			continue
-		}
-		m := PromptMessage{Role: mf.oneOf("role", "user", "user", "assistant"), Text: mf.str("text", "")}
-		if !mf.has("text") {
-			mf.problem("text", "is required: the message, a Go text/template")
-		}
-		checkTemplate(mf, "text", m.Text, declared)
-		out = append(out, m)
-		mf.done()
-	}
-	return out
-}
-
 // checkTemplate parses text as catalog/prompts.go will, and records a
 // problem when it does not parse or uses a field that is no argument.
-func checkTemplate(f *fields, field, text string, declared map[string]bool) {
-	t, err := template.New(f.key(field)).Option("missingkey=error").Parse(text)
+func checkTemplate(f field, text string, declared map[string]bool) {
+	t, err := template.New(f.key).Option("missingkey=error").Parse(text)
 	if err != nil {
-		f.problem(field, "does not parse as a Go text/template: "+strings.TrimPrefix(err.Error(), "template: "))
+		f.problem("does not parse as a Go text/template: " + strings.TrimPrefix(err.Error(), "template: "))
 		return
 	}
 	seen := map[string]bool{}
@@ -148,7 +173,7 @@ func checkTemplate(f *fields, field, text string, declared map[string]bool) {
 		walkFields(tt.Tree.Root, func(name string) {
 			if !declared[name] && !seen[name] {
 				seen[name] = true
-				f.problem(field, fmt.Sprintf("uses .%s, which is not a declared argument; the arguments are %s", name, promptArgumentList(declared)))
+				f.problem(fmt.Sprintf("uses .%s, which is not a declared argument; the arguments are %s", name, promptArgumentList(declared)))
 			}
 		})
 	}

@@ -66,8 +66,8 @@ arguments.focus = {}`, []string{"prompts.p.template: uses .fcous, which is not a
 		{"bad messages", `messages = [{ role = "system", text = "x" }, { txt = "y" }, 3]`, []string{
 			`prompts.p.messages[0].role: must be "user" or "assistant", got "system"`,
 			"prompts.p.messages[1].text: is required: the message, a Go text/template",
-			`unknown field "txt" in prompts.p.messages[1]; did you mean "text"?`,
-			`prompts.p.messages[2]: must be a table of fields, got 3`,
+			`unknown key "prompts.p.messages[1].txt"; did you mean "prompts.p.messages[1].text"?`,
+			`prompts.p.messages[2]: must be a table, got 3`,
 		}},
 		{"empty messages", `messages = []`, []string{`prompts.p.messages: must be a list of {role = "user" or "assistant", text = "…"}, got []`}},
 		{"bad arguments", `template = "x"
@@ -76,7 +76,7 @@ arguments.c = { completion = [] }`, []string{
 			"prompts.p.arguments.a-b: is not a valid argument name: a letter or _, then letters, digits and _ (so that {{.a-b}} reaches it)",
 			`prompts.p.arguments.a-b.complete: must be a list of strings, got "x"`,
 			`prompts.p.arguments.a-b.required: must be true or false, got "yes"`,
-			`unknown field "completion" in prompts.p.arguments.c; did you mean "complete"?`,
+			`unknown key "prompts.p.arguments.c.completion"; did you mean "prompts.p.arguments.c.complete"?`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,76 +47,100 @@ type FileResource struct {
 	MaxListedFiles int
 }
 
+// resourceEntry is a [resources.NAME] entry as written.
+type resourceEntry struct {
+	Title          string    `key:"title"`
+	Description    string    `key:"description"`
+	Path           string    `key:"path"`
+	Include        *[]string `key:"include"`
+	Exclude        *[]string `key:"exclude"`
+	FollowSymlinks bool      `key:"follow_symlinks"`
+	MaxFileBytes   int       `key:"max_file_bytes,positive"`
+	MaxWatchedDirs int       `key:"max_watched_dirs,positive"`
+	MaxListedFiles int       `key:"max_listed_files,positive"`
+}
+
+func (r *resourceEntry) setDefaults() {
+	r.MaxFileBytes, r.MaxWatchedDirs, r.MaxListedFiles = DefaultMaxFileBytes, DefaultMaxWatchedDirs, DefaultMaxListedFiles
+}
+
 func init() {
 	registerEntrySection(&entrySection{name: "resources", decode: decodeResources})
 }
 
 func decodeResources(ctx entryContext, table map[string]any, c *Config) []Problem {
-	return eachEntry("resources", "resource", ctx, table, func(f *fields, name string) {
-		r := decodeResource(f, name, ctx)
+	d := &entryDecoder{}
+	eachEntry(d, "resources", "resource", ctx.Source, table, func(f field, name string, raw any) {
+		var e resourceEntry
+		e.setDefaults()
+		if !f.table(raw, &e) {
+			return
+		}
+		r := e.resource(f, name, ctx)
 		if r == nil {
 			return
 		}
 		for _, other := range c.Resources {
 			if within(r.Path, other.Path) || within(other.Path, r.Path) {
-				f.warn("path", fmt.Sprintf("%s and resources.%s.path (%s) overlap: their files are served twice, and the first by name lists them", r.Path, other.Name, other.Path))
+				f.child("path").warn(fmt.Sprintf("%s and resources.%s.path (%s) overlap: their files are served twice, and the first by name lists them", r.Path, tomlKey(other.Name), other.Path))
 			}
 		}
 		c.Resources = append(c.Resources, *r)
 	})
+	return d.problems
 }
 
-func decodeResource(f *fields, name string, ctx entryContext) *FileResource {
+// resource provisions e: its path resolved and looked at.
+func (e *resourceEntry) resource(f field, name string, ctx entryContext) *FileResource {
 	r := &FileResource{
-		Name:           name,
-		Title:          f.str("title", ""),
-		Description:    f.str("description", ""),
-		Include:        globs(f, "include", []string{"**"}),
-		Exclude:        globs(f, "exclude", []string{}),
-		FollowSymlinks: f.boolean("follow_symlinks", false),
-		MaxFileBytes:   f.positiveInt("max_file_bytes", DefaultMaxFileBytes),
-		MaxWatchedDirs: f.positiveInt("max_watched_dirs", DefaultMaxWatchedDirs),
-		MaxListedFiles: f.positiveInt("max_listed_files", DefaultMaxListedFiles),
+		Name: name, Title: e.Title, Description: e.Description,
+		Include: []string{"**"}, Exclude: []string{}, FollowSymlinks: e.FollowSymlinks,
+		MaxFileBytes: e.MaxFileBytes, MaxWatchedDirs: e.MaxWatchedDirs, MaxListedFiles: e.MaxListedFiles,
 	}
-	p := f.str("path", "")
-	if !f.has("path") || p == "" {
-		f.problem("path", `is required: the folder (or the file) to serve, such as "~/notes"`)
+	if e.Include != nil {
+		r.Include = globs(f.child("include"), *e.Include)
+	}
+	if e.Exclude != nil {
+		r.Exclude = globs(f.child("exclude"), *e.Exclude)
+	}
+	pf := f.child("path")
+	if e.Path == "" {
+		pf.problem(`is required: the folder (or the file) to serve, such as "~/notes"`)
 		return nil
 	}
-	p = entryPath(p, ctx)
+	p := ctx.path(e.Path)
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		f.problem("path", fmt.Sprintf("%s does not exist or cannot be reached (%v)", p, pathErr(err)))
+		pf.problem(fmt.Sprintf("%s does not exist or cannot be reached (%v)", p, pathErr(err)))
 		return nil
 	}
 	fi, err := os.Stat(real)
 	switch {
 	case err != nil:
-		f.problem("path", fmt.Sprintf("%s cannot be read (%v)", real, pathErr(err)))
+		pf.problem(fmt.Sprintf("%s cannot be read (%v)", real, pathErr(err)))
 		return nil
 	case fi.IsDir():
 		r.Dir = true
 	case !fi.Mode().IsRegular():
-		f.problem("path", fmt.Sprintf("must be a folder or a regular file, got %s (%s)", real, fi.Mode().Type()))
+		pf.problem(fmt.Sprintf("must be a folder or a regular file, got %s (%s)", real, fi.Mode().Type()))
 		return nil
-	case f.has("include") || f.has("exclude"):
-		f.problem("include", "applies to a folder only: "+real+" is a file")
+	case e.Include != nil || e.Exclude != nil:
+		f.child("include").problem("applies to a folder only: " + real + " is a file")
 	}
 	r.Path = real
 	return r
 }
 
 // globs reads a list of globs and checks each segment's syntax.
-func globs(f *fields, name string, def []string) []string {
-	list := f.strs(name, def)
+func globs(f field, list []string) []string {
 	for _, g := range list {
 		if g == "" || strings.HasPrefix(g, "/") || slices.Contains(strings.Split(g, "/"), "..") {
-			f.problem(name, "entries must be globs relative to path (no leading /, no ..), got "+literal(g))
+			f.problem("entries must be globs relative to path (no leading /, no ..), got " + literal(g))
 			continue
 		}
 		for _, seg := range strings.Split(g, "/") {
 			if _, err := path.Match(seg, ""); err != nil {
-				f.problem(name, "entries must be globs (*, ?, [a-z], and ** for any number of folders), got "+literal(g))
+				f.problem("entries must be globs (*, ?, [a-z], and ** for any number of folders), got " + literal(g))
 				break
 			}
 		}

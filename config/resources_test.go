@@ -88,7 +88,7 @@ max_watched_dirs = -1
 max_listed_files = 1.5
 follow_symlinks = 1
 follow_symlink = true`, []string{
-			`unknown field "follow_symlink" in resources.r; did you mean "follow_symlinks"?`,
+			`unknown key "resources.r.follow_symlink"; did you mean "resources.r.follow_symlinks"?`,
 			"resources.r.follow_symlinks: must be true or false, got 1",
 			"resources.r.max_file_bytes: must be a positive integer, got 0",
 			"resources.r.max_listed_files: must be a positive integer, got 1.5",
@@ -111,8 +111,8 @@ max_listed_files = 1`, nil},
 func TestEntryNotATable(t *testing.T) {
 	path := writeFile(t, "config.toml", "[tools]\nx = 3\n[prompts]\n\"bad name\" = { template = \"t\" }\n")
 	want := []string{
-		"prompts.bad name: is not a valid prompt name: names may use only letters, digits, _, - and ., at most 64 of them",
-		"tools.x: must be a table of fields, got 3",
+		`prompts."bad name": is not a valid prompt name: names may use only letters, digits, _, - and ., at most 64 of them`,
+		"tools.x: must be a table, got 3",
 	}
 	if got := checkLines(t, Options{File: path, Env: testEnv(t)}); !slices.Equal(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -23,11 +23,14 @@ type Tool struct {
 	Name        string
 	Title       string
 	Description string
-	// Program is the command's first element resolved: an absolute path.
-	Program string
-	// Args are the command's other elements with their placeholders
-	// parsed; each becomes zero, one or (an array argument's) several
-	// elements of argv.
+	// Program is the entry's program as configured, expanded (the
+	// placeholders of its arguments still in them).
+	Program Program
+	// Path is the program resolved: an absolute path.
+	Path string
+	// Args are the program's arguments with their placeholders parsed;
+	// each becomes zero, one or (an array argument's) several elements of
+	// argv.
 	Args []Text
 	// Arguments are the declared arguments (from input, or input_schema's
 	// properties), sorted by name.
@@ -81,93 +84,134 @@ type Argument struct {
 // ToolAnnotations are the hints a tool's listing carries (MCP's
 // ToolAnnotations).
 type ToolAnnotations struct {
-	Title           string
-	ReadOnlyHint    *bool
-	DestructiveHint *bool
-	IdempotentHint  *bool
-	OpenWorldHint   *bool
+	Title           string `key:"title"`
+	ReadOnlyHint    *bool  `key:"readOnlyHint"`
+	DestructiveHint *bool  `key:"destructiveHint"`
+	IdempotentHint  *bool  `key:"idempotentHint"`
+	OpenWorldHint   *bool  `key:"openWorldHint"`
 }
 
-// argumentTypes are the types input accepts.
-var argumentTypes = []string{"string", "integer", "number", "boolean", "array"}
+// toolEntry is a [tools.NAME] entry as written.
+type toolEntry struct {
+	programEntry
+	Title          string                   `key:"title"`
+	Description    string                   `key:"description"`
+	Input          map[string]argumentEntry `key:"input"`
+	InputSchema    *schemaValue             `key:"input_schema"`
+	Stdin          *string                  `key:"stdin"`
+	Timeout        time.Duration            `key:"timeout,positive"`
+	MaxOutputBytes int                      `key:"max_output_bytes,positive"`
+	Output         string                   `key:"output,oneof=text|json"`
+	OutputSchema   *schemaValue             `key:"output_schema"`
+	MaxConcurrency int                      `key:"max_concurrency,positive"`
+	Progress       bool                     `key:"progress"`
+	// AllowOptionValues silences the warning about a placeholder whose
+	// value may start with "-": the program reads such values as it
+	// should (or the tool's author wants options through).
+	AllowOptionValues bool             `key:"allow_option_values"`
+	Annotations       *ToolAnnotations `key:"annotations"`
+}
+
+func (t *toolEntry) setDefaults() {
+	t.programEntry.setDefaults()
+	t.Timeout, t.MaxOutputBytes, t.MaxConcurrency = DefaultToolTimeout, DefaultToolMaxOutputBytes, DefaultToolMaxConcurrency
+	t.Output = "text"
+}
 
 func init() {
 	registerEntrySection(&entrySection{name: "tools", decode: decodeTools})
 }
 
 func decodeTools(ctx entryContext, table map[string]any, c *Config) []Problem {
-	return eachEntry("tools", "tool", ctx, table, func(f *fields, name string) {
-		if t := decodeTool(f, name, ctx); t != nil {
-			c.Tools = append(c.Tools, *t)
+	d := &entryDecoder{}
+	eachEntry(d, "tools", "tool", ctx.Source, table, func(f field, name string, raw any) {
+		var e toolEntry
+		e.setDefaults()
+		if !f.table(raw, &e) {
+			return
 		}
+		c.Tools = append(c.Tools, *e.tool(f, name, ctx))
 	})
+	return d.problems
 }
 
-func decodeTool(f *fields, name string, ctx entryContext) *Tool {
+// tool makes the Tool of e: provisioning (expansions, the program on the
+// child's PATH, the directory), then validation, every problem recorded.
+func (e *toolEntry) tool(f field, name string, ctx entryContext) *Tool {
 	t := &Tool{
-		Name:           name,
-		Title:          f.str("title", ""),
-		Description:    f.str("description", ""),
-		Timeout:        f.positiveDuration("timeout", DefaultToolTimeout),
-		MaxOutputBytes: f.positiveInt("max_output_bytes", DefaultToolMaxOutputBytes),
-		Output:         f.oneOf("output", "text", "text", "json"),
-		MaxConcurrency: f.positiveInt("max_concurrency", DefaultToolMaxConcurrency),
-		Progress:       f.boolean("progress", false),
-		Annotations:    toolAnnotations(f.sub("annotations")),
+		Name: name, Title: e.Title, Description: e.Description, Timeout: e.Timeout, MaxOutputBytes: e.MaxOutputBytes,
+		Output: e.Output, MaxConcurrency: e.MaxConcurrency, Progress: e.Progress, Annotations: e.Annotations,
 	}
-	t.Env = childEnv(f, ctx)
-	t.Dir = childDir(f, ctx, t.Env)
-	t.Arguments, t.InputSchema = toolInput(f)
-	if f.has("output_schema") {
-		t.OutputSchema = schemaField(f, "output_schema")
-		if t.Output != "json" {
-			f.problem("output_schema", `needs output = "json": a text result has no structured content`)
+	r := ctx.rules(false)
+	t.Program = e.provision(f, r)
+	home := t.Program.Env["HOME"]
+	if _, set := t.Program.Env["HOME"]; !set && t.Program.InheritEnv.Allows("HOME") {
+		home = ctx.Env["HOME"]
+	}
+	if home == "" {
+		home = "/"
+	}
+	rendered := t.Program.Render("", home, environ(ctx.Env))
+	t.Dir, t.Env = rendered.Dir, rendered.Env
+	fixed := false // the program is no placeholder
+	if t.Program.Command != "" {
+		program := parseText(t.Program.Command)
+		fixed = len(program) == 1 && program[0].Arg == ""
+		if fixed && !e.shellLine() {
+			t.Path = resolveCommand(f.child("command"), t.Program.Command, t.Env, r)
 		}
 	}
-	if !f.has("command") {
-		f.problem("command", `is required: the program and its arguments, such as ["rg", "--", "{{pattern}}"]`)
-		return t
+	if t.Program.Cwd != "" {
+		checkDir(f.child("cwd"), t.Dir)
 	}
-	command := f.strs("command", nil)
-	if command != nil && len(command) == 0 {
-		f.problem("command", "must name the program to run, got []")
+	t.Arguments, t.InputSchema = e.input(f)
+	if e.OutputSchema != nil {
+		t.OutputSchema = e.OutputSchema.raw
 	}
-	if len(command) == 0 {
-		return t
+
+	// Validation.
+	e.validate(f)
+	if t.Program.Command != "" && !fixed {
+		f.child("command").problem("the program (the first element) must be fixed: a placeholder cannot choose it, got " + literal(t.Program.Command))
 	}
-	if program := parseText(command[0]); len(program) != 1 || program[0].Arg != "" {
-		f.problem("command", "the program (the first element) must be fixed: a placeholder cannot choose it, got "+literal(command[0]))
-	} else {
-		t.Program = resolveProgram(f, "command", command[0], ctx, t.Env)
+	if e.OutputSchema != nil && t.Output != "json" {
+		f.child("output_schema").problem(`needs output = "json": a text result has no structured content`)
 	}
 	args := argumentsByName(t.Arguments)
 	used := map[string]bool{}
 	optionsEnd := false
-	for i, elem := range command[1:] {
+	fromCommand := 0 // the arguments written in command, before args'
+	if e.Command.list {
+		fromCommand = len(e.Command.words) - 1
+	}
+	for i, elem := range t.Program.Args {
+		// Element N is command[N] (command[0] is the program), or args[N].
+		field, at := "command", fmt.Sprintf("element %d", i+1)
+		if i >= fromCommand {
+			field, at = "args", fmt.Sprintf("element %d", i-fromCommand)
+		}
 		text := parseText(elem)
 		t.Args = append(t.Args, text)
-		checkPlaceholders(f, "command", fmt.Sprintf("element %d", i+1), text, args, used)
-		if exact, ok := text.Exact(); ok && args[exact] != nil {
-			// an array expands to several elements, which is fine only here
-		} else {
+		checkPlaceholders(f.child(field), at, text, args, used)
+		if exact, ok := text.Exact(); !ok || args[exact] == nil {
 			for _, p := range text {
 				if a := args[p.Arg]; a != nil && a.Type == "array" {
-					f.problem("command", fmt.Sprintf("element %d: the array argument {{%s}} must be a whole element, got %s", i+1, p.Arg, literal(elem)))
+					f.child(field).problem(fmt.Sprintf("%s: the array argument {{%s}} must be a whole element, got %s", at, p.Arg, literal(elem)))
 				}
 			}
 		}
-		if !optionsEnd && len(text) > 0 && text[0].Arg != "" && mayStartWithDash(args[text[0].Arg]) {
-			f.warn("command", fmt.Sprintf(`element %d: a value of {{%s}} starting with "-" would be read as an option: put "--" before it, if the program takes it`, i+1, text[0].Arg))
+		if !optionsEnd && !e.AllowOptionValues && len(text) > 0 && text[0].Arg != "" && mayStartWithDash(args[text[0].Arg]) {
+			f.child(field).warn(fmt.Sprintf(`%s: a value of {{%s}} starting with "-" would be read as an option: put "--" before it if the program takes it, or set allow_option_values = true`, at, text[0].Arg))
 		}
 		optionsEnd = optionsEnd || elem == "--"
 	}
-	if f.has("stdin") {
-		t.Stdin, t.HasStdin = parseText(f.str("stdin", "")), true
-		checkPlaceholders(f, "stdin", "", t.Stdin, args, used)
+	if e.Stdin != nil {
+		t.Stdin, t.HasStdin = parseText(*e.Stdin), true
+		checkPlaceholders(f.child("stdin"), "", t.Stdin, args, used)
 	}
 	for _, a := range t.Arguments {
 		if !used[a.Name] {
-			f.warn("input", fmt.Sprintf("the argument %s is declared but no {{%s}} uses it, in command or stdin", a.Name, a.Name))
+			f.child("input").warn(fmt.Sprintf("the argument %s is declared but no {{%s}} uses it, in command, args or stdin", a.Name, a.Name))
 		}
 	}
 	return t
@@ -175,18 +219,18 @@ func decodeTool(f *fields, name string, ctx entryContext) *Tool {
 
 // checkPlaceholders records the placeholders of text that name no
 // argument, and marks the others used.
-func checkPlaceholders(f *fields, field, where string, text Text, args map[string]*Argument, used map[string]bool) {
+func checkPlaceholders(f field, where string, text Text, args map[string]*Argument, used map[string]bool) {
 	if where != "" {
 		where += ": "
 	}
 	for _, p := range text {
 		switch {
 		case p.Arg != "" && args[p.Arg] == nil:
-			f.problem(field, fmt.Sprintf("%s{{%s}} names no argument; the arguments are %s", where, p.Arg, argumentList(args)))
+			f.problem(fmt.Sprintf("%s{{%s}} names no argument; the arguments are %s", where, p.Arg, argumentList(args)))
 		case p.Arg != "":
 			used[p.Arg] = true
 		case strings.Contains(p.Literal, "{{") && strings.Contains(p.Literal, "}}"):
-			f.warn(field, fmt.Sprintf("%s%s holds {{ and }} that are no placeholder (a placeholder is {{name}}, without spaces); it is passed as it is", where, literal(p.Literal)))
+			f.warn(fmt.Sprintf("%s%s holds {{ and }} that are no placeholder (a placeholder is {{name}}, without spaces); it is passed as it is", where, literal(p.Literal)))
 		}
 	}
 }
@@ -217,24 +261,11 @@ func argumentsByName(list []Argument) map[string]*Argument {
 	return m
 }
 
-func toolAnnotations(f *fields) *ToolAnnotations {
-	if f == nil {
-		return nil
+// environ is env in os.Environ form, sorted.
+func environ(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
 	}
-	hint := func(name string) *bool {
-		if !f.has(name) {
-			return nil
-		}
-		b := f.boolean(name, false)
-		return &b
-	}
-	a := &ToolAnnotations{
-		Title:           f.str("title", ""),
-		ReadOnlyHint:    hint("readOnlyHint"),
-		DestructiveHint: hint("destructiveHint"),
-		IdempotentHint:  hint("idempotentHint"),
-		OpenWorldHint:   hint("openWorldHint"),
-	}
-	f.done()
-	return a
+	return out
 }

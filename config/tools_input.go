@@ -53,33 +53,69 @@ func parseText(s string) Text {
 	return t
 }
 
-// toolInput reads input (declared arguments) or input_schema (a whole
-// JSON Schema) and returns the arguments and the input schema.
-func toolInput(f *fields) ([]Argument, json.RawMessage) {
-	if f.has("input_schema") {
-		if f.has("input") {
-			f.problem("input_schema", "cannot be given with input: declare the arguments with one of them")
+// argumentEntry is one input.NAME of a tool as written.
+type argumentEntry struct {
+	Description string    `key:"description"`
+	Type        string    `key:"type,oneof=string|integer|number|boolean|array"`
+	Required    bool      `key:"required"`
+	Enum        *[]string `key:"enum"`
+	Default     *anyValue `key:"default"`
+}
+
+func (a *argumentEntry) setDefaults() { a.Type = "string" }
+
+// anyValue is a field whose value is judged later, by another field
+// (an argument's default, by its type).
+type anyValue struct{ v any }
+
+func (a *anyValue) decodeEntry(_ field, raw any) { a.v = raw }
+
+// schemaValue is a JSON Schema given as a table, or as a string holding
+// JSON: its compact JSON, an object. Whether it is a schema the runtime
+// compiles is checked by catalog.Check.
+type schemaValue struct{ raw json.RawMessage }
+
+func (s *schemaValue) decodeEntry(f field, v any) {
+	var raw []byte
+	switch v := v.(type) {
+	case string:
+		raw = []byte(v)
+	case map[string]any:
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			f.problem("cannot be written as JSON: " + err.Error())
+			return
 		}
-		raw := schemaField(f, "input_schema")
-		if raw == nil {
-			return nil, nil
+	default:
+		f.problem("must be a JSON Schema: a table, or a string holding JSON, got " + literal(v))
+		return
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		f.problem("must be a JSON Schema object, got " + literal(v))
+		return
+	}
+	s.raw, _ = json.Marshal(obj)
+}
+
+// input returns the declared arguments (input, or input_schema's
+// properties) and the input schema.
+func (e *toolEntry) input(f field) ([]Argument, json.RawMessage) {
+	if e.InputSchema != nil {
+		if e.Input != nil {
+			f.child("input_schema").problem("cannot be given with input: declare the arguments with one of them")
 		}
-		return schemaArguments(f, raw), raw
+		return schemaArguments(f.child("input_schema"), e.InputSchema.raw), e.InputSchema.raw
 	}
 	var args []Argument
 	properties := map[string]any{}
 	required := []string{}
-	if in := f.sub("input"); in != nil {
-		for _, name := range slices.Sorted(maps.Keys(in.table)) {
-			a, schema := argument(in, name)
-			if a == nil {
-				continue
-			}
-			args = append(args, *a)
-			properties[name] = schema
-			if a.Required {
-				required = append(required, name)
-			}
+	for _, name := range slices.Sorted(maps.Keys(e.Input)) {
+		a, schema := e.Input[name].argument(f.child("input").child(name), name)
+		args = append(args, *a)
+		properties[name] = schema
+		if a.Required {
+			required = append(required, name)
 		}
 	}
 	raw, _ := json.Marshal(map[string]any{
@@ -91,22 +127,12 @@ func toolInput(f *fields) ([]Argument, json.RawMessage) {
 	return args, raw
 }
 
-// argument reads input.NAME and returns it with its property schema.
-func argument(in *fields, name string) (*Argument, map[string]any) {
-	af := in.sub(name)
-	if af == nil {
-		return nil, nil
-	}
-	defer af.done()
+// argument checks one input.NAME and returns it with its property schema.
+func (ae argumentEntry) argument(f field, name string) (*Argument, map[string]any) {
 	if !argumentName.MatchString(name) {
-		af.problem("", "is not a valid argument name: a letter or _, then letters, digits, _ and -")
+		f.problem("is not a valid argument name: a letter or _, then letters, digits, _ and -")
 	}
-	a := &Argument{
-		Name:        name,
-		Description: af.str("description", ""),
-		Type:        af.oneOf("type", "string", argumentTypes...),
-		Required:    af.boolean("required", false),
-	}
+	a := &Argument{Name: name, Description: ae.Description, Type: ae.Type, Required: ae.Required}
 	schema := map[string]any{"type": a.Type}
 	if a.Description != "" {
 		schema["description"] = a.Description
@@ -114,25 +140,25 @@ func argument(in *fields, name string) (*Argument, map[string]any) {
 	if a.Type == "array" {
 		schema["items"] = map[string]any{"type": "string"}
 	}
-	if af.has("enum") {
-		a.Enum = af.strs("enum", nil)
+	if ae.Enum != nil {
+		a.Enum = *ae.Enum
 		switch {
 		case a.Type != "string":
-			af.problem("enum", `is for string arguments only, got type = `+literal(a.Type))
-		case a.Enum != nil && len(a.Enum) == 0:
-			af.problem("enum", "must list at least one value, got []")
+			f.child("enum").problem(`is for string arguments only, got type = ` + literal(a.Type))
+		case len(a.Enum) == 0:
+			f.child("enum").problem("must list at least one value, got []")
 		default:
 			schema["enum"] = a.Enum
 		}
 	}
-	if raw, ok := af.get("default"); ok {
-		if a.Default = defaultValue(a, raw); a.Default == nil {
-			af.problem("default", "must be "+typeWords(a)+", got "+literal(raw))
+	if ae.Default != nil {
+		if a.Default = defaultValue(a, ae.Default.v); a.Default == nil {
+			f.child("default").problem("must be " + typeWords(a) + ", got " + literal(ae.Default.v))
 		} else {
 			schema["default"] = a.Default
 		}
 		if a.Required {
-			af.problem("default", "is never used: the argument is required (drop one of them)")
+			f.child("default").problem("is never used: the argument is required (drop one of them)")
 		}
 	}
 	return a, schema
@@ -194,47 +220,19 @@ func typeWords(a *Argument) string {
 	return "a " + a.Type
 }
 
-// schemaField reads a JSON Schema given as a table, or as a string holding
-// JSON, and returns its compact JSON; it must be an object. Whether it is
-// a schema the runtime compiles is checked by catalog.Check.
-func schemaField(f *fields, name string) json.RawMessage {
-	v, ok := f.get(name)
-	if !ok {
-		return nil
-	}
-	var raw []byte
-	switch v := v.(type) {
-	case string:
-		raw = []byte(v)
-	case map[string]any:
-		var err error
-		if raw, err = json.Marshal(v); err != nil {
-			f.problem(name, "cannot be written as JSON: "+err.Error())
-			return nil
-		}
-	default:
-		f.problem(name, "must be a JSON Schema: a table, or a string holding JSON, got "+literal(v))
-		return nil
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		f.problem(name, "must be a JSON Schema object, got "+literal(v))
-		return nil
-	}
-	out, _ := json.Marshal(obj)
-	return out
-}
-
 // schemaArguments returns the properties of an input schema as arguments;
 // the schema must describe an object.
-func schemaArguments(f *fields, raw json.RawMessage) []Argument {
+func schemaArguments(f field, raw json.RawMessage) []Argument {
+	if raw == nil {
+		return nil
+	}
 	var s struct {
 		Type       any                        `json:"type"`
 		Properties map[string]json.RawMessage `json:"properties"`
 		Required   []string                   `json:"required"`
 	}
 	if json.Unmarshal(raw, &s) != nil || s.Type != "object" {
-		f.problem("input_schema", `must describe an object: {type = "object", properties = {…}}, got `+literal(strings.TrimSpace(string(raw))))
+		f.problem(`must describe an object: {type = "object", properties = {…}}, got ` + literal(strings.TrimSpace(string(raw))))
 		return nil
 	}
 	var args []Argument
@@ -265,3 +263,6 @@ func schemaArguments(f *fields, raw json.RawMessage) []Argument {
 	}
 	return args
 }
+
+// argumentTypes are the types input accepts.
+var argumentTypes = []string{"string", "integer", "number", "boolean", "array"}

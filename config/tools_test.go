@@ -46,7 +46,7 @@ env = { TOKEN = "${SECRET}", MODE = "${UNSET:-fast}", KEEP = "$HOME" }
 	}
 	tool := c.Tools[0]
 	bin := strings.TrimPrefix(env[len(env)-5], "PATH=")
-	if tool.Name != "grep_notes" || tool.Program != filepath.Join(bin, "rg") || tool.Description != "Search my notes" {
+	if tool.Name != "grep_notes" || tool.Path != filepath.Join(bin, "rg") || tool.Description != "Search my notes" {
 		t.Errorf("tool = %+v", tool)
 	}
 	if tool.Timeout != 30*time.Second || tool.MaxOutputBytes != 1<<20 || tool.MaxConcurrency != 4 || tool.Output != "text" || tool.Progress {
@@ -116,12 +116,12 @@ func TestToolEnvFromFile(t *testing.T) {
 	path := writeFile(t, "config.toml", "[tools.t]\ncommand = [\"/bin/sh\"]\ninherit_env = false\nenv = { TOKEN = \"${file:"+secret+"}\", ALSO = \"a-${EMPTY:-d}-${EMPTY}-$${USER}\" }\n")
 	c := mustLoad(t, Options{File: path, Env: toolEnv(t)})
 	// ${EMPTY:-d} takes the default of a variable set empty, as the shell
-	// does; ${EMPTY} is the empty value.
-	if want := []string{"ALSO=a-d--$me", "TOKEN=s3cret"}; !slices.Equal(c.Tools[0].Env, want) {
+	// does; ${EMPTY} is the empty value; $$ is a $.
+	if want := []string{"ALSO=a-d--${USER}", "TOKEN=s3cret"}; !slices.Equal(c.Tools[0].Env, want) {
 		t.Errorf("env = %q, want %q", c.Tools[0].Env, want)
 	}
-	if c.Tools[0].Program != "/bin/sh" {
-		t.Errorf("program %q, want /bin/sh as written", c.Tools[0].Program)
+	if c.Tools[0].Path != "/bin/sh" {
+		t.Errorf("program %q, want /bin/sh as written", c.Tools[0].Path)
 	}
 }
 
@@ -153,10 +153,10 @@ func TestToolProblems(t *testing.T) {
 		name, entry string
 		want        []string
 	}{
-		{"no command", `description = "x"`, []string{`tools.t.command: is required: the program and its arguments, such as ["rg", "--", "{{pattern}}"]`}},
+		{"no command", `description = "x"`, []string{`tools.t.command: is required: the program to run, such as "npx" (with args = […]), or the program and its arguments, such as ["rg", "--", "{{pattern}}"]`}},
 		{"empty command", `command = []`, []string{"tools.t.command: must name the program to run, got []"}},
-		{"command a string", `command = "rg -- x"`, []string{`tools.t.command: must be a list of strings, got "rg -- x"`}},
-		{"not on PATH", `command = ["nope"]`, []string{`tools.t.command: "nope" is not found on the child's PATH (PATHDIR); install it or give its absolute path`}},
+		{"command a string", `command = "rg -- x"`, []string{`tools.t.command: must be the program alone (it is never run through a shell), got "rg -- x"; write command = "rg" and args = ["--", "x"]`}},
+		{"not on PATH", `command = ["nope"]`, []string{`tools.t.command: "nope" is not found on the child's PATH (PATHDIR); install it, or give its absolute path (a daemon started by systemd has a shorter PATH than a login shell)`}},
 		{"not executable", `command = ["` + dir + `/plain"]`, []string{"tools.t.command: cannot run " + dir + "/plain: it is not executable (chmod +x)"}},
 		{"placeholder program", `command = ["{{p}}"]
 input.p = {}`, []string{`tools.t.command: the program (the first element) must be fixed: a placeholder cannot choose it, got "{{p}}"`}},
@@ -184,9 +184,9 @@ title = 3`, []string{
 timeuot = "1s"
 annotations = { readOnly = true }
 input.x = { typ = "string" }`, []string{
-			`unknown field "readOnly" in tools.t.annotations; did you mean "readOnlyHint"?`,
-			`unknown field "typ" in tools.t.input.x; did you mean "type"?`,
-			`unknown field "timeuot" in tools.t; did you mean "timeout"?`,
+			`unknown key "tools.t.annotations.readOnly"; did you mean "tools.t.annotations.readOnlyHint"?`,
+			`unknown key "tools.t.input.x.typ"; did you mean "tools.t.input.x.type"?`,
+			`unknown key "tools.t.timeuot"; did you mean "tools.t.timeout"?`,
 		}},
 		{"input and input_schema", `command = ["rg", "{{x}}"]
 input.x = {}
@@ -206,45 +206,55 @@ input.d = { enum = ["x", "y"], default = "z" }
 input.e = { required = true, default = "x" }
 input.f = { enum = [] }
 input."g h" = {}`, []string{
+			`tools.t.input."g h": is not a valid argument name: a letter or _, then letters, digits, _ and -`,
 			`tools.t.input.a.type: must be "string", "integer", "number", "boolean" or "array", got "float"`,
 			`tools.t.input.b.default: must be an integer, got "5"`,
 			`tools.t.input.c.enum: is for string arguments only, got type = "integer"`,
 			`tools.t.input.d.default: must be one of the enum values, got "z"`,
 			"tools.t.input.e.default: is never used: the argument is required (drop one of them)",
 			"tools.t.input.f.enum: must list at least one value, got []",
-			"tools.t.input.g h: is not a valid argument name: a letter or _, then letters, digits, _ and -",
 		}},
 		{"env", `command = ["rg"]
 env = { A = "${NOPE}", B = "${file:/nonexistent/secret}", C = 1, "D-E" = "x", F = "${SECRET", G = "${SECRET:x}" }`, []string{
-			"tools.t.env.A: uses ${NOPE}, which is not set in the daemon's environment; set it or write ${NOPE:-default}",
-			"tools.t.env.B: ${file:/nonexistent/secret}: cannot read /nonexistent/secret: no such file or directory",
-			"tools.t.env.C: must be a string, got 1",
+			"tools.t.env.A: uses ${NOPE}, which is not set in the daemon's environment; set it, or write ${NOPE:-default}",
+			"tools.t.env.B: uses ${file:/nonexistent/secret}, which cannot be read: /nonexistent/secret: no such file or directory",
+			"tools.t.env.C: must be a string, got a number",
 			"tools.t.env.D-E: is not a variable name: use letters, digits and _, not starting with a digit",
-			"tools.t.env.F: has a ${ without its closing }",
-			"tools.t.env.G: ${SECRET:x} is not an expansion: use ${VAR}, ${VAR:-default} or ${file:PATH}",
+			"tools.t.env.F: has an unterminated ${ (write $$ for a literal $)",
+			"tools.t.env.G: uses ${SECRET:x}, which snodod does not expand; the expansions are ${VAR}, ${VAR:-default}, ${file:PATH} and $$ for a literal $",
 		}},
 		{"cwd", `command = ["rg"]
 cwd = "/nonexistent"`, []string{"tools.t.cwd: the directory /nonexistent does not exist or cannot be reached (no such file or directory)"}},
 		{"inherit_env", `command = ["rg"]
-inherit_env = ["PATH", "A B"]`, []string{`tools.t.inherit_env: must be true, false or a list of variable names (a trailing * matches the rest), got "A B"`}},
+inherit_env = ["PATH", "A B"]`, []string{`tools.t.inherit_env: must be true (every variable), false (none) or a list of variable names (a trailing * matches a prefix), got "A B"`}},
 		{"warnings", `command = ["rg", "{{q}}", "{{ q }}", "--", "{{r}}", "{{mode}}", "{{flag}}"]
 input.q = {}
 input.r = {}
 input.unused = {}
 input.mode = { enum = ["-a", "b"] }
 input.flag = { type = "boolean" }`, []string{
-			`tools.t.command: element 1: a value of {{q}} starting with "-" would be read as an option: put "--" before it, if the program takes it (warning)`,
+			`tools.t.command: element 1: a value of {{q}} starting with "-" would be read as an option: put "--" before it if the program takes it, or set allow_option_values = true (warning)`,
 			`tools.t.command: element 2: "{{ q }}" holds {{ and }} that are no placeholder (a placeholder is {{name}}, without spaces); it is passed as it is (warning)`,
-			"tools.t.input: the argument unused is declared but no {{unused}} uses it, in command or stdin (warning)",
+			"tools.t.input: the argument unused is declared but no {{unused}} uses it, in command, args or stdin (warning)",
 		}},
 		{"option warnings by type", `command = ["rg", "{{mode}}", "{{flag}}", "{{n}}"]
 input.mode = { enum = ["a", "b"] }
 input.flag = { type = "boolean" }
 input.n = { type = "integer" }`, []string{
-			`tools.t.command: element 3: a value of {{n}} starting with "-" would be read as an option: put "--" before it, if the program takes it (warning)`,
+			`tools.t.command: element 3: a value of {{n}} starting with "-" would be read as an option: put "--" before it if the program takes it, or set allow_option_values = true (warning)`,
 		}},
 		{"inherit_env not a list", `command = ["rg"]
-inherit_env = "all"`, []string{`tools.t.inherit_env: must be true, false or a list of variable names (a trailing * matches the rest), got "all"`}},
+inherit_env = "all"`, []string{`tools.t.inherit_env: must be true (every variable), false (none) or a list of variable names (a trailing * matches a prefix), got "all"`}},
+		{"option warnings silenced", `command = ["rg", "{{q}}"]
+input.q = {}
+allow_option_values = true`, nil},
+		{"a secret in argv", `command = ["rg", "--token=${file:/etc/hostname}"]`, []string{
+			`tools.t.command: uses ${file:/etc/hostname} in command, which every local user can read (a process's command line is in /proc/PID/cmdline); pass the secret in env instead, env = { NAME = "${file:/etc/hostname}" }, for the program to read there`}},
+		{"no client", `command = ["rg", "${client.cwd}"]`, []string{
+			`tools.t.command: uses ${client.cwd}, which only a hosted server (mcpServers) has: it starts for a client; an exec tool runs for every client alike`}},
+		{"args elements", `command = "rg"
+args = ["--", "{{x}}", "{{y}}"]
+input.x = {}`, []string{"tools.t.args: element 2: {{y}} names no argument; the arguments are x"}},
 		{"fine", `command = ["rg"]`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -278,4 +288,30 @@ func checkLines(t *testing.T, opts Options) []string {
 		lines = append(lines, w.String()+" (warning)")
 	}
 	return lines
+}
+
+// A tool's program may be written as a hosted server's is, a string and
+// args, and its fields expand like a server's: ${VAR}, $$.
+func TestToolProgramShapes(t *testing.T) {
+	env := toolEnv(t)
+	bin := envMap(env)["PATH"]
+	path := writeFile(t, "config.toml", `
+[tools.list]
+command = ["rg", "--color=${MODE:-never}", "$${X}"]
+args = ["$$1", "{{q}}"]
+input.q = {}
+[tools.string]
+command = "rg"
+args = ["--", "{{q}}"]
+input.q = {}
+`)
+	c := mustLoad(t, Options{File: path, Env: env})
+	list, str := c.Tools[0], c.Tools[1]
+	want := []Text{{{Literal: "--color=never"}}, {{Literal: "${X}"}}, {{Literal: "$1"}}, {{Arg: "q"}}}
+	if list.Path != filepath.Join(bin, "rg") || !slices.EqualFunc(list.Args, want, slices.Equal) {
+		t.Errorf("list: %s %+v, want %+v", list.Path, list.Args, want)
+	}
+	if str.Path != filepath.Join(bin, "rg") || len(str.Args) != 2 || str.Program.Command != "rg" {
+		t.Errorf("string: %+v", str)
+	}
 }

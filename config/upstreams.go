@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -56,24 +57,17 @@ type Upstreams struct {
 }
 
 // Upstream is one entry of mcpServers: how to start one MCP server and how
-// to serve it. A *Config's entries are valid, and the values of Command,
-// Args, Env, Cwd and Roots are expanded, except ${client.cwd}, which stays
-// as written until Render replaces it for one client. Env values are
+// to serve it. A *Config's entries are valid, and the values of its
+// Program and Roots are expanded, except ${client.cwd}, which stays as
+// written until Render replaces it for one client. Env values are
 // secrets: nothing in this package prints or logs them.
 type Upstream struct {
 	// Name is the entry's name: mcpServers.<Name>.
 	Name string
-	// Command is the program, executed directly, never through a shell.
-	Command string
-	// Args are its arguments.
-	Args []string
-	// Env is set in the child's environment over the inherited variables.
-	Env map[string]string
-	// InheritEnv says which of the daemon's variables the child gets.
-	InheritEnv InheritEnv
-	// Cwd is the working directory; "" means the default of Share ($HOME
-	// for "all", the client's working directory otherwise).
-	Cwd string
+	// Program is the server's command, arguments, environment and working
+	// directory; Cwd "" means the default of Share ($HOME for "all", the
+	// client's working directory otherwise).
+	Program
 	// Disabled entries are configured but never started or listed.
 	Disabled bool
 	// Prefix names the upstream's tools and prompts in the aggregated
@@ -112,37 +106,12 @@ type Upstream struct {
 	written map[string]any
 }
 
-// InheritEnv is which variables of the daemon's environment a child gets.
-type InheritEnv struct {
-	// All passes every variable.
-	All bool
-	// Names are the variables passed when All is false; a name ending in
-	// "*" matches every variable with that prefix.
-	Names []string
-}
-
-// DefaultInheritEnv is the allow-list a child gets when inherit_env is
-// not set.
-var DefaultInheritEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_*", "TZ", "TMPDIR", "XDG_*"}
-
-// Allows reports whether the variable name is inherited.
-func (ie InheritEnv) Allows(name string) bool {
-	if ie.All {
-		return true
-	}
-	for _, n := range ie.Names {
-		if p, ok := strings.CutSuffix(n, "*"); ok && strings.HasPrefix(name, p) || n == name {
-			return true
-		}
-	}
-	return false
-}
-
 // Filter selects items by name (tools, prompts) or URI (resources) with
 // path.Match globs: an item is kept when Include is empty or one of its
 // globs matches, and no Exclude glob matches (exclude wins).
 type Filter struct {
-	Include, Exclude []string
+	Include []string `key:"include"`
+	Exclude []string `key:"exclude"`
 }
 
 // Allows reports whether name passes the filter.
@@ -161,12 +130,13 @@ func (f Filter) Allows(name string) bool {
 // Restart is the restart policy of a crashed upstream (docs/upstreams.md §4).
 type Restart struct {
 	// MaxAttempts consecutive failed starts make the upstream "failed".
-	MaxAttempts int
+	MaxAttempts int `key:"max_attempts,positive"`
 	// InitialDelay is the first delay; each next one doubles, up to
 	// MaxDelay, with ±20 % jitter.
-	InitialDelay, MaxDelay time.Duration
+	InitialDelay time.Duration `key:"initial_delay,positive"`
+	MaxDelay     time.Duration `key:"max_delay,positive"`
 	// ResetAfter of being ready clears the count of failures.
-	ResetAfter time.Duration
+	ResetAfter time.Duration `key:"reset_after,positive"`
 }
 
 // The defaults of an entry's fields (docs/upstreams.md §1).
@@ -185,78 +155,24 @@ const (
 // field.
 var DefaultRestart = Restart{MaxAttempts: 5, InitialDelay: time.Second, MaxDelay: 60 * time.Second, ResetAfter: 5 * time.Minute}
 
-// ClientCwd is the expansion that Render replaces with a client's working
-// directory.
-const ClientCwd = "${client.cwd}"
-
-// UsesClientCwd reports whether the entry's command, arguments,
-// environment, working directory or roots use ${client.cwd}.
+// UsesClientCwd reports whether the entry's program or roots use
+// ${client.cwd}.
 func (u *Upstream) UsesClientCwd() bool {
-	if strings.Contains(u.Command, ClientCwd) || strings.Contains(u.Cwd, ClientCwd) {
-		return true
-	}
-	for _, s := range u.Args {
-		if strings.Contains(s, ClientCwd) {
-			return true
-		}
-	}
-	for _, s := range u.Roots {
-		if strings.Contains(s, ClientCwd) {
-			return true
-		}
-	}
-	for _, v := range u.Env {
-		if strings.Contains(v, ClientCwd) {
-			return true
-		}
-	}
-	return false
-}
-
-// Rendered is an entry's command for one instance, ${client.cwd} replaced.
-type Rendered struct {
-	Command string
-	Args    []string
-	// Env is the child's whole environment, KEY=VALUE, sorted: the
-	// inherited variables, then Env over them.
-	Env []string
-	// Dir is the working directory.
-	Dir   string
-	Roots []string
+	return u.Program.UsesClientCwd() || slices.ContainsFunc(u.Roots, func(r string) bool { return strings.Contains(r, ClientCwd) })
 }
 
 // Render returns the command for an instance serving a client whose
 // working directory is cwd (the daemon's for share "all"), with daemonEnv
-// (os.Environ form) as the daemon's environment and home as $HOME.
+// (os.Environ form) as the daemon's environment and home as $HOME: the
+// working directory is Cwd, else home for share "all", else cwd.
 func (u *Upstream) Render(cwd, home string, daemonEnv []string) Rendered {
-	sub := func(s string) string { return strings.ReplaceAll(s, ClientCwd, cwd) }
-	r := Rendered{Command: sub(u.Command), Args: make([]string, len(u.Args))}
-	for i, a := range u.Args {
-		r.Args[i] = sub(a)
+	dir := cwd
+	if u.Share == "all" {
+		dir = home
 	}
-	env := map[string]string{}
-	for _, kv := range daemonEnv {
-		if k, v, ok := strings.Cut(kv, "="); ok && u.InheritEnv.Allows(k) {
-			env[k] = v
-		}
-	}
-	for k, v := range u.Env {
-		env[k] = sub(v)
-	}
-	for k, v := range env {
-		r.Env = append(r.Env, k+"="+v)
-	}
-	slices.Sort(r.Env)
-	switch {
-	case u.Cwd != "":
-		r.Dir = sub(u.Cwd)
-	case u.Share == "all":
-		r.Dir = home
-	default:
-		r.Dir = cwd
-	}
+	r := u.Program.Render(cwd, dir, daemonEnv)
 	for _, root := range u.Roots {
-		r.Roots = append(r.Roots, sub(root))
+		r.Roots = append(r.Roots, strings.ReplaceAll(root, ClientCwd, cwd))
 	}
 	return r
 }
@@ -320,26 +236,32 @@ func init() {
 }
 
 // decodeServers converts the file's mcpServers and the imported files'
-// entries into c.MCPServers, sorted by name.
+// entries into c.MCPServers, sorted by name: every entry of snodod's own
+// file, with every problem (an entry with problems still takes part in the
+// checks that look at several, so that they all show at once), and the
+// imported entries that have none.
 func decodeServers(ctx entryContext, table map[string]any, c *Config) []Problem {
-	d := &serverDecoder{ctx: ctx, c: c}
-	own := d.entries(table, ctx.Source, false)
+	d := &entryDecoder{}
+	var own []Upstream
+	for _, name := range slices.Sorted(maps.Keys(table)) {
+		if u, ok := decodeServer(d, ctx, name, table[name], ctx.Source, false); ok {
+			own = append(own, u)
+		}
+	}
 	byName := map[string]bool{}
 	for _, u := range own {
 		byName[u.Name] = true
 	}
 	all := own
-	for _, u := range d.imports() {
-		if !byName[u.Name] {
-			byName[u.Name] = true
-			all = append(all, u)
-		}
+	for _, u := range imports(d, ctx, c.Upstreams.Import, byName) {
+		byName[u.Name] = true
+		all = append(all, u)
 	}
 	slices.SortFunc(all, func(a, b Upstream) int { return cmp.Compare(a.Name, b.Name) })
 	prefixes := map[string]string{}
 	for _, u := range all {
 		if other, dup := prefixes[u.Prefix]; dup {
-			d.problem(u, "prefix", fmt.Sprintf("must differ from the prefix of mcpServers.%s, got %s; set prefix to tell them apart", other, quote(u.Prefix)))
+			serverField(d, u, "prefix").problem(fmt.Sprintf("must differ from the prefix of mcpServers.%s, got %s; set prefix to tell them apart", tomlKey(other), quote(u.Prefix)))
 			continue
 		}
 		prefixes[u.Prefix] = u.Name
@@ -348,30 +270,13 @@ func decodeServers(ctx entryContext, table map[string]any, c *Config) []Problem 
 	return d.problems
 }
 
-// serverDecoder collects the problems and warnings of the entries.
-type serverDecoder struct {
-	ctx      entryContext
-	c        *Config
-	problems []Problem
-}
-
-func (d *serverDecoder) problem(u Upstream, field, msg string) {
-	d.problems = append(d.problems, Problem{Key: entryKey(u.Name, field), Message: msg + importNote(u), Source: u.Source})
-}
-
-func (d *serverDecoder) warn(u Upstream, field, msg string) {
-	d.problems = append(d.problems, Problem{Key: entryKey(u.Name, field), Message: msg + importNote(u), Source: u.Source, Warning: true})
-}
-
-// errors counts the problems that are not warnings.
-func (d *serverDecoder) errors() int {
-	n := 0
-	for _, p := range d.problems {
-		if !p.Warning {
-			n++
-		}
+// serverField is the field of entry u named name ("" for the entry).
+func serverField(d *entryDecoder, u Upstream, name string) field {
+	f := field{d: d, key: entryKey(u.Name, ""), src: u.Source, note: importNote(u)}
+	if name != "" {
+		f.key += "." + name
 	}
-	return n
+	return f
 }
 
 // importNote names the imported file an entry came from, for messages.

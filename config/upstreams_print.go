@@ -6,12 +6,13 @@ import (
 	"strings"
 )
 
-// secretShown stands for every env value in `snodod config print`.
+// secretShown stands for an env value that looks like a secret
+// (SecretLooking) in `snodod config print`.
 const secretShown = "<set>"
 
 // printServers lists the entries' fields as written (before expansion, so
-// a ${file:…} secret shows as its path), each from where it came (the file
-// or an import).
+// a ${file:…} secret shows as its path and loads back), each from where it
+// came (the file or an import).
 func printServers(c *Config) []printEntry {
 	var out []printEntry
 	for _, u := range c.MCPServers {
@@ -21,7 +22,8 @@ func printServers(c *Config) []printEntry {
 }
 
 // printFields lists one entry's fields as written under base, one key per
-// field and per env variable, sorted, each env value shown as <set>: the
+// field and per env variable, sorted, an env value that looks like a
+// secret (a literal token, not a ${file:…} reference) shown as <set>: the
 // entry sections' lines of `snodod config print` (mcpServers, tools,
 // resources, prompts).
 func printFields(base string, fields map[string]any, src string) []printEntry {
@@ -30,7 +32,11 @@ func printFields(base string, fields map[string]any, src string) []printEntry {
 		v := fields[f]
 		if env, ok := v.(map[string]any); ok && f == "env" {
 			for _, k := range slices.Sorted(maps.Keys(env)) {
-				out = append(out, printEntry{key: base + ".env." + tomlKey(k), text: quote(secretShown), source: src, value: secretShown})
+				s, isText := env[k].(string)
+				if !isText || SecretLooking(k, s) {
+					s = secretShown
+				}
+				out = append(out, printEntry{key: base + ".env." + tomlKey(k), text: quote(s), source: src, value: s})
 			}
 			continue
 		}

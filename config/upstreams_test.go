@@ -35,8 +35,8 @@ func TestUpstreamDefaults(t *testing.T) {
 	u := c.MCPServers[0]
 	u.written, u.Source = nil, Source{}
 	want := Upstream{
-		Name: "Memory_Server", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory@2026.8.31"},
-		InheritEnv: InheritEnv{Names: DefaultInheritEnv}, Prefix: "memory-server", Share: "all", MaxInstances: 8,
+		Name: "Memory_Server", Program: Program{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory@2026.8.31"},
+			Env: map[string]string{}, InheritEnv: InheritEnv{Names: DefaultInheritEnv}}, Prefix: "memory-server", Share: "all", MaxInstances: 8,
 		Start: "lazy", StartTimeout: 120 * time.Second, RequestTimeout: 10 * time.Minute, IdleTimeout: 30 * time.Minute,
 		Protocol: "auto", Restart: Restart{MaxAttempts: 5, InitialDelay: time.Second, MaxDelay: time.Minute, ResetAfter: 5 * time.Minute},
 		PingInterval: 30 * time.Second,
@@ -63,7 +63,8 @@ func TestUpstreamClientJSON(t *testing.T) {
 	if u == nil || u.RequestTimeout != 90*time.Second || u.Env["A"] != "1" || u.Disabled {
 		t.Fatalf("entry = %+v", u)
 	}
-	want := []string{"mcpServers.fs: ignored client keys alwaysAllow and type: snodod does not use them"}
+	// type = "stdio" is the transport snodod hosts: used, not ignored.
+	want := []string{"mcpServers.fs: ignored client keys alwaysAllow: snodod does not use them"}
 	if got := warningLines(c); !slices.Equal(got, want) {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -114,13 +115,13 @@ roots = ["https://example.com"]
 	want := []string{
 		`mcpServers."bad name": must be named with 1 to 64 letters, digits, ".", "_" or "-" (it is used on command lines: snodod connect NAME), got "bad name"`,
 		`unknown key "mcpServers.a.comand"; did you mean "mcpServers.a.command"?`,
-		`mcpServers.a.command: must be set: the program to run, such as "npx"`,
+		`mcpServers.a.command: is required: the program to run, such as "npx" (with args = […]), or the program and its arguments, such as ["rg", "--", "{{pattern}}"]`,
 		`mcpServers.b.command: must be the program alone (it is never run through a shell), got "npx -y server-b"; write command = "npx" and args = ["-y", "server-b"]`,
 		`mcpServers.b.idle_timeout: must be a positive duration, or "0s" for never, got "-1s"`,
 		`mcpServers.b.max_instances: must be a positive integer, got 0`,
 		`mcpServers.b.prefix: must be 1 to 16 of a-z, 0-9 and "-" (no "_": the first "__" of a name splits prefix from name), got "B_x"`,
-		`mcpServers.b.protocol: must be auto, 2025-06-18, 2025-11-25 or 2026-07-28, got "2024-11-05"`,
-		`mcpServers.b.share: must be all, cwd or session, got "everyone"`,
+		`mcpServers.b.protocol: must be "auto", "2025-06-18", "2025-11-25" or "2026-07-28", got "2024-11-05"`,
+		`mcpServers.b.share: must be "all", "cwd" or "session", got "everyone"`,
 		`mcpServers.b.start_timeout: must be a positive duration with a unit, such as "30s", got 30`,
 		`mcpServers.c.args: must be a list of strings, got "one"`,
 		`mcpServers.c.enabled: contradicts disabled = true; keep one of them`,
@@ -131,9 +132,9 @@ roots = ["https://example.com"]
 		`mcpServers.c.tools: must be a list of globs (include) or a table {include = [globs], exclude = [globs]}, got 3`,
 		`mcpServers.d.url: is a remote server (url); snodod hosts only local servers started with command and args for now: remove the entry, or run the server locally with command and args`,
 		`mcpServers.e.env.K: must be a string, got a number`,
-		`mcpServers.e.inherit_env: must be true (every variable), false (none) or a list of names (a trailing * matches a prefix), got "all"`,
+		`mcpServers.e.inherit_env: must be true (every variable), false (none) or a list of variable names (a trailing * matches a prefix), got "all"`,
 		`mcpServers.e.roots: entries must be paths or file:// URIs, got "https://example.com"`,
-		`unknown key "mcpServers.e.tools.excluded"; a filter has include and exclude`,
+		`unknown key "mcpServers.e.tools.excluded"; did you mean "mcpServers.e.tools.exclude"?`,
 		`mcpServers.e.tools.include: entries must be globs (*, ?, [a-z]), got "a["`,
 	}
 	slices.Sort(got)
@@ -214,23 +215,32 @@ env = { TOKEN = "${file:`+secret+`}", USER_NAME = "${WHO}", EMPTY = "${UNSET:-fa
 [mcpServers.x]
 command = "x"
 args = ["${NOPE}", "${env:HOME}", "${file:/nonexistent/secret}", "${open"]
+[mcpServers.y]
+command = "${file:/etc/hostname}"
+roots = ["${file:/etc/hostname}"]
+env_file = "${client.cwd}/.env"
 `)
 	want := []string{
 		`mcpServers.x.args: uses ${NOPE}, which is not set in the daemon's environment; set it, or write ${NOPE:-default}`,
-		`mcpServers.x.args: uses ${env:HOME}, which snodod does not expand; the expansions are ${VAR}, ${VAR:-default}, ${file:PATH} and ${client.cwd}`,
-		`mcpServers.x.args: uses ${file:/nonexistent/secret}, which cannot be read: /nonexistent/secret: no such file or directory`,
+		`mcpServers.x.args: uses ${env:HOME}, a client's syntax (VS Code, Cursor); snodod writes it ${HOME}`,
+		`mcpServers.x.args: uses ${file:/nonexistent/secret} in args, which every local user can read (a process's command line is in /proc/PID/cmdline); pass the secret in env instead, env = { NAME = "${file:/nonexistent/secret}" }, for the program to read there`,
 		`mcpServers.x.args: has an unterminated ${ (write $$ for a literal $)`,
+		`mcpServers.y.command: uses ${file:/etc/hostname} in command, which every local user can read (a process's command line is in /proc/PID/cmdline); pass the secret in env instead, env = { NAME = "${file:/etc/hostname}" }, for the program to read there`,
+		`mcpServers.y.env_file: cannot use ${client.cwd}: the file is read when the configuration loads, once for every client; give its path`,
+		`mcpServers.y.roots: uses ${file:/etc/hostname} in roots, a path that status and logs show: only env values may hold a secret, env = { NAME = "${file:/etc/hostname}" }`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
-// TestUpstreamSecretsNotPrinted checks that config print shows env values
-// as <set> and a ${file:…} argument by its path.
+// TestUpstreamSecretsNotPrinted checks that config print shows a
+// ${file:…} secret by its path (so that the output loads back with it),
+// a literal that looks like a secret as <set>, and plain values as they
+// are.
 func TestUpstreamSecretsNotPrinted(t *testing.T) {
 	secret := writeFile(t, "token", "s3cret-value")
-	c := loadServers(t, "[mcpServers.\"a.b\"]\ncommand = \"x\"\nargs = [\"--token=${file:"+secret+"}\"]\nenv = { TOKEN = \"literal-s3cret-value\" }\n")
+	c := loadServers(t, "[mcpServers.\"a.b\"]\ncommand = \"x\"\nenv = { TOKEN = \"literal-s3cret-value\", FROM_FILE = \"${file:"+secret+"}\", MODE = \"fast\" }\n")
 	var text, js bytes.Buffer
 	if err := c.Print(&text); err != nil {
 		t.Fatal(err)
@@ -242,16 +252,18 @@ func TestUpstreamSecretsNotPrinted(t *testing.T) {
 		if strings.Contains(out, "s3cret-value") {
 			t.Errorf("a secret is printed:\n%s", out)
 		}
-		if !strings.Contains(out, `mcpServers.`) || !strings.Contains(out, `.env.TOKEN`) || !strings.Contains(out, `<set>`) || !strings.Contains(out, "${file:"+secret+"}") {
+		if !strings.Contains(out, `.env.TOKEN`) || !strings.Contains(out, `<set>`) || !strings.Contains(out, "${file:"+secret+"}") {
 			t.Errorf("print lacks the entry's lines:\n%s", out)
 		}
 	}
-	if !strings.Contains(text.String(), `mcpServers."a.b".env.TOKEN = "<set>"`) {
-		t.Errorf("print quotes no dotted entry name:\n%s", text.String())
+	for _, want := range []string{`mcpServers."a.b".env.TOKEN = "<set>"`, `mcpServers."a.b".env.FROM_FILE = "${file:` + secret + `}"`, `mcpServers."a.b".env.MODE = "fast"`} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("print lacks %s:\n%s", want, text.String())
+		}
 	}
-	// What print writes loads back.
+	// What print writes loads back, the ${file:…} secret with it.
 	back := mustLoad(t, Options{File: writeFile(t, "printed.toml", text.String()), Env: testEnv(t)})
-	if u := back.Upstream("a.b"); u == nil || u.Env["TOKEN"] != secretShown {
+	if u := back.Upstream("a.b"); u == nil || u.Env["TOKEN"] != secretShown || u.Env["FROM_FILE"] != "s3cret-value" || u.Env["MODE"] != "fast" {
 		t.Errorf("printed configuration does not load back: %+v", u)
 	}
 }
@@ -328,19 +340,20 @@ command = "own-fs"
 	for _, want := range []string{
 		"mcpServers.remote: is a remote server (url); snodod hosts only local servers started with command and args for now; the entry is skipped (imported from " + claude + ")",
 		"upstreams.import: names ", "absent.json, which does not exist; it is skipped",
-		"mcpServers.git: ignored client keys type: snodod does not use them (imported from " + vscode + ")",
 	} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings:\n%s\nlack %q", w, want)
 		}
 	}
+	// An imported entry snodod cannot host is skipped with a warning: the
+	// rest of the configuration loads.
 	bad := filepath.Join(dir, "bad.json")
-	writeAt(t, bad, `{"mcpServers": {"x": {"command": 3}}}`)
+	writeAt(t, bad, `{"mcpServers": {"x": {"command": 3}, "y": {"command": "y"}}}`)
 	writeAt(t, cfg, "[upstreams]\nimport = [\""+bad+"\"]\n")
-	_, err := Load(Options{File: cfg, Env: testEnv(t)})
-	want := `mcpServers.x.command: must be a non-empty string, got 3 (imported from ` + bad + `)`
-	if got := problemLines(t, err); !slices.Equal(got, []string{want}) {
-		t.Errorf("problems %q, want %q", got, want)
+	c = mustLoad(t, Options{File: cfg, Env: testEnv(t)})
+	want := `mcpServers.x.command: must be the program (a string, with args) or the program and its arguments (a list of strings), got 3; the entry is skipped (imported from ` + bad + `)`
+	if got := warningLines(c); !slices.Equal(got, []string{want}) || len(c.MCPServers) != 1 || c.MCPServers[0].Name != "y" {
+		t.Errorf("warnings %q, want %q; entries %v, want y alone", got, want, c.MCPServers)
 	}
 }
 
@@ -359,8 +372,8 @@ func TestUpstreamCommandOnPath(t *testing.T) {
 		t.Fatalf("Load refused a command it does not check: %v", err)
 	}
 	_, err := Inspect(path)
-	want := `mcpServers.missing.command: must be a program on the child's PATH, got "no-such-program"; it is not in PATH=` + dir +
-		` (a daemon started by systemd has a shorter PATH than a login shell: give the full path, or set env.PATH)`
+	want := `mcpServers.missing.command: "no-such-program" is not found on the child's PATH (` + dir +
+		`); install it, or give its absolute path (a daemon started by systemd has a shorter PATH than a login shell)`
 	if got := problemLines(t, err); !slices.Equal(got, []string{want}) {
 		t.Errorf("problems %q, want %q", got, want)
 	}

@@ -2,55 +2,39 @@ package config
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
 
-// warnings adds what config check reports about a valid entry.
-func (d *serverDecoder) warnings(u *Upstream) {
+// serverWarnings adds what config check reports about an entry that
+// loads.
+func serverWarnings(f field, u *Upstream, e *serverEntry) {
+	var ignored []string
+	for _, k := range []struct {
+		name string
+		key  ignoredKey
+	}{{"alwaysAllow", e.AlwaysAllow}, {"autoApprove", e.AutoApprove}, {"transportType", e.TransportType}, {"watchPaths", e.WatchPaths}} {
+		if k.key.given {
+			ignored = append(ignored, k.name)
+		}
+	}
+	if len(ignored) > 0 {
+		f.warn("ignored client keys " + join(ignored, "and") + ": snodod does not use them")
+	}
 	if u.Share == "all" && u.UsesClientCwd() {
-		d.warn(*u, "share", `uses ${client.cwd} with share = "all": one instance serves every client, started in $HOME; set share = "cwd" or "session"`)
+		f.child("share").warn(`uses ${client.cwd} with share = "all": one instance serves every client, started in $HOME; set share = "cwd" or "session"`)
 	}
 	base := filepath.Base(u.Command)
 	if base == "npx" || base == "uvx" {
 		pkg, yes := packageArg(u.Args)
 		if base == "npx" && !yes {
-			d.warn(*u, "args", `runs npx without -y: npx waits for a confirmation nobody can give; add "-y"`)
+			f.child("args").warn(`runs npx without -y: npx waits for a confirmation nobody can give; add "-y"`)
 		}
 		if pkg != "" && !pinned(base, pkg) {
-			d.warn(*u, "args", fmt.Sprintf("runs %s %s without a version: every start may fetch a different release; pin it (%s)",
+			f.child("args").warn(fmt.Sprintf("runs %s %s without a version: every start may fetch a different release; pin it (%s)",
 				base, quote(pkg), pinExample(base, pkg)))
 		}
 	}
-	if d.ctx.Check && !strings.Contains(u.Command, ClientCwd) {
-		if _, err := lookPath(u, d.ctx.Env); err != nil {
-			d.problem(*u, "command", err.Error())
-		}
-	}
-}
-
-// lookPath resolves the command as the child will: against its PATH, env's
-// when the child inherits it (env is the daemon's environment).
-func lookPath(u *Upstream, env map[string]string) (string, error) {
-	if strings.Contains(u.Command, "/") {
-		return u.Command, nil
-	}
-	childPath := u.Env["PATH"]
-	if _, set := u.Env["PATH"]; !set && u.InheritEnv.Allows("PATH") {
-		childPath = env["PATH"]
-	}
-	for _, dir := range filepath.SplitList(childPath) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, u.Command)
-		if _, err := exec.LookPath(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("must be a program on the child's PATH, got %s; it is not in PATH=%s (a daemon started by systemd has a shorter PATH than a login shell: give the full path, or set env.PATH)",
-		quote(u.Command), childPath)
 }
 
 // packageArg returns the package npx or uvx runs (its first argument that
@@ -86,4 +70,37 @@ func pinExample(runner, pkg string) string {
 		return quote(pkg + "==1.2.3")
 	}
 	return quote(pkg + "@1.2.3")
+}
+
+// catalogWarnings says where a tool or prompt of the configuration has the
+// name an upstream's item would have in the aggregated view
+// (<prefix>__<name>): the daemon's own catalog wins there, and the
+// upstream's item, if it has one, is listed as collided (docs/upstreams.md
+// §2). Whether it has one only its catalog tells, which config check
+// reads from the cache of servers that have run.
+func catalogWarnings(c *Config) []Problem {
+	byPrefix := map[string]string{}
+	for _, u := range c.MCPServers {
+		if !u.Disabled {
+			byPrefix[u.Prefix] = u.Name
+		}
+	}
+	var out []Problem
+	check := func(kind, section, name string) {
+		prefix, item, ok := strings.Cut(name, "__")
+		server, hosted := byPrefix[prefix]
+		if !ok || !hosted || item == "" {
+			return
+		}
+		out = append(out, Problem{Key: section + "." + tomlKey(name), Source: Source{Kind: FromFile, Name: c.file}, Warning: true,
+			Message: fmt.Sprintf("is also the name of mcpServers.%s's %s %s in the aggregated view, if %s has one: snodod's own %s wins, "+
+				"and %s's is not listed (snodod status shows it as collided)", tomlKey(server), kind, item, server, kind, server)})
+	}
+	for _, t := range c.Tools {
+		check("tool", "tools", t.Name)
+	}
+	for _, p := range c.Prompts {
+		check("prompt", "prompts", p.Name)
+	}
+	return out
 }

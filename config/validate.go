@@ -13,7 +13,8 @@ import (
 // Problem is one thing wrong with a configuration.
 type Problem struct {
 	// Key is the configuration key; for an unknown key or variable, the
-	// name as written.
+	// name as written; "" for a problem of the whole file (one that looks
+	// like an MCP client's own).
 	Key string
 	// Message says what is allowed and what was got, e.g.
 	// `must be a positive duration, got "0s"`; for an unknown key it is
@@ -34,7 +35,7 @@ type Problem struct {
 // value from the file needs no pointer: the file is named by the caller).
 // An unknown key's line is its message.
 func (p Problem) String() string {
-	if p.Unknown {
+	if p.Unknown || p.Key == "" {
 		return p.Message
 	}
 	line := p.Key + ": " + p.Message
@@ -62,6 +63,14 @@ func (e *ValidationError) Error() string {
 		lines[i] = p.String()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// SortProblems sorts problems by key, those of one key in the order they
+// came (a problem of the whole file, whose key is "", first), as Load and
+// Check report them; it returns problems.
+func SortProblems(problems []Problem) []Problem {
+	slices.SortStableFunc(problems, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
+	return problems
 }
 
 // rule is what a key allows: the text that says it, in messages and in
@@ -104,7 +113,7 @@ func anyBool() rule {
 }
 
 func oneOf(values ...string) rule {
-	return scalar("must be "+join(values, "or"), func(v any) bool { return slices.Contains(values, v.(string)) })
+	return scalar("must be "+join(quoteAll(values), "or"), func(v any) bool { return slices.Contains(values, v.(string)) })
 }
 
 func eachString(allowed string, ok func(string) bool) rule {

@@ -66,7 +66,7 @@ func TestLimitBoundaries(t *testing.T) {
 				row{k.Name, "0", []string{k.Name + `: must be a positive duration, got "0s"`}},
 				row{k.Name, `"-1s"`, []string{k.Name + `: must be a positive duration, got "-1s"`}},
 				row{k.Name, `"abc"`, []string{k.Name + `: must be a positive duration, got "abc"`}},
-				row{k.Name, "5", []string{k.Name + `: must be a positive duration with a unit, such as "5s", got 5`}},
+				row{k.Name, "5", []string{k.Name + `: must be a positive duration with a unit, such as "30s", got 5`}},
 			)
 		}
 	}
@@ -86,7 +86,7 @@ func TestRules(t *testing.T) {
 		{"server.cache_ttl", `"-1ns"`, []string{`server.cache_ttl: must be a non-negative duration, got "-1ns"`}},
 		{"server.cache_scope", `"public"`, nil},
 		{"server.cache_scope", `"private"`, nil},
-		{"server.cache_scope", `"Public"`, []string{`server.cache_scope: must be public or private, got "Public"`}},
+		{"server.cache_scope", `"Public"`, []string{`server.cache_scope: must be "public" or "private", got "Public"`}},
 		{"server.name", `"x"`, nil},
 		{"server.name", `""`, []string{`server.name: must be a non-empty string, got ""`}},
 		{"server.version", `"1.2.3"`, nil},
@@ -117,11 +117,12 @@ func TestRules(t *testing.T) {
 		{"http.allowed_origins", `["https://ok.example", 7]`, []string{`http.allowed_origins: entries must be origins (scheme://host[:port]), got 7`}},
 		{"daemon.allowed_uids", `1000`, []string{`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got 1000`}},
 		{"daemon.socket", `"/x/s.sock"`, nil},
-		{"daemon.socket", `"$XDG_RUNTIME_DIR/x.sock"`, nil},
+		{"daemon.socket", `"${XDG_RUNTIME_DIR}/x.sock"`, nil},
 		{"daemon.socket", `"` + long + `"`, nil},
 		{"daemon.socket", `"` + long + `s"`, []string{`daemon.socket: must be an absolute path of at most 107 bytes, got "` + long + `s"`}},
 		{"daemon.socket", `"s.sock"`, []string{`daemon.socket: must be an absolute path of at most 107 bytes, got "s.sock"`}},
-		{"daemon.socket", `"$NOPE/s.sock"`, []string{`daemon.socket: may use only environment variables that are set ($NOPE is not), got "$NOPE/s.sock"`}},
+		{"daemon.socket", `"${NOPE}/s.sock"`, []string{`daemon.socket: uses ${NOPE}, which is not set in the daemon's environment; set it, or write ${NOPE:-default}, got "${NOPE}/s.sock"`}},
+		{"daemon.socket", `"$NOPE/s.sock"`, []string{`daemon.socket: writes $NOPE, which is not expanded: write ${NOPE}, got "$NOPE/s.sock"`}},
 		{"daemon.socket", `"/run/test/snodod/control.sock"`, []string{`daemon.control_socket: must differ from daemon.socket, got "/run/test/snodod/control.sock"`}},
 		{"daemon.control_socket", `""`, nil},
 		{"daemon.control_socket", `"/elsewhere/c.sock"`, nil},
@@ -151,9 +152,9 @@ func TestRules(t *testing.T) {
 		{"http.allowed_origins", `["http://x:99999"]`, []string{`http.allowed_origins: entries must be origins (scheme://host[:port]), got "http://x:99999"`}},
 		{"log.level", `"debug"`, nil},
 		{"log.level", `"error"`, nil},
-		{"log.level", `"INFO"`, []string{`log.level: must be debug, info, warn or error, got "INFO"`}},
+		{"log.level", `"INFO"`, []string{`log.level: must be "debug", "info", "warn" or "error", got "INFO"`}},
 		{"log.format", `"json"`, nil},
-		{"log.format", `"yaml"`, []string{`log.format: must be text or json, got "yaml"`}},
+		{"log.format", `"yaml"`, []string{`log.format: must be "text" or "json", got "yaml"`}},
 	})
 }
 
@@ -196,7 +197,7 @@ level = "loud"
 	want := []string{
 		`executor.max_queue: must be a positive integer, got -1 (env SNODOD_EXECUTOR__MAX_QUEUE)`,
 		`http.path: must start with / and contain no ?, # or spaces, got "mcp" (flag --http.path)`,
-		`log.level: must be debug, info, warn or error, got "loud"`,
+		`log.level: must be "debug", "info", "warn" or "error", got "loud"`,
 		`session.write_timeout: must be a positive duration, got "0s"`,
 		`unknown key "session.write_timout"; did you mean "session.write_timeout"?`,
 	}
@@ -213,7 +214,7 @@ func TestThreeProblemsThreeLines(t *testing.T) {
 	path := writeFile(t, "config.yaml", "session:\n  max_line_bytes: 0\nlog:\n  format: xml\nhttp:\n  pth: /x\n")
 	_, err := Load(Options{File: path, Env: testEnv(t)})
 	want := `unknown key "http.pth"; did you mean "http.path"?
-log.format: must be text or json, got "xml"
+log.format: must be "text" or "json", got "xml"
 session.max_line_bytes: must be a positive integer, got 0`
 	if err == nil || err.Error() != want {
 		t.Errorf("Error() =\n%v\nwant\n%s", err, want)

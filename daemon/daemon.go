@@ -208,12 +208,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Name: opts.Name, Version: d.version(), Started: d.started},
-		Register: func(srv *server.Server) {
-			if opts.Catalog != nil {
-				opts.Catalog(srv)
-			}
-			d.attachUpstreams(srv)
-		}, Logger: d.log})
+		Register: opts.Catalog, Attach: d.attachUpstreams, Logger: d.log})
 	g, err := d.build(cfg, nil)
 	if err != nil {
 		d.host.Close()

@@ -92,7 +92,8 @@ func TestHTTPListener(t *testing.T) {
 }
 
 // A busy http.listen fails the start with a message naming the key; so
-// does a missing token file.
+// does a missing token file in a Config made by hand (config.Load refuses
+// one already).
 func TestHTTPListenRefused(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,7 +105,11 @@ func TestHTTPListenRefused(t *testing.T) {
 		"http.listen " + busy.Addr().String() + ": listen tcp": {"http.listen": busy.Addr().String()},
 		"http.auth_token_file: open":                           {"http.listen": "127.0.0.1:0", "http.auth_token_file": filepath.Join(dir, "absent")},
 	} {
-		d, err := New(testConfig(t, dir, want), Options{Logger: testLogger()})
+		token, _ := want["http.auth_token_file"].(string)
+		delete(want, "http.auth_token_file")
+		cfg := testConfig(t, dir, want)
+		cfg.HTTP.AuthTokenFile = token
+		d, err := New(cfg, Options{Logger: testLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +128,7 @@ func TestHTTPListenRefused(t *testing.T) {
 func TestHTTPToken(t *testing.T) {
 	dir := shortDir(t)
 	token := filepath.Join(dir, "token")
-	if err := os.WriteFile(token, []byte("s3cret-token\n"), 0o600); err != nil {
+	if err := os.WriteFile(token, []byte("s3cret-token-of-at-least-32-bytes\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := startDaemon(t, testConfig(t, dir, map[string]any{"http.listen": "0.0.0.0:0", "http.auth_token_file": token}), Options{})
@@ -137,7 +142,7 @@ func TestHTTPToken(t *testing.T) {
 	for _, c := range []struct {
 		auth   string
 		status int
-	}{{"", 401}, {"Bearer wrong", 401}, {"Basic s3cret-token", 401}, {"Bearer s3cret-token", 200}} {
+	}{{"", 401}, {"Bearer wrong", 401}, {"Basic s3cret-token-of-at-least-32-bytes", 401}, {"Bearer s3cret-token-of-at-least-32-bytes", 200}} {
 		resp := postMCP(t, url, "server/discover", discover, "Authorization", c.auth)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

@@ -193,7 +193,7 @@ func TestHTTPTokenOnNonLoopback(t *testing.T) {
 		t.Errorf("serve --http 0.0.0.0:%s without a token: %v\n%s\nwant a refusal naming http.auth_token_file", port, err, out)
 	}
 
-	const token = "tok-8f7e6d5c4b3a2910"
+	const token = "tok-8f7e6d5c4b3a2910-0123456789abcdef"
 	dir := publicDir(t)
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {

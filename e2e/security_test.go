@@ -320,7 +320,7 @@ env = { SET_BY_CONFIG = "yes" }
 // given the secrets).
 func TestSecretsNeverShown(t *testing.T) {
 	dir := publicDir(t)
-	const fileSecret, envSecret, token = "file-secret-7d1c0", "env-secret-93ab2", "bearer-token-5e6f7a8b9c0d1e2f"
+	const fileSecret, envSecret, token = "file-secret-7d1c0", "env-secret-93ab2", "bearer-token-5e6f7a8b9c0d1e2f-0123456789"
 	secretFile := filepath.Join(dir, "secret")
 	tokenFile := filepath.Join(dir, "token")
 	for path, content := range map[string]string{secretFile: fileSecret + "\n", tokenFile: token + "\n"} {
@@ -341,7 +341,7 @@ command = ["/bin/sh", "-c", "echo failing >&2; exit 3"]
 env = { FILE_SECRET = "${file:%[2]s}", ENV_SECRET = "${SNODOD_E2E_SECRET}" }
 
 [tools.receives]
-command = ["/bin/sh", "-c", "[ ${#FILE_SECRET} = 17 ] && [ ${#ENV_SECRET} = 16 ] && echo received"]
+command = ["/bin/sh", "-c", "[ $${#FILE_SECRET} = 17 ] && [ $${#ENV_SECRET} = 16 ] && echo received"]
 env = { FILE_SECRET = "${file:%[2]s}", ENV_SECRET = "${SNODOD_E2E_SECRET}" }
 
 [tools.vanishes]

@@ -22,18 +22,27 @@ func configUsage(w io.Writer) {
 
 check validates FILE (default: the default configuration file) on top of
 the defaults, without the environment or flags, so the file is judged on
-its own: every key, every [tools], [resources] and [prompts] entry
-(commands found on PATH, placeholders, paths, templates, schemas, names),
-and every [mcpServers] entry (its command on the child's PATH). It prints
-"ok: FILE" and exits 0, or prints every problem, one per line, and exits
-1. Warnings (a placeholder that can become an option, client keys it
-ignores, unpinned npx or uvx packages, and, from the catalog cache of
-hosted servers that have run, names that collide or are shortened over 64
-characters) are printed as "warning: ..." lines and do not fail the check.
+its own, in one pass: every key (the files of server.state_key_file and
+http.auth_token_file must hold at least 32 bytes, as serve requires), every
+[tools], [resources] and [prompts] entry (commands found on PATH,
+placeholders, paths, templates, schemas, names snodod serves itself), and
+every [mcpServers] entry (its command on the child's PATH, prefixes that
+clash). It prints "ok: FILE" and exits 0, or prints every problem, one per
+line, and exits 1. A client's own file (claude_desktop_config.json, VS
+Code's mcp.json) is named for what it is: it belongs in upstreams.import,
+or in snodod import. Warnings (a placeholder that can become an option,
+unless the tool sets allow_option_values = true; client keys it ignores;
+unpinned npx or uvx packages; a tool named as a hosted server's is in the
+aggregated view; and, from the catalog cache of hosted servers that have
+run, names that collide or are shortened over 64 characters) are printed
+as "warning: ..." lines and do not fail the check.
 
 print shows the effective configuration (defaults, the file, SNODOD_*
-environment variables) as TOML, every key with where its value came from;
---json prints one object keyed by key, each {"value": ..., "source": ...}.
+environment variables) as TOML, every key with where its value came from,
+and the entries field by field as written: a ${file:...} secret by its
+path, an env value that looks like a secret as <set>, so that the output
+loads back; --json prints one object keyed by key, each {"value": ...,
+"source": ...}.
 
 The keys and their defaults are listed in docs/config.md.
 `)
@@ -69,15 +78,7 @@ func runConfigCheck(args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	cfg, err := config.Inspect(path)
-	if err == nil {
-		// The configured items as the daemon would build them: schemas the
-		// runtime compiles, names snodod serves itself. (Upstream tools
-		// and prompts join through catalog.Reserved once they are hosted.)
-		if problems := catalog.Check(cfg, catalog.Reserved{}); len(problems) > 0 {
-			err = &config.ValidationError{File: cfg.File(), Problems: problems}
-		}
-	}
+	cfg, err := checkConfig(path)
 	if err != nil {
 		printConfigError(os.Stderr, "", err)
 		return exitFailure
@@ -89,6 +90,29 @@ func runConfigCheck(args []string) int {
 	}
 	fmt.Printf("ok: %s\n", cfg.File())
 	return exitOK
+}
+
+// checkConfig judges the configuration file path as config check does
+// (config.Inspect: "" is the default file), with the catalog's own checks:
+// schemas the runtime compiles, names snodod serves itself. Every problem
+// comes in one *config.ValidationError.
+func checkConfig(path string) (*config.Config, error) {
+	cfg, err := config.Inspect(path)
+	if cfg == nil {
+		return nil, err
+	}
+	var problems []config.Problem
+	var ve *config.ValidationError
+	if errors.As(err, &ve) {
+		problems = ve.Problems
+	}
+	if more := catalog.Check(cfg, catalog.Reserved{}); len(more) > 0 {
+		problems = config.SortProblems(append(problems, more...))
+	}
+	if len(problems) > 0 {
+		return cfg, &config.ValidationError{File: cfg.File(), Problems: problems}
+	}
+	return cfg, nil
 }
 
 // fileArg returns the file a config subcommand names, as its argument or

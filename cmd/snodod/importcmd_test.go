@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,13 +18,27 @@ import (
 // remote server (url, or Windsurf's serverUrl) is a comment, not an empty
 // table that would not load.
 func TestImportPrintsLoadableTOML(t *testing.T) {
-	entries := map[string]any{
+	dir := t.TempDir()
+	client := filepath.Join(dir, "client.json")
+	doc, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"files.v2": map[string]any{"command": "/bin/true", "args": []any{"bell\a", `quote" and \`, "é"}},
 		"web":      map[string]any{"url": "https://example.com/mcp"},
 		"windsurf": map[string]any{"serverUrl": "https://example.com/mcp"},
+	}})
+	if err := os.WriteFile(client, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := config.ReadClientFile(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &importer{file: cf, secrets: filepath.Join(dir, "secrets")}
+	entries, err := im.convert()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	writeImport(&out, "client.json", entries)
+	writeImport(&out, cf, entries, im.written, "/usr/bin/snodod", "config.toml")
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
 		t.Fatal(err)

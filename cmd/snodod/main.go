@@ -66,7 +66,7 @@ func init() {
 		{"stdio", "serve one MCP session on this process's standard input and output", runStdio, stdioUsage},
 		{"upstream", "start, stop or restart a hosted server: snodod upstream restart NAME", runUpstream, upstreamUsage},
 		{"logs", "print a hosted server's standard error: snodod logs NAME [-f]", runLogs, logsUsage},
-		{"import", "print a client's MCP servers as snodod configuration: snodod import FILE", runImport, importUsage},
+		{"import", "print a client's MCP servers as snodod configuration, or move them into it (--write): snodod import FILE", runImport, importUsage},
 		{"version", "print the snodod version", runVersion, versionUsage},
 		{"help", "show the commands, or one command's flags: snodod help <command>", runHelp, helpUsage},
 	}

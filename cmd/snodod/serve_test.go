@@ -265,7 +265,7 @@ func TestServeBadConfig(t *testing.T) {
 	}
 	r := runIn(t, isolated(dir), "", "serve", "--config", file, "--socket", filepath.Join(dir, "s.sock"), "--max-sessions", "many", "--log-level", "loud")
 	want := `snodod serve: daemon.max_sessions: must be a positive integer, got "many" (flag --max-sessions)
-snodod serve: log.level: must be debug, info, warn or error, got "loud" (flag --log-level)
+snodod serve: log.level: must be "debug", "info", "warn" or "error", got "loud" (flag --log-level)
 snodod serve: session.write_timeout: must be a positive duration, got "0s"
 `
 	if r.status != 1 || r.stderr != want {
@@ -342,7 +342,7 @@ func TestStdioReadsConfig(t *testing.T) {
 		t.Errorf("with the flag: %d\n%s\n%s", r.status, r.stdout, r.stderr)
 	}
 	r = runIn(t, isolated(dir, "SNODOD_LOG__LEVEL=loud"), "", "stdio")
-	if r.status != 1 || r.stderr != "snodod stdio: log.level: must be debug, info, warn or error, got \"loud\" (env SNODOD_LOG__LEVEL)\n" {
+	if r.status != 1 || r.stderr != "snodod stdio: log.level: must be \"debug\", \"info\", \"warn\" or \"error\", got \"loud\" (env SNODOD_LOG__LEVEL)\n" {
 		t.Errorf("bad environment: %d %q", r.status, r.stderr)
 	}
 }

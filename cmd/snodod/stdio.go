@@ -85,8 +85,9 @@ func runStdio(args []string) int {
 		return fail(err)
 	}
 	// The demo catalog (server.demo) comes with the Host; the hosted
-	// servers join each server it builds, before the configured items.
-	host := catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Version: buildVersion(), Started: started}, Register: ups.attach})
+	// servers join each server it builds, after the configured items,
+	// which keep their names (docs/upstreams.md §2).
+	host := catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Version: buildVersion(), Started: started}, Attach: ups.attach})
 	defer host.Close() // the configured folders' watches
 	srv, err := host.Apply(cfg)
 	if err != nil {
