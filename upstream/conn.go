@@ -53,7 +53,6 @@ import (
 	"github.com/snodod/snodod/internal/tailbuf"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
-	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -82,7 +81,7 @@ type ConnConfig struct {
 	MaxLineBytes int
 	// ClientInfo is snodod's clientInfo in a legacy initialize and the
 	// default io.modelcontextprotocol/clientInfo of 2026 requests.
-	ClientInfo server.Implementation
+	ClientInfo protocol.Implementation
 	// ClientCapabilities is declared in a legacy initialize (roots only
 	// when snodod can answer roots/list; sampling and elicitation only
 	// when it can relay them: docs/upstreams.md §5). nil declares {}.
@@ -144,7 +143,7 @@ func (cfg *ConnConfig) defaults() {
 		cfg.StopGrace = DefaultStopGrace
 	}
 	if cfg.ClientInfo.Name == "" {
-		cfg.ClientInfo = server.Implementation{Name: "snodod", Version: "dev"}
+		cfg.ClientInfo = protocol.Implementation{Name: "snodod", Version: "dev"}
 	}
 	if len(cfg.ClientCapabilities) == 0 {
 		cfg.ClientCapabilities = json.RawMessage(`{}`)

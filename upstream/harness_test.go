@@ -99,7 +99,7 @@ func newHarness(t *testing.T, toml string, stateDir ...string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.agg, err = server.New(server.Options{Info: server.Implementation{Name: "snodod", Version: "test"}, Logger: slog.New(slog.DiscardHandler)})
+	h.agg, err = server.New(server.Options{Info: protocol.Implementation{Name: "snodod", Version: "test"}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

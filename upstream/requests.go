@@ -31,7 +31,7 @@ func (in *instance) connConfig() ConnConfig {
 	}
 	return ConnConfig{
 		Name: in.u.name, Protocol: cfg.Protocol, KnownEra: known, MaxLineBytes: in.u.m.opts.MaxLineBytes,
-		ClientInfo:         server.Implementation{Name: "snodod", Version: in.u.m.opts.Version},
+		ClientInfo:         protocol.Implementation{Name: "snodod", Version: in.u.m.opts.Version},
 		ClientCapabilities: rawCaps,
 		Stderr:             in.u.ring,
 		Logger:             in.u.m.log,
