@@ -69,9 +69,9 @@ func (s *scanner) classify() Message {
 		if id.kind != kindString && id.kind != kindInt {
 			return Message{Kind: KindInvalid, Err: ErrIDType}
 		}
-		var ok bool
-		if echo, ok = s.boundedID(id); !ok {
-			return Message{Kind: KindInvalid, Err: ErrIDBounds}
+		var bad *Error
+		if echo, bad = s.checkedID(id); bad != nil {
+			return Message{Kind: KindInvalid, Err: bad}
 		}
 	}
 	if method.kind != kindString {
@@ -209,22 +209,35 @@ var knownMethods = func() map[string]string {
 
 // boundedID returns the id for the scanned value v when it is a bounded id.
 func (s *scanner) boundedID(v span) (ID, bool) {
+	id, bad := s.checkedID(v)
+	return id, bad == nil
+}
+
+// checkedID returns the id for the scanned string or integer v, or the
+// error that refuses it: ErrIDBounds for one out of bounds, ErrIDSurrogate
+// for a string holding a lone surrogate escape, which unescaping would
+// rewrite to U+FFFD: the answer would carry another id, and "\ud800" and
+// "\udc00" would be one id (issue 20).
+func (s *scanner) checkedID(v span) (ID, *Error) {
 	switch v.kind {
 	case kindString:
 		// Unescaping shrinks text at most sixfold (\u0041 is "A"), so longer
 		// raw text cannot fit: refuse it without unescaping.
 		if v.end-v.start-2 > 6*MaxIDBytes {
-			return ID{}, false
+			return ID{}, ErrIDBounds
+		}
+		if v.escaped && hasLoneSurrogate(s.data[v.start+1:v.end-1]) {
+			return ID{}, ErrIDSurrogate
 		}
 		if b := s.unescaped(v); len(b) <= MaxIDBytes {
-			return StringID(string(b)), true
+			return StringID(string(b)), nil
 		}
 	case kindInt:
 		if n, ok := parseInt64(s.data[v.start:v.end]); ok {
-			return IntID(n), true
+			return IntID(n), nil
 		}
 	}
-	return ID{}, false
+	return ID{}, ErrIDBounds
 }
 
 // parseInt64 converts a scanned integer literal, reporting false outside int64.

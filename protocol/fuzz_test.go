@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecode checks that Decode never panics, that it never accepts what
@@ -74,7 +75,7 @@ func FuzzDecode(f *testing.F) {
 
 // FuzzParseID checks ParseID against encoding/json's reading of the same text.
 func FuzzParseID(f *testing.F) {
-	for _, seed := range []string{`"abc"`, `42`, `-0`, `1.5`, `"\ud800"`, `9223372036854775808`, ` 7 `, `null`} {
+	for _, seed := range []string{`"abc"`, `42`, `-0`, `1.5`, `"\ud800"`, `"\ud83d\ude00"`, `"\ufffd\udc00"`, `"\\ud800"`, `9223372036854775808`, ` 7 `, `null`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -94,6 +95,11 @@ func FuzzParseID(f *testing.F) {
 		var want ID
 		switch v := v.(type) {
 		case string:
+			// A lone surrogate is refused, never read as U+FFFD: a U+FFFD
+			// in an accepted id was sent as one.
+			if strings.ContainsRune(v, utf8.RuneError) && !bytes.Contains(raw, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {
+				t.Fatalf("ParseID(%q) accepted an id holding a lone surrogate, read as %q", raw, v)
+			}
 			want = StringID(v)
 		case json.Number:
 			n, err := strconv.ParseInt(v.String(), 10, 64)
