@@ -49,11 +49,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/internal/tailbuf"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
-	"github.com/snodod/snodod/transport/stdio"
 )
 
 // Command is how to start one instance, fully resolved by the caller.
@@ -186,7 +186,7 @@ var (
 // over its stdin and stdout. Its methods may be called from any goroutine.
 // It owns the process: nothing else signals or waits for it.
 //
-// Goroutines: one reads stdout itself (stdio.LineScanner) and routes
+// Goroutines: one reads stdout itself (framing.Scanner) and routes
 // responses, progress and the upstream's own messages; one writes stdin
 // when the pipe would block (a caller writes its frame itself, without
 // waiting, when nothing waits before it: writer); one drains stderr and
@@ -196,8 +196,8 @@ type Conn struct {
 	cfg    ConnConfig
 	log    *slog.Logger
 	group  *proc.Group
-	reader *stdio.LineScanner // read by readLoop
-	stdout *os.File           // read ends, closed once drained
+	reader *framing.Scanner // read by readLoop
+	stdout *os.File         // read ends, closed once drained
 	stderr *os.File
 
 	// Set by the handshake, read-only once Start returns.

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/protocol"
-	"github.com/snodod/snodod/transport/stdio"
 )
 
 // connStats are the Conn's counters (ConnStats).
@@ -57,7 +57,7 @@ func (c *Conn) readLoop() {
 		switch {
 		case err == nil:
 			c.handleLine(line)
-		case errors.Is(err, stdio.ErrLineTooLong):
+		case errors.Is(err, framing.ErrLineTooLong):
 			c.stats.oversizeLines.Add(1) // longLine fails its call once the line has ended
 		case errors.Is(err, io.EOF), errors.Is(err, os.ErrDeadlineExceeded): // stopReading
 			return

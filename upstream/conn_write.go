@@ -7,7 +7,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/snodod/snodod/transport/stdio"
+	"github.com/snodod/snodod/internal/framing"
 )
 
 // maxWriteBatch bounds what one write(2) to the child's stdin carries:
@@ -120,7 +120,7 @@ func (w *writer) takeLocked(buf []byte) []byte {
 }
 
 // try writes what the pipe takes of b at once, without waiting.
-func (w *writer) try(b []byte) (int, error) { return stdio.WriteNow(w.raw, b) }
+func (w *writer) try(b []byte) (int, error) { return framing.WriteNow(w.raw, b) }
 
 // failed ends the writer after a failed write: either close interrupted it
 // (a stop), or the child no longer reads its stdin, which leaves it

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/internal/proc"
-	"github.com/snodod/snodod/transport/stdio"
 )
 
 // stderrTailBytes is how much of its stderr an ExitError quotes.
@@ -115,7 +115,7 @@ func (c *Conn) spawn(cmd Command) error {
 	c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
 	c.w.init(inW, c.log, c.kill)
 	watch := &lineWatch{f: outR, limit: c.cfg.MaxLineBytes, onLong: c.longLine}
-	c.reader = stdio.NewLineScanner(watch, c.cfg.MaxLineBytes) // read on readLoop's goroutine
+	c.reader = framing.NewScanner(watch, c.cfg.MaxLineBytes) // read on readLoop's goroutine
 	go c.w.loop()
 	go c.drainStderr()
 	go c.logStderr()

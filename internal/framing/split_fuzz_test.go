@@ -1,4 +1,4 @@
-package stdio
+package framing
 
 import (
 	"bytes"
@@ -31,12 +31,12 @@ func (r *chunkedReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// wantEvents is what docs/transport.md §3 says a reader with limit makes of
+// wantEvents is what docs/transport.md §3 says a Splitter with limit makes of
 // data: each LF-terminated line is accepted when its length, LF included,
 // is at most the limit; a last line without LF when its length is at most
 // the limit; every other line is one refusal; then the end of input.
-func wantEvents(data []byte, limit int) []lineEvent {
-	var evs []lineEvent
+func wantEvents(data []byte, limit int) []Event {
+	var evs []Event
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		line, size := data, len(data)
@@ -47,19 +47,19 @@ func wantEvents(data []byte, limit int) []lineEvent {
 			data = nil
 		}
 		if size > limit {
-			evs = append(evs, lineEvent{kind: lineOversize})
+			evs = append(evs, Event{Kind: KindOversize})
 		} else {
-			evs = append(evs, lineEvent{kind: lineData, data: line})
+			evs = append(evs, Event{Kind: KindLine, Data: line})
 		}
 	}
-	return append(evs, lineEvent{kind: lineEOF})
+	return append(evs, Event{Kind: KindEOF})
 }
 
-// FuzzLineReader checks that the bounded reader's lines do not depend on
+// FuzzSplitter checks that the Splitter's lines do not depend on
 // how the device chunks its bytes, that they are exactly what
-// docs/transport.md §3 says, that no batch exceeds maxBatchLines, and that the
-// reader never holds more than the limit of an unfinished line.
-func FuzzLineReader(f *testing.F) {
+// docs/transport.md §3 says, that no batch exceeds MaxBatchLines, and that the
+// Splitter never holds more than the limit of an unfinished line.
+func FuzzSplitter(f *testing.F) {
 	for _, seed := range []struct {
 		data  string
 		limit uint16
@@ -77,9 +77,9 @@ func FuzzLineReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, limit16 uint16, sizes []byte) {
 		limit := 1 + int(limit16%4096)
 		want := wantEvents(data, limit)
-		// Alone on a budget of its line limit, a reader behaves as one
+		// Alone on a budget of its line limit, a Splitter behaves as one
 		// without a budget, and leaves nothing counted.
-		budget := NewLineBudget(limit)
+		budget := NewBudget(limit)
 		for _, share := range []*budgetShare{nil, {b: budget}} {
 			readAll(t, data, limit, sizes, share, want)
 		}
@@ -89,24 +89,24 @@ func FuzzLineReader(f *testing.F) {
 	})
 }
 
-// readAll reads data through a lineReader (on share, when not nil) and
+// readAll reads data through a Splitter (on share, when not nil) and
 // checks its events against want.
-func readAll(t *testing.T, data []byte, limit int, sizes []byte, share *budgetShare, want []lineEvent) {
+func readAll(t *testing.T, data []byte, limit int, sizes []byte, share *budgetShare, want []Event) {
 	var count atomic.Int64
 	src := &plainSource{r: &chunkedReader{data: bytes.Clone(data), sizes: sizes}, max: limit + 1}
-	lr := newLineReader(src, limit, &count)
+	lr := NewSplitter(src, limit, &count, nil)
 	lr.share = share
-	var got []lineEvent
+	var got []Event
 	for {
-		evs := lr.batch()
-		if len(evs) == 0 || len(evs) > maxBatchLines {
+		evs := lr.Batch()
+		if len(evs) == 0 || len(evs) > MaxBatchLines {
 			t.Fatalf("a batch of %d events", len(evs))
 		}
 		if cap(lr.line) > limit || share != nil && cap(share.line) > limit {
-			t.Fatalf("the reader holds more than the limit %d of an unfinished line", limit)
+			t.Fatalf("the Splitter holds more than the limit %d of an unfinished line", limit)
 		}
 		got = append(got, evs...)
-		if k := evs[len(evs)-1].kind; k == lineEOF || k == lineError {
+		if k := evs[len(evs)-1].Kind; k == KindEOF || k == KindError {
 			break
 		}
 	}
@@ -117,8 +117,8 @@ func readAll(t *testing.T, data []byte, limit int, sizes []byte, share *budgetSh
 		t.Fatalf("%d events, want %d:\ngot  %v\nwant %v", len(got), len(want), got, want)
 	}
 	for i := range want {
-		if got[i].kind != want[i].kind || !bytes.Equal(got[i].data, want[i].data) {
-			t.Fatalf("event %d (budget %v): got kind %d %q, want kind %d %q", i, share != nil, got[i].kind, got[i].data, want[i].kind, want[i].data)
+		if got[i].Kind != want[i].Kind || !bytes.Equal(got[i].Data, want[i].Data) {
+			t.Fatalf("event %d (budget %v): got kind %d %q, want kind %d %q", i, share != nil, got[i].Kind, got[i].Data, want[i].Kind, want[i].Data)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package stdio
+package framing
 
 import (
 	"errors"
@@ -52,7 +52,7 @@ func (l *bufferList) put(b *[]byte) {
 
 // newSource reads in through a pooledSource when it has a descriptor
 // (syscall.Conn: *os.File, net connections), else into a buffer of its own.
-func newSource(in io.Reader, max int) source {
+func newSource(in io.Reader, max int) Source {
 	if sc, ok := in.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			return &pooledSource{rc: rc, max: max}
@@ -74,7 +74,7 @@ type pooledSource struct {
 	full bool    // the last read filled held
 }
 
-func (s *pooledSource) read() ([]byte, error) {
+func (s *pooledSource) Read() ([]byte, error) {
 	if s.held != nil && s.full && s.big == 0 {
 		// The last read filled the small buffer: more is coming.
 		readBuffers[0].put(s.held)

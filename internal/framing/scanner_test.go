@@ -1,4 +1,4 @@
-package stdio
+package framing
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ func TestReadLine(t *testing.T) {
 				_, _ = io.WriteString(pw, tt.in)
 				_ = pw.Close()
 			}()
-			r := NewLineScanner(pr, tt.limit)
+			r := NewScanner(pr, tt.limit)
 			var got []string
 			for {
 				line, err := r.ReadLine()
@@ -68,7 +68,7 @@ func TestReadLineInterrupted(t *testing.T) {
 	}
 	defer pw.Close()
 	defer pr.Close()
-	r := NewLineScanner(pr, 0)
+	r := NewScanner(pr, 0)
 	go pr.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
 	if _, err := r.ReadLine(); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("ReadLine = %v, want the deadline's error", err)

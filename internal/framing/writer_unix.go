@@ -1,6 +1,6 @@
 //go:build unix
 
-package stdio
+package framing
 
 import (
 	"io"
@@ -18,16 +18,10 @@ func rawConn(out io.Writer) syscall.RawConn {
 	return nil
 }
 
-// try writes what the device takes of b at once (WriteNow). It is for
-// devices with raw only; its caller owns the device's output
-// (output.writing).
-func (w *frameWriter) try(b []byte) (n int, err error) { return WriteNow(w.raw, b) }
-
 // WriteNow writes what a descriptor in the runtime's poller takes of b at
 // once, with one non-blocking write(2), and never waits: n < len(b) with a
 // nil error means the descriptor would block. The caller makes sure no
-// other write to it runs meanwhile. upstream/ writes a hosted server's
-// stdin with it.
+// other write to it runs meanwhile.
 func WriteNow(raw syscall.RawConn, b []byte) (n int, err error) {
 	rerr := raw.Write(func(fd uintptr) bool {
 		for {
