@@ -19,7 +19,22 @@ import (
 // is not a finite float64, or arrays nested in arrays (or objects in objects)
 // more than 1,000 deep. The Split and ProgressToken are set only for
 // KindRequest and KindNotification.
-func Decode(line []byte) Message {
+func Decode(line []byte) Message { return decode(line, false) }
+
+// DecodeFromServer is Decode in client mode: it judges a line a server sent
+// to snodod as its client (a hosted server's stdout, read by mcpclient),
+// so that one place judges a line's bytes at both ends of a connection.
+// Everything Decode checks is checked, and every line gets the Kind, ID,
+// Err, Method, Params, Result and ErrorObject Decode would give it: a
+// server's responses, its requests (sampling, elicitation, roots, ping)
+// and its notifications. What differs is the split of params, which the
+// MCP client reads, not the runtime: Members is set, but params._meta and
+// params.arguments are not split (Meta, Arguments and their flags stay
+// zero), no era is judged (Modern is false) and no ProgressToken is read.
+func DecodeFromServer(line []byte) Message { return decode(line, true) }
+
+// decode is Decode, in client mode when fromServer.
+func decode(line []byte, fromServer bool) Message {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
@@ -30,6 +45,7 @@ func Decode(line []byte) Message {
 	s := scannerPool.Get().(*scanner)
 	defer s.release()
 	s.reset(line)
+	s.fromServer = fromServer
 	s.skipSpace()
 	v, ok := s.value(roleTop)
 	if ok {
@@ -107,6 +123,9 @@ func (s *scanner) withParams(m Message) Message {
 		if na > 0 {
 			m.Arguments = all[np+nm:]
 		}
+	}
+	if s.fromServer {
+		return m // params' members only: see DecodeFromServer
 	}
 	m.MetaObject, m.ArgumentsObject = s.metaObject, s.argsObject
 	m.era()

@@ -10,8 +10,9 @@ import (
 )
 
 // FuzzDecode checks that Decode never panics, that it never accepts what
-// encoding/json rejects, that what it hands on is valid JSON, and that the
-// method and id it extracts agree with encoding/json.
+// encoding/json rejects, that what it hands on is valid JSON, that the
+// method and id it extracts agree with encoding/json, and that
+// DecodeFromServer judges the line as it does.
 func FuzzDecode(f *testing.F) {
 	for _, tc := range decodeCases {
 		if len(tc.line) < 4096 {
@@ -33,6 +34,10 @@ func FuzzDecode(f *testing.F) {
 		m := Decode(line)
 		if !bytes.Equal(line, input) {
 			t.Fatal("Decode modified its input")
+		}
+		if c := DecodeFromServer(line); c.Kind != m.Kind || c.ID != m.ID || c.Err != m.Err || c.Method != m.Method ||
+			!bytes.Equal(c.Params, m.Params) || !bytes.Equal(c.Result, m.Result) || !bytes.Equal(c.ErrorObject, m.ErrorObject) {
+			t.Fatalf("DecodeFromServer(%q) = %+v, Decode gives %+v", line, c, m)
 		}
 		text := bytes.TrimSuffix(line, []byte("\n"))
 		text = bytes.TrimPrefix(text, []byte("\xEF\xBB\xBF"))
