@@ -33,6 +33,10 @@ type Client struct {
 	sessions map[string]bool        // upstreams with a share = "session" instance for it
 	subs     map[subscription]int   // resource subscriptions held, by upstream and URI
 	cwdKeys  map[string]renderedKey // by upstream name: upstream.cwdKey's answer
+
+	// requests are the upstreams' requests waiting for this session's
+	// client (requests.go).
+	requests clientQueue
 }
 
 type subscription struct{ upstream, uri string }

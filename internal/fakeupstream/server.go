@@ -267,7 +267,11 @@ func (s *server) ask(ctx context.Context, method string, params any) (message, b
 	ch := make(chan message, 1)
 	s.waiting[string(id)] = ch
 	s.mu.Unlock()
-	s.write(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	m := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	s.write(m)
 	select {
 	case m := <-ch:
 		return m, true

@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // A crash mid-call answers every call in flight at once with the exit and
 // the stderr tail (nothing is replayed: that is the supervisor's choice).
 func TestCrashMidCall(t *testing.T) {
-	c := startFake(t, ConnConfig{})
+	c := startFake(t, Options{})
 	slow := make(chan error, 1)
 	running := make(chan struct{})
 	go func() {
@@ -41,8 +41,8 @@ func TestCrashMidCall(t *testing.T) {
 		t.Errorf("the other call in flight got %v, want the exit", err)
 	}
 	<-c.Done()
-	if c.Exit() == nil || c.Exit().Code != 3 {
-		t.Errorf("Exit = %v", c.Exit())
+	if exitOf(c) == nil || exitOf(c).Code != 3 {
+		t.Errorf("Exit = %v", exitOf(c))
 	}
 	if _, err := c.Call(context.Background(), "ping", nil, CallOptions{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Call after the exit = %v, want ErrClosed", err)
@@ -55,14 +55,14 @@ func TestCrashMidCall(t *testing.T) {
 func TestStartFailures(t *testing.T) {
 	t.Run("exit at start", func(t *testing.T) {
 		proctest.Cleanup(t)
-		err := checkStartFails(t, ConnConfig{}, "exited with status 1", "-exit-at-start", "1", "-exit-stderr", "error: no token")
+		err := checkStartFails(t, Options{}, "exited with status 1", "-exit-at-start", "1", "-exit-stderr", "error: no token")
 		var ee *ExitError
 		if !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(ee.Stderr, "error: no token") {
 			t.Errorf("Start = %#v, want the exit with its stderr", err)
 		}
 	})
 	t.Run("not found", func(t *testing.T) {
-		_, err := Start(context.Background(), Command{Path: "snodod-no-such-server", Env: []string{"PATH=/nonexistent"}}, ConnConfig{Name: "x"})
+		_, err := Connect(context.Background(), Command{Path: "snodod-no-such-server", Env: []string{"PATH=/nonexistent"}}, Options{Name: "x"})
 		var ee *ExitError
 		if !errors.As(err, &ee) || ee.Code != -1 || !strings.Contains(err.Error(), "not found in the upstream's PATH (/nonexistent)") {
 			t.Errorf("Start = %v, want not found naming the PATH", err)
@@ -72,7 +72,7 @@ func TestStartFailures(t *testing.T) {
 		proctest.Cleanup(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		err := checkStartFailsCtx(t, ctx, ConnConfig{}, `upstream "" did not answer server/discover before the start timeout`, "-start-delay", "60s")
+		err := checkStartFailsCtx(t, ctx, Options{}, `upstream "" did not answer server/discover before the start timeout`, "-start-delay", "60s")
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Start = %v, want it to wrap the deadline", err)
 		}
@@ -84,18 +84,19 @@ func TestStartFailures(t *testing.T) {
 func TestStderrFlood(t *testing.T) {
 	tests := []struct {
 		name  string
-		cfg   ConnConfig
+		cfg   Options
 		flags []string
 	}{
-		{"before answering", ConnConfig{}, []string{"-stderr-at-start", "2000000"}},
-		{"during the probe", ConnConfig{ProbeTimeout: 100 * time.Millisecond}, []string{"-probe-stderr", "2000000", "-discover-error", "0"}},
+		{"before answering", Options{}, []string{"-stderr-at-start", "2000000"}},
+		{"during the probe", Options{ProbeTimeout: 100 * time.Millisecond}, []string{"-probe-stderr", "2000000", "-discover-error", "0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ring := NewStderrRing(nil, 0)
-			tt.cfg.Stderr = ring
+			cmd := fakeCommand(tt.flags...)
+			cmd.Stderr = ring
 			tt.cfg.Logger = slog.New(slog.DiscardHandler)
-			c := startFake(t, tt.cfg, tt.flags...)
+			c := startCommand(t, cmd, tt.cfg)
 			if err := c.Ping(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -111,8 +112,9 @@ func TestStderrFlood(t *testing.T) {
 func TestOutputHygiene(t *testing.T) {
 	var log logBuffer
 	ring := NewStderrRing(nil, 0)
-	cfg := ConnConfig{Name: "gh", Stderr: ring, Logger: slog.New(slog.NewTextHandler(&log, nil))}
-	c := startFake(t, cfg, "-banner", "npm notice: a banner")
+	cmd := fakeCommand("-banner", "npm notice: a banner")
+	cmd.Stderr = ring
+	c := startCommand(t, cmd, Options{Name: "gh", Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	callTool(t, c, "junk", map[string]any{"text": "console.log output"}, CallOptions{})
 	callTool(t, c, "junk", map[string]any{"text": `{"not":"jsonrpc"}`}, CallOptions{})
 	_, _ = c.Call(context.Background(), "tools/call", toolParams(t, "crash", nil, nil), CallOptions{})
@@ -139,7 +141,7 @@ func TestResponseTooLong(t *testing.T) {
 			if idLast {
 				flags = append(flags, "-id-last")
 			}
-			c := startFake(t, ConnConfig{MaxLineBytes: 4096, Logger: slog.New(slog.DiscardHandler)}, flags...)
+			c := startFake(t, Options{MaxLineBytes: 4096, Logger: slog.New(slog.DiscardHandler)}, flags...)
 			_, err := c.Call(context.Background(), "tools/call", toolParams(t, "big", map[string]any{"bytes": 100000}, nil), CallOptions{})
 			if !errors.Is(err, ErrResponseTooLong) {
 				t.Errorf("big answer = %v, want ErrResponseTooLong", err)
@@ -204,7 +206,9 @@ func TestStop(t *testing.T) {
 			if tt.signal != 0 && tt.ctx == nil {
 				grace = 20 * time.Millisecond
 			}
-			c := startFake(t, ConnConfig{StopGrace: grace, Logger: slog.New(slog.DiscardHandler)}, flags...)
+			cmd := fakeCommand(flags...)
+			cmd.StopGrace = grace
+			c := startCommand(t, cmd, Options{Logger: slog.New(slog.DiscardHandler)})
 			b, err := os.ReadFile(pidfile)
 			if err != nil {
 				t.Fatal(err)
@@ -223,7 +227,7 @@ func TestStop(t *testing.T) {
 			}()
 			eventually(t, "the call in flight", func() bool { return c.InFlight() == 1 })
 			c.Stop(ctx)
-			e := c.Exit()
+			e := exitOf(c)
 			if e == nil || e.Code != tt.code || e.Signal != tt.signal {
 				t.Errorf("Exit = %v, want code %d signal %v", e, tt.code, tt.signal)
 			}
@@ -241,7 +245,9 @@ func TestStop(t *testing.T) {
 }
 
 func TestStopConcurrent(t *testing.T) {
-	c := startFake(t, ConnConfig{StopGrace: 20 * time.Millisecond}, "-ignore-eof")
+	cmd := fakeCommand("-ignore-eof")
+	cmd.StopGrace = 20 * time.Millisecond
+	c := startCommand(t, cmd, Options{})
 	done := make(chan struct{})
 	for range 3 {
 		go func() {
@@ -252,7 +258,7 @@ func TestStopConcurrent(t *testing.T) {
 	for range 3 {
 		<-done
 	}
-	if e := c.Exit(); e == nil || e.Signal != syscall.SIGTERM {
+	if e := exitOf(c); e == nil || e.Signal != syscall.SIGTERM {
 		t.Errorf("Exit = %v, want SIGTERM", e)
 	}
 }

@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"context"
@@ -30,18 +30,18 @@ const legacyVersion = "2025-11-25"
 var knownLegacyVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
 func (c *Conn) handshake(ctx context.Context) error {
-	switch c.cfg.Protocol {
+	switch c.o.Protocol {
 	case "", "auto":
-		if c.cfg.KnownEra == EraLegacy {
+		if c.o.KnownEra == EraLegacy {
 			return c.initialize(ctx, legacyVersion, nil)
 		}
 		return c.probe(ctx)
 	case protocol.Version2026:
 		return c.handshakeModern(ctx, fmt.Sprintf("does not speak %s; set protocol = \"auto\" or a legacy version", protocol.Version2026))
 	case "2025-06-18", "2025-11-25":
-		return c.initialize(ctx, c.cfg.Protocol, nil)
+		return c.initialize(ctx, c.o.Protocol, nil)
 	default:
-		return fmt.Errorf("upstream %q: protocol %q is not one of auto, 2025-06-18, 2025-11-25, %s", c.cfg.Name, c.cfg.Protocol, protocol.Version2026)
+		return fmt.Errorf("upstream %q: protocol %q is not one of auto, 2025-06-18, 2025-11-25, %s", c.o.Name, c.o.Protocol, protocol.Version2026)
 	}
 }
 
@@ -52,21 +52,20 @@ func (c *Conn) probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t := time.NewTimer(c.cfg.ProbeTimeout)
+	t := time.NewTimer(c.o.ProbeTimeout)
 	defer t.Stop()
 	select {
 	case r := <-discover.resp:
 		if c.isModern(r) {
 			return c.adopt2026(r)
 		}
-		var ee *ExitError
-		if errors.As(r.err, &ee) || errors.Is(r.err, ErrClosed) {
+		if ended(r.err) {
 			return r.err
 		}
 		c.log.Debug("upstream is legacy-era", "discover", describe(r))
 		return c.initialize(ctx, legacyVersion, nil)
 	case <-t.C:
-		c.log.Debug("no answer to server/discover; trying initialize", "waited", c.cfg.ProbeTimeout)
+		c.log.Debug("no answer to server/discover; trying initialize", "waited", c.o.ProbeTimeout)
 		return c.initialize(ctx, legacyVersion, discover)
 	case <-ctx.Done():
 		c.abandon(discover, ctx.Err())
@@ -88,8 +87,7 @@ func (c *Conn) beginDiscover() (*call, error) {
 func (c *Conn) await(ctx context.Context, cl *call, method string) (response, error) {
 	select {
 	case r := <-cl.resp:
-		var ee *ExitError
-		if errors.As(r.err, &ee) || errors.Is(r.err, ErrClosed) {
+		if ended(r.err) {
 			return r, r.err
 		}
 		return r, nil
@@ -101,9 +99,9 @@ func (c *Conn) await(ctx context.Context, cl *call, method string) (response, er
 
 func (c *Conn) startTimeout(ctx context.Context, method string) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("upstream %q did not answer %s before the start timeout: %w", c.cfg.Name, method, ctx.Err())
+		return fmt.Errorf("upstream %q did not answer %s before the start timeout: %w", c.o.Name, method, ctx.Err())
 	}
-	return fmt.Errorf("upstream %q: start abandoned during %s: %w", c.cfg.Name, method, ctx.Err())
+	return fmt.Errorf("upstream %q: start abandoned during %s: %w", c.o.Name, method, ctx.Err())
 }
 
 // isModern reports whether a discover outcome means a 2026-era server.
@@ -137,7 +135,7 @@ func (c *Conn) adopt2026(r response) error {
 		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(r.result, &d); err != nil {
-		return fmt.Errorf("upstream %q: malformed server/discover result: %w", c.cfg.Name, err)
+		return fmt.Errorf("upstream %q: malformed server/discover result: %w", c.o.Name, err)
 	}
 	if isObject(d.Capabilities) {
 		c.caps = d.Capabilities
@@ -155,8 +153,8 @@ func (c *Conn) adopt2026(r response) error {
 func (c *Conn) initialize(ctx context.Context, version string, discover *call) error {
 	params, _ := json.Marshal(map[string]any{
 		"protocolVersion": version,
-		"capabilities":    c.cfg.ClientCapabilities,
-		"clientInfo":      c.cfg.ClientInfo,
+		"capabilities":    c.o.ClientCapabilities,
+		"clientInfo":      c.o.ClientInfo,
 	})
 	ini, err := c.begin(c.nextID.Add(1), "initialize", params, nil, nil)
 	if err != nil {
@@ -172,8 +170,7 @@ func (c *Conn) initialize(ctx context.Context, version string, discover *call) e
 			if discover != nil {
 				c.forget(discover) // a later answer is dropped
 			}
-			var ee *ExitError
-			if errors.As(r.err, &ee) || errors.Is(r.err, ErrClosed) {
+			if ended(r.err) {
 				return r.err
 			}
 			if namesModern(r.err) {
@@ -181,7 +178,7 @@ func (c *Conn) initialize(ctx context.Context, version string, discover *call) e
 				return c.handshakeModern(ctx, "refused initialize as a 2026-era server, but not so on server/discover")
 			}
 			if r.err != nil {
-				return fmt.Errorf("upstream %q refused initialize: %w", c.cfg.Name, r.err)
+				return fmt.Errorf("upstream %q refused initialize: %w", c.o.Name, r.err)
 			}
 			return c.adoptLegacy(r.result)
 		case r := <-lateDiscover:
@@ -213,7 +210,7 @@ func (c *Conn) handshakeModern(ctx context.Context, notModern string) error {
 		return err
 	}
 	if !c.isModern(r) {
-		return fmt.Errorf("upstream %q %s (server/discover: %s)", c.cfg.Name, notModern, describe(r))
+		return fmt.Errorf("upstream %q %s (server/discover: %s)", c.o.Name, notModern, describe(r))
 	}
 	return c.adopt2026(r)
 }
@@ -248,10 +245,10 @@ func (c *Conn) adoptLegacy(result json.RawMessage) error {
 		Instructions    string          `json:"instructions"`
 	}
 	if err := json.Unmarshal(result, &r); err != nil {
-		return fmt.Errorf("upstream %q: malformed initialize result: %w", c.cfg.Name, err)
+		return fmt.Errorf("upstream %q: malformed initialize result: %w", c.o.Name, err)
 	}
 	if !slices.Contains(knownLegacyVersions, r.ProtocolVersion) {
-		return fmt.Errorf("upstream %q negotiated protocol version %q, which snodod does not speak (it speaks %v and %s)", c.cfg.Name, r.ProtocolVersion, knownLegacyVersions, protocol.Version2026)
+		return fmt.Errorf("upstream %q negotiated protocol version %q, which snodod does not speak (it speaks %v and %s)", c.o.Name, r.ProtocolVersion, knownLegacyVersions, protocol.Version2026)
 	}
 	c.era, c.version = EraLegacy, r.ProtocolVersion
 	c.caps = json.RawMessage(`{}`)
@@ -261,6 +258,10 @@ func (c *Conn) adoptLegacy(result json.RawMessage) error {
 	c.serverInfo, c.instructions = r.ServerInfo, r.Instructions
 	return c.Notify("notifications/initialized", nil)
 }
+
+// ended reports whether a call's error says the stream ended under it (a
+// Command's *ExitError) or before it was sent (ErrClosed).
+func ended(err error) bool { return errors.As(err, new(*ExitError)) || errors.Is(err, ErrClosed) }
 
 func isObject(raw json.RawMessage) bool {
 	_, ok := protocol.Members(raw)

@@ -15,6 +15,7 @@ import (
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/internal/syncbuf"
+	"github.com/snodod/snodod/mcpclient"
 )
 
 // This is the package's only TestMain (the other upstream tests share it):
@@ -49,77 +50,30 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
 }
 
-// fakeCommand runs the fake upstream with flags.
-func fakeCommand(flags ...string) Command {
-	return Command{Path: fakePath, Args: flags, Env: []string{"PATH=/usr/bin:/bin"}}
-}
-
-// logBuffer collects a Conn's log lines for assertions.
+// logBuffer collects log lines for assertions.
 type logBuffer = syncbuf.Buffer
 
-// startFake starts a Conn on the fake upstream, stopped (and checked for
-// leaked processes) when the test ends.
-func startFake(t testing.TB, cfg ConnConfig, flags ...string) *Conn {
+// startFake starts a Conn on the fake upstream with cmd's record, stopped
+// (and checked for leaked processes) when the test ends.
+func startFake(t testing.TB, cmd mcpclient.Command, flags ...string) *mcpclient.Conn {
 	t.Helper()
 	proctest.Cleanup(t)
-	if cfg.Name == "" {
-		cfg.Name = "fake"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cmd.Path, cmd.Args, cmd.Env = fakePath, flags, []string{"PATH=/usr/bin:/bin"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Start(ctx, fakeCommand(flags...), cfg)
+	c, err := mcpclient.Connect(ctx, cmd, mcpclient.Options{Name: "fake", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatalf("Start: %v", err)
+		t.Fatalf("Connect: %v", err)
 	}
 	t.Cleanup(func() { stop(c) })
 	return c
 }
 
 // stop stops c, giving it 10 s before SIGKILL.
-func stop(c *Conn) {
+func stop(c *mcpclient.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c.Stop(ctx)
-}
-
-// callTool calls a fake tool and returns its structuredContent.
-func callTool(t testing.TB, c *Conn, name string, arguments any, o CallOptions) map[string]json.RawMessage {
-	t.Helper()
-	res, err := c.Call(context.Background(), "tools/call", toolParams(t, name, arguments, nil), o)
-	if err != nil {
-		t.Fatalf("call %s: %v", name, err)
-	}
-	return structuredContent(t, res)
-}
-
-func toolParams(t testing.TB, name string, arguments any, meta map[string]any) json.RawMessage {
-	t.Helper()
-	p := map[string]any{"name": name}
-	if arguments != nil {
-		p["arguments"] = arguments
-	}
-	if meta != nil {
-		p["_meta"] = meta
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func structuredContent(t testing.TB, res json.RawMessage) map[string]json.RawMessage {
-	t.Helper()
-	var r struct {
-		StructuredContent map[string]json.RawMessage `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		t.Fatalf("result %s: %v", res, err)
-	}
-	return r.StructuredContent
 }
 
 // history is what the fake saw.
@@ -135,28 +89,8 @@ type history struct {
 	} `json:"cancelled"`
 }
 
-func fakeHistory(t testing.TB, c *Conn) history {
-	t.Helper()
-	sc := callTool(t, c, "history", nil, CallOptions{})
-	b, _ := json.Marshal(sc)
-	var h history
-	if err := json.Unmarshal(b, &h); err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// methods lists the methods the fake saw, in order.
-func (h history) methods() []string {
-	var out []string
-	for _, r := range h.Requests {
-		out = append(out, r.Method)
-	}
-	return out
-}
-
 // eventually waits for cond, failing after 10 s; for states a test cannot
-// be told about (a late answer dropped).
+// be told about.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -167,3 +101,6 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// behaviourToolCount mirrors the fake's behaviour tools (echo … history).
+var behaviourToolCount = make([]struct{}, 14)

@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"bytes"
@@ -113,8 +113,8 @@ func startRawUpstream(f *testing.F) *rawUpstream {
 	defer cancel()
 	// The child copies the FIFO only once it has read the initialize
 	// request: an answer read before its call is in flight is dropped.
-	c, err := Start(ctx, Command{Path: "/bin/sh", Args: []string{"-c", `read -r line; cat >/dev/null & exec cat "$0"`, path}, Env: []string{"PATH=/usr/bin:/bin"}},
-		ConnConfig{Name: "raw", Protocol: "2025-11-25", MaxLineBytes: fuzzLineLimit, Logger: slog.New(slog.DiscardHandler)})
+	c, err := Connect(ctx, Command{Path: "/bin/sh", Args: []string{"-c", `read -r line; cat >/dev/null & exec cat "$0"`, path}, Env: []string{"PATH=/usr/bin:/bin"}},
+		Options{Name: "raw", Protocol: "2025-11-25", MaxLineBytes: fuzzLineLimit, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatalf("Start: %v", err)
 	}
@@ -165,7 +165,7 @@ func FuzzConnReads(f *testing.F) {
 		for u.c.InFlight() == 0 {
 			select {
 			case <-u.c.Done():
-				t.Fatalf("the Conn ended after the upstream wrote %q: %v", out, u.c.Exit())
+				t.Fatalf("the Conn ended after the upstream wrote %q: %v", out, u.c.Err())
 			default:
 			}
 			if time.Now().After(deadline) {

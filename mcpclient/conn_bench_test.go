@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"bufio"
@@ -38,7 +38,7 @@ func usage(b *testing.B) func() {
 }
 
 func BenchmarkConnSequential(b *testing.B) {
-	c := startFake(b, ConnConfig{})
+	c := startFake(b, Options{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	defer usage(b)()
@@ -79,7 +79,7 @@ func BenchmarkDirectSequential(b *testing.B) {
 // BenchmarkConnPipelined keeps 64 calls in flight from 64 goroutines and
 // reports calls per second.
 func BenchmarkConnPipelined(b *testing.B) {
-	c := startFake(b, ConnConfig{})
+	c := startFake(b, Options{})
 	ctx := context.Background()
 	const callers = 64
 	start := time.Now()

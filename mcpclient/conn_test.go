@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TestCallMeta(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := ConnConfig{}
+			cfg := Options{}
 			cfg.ClientInfo.Name, cfg.ClientInfo.Version = "snodod-test", "9"
 			c := startFake(t, cfg, tt.flags...)
 			o := CallOptions{ClientCapabilities: json.RawMessage(`{"elicitation":{}}`)}
@@ -93,7 +93,7 @@ func TestCallMeta(t *testing.T) {
 // client id never reaches the upstream, so two sessions both using "id":1
 // cannot meet there. The fake refuses a reused id.
 func TestConcurrentCalls(t *testing.T) {
-	c := startFake(t, ConnConfig{})
+	c := startFake(t, Options{})
 	const n = 20
 	var wg sync.WaitGroup
 	ids := make([]string, n)
@@ -132,7 +132,7 @@ func TestConcurrentCalls(t *testing.T) {
 // Progress reaches only its own call, in order, without the token, only
 // when it increases; colliding client tokens do not matter.
 func TestProgress(t *testing.T) {
-	c := startFake(t, ConnConfig{})
+	c := startFake(t, Options{})
 	type update struct {
 		Progress      float64
 		Total         float64
@@ -174,7 +174,7 @@ func TestProgress(t *testing.T) {
 func TestCancel(t *testing.T) {
 	for _, late := range []bool{false, true} {
 		t.Run(fmt.Sprintf("late answer %v", late), func(t *testing.T) {
-			c := startFake(t, ConnConfig{})
+			c := startFake(t, Options{})
 			ctx, cancel := context.WithCancel(context.Background())
 			o := CallOptions{Progress: func(json.RawMessage) { cancel() }} // cancel once it runs
 			params := toolParams(t, "slow", map[string]any{"ms": 300, "ignoreCancel": late, "announce": true}, nil)
@@ -204,7 +204,7 @@ func TestCancel(t *testing.T) {
 
 // The upstream's error responses come back as sent.
 func TestCallErrors(t *testing.T) {
-	c := startFake(t, ConnConfig{})
+	c := startFake(t, Options{})
 	_, err := c.Call(context.Background(), "no/such/method", nil, CallOptions{})
 	var perr *protocol.Error
 	if !errors.As(err, &perr) || perr.Code != protocol.CodeMethodNotFound || perr.Message != "Method not found: no/such/method" {
@@ -217,7 +217,7 @@ func TestCallErrors(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	c := startFake(t, ConnConfig{}, "-tools", "250", "-prompts", "3", "-resources", "101", "-templates", "2", "-page-size", "100")
+	c := startFake(t, Options{}, "-tools", "250", "-prompts", "3", "-resources", "101", "-templates", "2", "-page-size", "100")
 	tests := []struct {
 		method string
 		n      int
@@ -247,7 +247,7 @@ func TestList(t *testing.T) {
 var behaviourToolCount = make([]struct{}, 14)
 
 func TestListRepeatedCursor(t *testing.T) {
-	c := startFake(t, ConnConfig{}, "-tools", "10", "-page-size", "2", "-repeat-cursor")
+	c := startFake(t, Options{}, "-tools", "10", "-page-size", "2", "-repeat-cursor")
 	_, err := c.List(context.Background(), "tools/list")
 	if err == nil || !strings.Contains(err.Error(), `repeated the cursor "again"`) {
 		t.Errorf("List = %v, want the repeated cursor refused", err)
@@ -257,7 +257,7 @@ func TestListRepeatedCursor(t *testing.T) {
 func TestPing(t *testing.T) {
 	for _, era := range []string{"legacy", "2026"} {
 		t.Run(era, func(t *testing.T) {
-			c := startFake(t, ConnConfig{}, "-era", era)
+			c := startFake(t, Options{}, "-era", era)
 			if err := c.Ping(context.Background()); err != nil {
 				t.Errorf("Ping: %v", err)
 			}

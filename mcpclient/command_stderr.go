@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"bytes"
@@ -29,21 +29,21 @@ type logLine struct {
 }
 
 // drainStderr reads the child's stderr until its end.
-func (c *Conn) drainStderr() {
-	defer close(c.stderrDone)
+func (p *process) drainStderr() {
+	defer close(p.stderrDone)
 	buf := make([]byte, stderrReadBytes)
 	var partial []byte
 	for {
-		n, err := c.stderr.Read(buf)
+		n, err := p.stderr.Read(buf)
 		b := buf[:n]
-		_, _ = c.cfg.Stderr.Write(b)
-		c.tail.Write(b)
+		_, _ = p.cmd.Stderr.Write(b)
+		p.tail.Write(b)
 		for len(b) > 0 {
 			i := bytes.IndexByte(b, '\n')
 			if i < 0 {
 				room := maxLogLine - len(partial)
 				if len(b) > room {
-					c.logText(streamStderr, append(partial, b[:room]...))
+					p.logText(streamStderr, append(partial, b[:room]...))
 					partial, b = partial[:0], b[room:]
 					continue
 				}
@@ -56,15 +56,15 @@ func (c *Conn) drainStderr() {
 				partial = partial[:0]
 			}
 			for len(line) > maxLogLine {
-				c.logText(streamStderr, line[:maxLogLine])
+				p.logText(streamStderr, line[:maxLogLine])
 				line = line[maxLogLine:]
 			}
-			c.logText(streamStderr, line)
+			p.logText(streamStderr, line)
 			b = b[i+1:]
 		}
 		if err != nil {
 			if len(partial) > 0 {
-				c.logText(streamStderr, partial)
+				p.logText(streamStderr, partial)
 			}
 			return
 		}
@@ -72,36 +72,36 @@ func (c *Conn) drainStderr() {
 }
 
 // logText queues one line for the log without ever waiting.
-func (c *Conn) logText(s stream, text []byte) {
+func (p *process) logText(s stream, text []byte) {
 	text = bytes.TrimRight(text, "\r")
 	if len(text) == 0 {
 		return
 	}
 	select {
-	case c.lines <- logLine{s, string(text)}:
+	case p.lines <- logLine{s, string(text)}:
 	default:
-		c.logDropped.Add(1)
+		p.logDropped.Add(1)
 	}
 }
 
 // logStderr writes queued lines to the log until logStop, then what is
 // left.
-func (c *Conn) logStderr() {
-	defer close(c.logDone)
+func (p *process) logStderr() {
+	defer close(p.logDone)
 	write := func(l logLine) {
-		if n := c.logDropped.Swap(0); n > 0 {
-			c.log.Warn("upstream output lines not logged: the log is slower than the upstream", "lines", n)
+		if n := p.logDropped.Swap(0); n > 0 {
+			p.log.Warn("upstream output lines not logged: the log is slower than the upstream", "lines", n)
 		}
-		c.log.Info(l.text, "stream", string(l.stream))
+		p.log.Info(l.text, "stream", string(l.stream))
 	}
 	for {
 		select {
-		case l := <-c.lines:
+		case l := <-p.lines:
 			write(l)
-		case <-c.logStop:
+		case <-p.logStop:
 			for {
 				select {
-				case l := <-c.lines:
+				case l := <-p.lines:
 					write(l)
 				default:
 					return

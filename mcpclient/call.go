@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"bytes"
@@ -38,18 +38,16 @@ type CallOptions struct {
 	LogLevel string
 }
 
-// call is one request in flight: in Conn.calls from before its frame is
-// queued until whoever takes it out (the answer, the caller giving up, the
-// end of the process) delivers its outcome, exactly once.
+// call is one request in flight: in Conn.calls from before its message is
+// sent until whoever takes it out (the answer, the caller giving up, the
+// end of the stream) delivers its outcome, exactly once.
 type call struct {
 	c        *Conn
 	id       int64
+	out      *Outgoing // the request as the stream has it
 	owner    any
 	progress func(json.RawMessage)
 	resp     chan response // buffered: deliver never blocks
-
-	// Guarded by the writer's mu.
-	sent, abandoned bool
 
 	// pmu orders Progress callbacks before the call's end: after deliver
 	// or stopProgress no callback runs.
@@ -89,15 +87,16 @@ func (cl *call) fail(err error) {
 func (c *Conn) forget(cl *call) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.calls[cl.id] != cl {
+	id := protocol.IntID(cl.id)
+	if c.calls[id] != cl {
 		return false
 	}
-	delete(c.calls, cl.id)
+	delete(c.calls, id)
 	return true
 }
 
 // take takes the call with id out of the table, nil when there is none.
-func (c *Conn) take(id int64) *call {
+func (c *Conn) take(id protocol.ID) *call {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.calls[id]
@@ -108,7 +107,7 @@ func (c *Conn) take(id int64) *call {
 }
 
 // Call sends one request with an id from this Conn's own space (integers
-// from 1, never reused while the process lives) and waits for its answer.
+// from 1, never reused while the Conn lives) and waits for its answer.
 // params is the params object as the client sent it (nil for none): the
 // client's progressToken and per-hop reserved _meta keys
 // (io.modelcontextprotocol/protocolVersion, clientCapabilities, clientInfo,
@@ -120,13 +119,13 @@ func (c *Conn) take(id int64) *call {
 // request was not written yet), a late answer is dropped, and ctx's error
 // is returned.
 //
-// Errors: *protocol.Error (the upstream's error response, code/message/data
-// as sent; Data is a json.RawMessage), *ExitError (the process exited or
-// its stdout ended while the call was in flight), ErrClosed (the Conn was
-// stopping or stopped before the request was sent), ErrResponseTooLong (the
-// answer exceeded MaxLineBytes; the line is dropped), or an error for
-// params that are not a JSON object. Call may be called from many
-// goroutines at once.
+// Errors: *protocol.Error (the server's error response, code/message/data
+// as sent; Data is a json.RawMessage), the stream's end when it ended
+// while the call was in flight (for a Command, an *ExitError: the process
+// exited or its stdout ended), ErrClosed (the Conn was stopping or stopped
+// before the request was sent), ErrResponseTooLong (the answer exceeded
+// MaxLineBytes; it was dropped), or an error for params that are not a
+// JSON object. Call may be called from many goroutines at once.
 func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
 	var token int64
@@ -160,22 +159,22 @@ func (c *Conn) roundTrip(ctx context.Context, id int64, method string, params js
 
 // begin puts request id in flight; its outcome arrives on the call's resp.
 func (c *Conn) begin(id int64, method string, params json.RawMessage, owner any, progress func(json.RawMessage)) (*call, error) {
-	frame := requestFrame(id, method, params)
 	cl := &call{c: c, id: id, owner: owner, progress: progress, resp: make(chan response, 1)}
+	cl.out = &Outgoing{Data: requestFrame(id, method, params), ID: id, call: cl}
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
 		return nil, ErrClosed
 	}
-	c.calls[id] = cl
+	c.calls[protocol.IntID(id)] = cl
 	c.mu.Unlock()
-	if !c.w.send(frame, cl) {
+	if !c.s.Send(cl.out) {
 		cl.fail(ErrClosed)
 	}
 	return cl, nil
 }
 
-// abandon gives up on cl: the upstream is told when the request reached it,
+// abandon gives up on cl: the server is told when the request reached it,
 // and a late answer will be dropped. It reports false when the outcome was
 // already on its way (it is then on cl.resp).
 func (c *Conn) abandon(cl *call, why error) bool {
@@ -183,9 +182,8 @@ func (c *Conn) abandon(cl *call, why error) bool {
 		return false
 	}
 	cl.stopProgress()
-	if !c.w.unsend(cl) {
+	if c.s.Cancel(cl.out, "snodod: "+why.Error()) {
 		c.stats.cancelled.Add(1)
-		c.w.send(cancelFrame(cl.id, why), nil)
 	}
 	return true
 }
@@ -200,15 +198,7 @@ func requestFrame(id int64, method string, params json.RawMessage) []byte {
 		b = append(b, `,"params":`...)
 		b = append(b, params...)
 	}
-	return append(b, "}\n"...)
-}
-
-func cancelFrame(id int64, reason error) []byte {
-	b := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`)
-	b = strconv.AppendInt(b, id, 10)
-	b = append(b, `,"reason":`...)
-	b = protocol.AppendString(b, "snodod: "+reason.Error())
-	return append(b, "}}\n"...)
+	return append(b, '}')
 }
 
 // Per-hop _meta members: each hop stamps its own (docs/upstreams.md §5).
@@ -328,7 +318,7 @@ func appendObject(b []byte, members map[string]json.RawMessage) json.RawMessage 
 // repeated cursor is an error) and returns the items of all pages in
 // order, each as sent. A list of more than maxListPages pages or
 // maxListItems items is cut there (research §5.7): List returns the items
-// so far and an error wrapping ErrListTruncated.
+// so far and a *ListCutError.
 func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, error) {
 	key, ok := listKeys[method]
 	if !ok {
@@ -339,7 +329,7 @@ func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, erro
 	var params json.RawMessage
 	for page := 1; ; page++ {
 		if page > maxListPages {
-			return items, &listCut{fmt.Sprintf("%s has more than %d pages", method, maxListPages)}
+			return items, &ListCutError{fmt.Sprintf("%s has more than %d pages", method, maxListPages)}
 		}
 		res, err := c.Call(ctx, method, params, CallOptions{})
 		if err != nil {
@@ -347,29 +337,29 @@ func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, erro
 		}
 		m, ok := protocol.Members(res)
 		if !ok {
-			return nil, fmt.Errorf("upstream %q: %s result is not an object", c.cfg.Name, method)
+			return nil, fmt.Errorf("upstream %q: %s result is not an object", c.o.Name, method)
 		}
 		var list []json.RawMessage
 		if raw, ok := m[key]; ok {
 			if err := json.Unmarshal(raw, &list); err != nil {
-				return nil, fmt.Errorf("upstream %q: %s result: %s is not a list", c.cfg.Name, method, key)
+				return nil, fmt.Errorf("upstream %q: %s result: %s is not a list", c.o.Name, method, key)
 			}
 		}
 		items = append(items, list...)
 		if len(items) > maxListItems {
-			return items[:maxListItems], &listCut{fmt.Sprintf("%s has more than %d items", method, maxListItems)}
+			return items[:maxListItems], &ListCutError{fmt.Sprintf("%s has more than %d items", method, maxListItems)}
 		}
 		var cursor string
 		if raw, ok := m["nextCursor"]; ok && string(raw) != "null" {
 			if cursor, ok = protocol.String(raw); !ok {
-				return nil, fmt.Errorf("upstream %q: %s result: nextCursor is not a string", c.cfg.Name, method)
+				return nil, fmt.Errorf("upstream %q: %s result: nextCursor is not a string", c.o.Name, method)
 			}
 		}
 		if cursor == "" {
 			return items, nil
 		}
 		if seen[cursor] {
-			return nil, fmt.Errorf("upstream %q: %s repeated the cursor %q; its pages would never end", c.cfg.Name, method, cursor)
+			return nil, fmt.Errorf("upstream %q: %s repeated the cursor %q; its pages would never end", c.o.Name, method, cursor)
 		}
 		seen[cursor] = true
 		params = appendObject(nil, map[string]json.RawMessage{"cursor": protocol.AppendString(nil, cursor)})
@@ -383,16 +373,12 @@ const (
 	maxListItems = 10_000
 )
 
-// ErrListTruncated is wrapped by List's error for a list cut at its
-// bounds; the items before the cut are returned with it.
-var ErrListTruncated = errors.New("the list was cut")
+// ListCutError is List's error for a list cut at its bounds; the items
+// before the cut are returned with it. Reason says which bound
+// ("tools/list has more than 10000 items"), for status.
+type ListCutError struct{ Reason string }
 
-// listCut is List's error for a list cut at its bounds: reason says
-// which bound ("tools/list has more than 10000 items"), for status.
-type listCut struct{ reason string }
-
-func (e *listCut) Error() string { return ErrListTruncated.Error() + ": " + e.reason }
-func (e *listCut) Unwrap() error { return ErrListTruncated }
+func (e *ListCutError) Error() string { return "the list was cut: " + e.Reason }
 
 var listKeys = map[string]string{
 	"tools/list":               "tools",
@@ -401,7 +387,7 @@ var listKeys = map[string]string{
 	"prompts/list":             "prompts",
 }
 
-// Notify sends a notification to the upstream. params is marshalled with
+// Notify sends a notification to the server. params is marshalled with
 // encoding/json (nil for none). It fails with ErrClosed once the Conn is
 // stopping.
 func (c *Conn) Notify(method string, params any) error {
@@ -415,8 +401,8 @@ func (c *Conn) Notify(method string, params any) error {
 		b = append(b, `,"params":`...)
 		b = append(b, p...)
 	}
-	b = append(b, "}\n"...)
-	if !c.w.send(b, nil) {
+	b = append(b, '}')
+	if !c.s.Send(&Outgoing{Data: b}) {
 		return ErrClosed
 	}
 	return nil

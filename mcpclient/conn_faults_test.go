@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // stops it: each test's process check (startFake) finds no child left.
 func besideFake(t *testing.T) (check func()) {
 	t.Helper()
-	other := startFake(t, ConnConfig{Name: "other"})
+	other := startFake(t, Options{Name: "other"})
 	return func() {
 		t.Helper()
 		if got := callTool(t, other, "echo", map[string]any{"still": "served"}, CallOptions{}); string(got["arguments"]) != `{"still":"served"}` {
@@ -35,7 +35,7 @@ func besideFake(t *testing.T) (check func()) {
 // flight fails them at once with the signal, and the Conn ends.
 func TestKilledMidCall(t *testing.T) {
 	check := besideFake(t)
-	c := startFake(t, ConnConfig{})
+	c := startFake(t, Options{})
 	errs := make(chan error, 3)
 	running := make(chan struct{}, 3)
 	for range 3 {
@@ -66,7 +66,9 @@ func TestKilledMidCall(t *testing.T) {
 func TestStderrFlood50MB(t *testing.T) {
 	check := besideFake(t)
 	ring := NewStderrRing(nil, 0)
-	c := startFake(t, ConnConfig{Stderr: ring, Logger: slog.New(slog.DiscardHandler)})
+	cmd := fakeCommand()
+	cmd.Stderr = ring
+	c := startCommand(t, cmd, Options{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := c.Call(ctx, "tools/call", toolParams(t, "stderr", map[string]any{"bytes": 50 << 20}, nil), CallOptions{}); err != nil {
@@ -86,7 +88,7 @@ func TestStderrFlood50MB(t *testing.T) {
 // call is answered: the reader stays in step.
 func TestTenMegabyteLine(t *testing.T) {
 	check := besideFake(t)
-	c := startFake(t, ConnConfig{})
+	c := startFake(t, Options{})
 	_, err := c.Call(context.Background(), "tools/call", toolParams(t, "big", map[string]any{"bytes": 10_000_000}, nil), CallOptions{})
 	if !errors.Is(err, ErrResponseTooLong) {
 		t.Fatalf("a 10 MB answer: %v, want ErrResponseTooLong", err)
@@ -105,7 +107,7 @@ func TestTenMegabyteLine(t *testing.T) {
 // the server still answers other calls.
 func TestNeverAnswers(t *testing.T) {
 	check := besideFake(t)
-	c := startFake(t, ConnConfig{})
+	c := startFake(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := c.Call(ctx, "tools/call", toolParams(t, "never", nil, nil), CallOptions{}); !errors.Is(err, context.DeadlineExceeded) {

@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"context"
@@ -26,22 +26,23 @@ func (r *recorder) Notify(method string, params json.RawMessage) {
 	r.notified = append(r.notified, method+" "+string(params))
 }
 
-func (r *recorder) Request(ctx context.Context, method string, params json.RawMessage, owners []any) (json.RawMessage, *protocol.Error) {
+func (r *recorder) Request(req *Request) {
 	r.mu.Lock()
-	r.requests = append(r.requests, method)
-	r.owners = append(r.owners, owners)
+	r.requests = append(r.requests, req.Method)
+	r.owners = append(r.owners, req.Owners)
 	r.mu.Unlock()
 	if r.answer != nil {
-		return r.answer(method)
+		req.Reply(r.answer(req.Method))
+		return
 	}
-	return json.RawMessage(`{"answered":"` + method + `"}`), nil
+	req.Reply(json.RawMessage(`{"answered":"`+req.Method+`"}`), nil)
 }
 
 // The upstream's requests reach the Handler with the owners of the calls in
 // flight (oldest first); its answer goes back to the upstream.
 func TestHandlerRequests(t *testing.T) {
 	h := &recorder{}
-	c := startFake(t, ConnConfig{Handler: h})
+	c := startFake(t, Options{Handler: h})
 	running := make(chan struct{})
 	go func() { // an earlier call of another owner, in flight meanwhile
 		o := CallOptions{Owner: "session-b", Progress: func(json.RawMessage) { close(running) }}
@@ -80,7 +81,7 @@ func TestHandlerRequests(t *testing.T) {
 
 func TestHandlerErrors(t *testing.T) {
 	t.Run("no handler", func(t *testing.T) {
-		c := startFake(t, ConnConfig{})
+		c := startFake(t, Options{})
 		sc := callTool(t, c, "sample", nil, CallOptions{})
 		if !strings.Contains(string(sc["error"]), `"code":-32601`) {
 			t.Errorf("upstream got %s, want -32601", sc["error"])
@@ -90,7 +91,7 @@ func TestHandlerErrors(t *testing.T) {
 		h := &recorder{answer: func(string) (json.RawMessage, *protocol.Error) {
 			return nil, &protocol.Error{Code: protocol.CodeInternalError, Message: "snodod: cannot attribute", Data: map[string]int{"sessions": 2}}
 		}}
-		c := startFake(t, ConnConfig{Handler: h})
+		c := startFake(t, Options{Handler: h})
 		sc := callTool(t, c, "elicit", nil, CallOptions{})
 		if string(sc["error"]) != `{"code":-32603,"message":"snodod: cannot attribute","data":{"sessions":2}}` {
 			t.Errorf("upstream got %s", sc["error"])
@@ -102,7 +103,7 @@ func TestHandlerErrors(t *testing.T) {
 // answer of the call that caused them.
 func TestHandlerNotify(t *testing.T) {
 	h := &recorder{}
-	c := startFake(t, ConnConfig{Handler: h})
+	c := startFake(t, Options{Handler: h})
 	for _, m := range []string{"notifications/tools/list_changed", "notifications/resources/updated"} {
 		callTool(t, c, "notify", map[string]any{"method": m, "params": map[string]string{"uri": "fake://res/001"}}, CallOptions{})
 	}
@@ -120,7 +121,7 @@ func TestHandlerNotify(t *testing.T) {
 // A 2026 upstream's input_required is a result like any other: the rounds
 // belong to the layer above.
 func TestInputRequired2026(t *testing.T) {
-	c := startFake(t, ConnConfig{}, "-era", "2026")
+	c := startFake(t, Options{}, "-era", "2026")
 	res, err := c.Call(context.Background(), "tools/call", toolParams(t, "elicit", nil, nil), CallOptions{ClientCapabilities: json.RawMessage(`{"elicitation":{}}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +144,12 @@ func TestInputRequired2026(t *testing.T) {
 	}
 }
 
-// The upstream cancelling its own request ends the Handler's ctx, and the
-// Handler's answer is not sent.
+// The upstream cancelling its own request ends the Request's Context, and
+// the Handler's answer is not sent.
 func TestHandlerCancelledByUpstream(t *testing.T) {
 	started, ended := make(chan struct{}), make(chan error, 1)
 	h := &blockingHandler{started: started, ended: ended}
-	c := startFake(t, ConnConfig{Handler: h})
+	c := startFake(t, Options{Handler: h})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-started
@@ -172,9 +173,13 @@ type blockingHandler struct {
 
 func (blockingHandler) Notify(string, json.RawMessage) {}
 
-func (h *blockingHandler) Request(ctx context.Context, method string, params json.RawMessage, owners []any) (json.RawMessage, *protocol.Error) {
+// Request answers only once the request's Context has ended, from a
+// goroutine of its own, as a Handler relaying to a client does.
+func (h *blockingHandler) Request(r *Request) {
 	close(h.started)
-	<-ctx.Done()
-	h.ended <- ctx.Err()
-	return json.RawMessage(`{}`), nil
+	go func() {
+		<-r.Context().Done()
+		h.ended <- r.Context().Err()
+		r.Reply(json.RawMessage(`{}`), nil)
+	}()
 }

@@ -1,4 +1,4 @@
-package upstream
+package mcpclient
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func TestNpmServers(t *testing.T) {
 			// The probe must fall back on the server's answer to
 			// server/discover, never wait for its timeout: with an hour's
 			// timeout, waiting would fail the start at ctx's minute.
-			c, err := Start(ctx, cmd, ConnConfig{Name: tt.bin, ProbeTimeout: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+			c, err := Connect(ctx, cmd, Options{Name: tt.bin, ProbeTimeout: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
 			}

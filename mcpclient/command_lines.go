@@ -1,26 +1,26 @@
-package upstream
+package mcpclient
 
 import (
 	"bytes"
 	"io"
 	"os"
-	"time"
+	"strconv"
 )
 
 // watchBytes is how much of the start and of the end of a long line
 // lineWatch keeps to find the line's id.
 const watchBytes = 256
 
-// lineWatch sits between the child's stdout and the stdio.Reader, which
+// lineWatch sits between the child's stdout and the framing.Scanner, which
 // drops a line over the limit without keeping it. It remembers the first
 // and last bytes of each line that spans reads, and when a line turns out
-// to be over the limit it reports them (on the Reader's goroutine, once the
+// to be over the limit it reports them (on the Scanner's goroutine, once the
 // line has ended), so that a too-long response fails its call
 // (docs/upstreams.md §4, stdout hygiene) instead of leaving it waiting. Lines
 // that end within one read cost one IndexByte.
 type lineWatch struct {
 	f      *os.File
-	limit  int                     // the Reader's: the newline counts
+	limit  int                     // the Scanner's: the newline counts
 	onLong func(head, tail []byte) // a line over the limit has ended
 
 	n    int    // bytes of the current line so far
@@ -37,9 +37,6 @@ func (w *lineWatch) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-// SetReadDeadline lets stdio.Reader.Close interrupt a blocked Read.
-func (w *lineWatch) SetReadDeadline(t time.Time) error { return w.f.SetReadDeadline(t) }
 
 func (w *lineWatch) scan(b []byte) {
 	for len(b) > 0 {
@@ -252,4 +249,10 @@ func isEscaped(b []byte, i int) bool {
 
 func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// parseIntID reads an id the Conn minted: a JSON integer.
+func parseIntID(raw []byte) (int64, bool) {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	return n, err == nil
 }
