@@ -244,7 +244,7 @@ func TestList(t *testing.T) {
 }
 
 // behaviourToolCount mirrors the fake's behaviour tools (echo … history).
-var behaviourToolCount = make([]struct{}, 14)
+var behaviourToolCount = make([]struct{}, 15)
 
 func TestListRepeatedCursor(t *testing.T) {
 	c := startFake(t, Options{}, "-tools", "10", "-page-size", "2", "-repeat-cursor")

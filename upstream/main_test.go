@@ -103,4 +103,4 @@ func eventually(t testing.TB, what string, cond func() bool) {
 }
 
 // behaviourToolCount mirrors the fake's behaviour tools (echo … history).
-var behaviourToolCount = make([]struct{}, 14)
+var behaviourToolCount = make([]struct{}, 15)
