@@ -3,14 +3,9 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 	"github.com/snodod/snodod/internal/proc/proctest"
@@ -26,22 +21,7 @@ import (
 var fakePath string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "snodod-upstream-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	fakePath = filepath.Join(dir, "fakeupstream")
-	if err := fakebuild.To(fakePath); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = os.RemoveAll(dir)
-		os.Exit(2)
-	}
-	if err := proctest.Subreaper(); err != nil {
-		fmt.Fprintln(os.Stderr, "subreaper:", err)
-		os.Exit(2)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
+	fakebuild.Main(m, &fakePath)
 }
 
 // fakeCommand runs the fake upstream with flags.
@@ -130,17 +110,7 @@ func structuredContent(t testing.TB, res json.RawMessage) map[string]json.RawMes
 }
 
 // history is what the fake saw.
-type history struct {
-	Requests []struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Tool   string          `json:"tool"`
-	} `json:"requests"`
-	Cancelled []struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
-	} `json:"cancelled"`
-}
+type history fakebuild.History
 
 func fakeHistory(t testing.TB, c *Conn) history {
 	t.Helper()

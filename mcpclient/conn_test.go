@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -223,7 +224,7 @@ func TestList(t *testing.T) {
 		n      int
 		first  string
 	}{
-		{"tools/list", len(behaviourToolCount) + 250, `"name":"echo"`},
+		{"tools/list", fakebuild.BehaviourTools + 250, `"name":"echo"`},
 		{"prompts/list", 3, `"name":"prompt-001"`},
 		{"resources/list", 101, `"uri":"fake://res/001"`},
 		{"resources/templates/list", 2, `"uriTemplate":"fake://tpl/001/{x}"`},
@@ -242,9 +243,6 @@ func TestList(t *testing.T) {
 		t.Error("List(tools/call) succeeded")
 	}
 }
-
-// behaviourToolCount mirrors the fake's behaviour tools (echo … history).
-var behaviourToolCount = make([]struct{}, 15)
 
 func TestListRepeatedCursor(t *testing.T) {
 	c := startFake(t, Options{}, "-tools", "10", "-page-size", "2", "-repeat-cursor")

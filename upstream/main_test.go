@@ -2,15 +2,10 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 	"github.com/snodod/snodod/internal/proc/proctest"
@@ -32,22 +27,7 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(roleEnv); role != "" {
 		os.Exit(helperMain(role))
 	}
-	dir, err := os.MkdirTemp("", "snodod-upstream-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	fakePath = filepath.Join(dir, "fakeupstream")
-	if err := fakebuild.To(fakePath); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = os.RemoveAll(dir)
-		os.Exit(2)
-	}
-	if err := proctest.Subreaper(); err != nil {
-		fmt.Fprintln(os.Stderr, "subreaper:", err)
-		os.Exit(2)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
+	fakebuild.Main(m, &fakePath)
 }
 
 // logBuffer collects log lines for assertions.
@@ -77,17 +57,7 @@ func stop(c *mcpclient.Conn) {
 }
 
 // history is what the fake saw.
-type history struct {
-	Requests []struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Tool   string          `json:"tool"`
-	} `json:"requests"`
-	Cancelled []struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
-	} `json:"cancelled"`
-}
+type history = fakebuild.History
 
 // eventually waits for cond, failing after 10 s; for states a test cannot
 // be told about.
@@ -101,6 +71,3 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
-
-// behaviourToolCount mirrors the fake's behaviour tools (echo … history).
-var behaviourToolCount = make([]struct{}, 15)

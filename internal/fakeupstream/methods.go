@@ -11,6 +11,7 @@ import (
 )
 
 // behaviourTools are always listed, in this order, before -tools fillers.
+// behaviourTools are listed first; fakebuild.BehaviourTools counts them.
 var behaviourTools = []string{"echo", "slow", "progress", "crash", "never", "big", "stderr", "junk", "sample", "elicit", "roots", "ping-client", "notify", "history", "flood"}
 
 func (s *server) method(ctx context.Context, m message, params, meta map[string]json.RawMessage) (any, *rpcError, bool) {
