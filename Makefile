@@ -10,10 +10,11 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # How long each fuzz target runs.
 FUZZTIME ?= 30s
 # The packages whose fuzz targets `make fuzz` runs: the line decoder
-# (protocol), the bounded reader and the whole session (transport/stdio),
-# the HTTP handler, the config loader, the upstream Conn's reading side,
-# exec-tool argv and file-resource paths (catalog).
-FUZZPKGS := ./protocol ./transport/stdio ./transport/http ./config ./upstream ./catalog
+# (protocol), the line splitter (internal/framing), the whole session
+# (transport/stdio), the HTTP handler, the config loader, the MCP
+# client's reading side (mcpclient), exec-tool argv and file-resource
+# paths (catalog).
+FUZZPKGS := ./protocol ./internal/framing ./transport/stdio ./transport/http ./config ./mcpclient ./catalog
 # One fuzzing process at a time, and a short minimization: the machine is
 # shared, and a finding is kept (testdata/fuzz/) however long it is.
 FUZZFLAGS ?= -parallel 1 -fuzzminimizetime 5s

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
 
@@ -50,7 +51,7 @@ func NewServer(cfg *config.Config, b Build, log *slog.Logger) (*server.Server, e
 		}
 	}
 	srv, err := server.New(server.Options{
-		Info: server.Implementation{
+		Info: protocol.Implementation{
 			Name:        info,
 			Version:     version,
 			Title:       cfg.Server.Title,

@@ -155,6 +155,7 @@ var keyed = []*spec{
 	{name: "upstreams.max_in_flight", rule: positiveInt(), desc: "Requests one upstream instance has in flight; more wait in its queue."},
 	{name: "upstreams.max_queued", rule: positiveInt(), desc: "Requests waiting for one instance, served round-robin by session; beyond it -31003."},
 	{name: "upstreams.max_parked", rule: positiveInt(), desc: "Calls of 2026 clients parked on a legacy upstream's elicitation or sampling, daemon-wide."},
+	{name: "upstreams.max_server_requests", rule: positiveInt(), desc: "Requests from hosted servers (sampling, elicitation, roots, ping) waiting at once for one session's client, and held unanswered by one instance; beyond it -32603 to the server at once."},
 	{name: "upstreams.stderr_bytes", rule: positiveInt(), desc: "Stderr kept per upstream, in bytes, for snodod logs and error messages."},
 	{name: "upstreams.stderr_total_bytes", rule: positiveInt(), desc: "Stderr kept by all upstreams together, in bytes."},
 	{name: "upstreams.drain_timeout", rule: positiveDuration(), desc: "How long a replaced or removed upstream instance may finish its requests after a reload."},

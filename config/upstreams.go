@@ -39,6 +39,12 @@ type Upstreams struct {
 	// upstream's elicitation or sampling, daemon-wide (docs/upstreams.md §6).
 	// >= 1.
 	MaxParked int `koanf:"max_parked"`
+	// MaxServerRequests caps the requests hosted servers make (sampling,
+	// elicitation, roots, ping) that wait at once for one session's
+	// client, and that one instance holds unanswered; beyond it the
+	// server's request is answered -32603 at once (docs/upstreams.md §5).
+	// >= 1.
+	MaxServerRequests int `koanf:"max_server_requests"`
 	// StderrBytes is the stderr kept per upstream for `snodod logs` and
 	// error messages. >= 1.
 	StderrBytes int `koanf:"stderr_bytes"`

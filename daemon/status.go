@@ -79,6 +79,7 @@ func upstreamRows(in []upstream.Status) []control.Upstream {
 			Tools: r.Tools, Prompts: r.Prompts, Resources: r.Resources, Templates: r.Templates,
 			Cached: r.Cached, Hidden: r.Hidden, Collided: r.Collided, Shortened: r.Shortened,
 			Unattributed: r.Unattributed, Dropped: r.Dropped, Subscribed: r.Subscribed,
+			Refused:   r.Refused,
 			Truncated: r.Truncated,
 		}
 	}

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/snodod/snodod/daemon/control"
 )
@@ -213,6 +215,80 @@ func TestUpstreamFaults(t *testing.T) {
 		unharmed(t, d, s, next())
 	})
 
+	t.Run("a flood of requests for a client that never answers", func(t *testing.T) {
+		// Issue 20 item 1: during one call, the fake writes sampling,
+		// elicitation, roots and ping requests with fresh ids as fast as
+		// it can to a 2025-06-18 client that declared those capabilities
+		// and never answers. Before, a goroutine per request waited for
+		// one of the session's 16 places: 332k goroutines and 4 GB in 15 s.
+		attacker := mustDial(t, d.socket)
+		if err := attacker.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{},"elicitation":{},"roots":{}},"clientInfo":{"name":"attacker","version":"1"}}}`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := attacker.answer("0", answerWithin); err != nil {
+			t.Fatal(err)
+		}
+		if err := attacker.send(initializedLine); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := d.status(t.Context())
+		goroutines, rssBefore := st.Goroutines, rssKB(d.cmd.Process.Pid)
+		n := next()
+		if err := attacker.send(callLine(n, "fake__flood", `{"ms":1500}`)); err != nil {
+			t.Fatal(err)
+		}
+		flood, asked := floodAnswer(t, attacker, n)
+		peak, served := 0, 0
+		var r reply
+		for done := false; !done; {
+			select {
+			case r = <-flood:
+				done = true
+			default:
+				st, _ := d.status(t.Context())
+				peak = max(peak, st.Goroutines)
+				if err := s.echo(next(), "beside the flood"); err != nil { // the healthy session
+					t.Fatalf("the healthy session during the flood: %v", err)
+				}
+				served++
+			}
+		}
+		var counts struct{ Sent, Answered, Refused int }
+		if isErr, why := failed(r); isErr {
+			t.Fatalf("the flooding call: %s", why)
+		}
+		if err := json.Unmarshal(structuredOf(r), &counts); err != nil {
+			t.Fatalf("the flood's counts %s: %v", r.Result, err)
+		}
+		st, err := d.status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := upstreamState(st, "fake")
+		t.Logf("the fake sent %d requests: %d answered, %d refused, status counts %d refused; the client was asked %d times; daemon goroutines %d before, %d at most; the healthy session had %d answers meanwhile",
+			counts.Sent, counts.Answered, counts.Refused, u.Refused, *asked, goroutines, peak, served)
+		if counts.Sent < 1000 || counts.Refused == 0 || u.Refused == 0 {
+			t.Errorf("the flood: %+v, status %d refused; want more than 1000 requests and refusals counted", counts, u.Refused)
+		}
+		if *asked > 16 {
+			t.Errorf("the client was sent %d requests, more than its 16 places", *asked)
+		}
+		if peak-goroutines > 100 {
+			t.Errorf("the daemon's goroutines went from %d to %d during the flood", goroutines, peak)
+		}
+		if !await(answerWithin, func() bool { st, _ := d.status(t.Context()); return st.Goroutines <= goroutines+10 }) {
+			st, _ := d.status(t.Context())
+			t.Errorf("the daemon's goroutines: %d before, %d after the flood", goroutines, st.Goroutines)
+		}
+		rssAfter := rssKB(d.cmd.Process.Pid)
+		t.Logf("daemon RSS: %d KiB before the flood, %d KiB after", rssBefore, rssAfter)
+		if rssAfter-rssBefore > 64<<10 {
+			t.Errorf("the daemon's RSS grew by %d MiB with the flood", (rssAfter-rssBefore)>>10)
+		}
+		attacker.Close()
+		unharmed(t, d, s, next())
+	})
+
 	t.Run("a grandchild that ignores SIGTERM", func(t *testing.T) {
 		pid := grandchild(t)
 		out, err := d.command("upstream", "stop", "fake").CombinedOutput()
@@ -302,4 +378,58 @@ func TestStateDirectoryUnwritable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// floodAnswer reads c's lines in the background until the answer to id,
+// counting the requests snodod sent it meanwhile (never answered).
+func floodAnswer(t *testing.T, c *sessionConn, id int) (<-chan reply, *int) {
+	ch, asked := make(chan reply, 1), new(int)
+	go func() {
+		deadline := time.Now().Add(answerWithin)
+		for {
+			r, line, err := c.next(time.Until(deadline))
+			if err != nil {
+				t.Errorf("waiting for the answer to %d: %v", id, err)
+				ch <- reply{Error: &rpcError{Message: err.Error()}}
+				return
+			}
+			switch {
+			case r.Method != "" && r.ID != nil:
+				*asked++ // read only once ch has its answer
+			case r.Method != "":
+			case string(r.ID) == strconv.Itoa(id):
+				ch <- r
+				return
+			default:
+				t.Errorf("waiting for the answer to %d, got %.200s", id, line)
+			}
+		}
+	}()
+	return ch, asked
+}
+
+// structuredOf is a tools/call result's structuredContent.
+func structuredOf(r reply) json.RawMessage {
+	var res struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	_ = json.Unmarshal(r.Result, &res)
+	return res.StructuredContent
+}
+
+// rssKB is a process's resident set, in KiB, from /proc (0 when it
+// cannot be read).
+func rssKB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			var kb int
+			fmt.Sscan(v, &kb)
+			return kb
+		}
+	}
+	return 0
 }

@@ -26,7 +26,8 @@ type soakHarness struct {
 
 	lost, wrong, expected, cancelled, stray, updates atomic.Int64
 	reloads, kills, touches, progress                atomic.Int64
-	minUpdates                                       int64 // the fewest updates one session got
+	floods, floodSent, floodRefused                  atomic.Int64 // soak_flood_test.go
+	minUpdates                                       int64        // the fewest updates one session got
 
 	mu       sync.Mutex
 	killedAt map[string][]time.Time
@@ -35,6 +36,8 @@ type soakHarness struct {
 	minutes  map[int][]time.Duration // latency of each success, by minute
 	began    time.Time
 	samples  []soakSample
+	// floodPeak is the most goroutines the daemon had during a flood.
+	floodPeak int
 }
 
 // soakFiles are the resource files read (their content is their name).
@@ -89,6 +92,11 @@ max_concurrency = 8
 path = %[2]q
 
 [mcpServers.fake]
+command = %[3]q
+start = "eager"
+restart = { max_attempts = 1000, initial_delay = "500ms", max_delay = "2s" }
+
+[mcpServers.flood]
 command = %[3]q
 start = "eager"
 restart = { max_attempts = 1000, initial_delay = "500ms", max_delay = "2s" }
@@ -300,7 +308,9 @@ func (h *soakHarness) report(dur time.Duration, total int, start, end, idle soak
 	fmt.Fprintf(&b, "Run of %s, %s UTC on %d cores (%s), load average %s at the end.\n\n", dur, time.Now().UTC().Format("2006-01-02 15:04"), runtime.NumCPU(), runtime.Version(), loadAvg())
 	fmt.Fprintf(&b, "%d sessions through `snodod serve`: %d on the session socket, %d handed over, %d ptys, %d over Streamable HTTP; ", total, h.kinds["socket"], h.kinds["hand-over"], h.kinds["pty"], h.kinds["http"])
 	fmt.Fprintf(&b, "each calls, every 1.5 to 4.5 s, the demo's echo and sleep (with progress, and cancelled), an exec tool, a file resource, tools/list and two hosted servers (the fake, and server-memory from npm), and holds a subscription to a file rewritten every 5 s. ")
-	fmt.Fprintf(&b, "The configuration was reloaded %d times (every 30 s) and a hosted server killed with SIGKILL %d times (every 60 s).\n\n", h.reloads.Load(), h.kills.Load())
+	fmt.Fprintf(&b, "The configuration was reloaded %d times (every 30 s) and a hosted server killed with SIGKILL %d times (every 60 s). ", h.reloads.Load(), h.kills.Load())
+	fmt.Fprintf(&b, "Every 60 s a third hosted server flooded a session that never answers with requests for 5 s (%d floods: %d requests, %d refused at once by upstreams.max_server_requests; at most %d daemon goroutines meanwhile).\n\n",
+		h.floods.Load(), h.floodSent.Load(), h.floodRefused.Load(), h.floodPeak)
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| calls answered and right | %d |\n| responses lost | %d |\n| wrong answers | %d |\n", served, h.lost.Load(), h.wrong.Load())
 	fmt.Fprintf(&b, "| answers to cancelled or unknown requests, progress after a result | %d |\n| calls cancelled (never answered, as they must be) | %d |\n", h.stray.Load(), h.cancelled.Load())

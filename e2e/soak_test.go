@@ -25,7 +25,8 @@ import (
 // tool, a file resource and two hosted servers (the fake, and
 // server-memory from npm) for SOAK_TIME (default 10m), with progress,
 // cancellations and a subscription each, while the configuration is
-// reloaded every 30 s and a hosted server is killed every 60 s. It
+// reloaded every 30 s, a hosted server is killed every 60 s, and a third
+// floods a session that never answers with requests (soak_flood_test.go). It
 // reports what issue 14 asks and writes it to SOAK_DOCS when set.
 //
 // It lives here, behind the soak build tag, rather than in bench/: it
@@ -63,6 +64,7 @@ func TestSoak(t *testing.T) {
 	var bg sync.WaitGroup
 	bg.Go(func() { h.every(30*time.Second, stop, func(n int) { h.reload(t, n) }) })
 	bg.Go(func() { h.every(60*time.Second, stop, func(n int) { h.kill(t, n) }) })
+	bg.Go(func() { h.every(60*time.Second, stop, func(int) { h.flood(t) }) })
 	bg.Go(func() { h.every(5*time.Second, stop, func(int) { h.touch() }) })
 	bg.Go(func() { h.every(30*time.Second, stop, func(int) { h.sample(t, "") }) })
 	wg.Wait()

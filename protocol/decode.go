@@ -19,7 +19,22 @@ import (
 // is not a finite float64, or arrays nested in arrays (or objects in objects)
 // more than 1,000 deep. The Split and ProgressToken are set only for
 // KindRequest and KindNotification.
-func Decode(line []byte) Message {
+func Decode(line []byte) Message { return decode(line, false) }
+
+// DecodeFromServer is Decode in client mode: it judges a line a server sent
+// to snodod as its client (a hosted server's stdout, read by mcpclient),
+// so that one place judges a line's bytes at both ends of a connection.
+// Everything Decode checks is checked, and every line gets the Kind, ID,
+// Err, Method, Params, Result and ErrorObject Decode would give it: a
+// server's responses, its requests (sampling, elicitation, roots, ping)
+// and its notifications. What differs is the split of params, which the
+// MCP client reads, not the runtime: Members is set, but params._meta and
+// params.arguments are not split (Meta, Arguments and their flags stay
+// zero), no era is judged (Modern is false) and no ProgressToken is read.
+func DecodeFromServer(line []byte) Message { return decode(line, true) }
+
+// decode is Decode, in client mode when fromServer.
+func decode(line []byte, fromServer bool) Message {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
@@ -30,6 +45,7 @@ func Decode(line []byte) Message {
 	s := scannerPool.Get().(*scanner)
 	defer s.release()
 	s.reset(line)
+	s.fromServer = fromServer
 	s.skipSpace()
 	v, ok := s.value(roleTop)
 	if ok {
@@ -69,9 +85,9 @@ func (s *scanner) classify() Message {
 		if id.kind != kindString && id.kind != kindInt {
 			return Message{Kind: KindInvalid, Err: ErrIDType}
 		}
-		var ok bool
-		if echo, ok = s.boundedID(id); !ok {
-			return Message{Kind: KindInvalid, Err: ErrIDBounds}
+		var bad *Error
+		if echo, bad = s.checkedID(id); bad != nil {
+			return Message{Kind: KindInvalid, Err: bad}
 		}
 	}
 	if method.kind != kindString {
@@ -107,6 +123,9 @@ func (s *scanner) withParams(m Message) Message {
 		if na > 0 {
 			m.Arguments = all[np+nm:]
 		}
+	}
+	if s.fromServer {
+		return m // params' members only: see DecodeFromServer
 	}
 	m.MetaObject, m.ArgumentsObject = s.metaObject, s.argsObject
 	m.era()
@@ -209,22 +228,35 @@ var knownMethods = func() map[string]string {
 
 // boundedID returns the id for the scanned value v when it is a bounded id.
 func (s *scanner) boundedID(v span) (ID, bool) {
+	id, bad := s.checkedID(v)
+	return id, bad == nil
+}
+
+// checkedID returns the id for the scanned string or integer v, or the
+// error that refuses it: ErrIDBounds for one out of bounds, ErrIDSurrogate
+// for a string holding a lone surrogate escape, which unescaping would
+// rewrite to U+FFFD: the answer would carry another id, and "\ud800" and
+// "\udc00" would be one id (issue 20).
+func (s *scanner) checkedID(v span) (ID, *Error) {
 	switch v.kind {
 	case kindString:
 		// Unescaping shrinks text at most sixfold (\u0041 is "A"), so longer
 		// raw text cannot fit: refuse it without unescaping.
 		if v.end-v.start-2 > 6*MaxIDBytes {
-			return ID{}, false
+			return ID{}, ErrIDBounds
+		}
+		if v.escaped && hasLoneSurrogate(s.data[v.start+1:v.end-1]) {
+			return ID{}, ErrIDSurrogate
 		}
 		if b := s.unescaped(v); len(b) <= MaxIDBytes {
-			return StringID(string(b)), true
+			return StringID(string(b)), nil
 		}
 	case kindInt:
 		if n, ok := parseInt64(s.data[v.start:v.end]); ok {
-			return IntID(n), true
+			return IntID(n), nil
 		}
 	}
-	return ID{}, false
+	return ID{}, ErrIDBounds
 }
 
 // parseInt64 converts a scanned integer literal, reporting false outside int64.

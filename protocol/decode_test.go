@@ -48,6 +48,7 @@ var (
 	response     = want{kind: KindResponse}
 	idTypeErr    = want{kind: KindInvalid, err: ErrIDType}
 	idBoundsErr  = want{kind: KindInvalid, err: ErrIDBounds}
+	surrogateErr = want{kind: KindInvalid, err: ErrIDSurrogate}
 	notification = func(m string) want { return want{kind: KindNotification, method: m} }
 	request      = func(id ID, m string) want { return want{kind: KindRequest, id: id, method: m} }
 	served       = request(IntID(1), "tools/call")
@@ -209,7 +210,19 @@ var decodeCases = []struct {
 	{"id 42", req("42", "tools/list", ""), request(IntID(42), "tools/list")},
 	{"id string 42", req(`"42"`, "tools/list", ""), request(StringID("42"), "tools/list")},
 	{"id empty string", req(`""`, "tools/list", ""), request(StringID(""), "tools/list")},
-	{"id lone surrogate", req(`"\ud800"`, "m", ""), request(StringID("\uFFFD"), "m")},
+	// Issue 20 item 10: an id with a lone surrogate escape is refused,
+	// never rewritten to U+FFFD (the answer would carry another id, and
+	// "\ud800", "\udbff" and "\udc00" would all be one id).
+	{"id lone surrogate", req(`"\ud800"`, "m", ""), surrogateErr},
+	{"id lone low surrogate", req(`"\udc00"`, "m", ""), surrogateErr},
+	{"id two high surrogates", req(`"\ud800\ud800"`, "m", ""), surrogateErr},
+	{"id surrogate then text", req(`"a\uDBFFz"`, "m", ""), surrogateErr},
+	{"id pair then lone", req(`"\ud83d\ude00\udc00"`, "m", ""), surrogateErr},
+	{"id surrogate pair", req(`"\ud83d\ude00"`, "m", ""), request(StringID("😀"), "m")},
+	{"id escaped backslash then u", req(`"\\ud800"`, "m", ""), request(StringID(`\ud800`), "m")},
+	{"id raw U+FFFD", req(`"\ufffd"`, "m", ""), request(StringID("\uFFFD"), "m")},
+	{"id lone surrogate wrong jsonrpc", `{"jsonrpc":"1.0","id":"\ud800","method":"m"}`, want{kind: KindInvalid, err: ErrNotJSONRPC2}},
+	{"response lone surrogate id", `{"jsonrpc":"2.0","id":"\ud800","result":{}}`, response},
 	// §16 case 23: notifications, whatever else is wrong.
 	{"call without id", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, notification("tools/call")},
 	{"bogus notification", `{"jsonrpc":"2.0","method":"notifications/bogus"}`, notification("notifications/bogus")},
@@ -456,8 +469,9 @@ func TestParseID(t *testing.T) {
 		{strID(256), StringID(strings.Repeat("x", 256)), true},
 		{strID(257), ID{}, false},
 		{`"a\"b\u00e9\ud83d\ude00"`, StringID("a\"bé😀"), true},
-		{`"\ud800x"`, StringID("\uFFFDx"), true},
-		{`"\ud800\u0041"`, StringID("\uFFFDA"), true},
+		{`"\ud800x"`, ID{}, false},
+		{`"\ud800\u0041"`, ID{}, false},
+		{`"\udfff"`, ID{}, false},
 		{`1.5`, ID{}, false},
 		{`1e2`, ID{}, false},
 		{`1.0`, ID{}, false},

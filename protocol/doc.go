@@ -12,7 +12,8 @@
 // only append to the slice they are given. It imports the standard library
 // only.
 //
-// Decode is the one place a line's bytes are judged. It is stricter than
+// Decode is the one place a line's bytes are judged, at both ends of a
+// connection (DecodeFromServer is its client mode). It is stricter than
 // encoding/json (duplicate member names, integer length, finiteness, nesting
 // and UTF-8 are all checked in one pass), so that Message.Params may then be
 // decoded with encoding/json by handlers without surprises. The same pass

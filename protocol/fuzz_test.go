@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecode checks that Decode never panics, that it never accepts what
-// encoding/json rejects, that what it hands on is valid JSON, and that the
-// method and id it extracts agree with encoding/json.
+// encoding/json rejects, that what it hands on is valid JSON, that the
+// method and id it extracts agree with encoding/json, and that
+// DecodeFromServer judges the line as it does.
 func FuzzDecode(f *testing.F) {
 	for _, tc := range decodeCases {
 		if len(tc.line) < 4096 {
@@ -32,6 +34,10 @@ func FuzzDecode(f *testing.F) {
 		m := Decode(line)
 		if !bytes.Equal(line, input) {
 			t.Fatal("Decode modified its input")
+		}
+		if c := DecodeFromServer(line); c.Kind != m.Kind || c.ID != m.ID || c.Err != m.Err || c.Method != m.Method ||
+			!bytes.Equal(c.Params, m.Params) || !bytes.Equal(c.Result, m.Result) || !bytes.Equal(c.ErrorObject, m.ErrorObject) {
+			t.Fatalf("DecodeFromServer(%q) = %+v, Decode gives %+v", line, c, m)
 		}
 		text := bytes.TrimSuffix(line, []byte("\n"))
 		text = bytes.TrimPrefix(text, []byte("\xEF\xBB\xBF"))
@@ -74,7 +80,7 @@ func FuzzDecode(f *testing.F) {
 
 // FuzzParseID checks ParseID against encoding/json's reading of the same text.
 func FuzzParseID(f *testing.F) {
-	for _, seed := range []string{`"abc"`, `42`, `-0`, `1.5`, `"\ud800"`, `9223372036854775808`, ` 7 `, `null`} {
+	for _, seed := range []string{`"abc"`, `42`, `-0`, `1.5`, `"\ud800"`, `"\ud83d\ude00"`, `"\ufffd\udc00"`, `"\\ud800"`, `9223372036854775808`, ` 7 `, `null`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -94,6 +100,11 @@ func FuzzParseID(f *testing.F) {
 		var want ID
 		switch v := v.(type) {
 		case string:
+			// A lone surrogate is refused, never read as U+FFFD: a U+FFFD
+			// in an accepted id was sent as one.
+			if strings.ContainsRune(v, utf8.RuneError) && !bytes.Contains(raw, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {
+				t.Fatalf("ParseID(%q) accepted an id holding a lone surrogate, read as %q", raw, v)
+			}
 			want = StringID(v)
 		case json.Number:
 			n, err := strconv.ParseInt(v.String(), 10, 64)

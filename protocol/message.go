@@ -142,6 +142,7 @@ var (
 	ErrNotJSONRPC2        = &Error{Code: CodeInvalidRequest, Message: "Expected a JSON-RPC 2.0 request"}
 	ErrIDType             = &Error{Code: CodeInvalidRequest, Message: "Request id must be a string or integer"}
 	ErrIDBounds           = &Error{Code: CodeInvalidRequest, Message: "Request id must be a string of at most 256 bytes or an int64 integer"}
+	ErrIDSurrogate        = &Error{Code: CodeInvalidRequest, Message: "Request id must not contain a lone UTF-16 surrogate escape"}
 	ErrMethodType         = &Error{Code: CodeInvalidRequest, Message: "Request method must be a string"}
 	ErrAmbiguous          = &Error{Code: CodeInvalidRequest, Message: "A message with method, result and error is neither a request nor a response"}
 	ErrParamsType         = &Error{Code: CodeInvalidParams, Message: "Request params must be an object"}

@@ -115,6 +115,9 @@ type scanner struct {
 	params, meta, args []Member
 	metaObject         bool
 	argsObject         bool
+	// fromServer: DecodeFromServer's scan, which splits params into
+	// members but neither _meta nor arguments.
+	fromServer bool
 }
 
 var scannerPool = sync.Pool{New: func() any { return new(scanner) }}
@@ -270,6 +273,9 @@ func (s *scanner) object(r role) bool {
 		field, child := fieldNone, roleOther
 		if r != roleOther {
 			field, child = member(r, name)
+			if s.fromServer && child != roleOther && r == roleParams {
+				child = roleOther
+			}
 		}
 		if !s.add(&names, ref, name) {
 			return false

@@ -214,6 +214,36 @@ func appendUnescaped(dst, s []byte) []byte {
 	return dst
 }
 
+// hasLoneSurrogate reports whether the content of a validated JSON string
+// (quotes excluded) holds a \u escape of a surrogate that is not half of
+// a valid pair, which appendUnescaped would make U+FFFD.
+func hasLoneSurrogate(s []byte) bool {
+	for {
+		i := bytes.IndexByte(s, '\\')
+		if i < 0 {
+			return false
+		}
+		s = s[i:]
+		if s[1] != 'u' {
+			s = s[2:] // \\ among them: the next backslash starts an escape
+			continue
+		}
+		r := hex4(s[2:6])
+		s = s[6:]
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		next := rune(-1)
+		if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+			next = hex4(s[2:6])
+		}
+		if utf16.DecodeRune(r, next) == utf8.RuneError {
+			return true
+		}
+		s = s[6:]
+	}
+}
+
 // unescaped returns the content of the scanned string v, unescaped into the
 // scanner's scratch buffer when needed; it is valid until the next call.
 func (s *scanner) unescaped(v span) []byte {

@@ -27,7 +27,7 @@ func TestToolResultAppendMatchesEncoder(t *testing.T) {
 		results = append(results, callToolWire{Content: []Content{TextContent(s)}})
 	}
 	results = append(results,
-		callToolWire{ResultType: "complete", Content: []Content{}, IsError: true, Meta: map[string]any{"io.modelcontextprotocol/serverInfo": Implementation{Name: "n", Version: "1"}}},
+		callToolWire{ResultType: "complete", Content: []Content{}, IsError: true, Meta: map[string]any{"io.modelcontextprotocol/serverInfo": protocol.Implementation{Name: "n", Version: "1"}}},
 		callToolWire{ResultType: "complete", Content: []Content{TextContent("r")}, Meta: json.RawMessage(`{"io.modelcontextprotocol/serverInfo":{"name":"<n>","version":"1"}}`)},
 		callToolWire{Content: []Content{ImageContent([]byte{1, 2, 3}, "image/png"), AudioContent(nil, "audio/wav"),
 			ResourceLinkContent(&Resource{URI: "test://x", Name: "x"}), EmbeddedResource(&ResourceContents{URI: "test://y", Text: "<y>"}),

@@ -20,7 +20,7 @@ type contentWire struct {
 	Title       string            `json:"title,omitempty"`
 	Description string            `json:"description,omitempty"`
 	Size        *int64            `json:"size,omitempty"`
-	Icons       []Icon            `json:"icons,omitempty"`
+	Icons       []protocol.Icon   `json:"icons,omitempty"`
 	Resource    *ResourceContents `json:"resource,omitempty"`
 	Annotations *Annotations      `json:"annotations,omitempty"`
 	Meta        map[string]any    `json:"_meta,omitempty"`

@@ -14,7 +14,7 @@ import (
 // structuredContent. Any transport hands requests to Dispatch; here a
 // 2026-07-28 request is dispatched directly.
 func Example() {
-	s, err := server.New(server.Options{Info: server.Implementation{Name: "weather", Version: "1.0.0"}})
+	s, err := server.New(server.Options{Info: protocol.Implementation{Name: "weather", Version: "1.0.0"}})
 	if err != nil {
 		panic(err)
 	}

@@ -13,7 +13,7 @@ import (
 // serverInfo inside it, which a relayed result's _meta is given. It is
 // immutable; a change swaps the whole value.
 type identity struct {
-	info         Implementation
+	info         protocol.Implementation
 	instructions string
 	infoMeta     map[string]any
 	infoJSON     map[string]json.RawMessage // each version's serverInfo
@@ -23,7 +23,7 @@ func (s *Server) identity() *identity { return s.ident.Load() }
 
 // setIdentity replaces the identity, encoding the _meta of every enabled
 // version from info.
-func (s *Server) setIdentity(info Implementation, instructions string) error {
+func (s *Server) setIdentity(info protocol.Implementation, instructions string) error {
 	id := &identity{info: info, instructions: instructions, infoMeta: map[string]any{}, infoJSON: map[string]json.RawMessage{}}
 	for _, v := range s.versions.All() {
 		projected, err := protocol.AppendValue(nil, projectInfo(info, v))
@@ -41,7 +41,7 @@ func (s *Server) setIdentity(info Implementation, instructions string) error {
 // one. Sessions see it in their next initialize or 2026 result. A view
 // that relays another server (a pass-through of a hosted upstream) sets
 // that server's once it is known.
-func (s *Server) SetInfo(info Implementation) {
+func (s *Server) SetInfo(info protocol.Implementation) {
 	cur := s.identity()
 	if info.Name == "" {
 		info.Name = cur.info.Name

@@ -13,7 +13,7 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-var testServerInfo = Implementation{Name: "snodod", Version: "1.0.0"}
+var testServerInfo = protocol.Implementation{Name: "snodod", Version: "1.0.0"}
 
 func jsonOf(t *testing.T, v any) string {
 	t.Helper()

@@ -324,7 +324,7 @@ func TestSubscriptionHook(t *testing.T) {
 
 func TestIdentitySetters(t *testing.T) {
 	h := newRelayHarness(t)
-	h.s.SetInfo(Implementation{Name: "upstream-x", Version: "9"})
+	h.s.SetInfo(protocol.Implementation{Name: "upstream-x", Version: "9"})
 	h.s.SetInstructions("use it well")
 	h.s.Advertise(protocol.ServerCapabilities{Tools: true, Completions: true})
 	res, _, perr := h.s.Initialize(NewSessionState(0), json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}`))

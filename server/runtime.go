@@ -126,11 +126,11 @@ func capabilitiesJSON(c protocol.ServerCapabilities, legacy bool) map[string]any
 }
 
 // serverInfo projects the server's Implementation for a version (§3.5).
-func (s *Server) serverInfo(version string) Implementation {
+func (s *Server) serverInfo(version string) protocol.Implementation {
 	return projectInfo(s.identity().info, version)
 }
 
-func projectInfo(info Implementation, version string) Implementation {
+func projectInfo(info protocol.Implementation, version string) protocol.Implementation {
 	if version == protocol.Version20250618 {
 		info.Description, info.Icons, info.WebsiteURL = "", nil, ""
 	}
@@ -138,10 +138,10 @@ func projectInfo(info Implementation, version string) Implementation {
 }
 
 type initializeResult struct {
-	ProtocolVersion string         `json:"protocolVersion"`
-	Capabilities    map[string]any `json:"capabilities"`
-	ServerInfo      Implementation `json:"serverInfo"`
-	Instructions    string         `json:"instructions,omitempty"`
+	ProtocolVersion string                  `json:"protocolVersion"`
+	Capabilities    map[string]any          `json:"capabilities"`
+	ServerInfo      protocol.Implementation `json:"serverInfo"`
+	Instructions    string                  `json:"instructions,omitempty"`
 }
 
 // Initialize answers a legacy initialize (docs/protocol.md §2). On success the

@@ -14,7 +14,7 @@ import (
 type Options struct {
 	// Info is the serverInfo. Name defaults to "snodod", Version to the
 	// build version.
-	Info Implementation
+	Info protocol.Implementation
 	// Instructions, when set, are sent by initialize and server/discover.
 	Instructions string
 	// Versions are the enabled protocol versions; empty means all three.

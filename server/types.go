@@ -11,25 +11,6 @@ import (
 // and what handlers receive and return. Field names follow MCP; the JSON
 // shapes are those of docs/protocol.md §6 to §8.
 
-// Implementation names a server (serverInfo, docs/protocol.md §3.5) or a client.
-type Implementation struct {
-	Name        string `json:"name"`
-	Version     string `json:"version"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	WebsiteURL  string `json:"websiteUrl,omitempty"`
-	Icons       []Icon `json:"icons,omitempty"`
-}
-
-// Icon is an icon of a server, tool, prompt, resource or template. Icons
-// are dropped from everything under 2025-06-18.
-type Icon struct {
-	Src      string   `json:"src"`
-	MIMEType string   `json:"mimeType,omitempty"`
-	Sizes    []string `json:"sizes,omitempty"`
-	Theme    string   `json:"theme,omitempty"`
-}
-
 // Annotations are hints about content or a resource.
 type Annotations struct {
 	Audience     []string `json:"audience,omitempty"`
@@ -58,7 +39,7 @@ type Tool struct {
 	// AddTool infers it from Out unless Out is any.
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
-	Icons        []Icon           `json:"icons,omitempty"`
+	Icons        []protocol.Icon  `json:"icons,omitempty"`
 	Meta         map[string]any   `json:"_meta,omitempty"`
 }
 
@@ -153,28 +134,28 @@ func EmbeddedResource(rc *ResourceContents) Content { return Content{Type: "reso
 
 // Resource describes a resource (docs/protocol.md §7).
 type Resource struct {
-	URI         string         `json:"uri"`
-	Name        string         `json:"name"`
-	Title       string         `json:"title,omitempty"`
-	Description string         `json:"description,omitempty"`
-	MIMEType    string         `json:"mimeType,omitempty"`
-	Size        *int64         `json:"size,omitempty"`
-	Annotations *Annotations   `json:"annotations,omitempty"`
-	Icons       []Icon         `json:"icons,omitempty"`
-	Meta        map[string]any `json:"_meta,omitempty"`
+	URI         string          `json:"uri"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Size        *int64          `json:"size,omitempty"`
+	Annotations *Annotations    `json:"annotations,omitempty"`
+	Icons       []protocol.Icon `json:"icons,omitempty"`
+	Meta        map[string]any  `json:"_meta,omitempty"`
 }
 
 // ResourceTemplate describes a family of resources by an RFC 6570 URI
 // template (level 1: {var} expansions).
 type ResourceTemplate struct {
-	URITemplate string         `json:"uriTemplate"`
-	Name        string         `json:"name"`
-	Title       string         `json:"title,omitempty"`
-	Description string         `json:"description,omitempty"`
-	MIMEType    string         `json:"mimeType,omitempty"`
-	Annotations *Annotations   `json:"annotations,omitempty"`
-	Icons       []Icon         `json:"icons,omitempty"`
-	Meta        map[string]any `json:"_meta,omitempty"`
+	URITemplate string          `json:"uriTemplate"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Annotations *Annotations    `json:"annotations,omitempty"`
+	Icons       []protocol.Icon `json:"icons,omitempty"`
+	Meta        map[string]any  `json:"_meta,omitempty"`
 }
 
 // ResourceContents is one entry of a read: Text, or Blob (written in
@@ -214,7 +195,7 @@ type Prompt struct {
 	Title       string           `json:"title,omitempty"`
 	Description string           `json:"description,omitempty"`
 	Arguments   []PromptArgument `json:"arguments,omitempty"`
-	Icons       []Icon           `json:"icons,omitempty"`
+	Icons       []protocol.Icon  `json:"icons,omitempty"`
 	Meta        map[string]any   `json:"_meta,omitempty"`
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+
+	"github.com/snodod/snodod/mcpclient"
 )
 
 // cache is the on-disk catalog cache (docs/upstreams.md §4): after each
@@ -54,7 +56,7 @@ func (c *cache) load(u *upstream) (*catalog, bool) {
 		return nil, false
 	}
 	var cat catalog
-	if err := json.Unmarshal(b, &cat); err != nil || (cat.Era != EraLegacy && cat.Era != Era2026) {
+	if err := json.Unmarshal(b, &cat); err != nil || (cat.Era != mcpclient.EraLegacy && cat.Era != mcpclient.Era2026) {
 		c.log.Warn("upstream catalog cache unreadable; ignored", "upstream", u.name, "path", c.path(u), "err", err)
 		return nil, false
 	}

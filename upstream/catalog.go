@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -43,7 +44,7 @@ var listMethods = []struct {
 // listCatalog lists everything the upstream declares (every page). A list
 // the upstream refuses with an error response is empty (it declared the
 // capability and serves nothing); an exit or a timeout fails the listing.
-func listCatalog(ctx context.Context, conn *Conn) (*catalog, error) {
+func listCatalog(ctx context.Context, conn *mcpclient.Conn) (*catalog, error) {
 	cat := &catalog{Era: conn.Era(), Version: conn.Version(), ServerInfo: conn.ServerInfo(),
 		Capabilities: conn.Capabilities(), Instructions: conn.Instructions(), Listed: time.Now()}
 	caps := parseCapabilities(cat.Capabilities)
@@ -68,7 +69,7 @@ func listCatalog(ctx context.Context, conn *Conn) (*catalog, error) {
 }
 
 // relist replaces one kind of cat's items with a fresh listing.
-func relist(ctx context.Context, conn *Conn, cat *catalog, method string) (*catalog, error) {
+func relist(ctx context.Context, conn *mcpclient.Conn, cat *catalog, method string) (*catalog, error) {
 	items, cut, err := listBounded(ctx, conn, method)
 	if err != nil {
 		return nil, err
@@ -94,11 +95,11 @@ func relist(ctx context.Context, conn *Conn, cat *catalog, method string) (*cata
 
 // listBounded is conn.List with a cut list kept: its items, and cut
 // saying why it was cut ("" when it was not).
-func listBounded(ctx context.Context, conn *Conn, method string) (items []json.RawMessage, cut string, err error) {
+func listBounded(ctx context.Context, conn *mcpclient.Conn, method string) (items []json.RawMessage, cut string, err error) {
 	items, err = conn.List(ctx, method)
-	var lc *listCut
+	var lc *mcpclient.ListCutError
 	if errors.As(err, &lc) {
-		return items, lc.reason + "; the rest is not served", nil
+		return items, lc.Reason + "; the rest is not served", nil
 	}
 	return items, "", err
 }

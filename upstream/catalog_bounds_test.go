@@ -3,6 +3,8 @@ package upstream
 import (
 	"slices"
 	"testing"
+
+	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 )
 
 // An upstream's lists are cut at 10,000 items or 100 pages (research
@@ -25,8 +27,8 @@ args = ["-prompts", "101", "-page-size", "1"]
 		t.Errorf("items: %d tools, truncated %q; want 10000 and %q", items.Tools, items.Truncated, want)
 	}
 	if want := []string{"prompts/list has more than 100 pages; the rest is not served"}; pages.Prompts != 100 || !slices.Equal(pages.Truncated, want) ||
-		pages.Tools != len(behaviourToolCount) {
-		t.Errorf("pages: %d prompts, %d tools, truncated %q; want 100, %d and %q", pages.Prompts, pages.Tools, pages.Truncated, len(behaviourToolCount), want)
+		pages.Tools != fakebuild.BehaviourTools {
+		t.Errorf("pages: %d prompts, %d tools, truncated %q; want 100, %d and %q", pages.Prompts, pages.Tools, pages.Truncated, fakebuild.BehaviourTools, want)
 	}
 	// What came before the cut is served.
 	res := c.call("prompts/get", `{"name":"pages__prompt-100"}`)

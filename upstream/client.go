@@ -34,6 +34,10 @@ type Client struct {
 	subs     map[subscription]int   // resource subscriptions held, by upstream and URI
 	cwdKeys  map[string]renderedKey // by upstream name: upstream.cwdKey's answer
 	used     map[string]bool        // upstreams it sent a request to (status's SESSIONS)
+
+	// requests are the upstreams' requests waiting for this session's
+	// client (requests.go).
+	requests clientQueue
 }
 
 type subscription struct{ upstream, uri string }

@@ -2,10 +2,10 @@
 // docs/upstreams.md): each configured server runs once, as a supervised child
 // process, and is served to every session that needs it.
 //
-// Two layers share the package. The lower one (conn*.go, process*.go,
-// stderr*.go, orphans*.go, probe*.go) runs ONE child and speaks MCP to it
-// as a client: the Conn. The upper one, described here, is everything
-// above a Conn:
+// Each instance speaks MCP to its child through an mcpclient.Conn (the
+// MCP client: era probe, handshake, calls, the child's process, stdio and
+// stderr; a remote server would be another mcpclient transport). This
+// package is everything above a Conn:
 //
 //   - Manager (manager.go) owns every configured upstream, applies a new
 //     configuration with the fingerprint rules of docs/upstreams.md §4, kills
@@ -30,7 +30,9 @@
 //     changes re-listed and announced, resource updates to subscribers with
 //     reference-counted upstream subscriptions, log messages and
 //     server→client requests attributed to the one session that has
-//     requests in flight, and the four era pairings of docs/upstreams.md §6.
+//     requests in flight (each session's queue of them bounded by
+//     upstreams.max_server_requests), and the four era pairings of
+//     docs/upstreams.md §6.
 //   - Errors (errors.go) are what a client sees when an upstream cannot
 //     serve (docs/upstreams.md §7): never a hang, never "Unknown tool" for a
 //     server that is merely down.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -48,7 +49,7 @@ func TestErasModernModern(t *testing.T) {
 	if code, _, _ := errorOf(t, bad); code != protocol.CodeInvalidParams {
 		t.Errorf("replayed state: %d", code)
 	}
-	if row := h.row("fake", ""); row.Era != Era2026 {
+	if row := h.row("fake", ""); row.Era != mcpclient.Era2026 {
 		t.Errorf("era %q", row.Era)
 	}
 }

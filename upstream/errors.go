@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -134,7 +135,7 @@ func shortDuration(d time.Duration) string { return config.FormatDuration(d) }
 
 // exitWords says how an instance ended, for "exited (…) while this call
 // was running": "signal 9" or "status 1".
-func exitWords(e *ExitError) string {
+func exitWords(e *mcpclient.ExitError) string {
 	switch {
 	case e == nil:
 		return "its output ended"

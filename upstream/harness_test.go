@@ -99,7 +99,7 @@ func newHarness(t *testing.T, toml string, stateDir ...string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.agg, err = server.New(server.Options{Info: server.Implementation{Name: "snodod", Version: "test"}, Logger: slog.New(slog.DiscardHandler)})
+	h.agg, err = server.New(server.Options{Info: protocol.Implementation{Name: "snodod", Version: "test"}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +154,7 @@ type client struct {
 	noted    chan struct{}
 	answer   func(method string, params json.RawMessage) (any, *protocol.Error)
 	requests []string
+	silent   bool // requests from snodod are recorded, never answered
 }
 
 // connect starts a session on view, working in cwd; legacy initializes it
@@ -212,6 +213,21 @@ func (c *client) onRequest(f func(method string, params json.RawMessage) (any, *
 	c.mu.Unlock()
 }
 
+// neverAnswer makes the client record snodod's requests and never answer
+// them, as a client that declared sampling and elicitation and hangs.
+func (c *client) neverAnswer() {
+	c.mu.Lock()
+	c.silent = true
+	c.mu.Unlock()
+}
+
+// asked is how many requests snodod sent the client.
+func (c *client) asked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.requests)
+}
+
 // gone closes both of the client's ends, as a client that exits does.
 func (c *client) gone() {
 	c.in.Close()
@@ -237,7 +253,17 @@ func (c *client) read(r *os.File) {
 		_, hasMethod := m["method"]
 		switch {
 		case hasMethod && hasID:
-			go c.serve(m)
+			c.mu.Lock()
+			silent := c.silent
+			if silent {
+				var method string
+				_ = json.Unmarshal(m["method"], &method)
+				c.requests = append(c.requests, method)
+			}
+			c.mu.Unlock()
+			if !silent {
+				go c.serve(m)
+			}
 		case hasMethod:
 			c.mu.Lock()
 			c.notes = append(c.notes, m)

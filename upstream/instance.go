@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/server"
 )
 
@@ -41,7 +42,7 @@ type instance struct {
 	label string
 	// cwd is the client directory it was rendered for; cmd the command.
 	cwd   string
-	cmd   Command
+	cmd   mcpclient.Command
 	roots []string
 	gate  *gate
 
@@ -53,7 +54,7 @@ type instance struct {
 
 	mu    sync.Mutex
 	state State
-	conn  *Conn
+	conn  *mcpclient.Conn
 	// pid is the process of the start under way (ConnConfig.Spawned),
 	// before conn is set: status shows it; 0 otherwise.
 	pid int
@@ -67,7 +68,7 @@ type instance struct {
 	failures     int           // consecutive failed starts or crashes
 	firstFailure time.Time
 	cause        string // why the last start failed or the process ended
-	lastExit     *ExitError
+	lastExit     *mcpclient.ExitError
 	retryAt      time.Time // the next automatic attempt, in backoff
 	lastAttempt  time.Time
 	readySince   time.Time
@@ -80,6 +81,9 @@ type instance struct {
 	resyncing    map[string]int // list method → 1 running, 2 running and asked again
 	listenCancel func()         // ends a 2026 upstream's listen stream
 	stats        counters
+	// sessionless queues the upstream's requests for calls that come
+	// from no Session (requests.go).
+	sessionless clientQueue
 }
 
 // order is a request to the supervision loop.
@@ -95,9 +99,10 @@ const (
 type counters struct {
 	unattributed int // server→client requests that could not be attributed
 	dropped      int // notifications dropped
+	refused      int // server→client requests refused: the session's queue was full
 }
 
-func newInstance(u *upstream, key, label, cwd string, cmd Command, roots []string) *instance {
+func newInstance(u *upstream, key, label, cwd string, cmd mcpclient.Command, roots []string) *instance {
 	lim := u.m.limits.Load()
 	in := &instance{
 		u: u, key: key, label: label, cwd: cwd, cmd: cmd, roots: roots,
@@ -204,7 +209,7 @@ const forever = time.Duration(math.MaxInt64)
 // it does when failed, and as it does when a start it waited for failed. waited reports that it did not find the instance
 // ready at once (the caller's deadline may need extending). A client whose
 // ctx ends gets ctx's error; the start goes on.
-func (in *instance) acquire(ctx context.Context, backoff time.Duration) (conn *Conn, waited bool, err error) {
+func (in *instance) acquire(ctx context.Context, backoff time.Duration) (conn *mcpclient.Conn, waited bool, err error) {
 	reported, started := false, false
 	// demand asks the loop for a start, unless upstreams.max_children
 	// processes run; in.mu is held, and released on failure.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/thejerf/suture/v4"
+
+	"github.com/snodod/snodod/mcpclient"
 )
 
 // Health pings (docs/upstreams.md §4): any answer is alive; pingFailures
@@ -131,7 +133,7 @@ var (
 )
 
 // spawn starts the process and lists its catalog, within start_timeout.
-func (in *instance) spawn(ctx context.Context) (*Conn, error) {
+func (in *instance) spawn(ctx context.Context) (*mcpclient.Conn, error) {
 	m := in.u.m
 	if !m.reserveChild() {
 		in.mu.Lock()
@@ -155,13 +157,11 @@ func (in *instance) spawn(ctx context.Context) (*Conn, error) {
 		in.mu.Unlock()
 	}()
 	in.u.ring.Mark(fmt.Sprintf("snodod: starting %s (instance %s)", in.u.name, in.label))
-	cfg := in.connConfig()
-	cfg.Spawned = func(pid int) {
+	conn, err := in.connect(startCtx, func(pid int) {
 		in.mu.Lock()
 		in.pid = pid
 		in.mu.Unlock()
-	}
-	conn, err := Start(startCtx, in.cmd, cfg)
+	})
 	if err == nil {
 		var cat *catalog
 		if cat, err = listCatalog(startCtx, conn); err == nil {
@@ -193,7 +193,7 @@ func (in *instance) spawn(ctx context.Context) (*Conn, error) {
 // serve watches a ready process until it ends, is stopped or is drained,
 // with the idle timer and the health pings. It returns false when the loop
 // should end.
-func (in *instance) serve(ctx context.Context, conn *Conn) bool {
+func (in *instance) serve(ctx context.Context, conn *mcpclient.Conn) bool {
 	cfg := in.u.conf()
 	defer in.u.m.releaseChild()
 	var idle, ping <-chan time.Time
@@ -214,7 +214,7 @@ func (in *instance) serve(ctx context.Context, conn *Conn) bool {
 	for {
 		select {
 		case <-conn.Done():
-			in.failed(conn.Exit(), conn)
+			in.failed(conn.Err(), conn)
 			return true
 		case <-ctx.Done():
 			in.stop(conn, false)
@@ -289,7 +289,7 @@ func (in *instance) busy() bool {
 
 // stop ends a ready process gracefully; the instance is stopped first, so
 // that a request arriving meanwhile starts a new one.
-func (in *instance) stop(conn *Conn, manual bool) {
+func (in *instance) stop(conn *mcpclient.Conn, manual bool) {
 	in.mu.Lock()
 	in.conn = nil
 	in.manual = in.manual || manual
@@ -302,7 +302,7 @@ func (in *instance) stop(conn *Conn, manual bool) {
 
 // drain lets a replaced or removed instance finish its requests, up to
 // upstreams.drain_timeout, then stops it.
-func (in *instance) drain(conn *Conn) {
+func (in *instance) drain(conn *mcpclient.Conn) {
 	in.mu.Lock()
 	in.setLocked(StateDraining)
 	in.mu.Unlock()
@@ -322,7 +322,7 @@ func (in *instance) drain(conn *Conn) {
 }
 
 // stopNow kills the process group at once.
-func stopNow(conn *Conn) {
+func stopNow(conn *mcpclient.Conn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	conn.Stop(ctx)
@@ -332,7 +332,7 @@ func stopNow(conn *Conn) {
 // schedules the next attempt: backoff after 1 s, 2 s, 4 s … up to
 // restart.max_delay with ±20 % jitter, or failed after
 // restart.max_attempts failures in a row.
-func (in *instance) failed(err error, conn *Conn) {
+func (in *instance) failed(err error, conn *mcpclient.Conn) {
 	now := time.Now()
 	cfg := in.u.conf().Restart
 	in.mu.Lock()
@@ -340,7 +340,7 @@ func (in *instance) failed(err error, conn *Conn) {
 	if in.state == StateStopped && conn != nil {
 		return // stopped on purpose (idle, manual): not a failure
 	}
-	var exit *ExitError
+	var exit *mcpclient.ExitError
 	errors.As(err, &exit)
 	in.lastExit, in.cause, in.conn = exit, err.Error(), nil
 	if exit != nil && conn != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/limits"
+	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/server"
 )
 
@@ -70,7 +71,7 @@ type Manager struct {
 	// Apply replaces it while instances and requests read it.
 	limits atomic.Pointer[config.Upstreams]
 	sup    *suture.Supervisor
-	budget *StderrBudget
+	budget *mcpclient.StderrBudget
 	cache  *cache
 	parks  *parking
 	done   chan struct{} // closed when Serve returns
@@ -87,8 +88,8 @@ type Manager struct {
 
 	mu        sync.Mutex
 	cfg       *config.Config
-	ups       map[string]*upstream   // by name
-	rings     map[string]*StderrRing // by name, kept across reloads
+	ups       map[string]*upstream             // by name
+	rings     map[string]*mcpclient.StderrRing // by name, kept across reloads
 	passViews map[string]*server.Server
 	// aggregates are the daemon servers showing the aggregated view: one
 	// per configuration generation still used by a session. Weak: a
@@ -140,9 +141,9 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 	}
 	m := &Manager{
 		opts: opts, log: opts.Logger,
-		budget: NewStderrBudget(cfg.Upstreams.StderrTotalBytes),
+		budget: mcpclient.NewStderrBudget(cfg.Upstreams.StderrTotalBytes),
 		done:   make(chan struct{}),
-		ups:    map[string]*upstream{}, rings: map[string]*StderrRing{}, passViews: map[string]*server.Server{},
+		ups:    map[string]*upstream{}, rings: map[string]*mcpclient.StderrRing{}, passViews: map[string]*server.Server{},
 		clients: map[*Client]struct{}{}, collided: map[string][]string{},
 	}
 	m.parks = newParking(m)
@@ -264,7 +265,7 @@ func (m *Manager) apply(cfg *config.Config) {
 		}
 		ring := m.rings[entry.Name]
 		if ring == nil {
-			ring = NewStderrRing(m.budget, cfg.Upstreams.StderrBytes)
+			ring = mcpclient.NewStderrRing(m.budget, cfg.Upstreams.StderrBytes)
 			m.rings[entry.Name] = ring
 		}
 		u := newUpstream(m, entry, ring)
@@ -436,7 +437,7 @@ func (m *Manager) Restart(name string) error { return m.Start(name) }
 
 // Logs returns the stderr ring of an upstream (every instance's, across
 // restarts), for `snodod logs NAME`.
-func (m *Manager) Logs(name string) (*StderrRing, error) {
+func (m *Manager) Logs(name string) (*mcpclient.StderrRing, error) {
 	m.mu.Lock()
 	r := m.rings[name]
 	m.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -177,8 +178,8 @@ func (in *instance) unsubscribe(uri string) {
 
 // resubscribe holds every counted subscription on a process that just
 // became ready; a 2026 upstream gets its listen stream.
-func (in *instance) resubscribe(conn *Conn) {
-	if conn.Era() == Era2026 {
+func (in *instance) resubscribe(conn *mcpclient.Conn) {
+	if conn.Era() == mcpclient.Era2026 {
 		in.relisten(conn) // it reads the counted URIs itself
 		return
 	}
@@ -193,8 +194,8 @@ func (in *instance) resubscribe(conn *Conn) {
 // upstreamSubscribe sends resources/subscribe (or unsubscribe) for uris
 // to a legacy upstream, or re-opens a 2026 upstream's listen stream with
 // the new set. It does not wait.
-func (in *instance) upstreamSubscribe(conn *Conn, uris []string, on bool) {
-	if conn.Era() == Era2026 {
+func (in *instance) upstreamSubscribe(conn *mcpclient.Conn, uris []string, on bool) {
+	if conn.Era() == mcpclient.Era2026 {
 		in.relisten(conn)
 		return
 	}
@@ -206,7 +207,7 @@ func (in *instance) upstreamSubscribe(conn *Conn, uris []string, on bool) {
 		for _, uri := range uris {
 			ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
 			params, _ := json.Marshal(map[string]string{"uri": uri})
-			_, err := conn.Call(ctx, method, params, CallOptions{})
+			_, err := conn.Call(ctx, method, params, mcpclient.CallOptions{})
 			cancel()
 			if err != nil {
 				in.u.m.log.Warn("upstream "+method+" failed", "upstream", in.u.name, "uri", uri, "err", err)
@@ -218,7 +219,7 @@ func (in *instance) upstreamSubscribe(conn *Conn, uris []string, on bool) {
 // relisten (re)opens a 2026 upstream's subscriptions/listen stream: list
 // changes of every kind and the subscribed URIs, whose events arrive
 // through Notify. It replaces the previous stream.
-func (in *instance) relisten(conn *Conn) {
+func (in *instance) relisten(conn *mcpclient.Conn) {
 	in.mu.Lock()
 	if in.listenCancel != nil {
 		in.listenCancel()
@@ -250,7 +251,7 @@ func (in *instance) relisten(conn *Conn) {
 			case <-ctx.Done():
 			}
 		}()
-		if _, err := conn.Call(ctx, "subscriptions/listen", params, CallOptions{}); err != nil && ctx.Err() == nil {
+		if _, err := conn.Call(ctx, "subscriptions/listen", params, mcpclient.CallOptions{}); err != nil && ctx.Err() == nil {
 			in.u.m.log.Debug("upstream listen stream ended", "upstream", in.u.name, "err", err)
 		}
 	}()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/internal/proc/proctest"
+	"github.com/snodod/snodod/mcpclient"
 )
 
 // roleEnv makes the test binary a helper process; helperEnv passes it what
@@ -42,8 +43,8 @@ func helperMain(role string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	cmd := Command{Path: args[1], Args: []string{"-grandchild", args[2], "-ignore-term"}}
-	c, err := Start(context.Background(), cmd, ConnConfig{Name: "orphan", Record: rec})
+	cmd := mcpclient.Command{Path: args[1], Args: []string{"-grandchild", args[2], "-ignore-term"}, Record: rec}
+	c, err := mcpclient.Connect(context.Background(), cmd, mcpclient.Options{Name: "orphan"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -187,8 +188,12 @@ func TestConnRecordsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startFake(t, ConnConfig{Record: rec})
-	entry := fmt.Sprintf("\n%d %d\n", c.PID(), c.Group().StartTime())
+	c := startFake(t, mcpclient.Command{Record: rec})
+	start, err := proc.StartTime(c.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := fmt.Sprintf("\n%d %d\n", c.PID(), start)
 	if b, _ := os.ReadFile(path); !strings.Contains(string(b), entry) {
 		t.Errorf("record while running = %q, want it to hold %q", b, entry)
 	}

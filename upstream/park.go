@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -58,22 +59,18 @@ type callResult struct {
 	err error
 }
 
-// pendingInput is an upstream request waiting for the client's answer.
+// pendingInput is an upstream request waiting for the client's answer:
+// whoever answers it replies to r (resume, expire).
 type pendingInput struct {
 	method string
 	params json.RawMessage
-	reply  chan inputReply
-}
-
-type inputReply struct {
-	result json.RawMessage
-	err    *protocol.Error
+	r      *mcpclient.Request
 }
 
 // call starts the call detached from ctx and waits for its end or its
 // first question. The call's place in the instance's gate is its
 // goroutine's, given back when the call ends.
-func (p *parking) call(ctx context.Context, in *instance, conn *Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (*server.RawResult, error) {
+func (p *parking) call(ctx context.Context, in *instance, conn *mcpclient.Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (*server.RawResult, error) {
 	o.park = make(chan *pendingInput, 4)
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pc := &parkedCall{in: in, o: o, result: make(chan callResult, 1), cancel: cancel}
@@ -91,7 +88,7 @@ func (p *parking) call(ctx context.Context, in *instance, conn *Conn, o *owner, 
 func (p *parking) wait(ctx context.Context, pc *parkedCall) (*server.RawResult, error) {
 	select {
 	case r := <-pc.result:
-		var exit *ExitError
+		var exit *mcpclient.ExitError
 		switch {
 		case r.err == nil:
 			return &server.RawResult{Result: r.raw}, nil
@@ -123,35 +120,33 @@ func (p *parking) parkAt(pc *parkedCall, pi *pendingInput) (*server.RawResult, e
 	return &server.RawResult{InputRequests: requests, State: state}, nil
 }
 
-// park is the upstream's side: it hands the question to the call's owner
-// and waits for the client's answer.
-func (p *parking) park(ctx context.Context, o *owner, method string, params json.RawMessage) (json.RawMessage, *protocol.Error) {
+// park is the upstream's side: it hands the question to the call's owner,
+// whose client answers it with a retry (resume), or nobody does (expire).
+// It never waits.
+func (p *parking) park(o *owner, r *mcpclient.Request, params json.RawMessage) {
+	method := r.Method
 	if o.park == nil {
-		return nil, &protocol.Error{Code: protocol.CodeInternalError, Message: "snodod: " + method + " arrived outside a call that can ask its client"}
+		r.Reply(nil, &protocol.Error{Code: protocol.CodeInternalError, Message: "snodod: " + method + " arrived outside a call that can ask its client"})
+		return
 	}
 	if !declares(o.caps, method) {
-		return nil, &protocol.Error{Code: protocol.CodeInternalError, Message: fmt.Sprintf(
-			"snodod: the client of this call did not declare the capability %s needs (-32021)", method)}
+		r.Reply(nil, &protocol.Error{Code: protocol.CodeInternalError, Message: fmt.Sprintf(
+			"snodod: the client of this call did not declare the capability %s needs (-32021)", method)})
+		return
 	}
 	maxParked := p.m.limits.Load().MaxParked
 	p.mu.Lock()
 	full := len(p.byHandle) >= maxParked
 	p.mu.Unlock()
 	if full {
-		return nil, &protocol.Error{Code: protocol.CodeInternalError, Message: fmt.Sprintf(
-			"snodod: %d calls already wait for their clients' input (upstreams.max_parked); try again later", maxParked)}
+		r.Reply(nil, &protocol.Error{Code: protocol.CodeInternalError, Message: fmt.Sprintf(
+			"snodod: %d calls already wait for their clients' input (upstreams.max_parked); try again later", maxParked)})
+		return
 	}
-	pi := &pendingInput{method: method, params: params, reply: make(chan inputReply, 1)}
 	select {
-	case o.park <- pi:
+	case o.park <- &pendingInput{method: method, params: params, r: r}:
 	default:
-		return nil, &protocol.Error{Code: protocol.CodeInternalError, Message: "snodod: too many questions at once for one call"}
-	}
-	select {
-	case r := <-pi.reply:
-		return r.result, r.err
-	case <-ctx.Done():
-		return nil, &protocol.Error{Code: protocol.CodeInternalError, Message: "snodod: the request was cancelled"}
+		r.Reply(nil, &protocol.Error{Code: protocol.CodeInternalError, Message: "snodod: too many questions at once for one call"})
 	}
 }
 
@@ -175,7 +170,7 @@ func (p *parking) resume(ctx context.Context, handle string, req *server.RawRequ
 	// The retry only waits on the parked call, which upstreams.max_parked
 	// and the gate bound (docs/transport.md §13.7).
 	server.Detach(ctx)
-	pc.pending.reply <- inputReply{result: answer}
+	pc.pending.r.Reply(answer, nil)
 	pc.pending = nil
 	return p.wait(ctx, pc)
 }
@@ -190,8 +185,8 @@ func (p *parking) expire(handle string) {
 	if pc == nil {
 		return
 	}
-	pc.pending.reply <- inputReply{err: &protocol.Error{Code: protocol.CodeInternalError,
-		Message: "snodod: the client did not answer within " + shortDuration(parkLifetime)}}
+	pc.pending.r.Reply(nil, &protocol.Error{Code: protocol.CodeInternalError,
+		Message: "snodod: the client did not answer within " + shortDuration(parkLifetime)})
 	pc.cancel()
 }
 

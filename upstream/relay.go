@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -182,13 +183,13 @@ func (u *upstream) call(ctx context.Context, in *instance, o *owner, method stri
 			// still gets its request_timeout.
 			server.ExtendDeadline(ctx, relayDeadline(cfg))
 		}
-		if o.modern && conn.Era() == EraLegacy && mayAskInput(method) {
+		if o.modern && conn.Era() == mcpclient.EraLegacy && mayAskInput(method) {
 			parked = true
 			return u.m.parks.call(ctx, in, conn, o, method, params, req)
 		}
 		raw, err := in.callOnce(ctx, conn, o, method, params, req)
-		var exit *ExitError
-		ended := errors.As(err, &exit) || errors.Is(err, ErrClosed)
+		var exit *mcpclient.ExitError
+		ended := errors.As(err, &exit) || errors.Is(err, mcpclient.ErrClosed)
 		if ended && attempt == 0 {
 			// The supervision loop takes the end of the process once it is
 			// reaped: wait for that, so the retry finds the next one.
@@ -201,16 +202,16 @@ func (u *upstream) call(ctx context.Context, in *instance, o *owner, method stri
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, ErrClosed) && attempt == 0:
+		case errors.Is(err, mcpclient.ErrClosed) && attempt == 0:
 			continue // it was stopping and got nothing: the next instance serves
 		case exit != nil && sideEffectFree(method) && attempt == 0:
 			continue
-		case errors.As(err, &exit) || errors.Is(err, ErrClosed):
+		case errors.As(err, &exit) || errors.Is(err, mcpclient.ErrClosed):
 			return nil, in.exitedDuring(exit)
 		default:
 			return nil, err
 		}
-		if conn.Era() == Era2026 {
+		if conn.Era() == mcpclient.Era2026 {
 			return u.inputRounds(ctx, in, conn, o, method, params, req, raw)
 		}
 		return &server.RawResult{Result: raw}, nil
@@ -227,7 +228,7 @@ type inputRequired struct {
 // inputRounds passes a 2026 upstream's input_required on: verbatim to a
 // 2026 client, with its requestState in snodod's envelope; to a legacy
 // client as requests to it, then a retry, at most maxInputRounds times.
-func (u *upstream) inputRounds(ctx context.Context, in *instance, conn *Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest, raw json.RawMessage) (*server.RawResult, error) {
+func (u *upstream) inputRounds(ctx context.Context, in *instance, conn *mcpclient.Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest, raw json.RawMessage) (*server.RawResult, error) {
 	for round := 0; ; round++ {
 		var ir inputRequired
 		if json.Unmarshal(raw, &ir) != nil || ir.ResultType != "input_required" {
@@ -266,8 +267,8 @@ func (u *upstream) inputRounds(ctx context.Context, in *instance, conn *Conn, o 
 		}
 		var err error
 		if raw, err = in.callOnce(ctx, conn, o, method, retry, req); err != nil {
-			var exit *ExitError
-			if errors.As(err, &exit) || errors.Is(err, ErrClosed) {
+			var exit *mcpclient.ExitError
+			if errors.As(err, &exit) || errors.Is(err, mcpclient.ErrClosed) {
 				return nil, in.exitedDuring(exit)
 			}
 			return nil, err
@@ -306,13 +307,13 @@ func (in *instance) enter(ctx context.Context, o *owner) error {
 
 // callOnce sends one request to conn within request_timeout, with the
 // client's progress forwarded; the caller holds a place in the gate.
-func (in *instance) callOnce(ctx context.Context, conn *Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (json.RawMessage, error) {
+func (in *instance) callOnce(ctx context.Context, conn *mcpclient.Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (json.RawMessage, error) {
 	in.begin(o)
 	defer in.end(o)
 	timeout := in.u.conf().RequestTimeout
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	opts := CallOptions{Owner: o, ClientCapabilities: req.ClientCapabilities, ClientInfo: req.ClientInfo}
+	opts := mcpclient.CallOptions{Owner: o, ClientCapabilities: req.ClientCapabilities, ClientInfo: req.ClientInfo}
 	if req.ProgressToken != nil {
 		fwd := newForwarder(ctx)
 		defer fwd.stop()
@@ -328,7 +329,7 @@ func (in *instance) callOnce(ctx context.Context, conn *Conn, o *owner, method s
 			return nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: perr.Message, Data: perr.Data}
 		}
 		return nil, perr
-	case errors.Is(err, ErrResponseTooLong):
+	case errors.Is(err, mcpclient.ErrResponseTooLong):
 		f := in.failureNow(CodeTooLong, fmt.Sprintf("snodod: upstream %q answered with a line over the %d-byte limit (session.max_line_bytes); the answer was dropped",
 			in.u.name, in.u.m.opts.MaxLineBytes))
 		f.asError = true
@@ -340,7 +341,7 @@ func (in *instance) callOnce(ctx context.Context, conn *Conn, o *owner, method s
 }
 
 // exitedDuring is the failure of a call whose process ended under it.
-func (in *instance) exitedDuring(exit *ExitError) *failure {
+func (in *instance) exitedDuring(exit *mcpclient.ExitError) *failure {
 	return in.failureNow(CodeUnavailable, fmt.Sprintf("snodod: upstream %q exited (%s) while this call was running; it may have partly run", in.u.name, exitWords(exit)))
 }
 

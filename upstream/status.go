@@ -51,6 +51,11 @@ type Status struct {
 	Unattributed int      `json:"unattributed"`
 	Dropped      int      `json:"dropped_notifications"`
 	Subscribed   int      `json:"subscribed"`
+	// Refused are the server's requests (sampling, elicitation, roots,
+	// ping) refused -32603 at once, or dropped, because
+	// upstreams.max_server_requests of them already waited: for one
+	// session's client, or on this instance.
+	Refused int `json:"refused_requests"`
 
 	// Truncated says which of its lists were cut at their bounds (10,000
 	// items, 100 pages), from the catalog.
@@ -101,9 +106,12 @@ func (m *Manager) Status() []Status {
 				ms := s.retryIn.Milliseconds()
 				row.RetryInMs = &ms
 			}
+			row.Refused = in.stats.refused
 			switch {
 			case in.conn != nil:
 				row.PID, row.Era, row.Version, row.Since = in.conn.PID(), in.conn.Era(), in.conn.Version(), in.readySince
+				cs := in.conn.Stats()
+				row.Refused += int(cs.RefusedRequests + cs.DroppedRequests)
 			case s.state == StateStarting:
 				row.PID, row.StartingSince = in.pid, in.lastAttempt
 			}

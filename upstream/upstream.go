@@ -13,6 +13,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/mcpclient"
 )
 
 // upstream is one configured server (an mcpServers entry): a suture
@@ -25,7 +26,7 @@ type upstream struct {
 	// fingerprint identifies the process configuration (docs/upstreams.md §4):
 	// a change restarts, anything else is a view change.
 	fingerprint string
-	ring        *StderrRing
+	ring        *mcpclient.StderrRing
 	// cacheSwept is set by u's first cache.store, which removes the files
 	// of its earlier fingerprints.
 	cacheSwept atomic.Bool
@@ -45,7 +46,7 @@ type instanceSlot struct {
 	token suture.ServiceToken
 }
 
-func newUpstream(m *Manager, cfg config.Upstream, ring *StderrRing) *upstream {
+func newUpstream(m *Manager, cfg config.Upstream, ring *mcpclient.StderrRing) *upstream {
 	u := &upstream{m: m, name: cfg.Name, fingerprint: fingerprint(&cfg), ring: ring,
 		instances: map[string]*instanceSlot{}}
 	u.cfg.Store(&cfg)
@@ -171,7 +172,7 @@ func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
 	if len(roots) == 0 && u.conf().Share != "all" {
 		roots = []string{"file://" + cwd}
 	}
-	cmd := Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
+	cmd := mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
 	in := newInstance(u, key, label, cwd, cmd, roots)
 	u.instances[key] = &instanceSlot{in: in, token: u.sup.Add(in)}
 	return in

@@ -75,7 +75,7 @@ func (m *Manager) passThrough(name string) (*server.Server, error) {
 		return nil, m.unknown(name)
 	}
 	srv, err := server.New(server.Options{
-		Info:     server.Implementation{Name: name, Version: "unknown"},
+		Info:     protocol.Implementation{Name: name, Version: "unknown"},
 		Versions: cfg.Protocol.Versions, CacheTTL: cfg.Server.CacheTTL, CacheScope: cfg.Server.CacheScope,
 		Logger: m.log,
 	})
@@ -148,7 +148,7 @@ func (m *Manager) refreshViews() {
 			srv.Advertise(protocol.ServerCapabilities{Tools: true, Prompts: true, Resources: true, ResourcesSubscribe: true})
 			continue
 		}
-		var info server.Implementation
+		var info protocol.Implementation
 		if json.Unmarshal(cat.ServerInfo, &info) == nil && info.Name != "" {
 			srv.SetInfo(info)
 		}

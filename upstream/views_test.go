@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/snodod/snodod/mcpclient"
 )
 
 const oneFake = `
@@ -61,7 +63,7 @@ func TestAggregatedView(t *testing.T) {
 	if n != 1 {
 		t.Errorf("the upstream saw %d initialize requests, want 1: %+v", n, hist.Requests)
 	}
-	if row := h.row("fake", ""); row.State != StateReady || row.PID == 0 || row.Era != EraLegacy {
+	if row := h.row("fake", ""); row.State != StateReady || row.PID == 0 || row.Era != mcpclient.EraLegacy {
 		t.Errorf("status %+v", row)
 	}
 }

@@ -258,6 +258,9 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 		if r.Unattributed > 0 {
 			fmt.Fprintf(w, "%s: %d requests from the server could not be given to one session; set share = \"session\"\n", r.Name, r.Unattributed)
 		}
+		if r.Refused > 0 {
+			fmt.Fprintf(w, "%s: %d requests from the server refused: upstreams.max_server_requests of them already waited for a client\n", r.Name, r.Refused)
+		}
 	}
 	if anyCached(rows) {
 		fmt.Fprintln(w, "* from the catalog cache: the server has not run since the daemon started")

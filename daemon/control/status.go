@@ -179,6 +179,11 @@ type Upstream struct {
 	Unattributed int      `json:"unattributed"`
 	Dropped      int      `json:"dropped_notifications"`
 	Subscribed   int      `json:"subscribed"`
+	// Refused are the server's requests (sampling, elicitation, roots,
+	// ping) refused -32603 at once, or dropped, because
+	// upstreams.max_server_requests of them already waited: for one
+	// session's client, or on this instance.
+	Refused int `json:"refused_requests"`
 	// Truncated says which of its lists were cut at their bounds (10,000
 	// items, 100 pages), from the catalog.
 	Truncated []string `json:"truncated,omitempty"`

@@ -79,6 +79,12 @@
 //	                         notifications/resources/updated …), then answer
 //	history                  structuredContent {requests: [{id, method, tool}],
 //	                         cancelled: [{requestId, reason}]}: what it saw
+//	flood {ms, count, methods, settle, hold}
+//	                         write requests to the client with fresh ids as
+//	                         fast as it can (sampling, elicitation, roots,
+//	                         ping), never waiting for their answers, then
+//	                         answer {sent, answered, refused, failed}, or
+//	                         with hold never answer (flood.go)
 //
 // It also serves ping, prompts/list, prompts/get, resources/list,
 // resources/templates/list, resources/read, resources/subscribe,

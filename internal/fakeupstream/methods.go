@@ -11,7 +11,8 @@ import (
 )
 
 // behaviourTools are always listed, in this order, before -tools fillers.
-var behaviourTools = []string{"echo", "slow", "progress", "crash", "never", "big", "stderr", "junk", "sample", "elicit", "roots", "ping-client", "notify", "history"}
+// behaviourTools are listed first; fakebuild.BehaviourTools counts them.
+var behaviourTools = []string{"echo", "slow", "progress", "crash", "never", "big", "stderr", "junk", "sample", "elicit", "roots", "ping-client", "notify", "history", "flood"}
 
 func (s *server) method(ctx context.Context, m message, params, meta map[string]json.RawMessage) (any, *rpcError, bool) {
 	switch m.Method {
@@ -194,6 +195,9 @@ func (s *server) tool(ctx context.Context, m message, params, meta map[string]js
 			return nil, nil, false
 		}
 		return structured(map[string]any{"response": r.Result, "error": r.Error}), nil, true
+	case "flood":
+		res, answer := s.flood(ctx, a) // flood.go
+		return res, nil, answer
 	case "notify":
 		var p any
 		_ = json.Unmarshal(a["params"], &p)

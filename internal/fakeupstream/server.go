@@ -28,6 +28,8 @@ type server struct {
 	cancelled []json.RawMessage
 	waiting   map[string]chan message // our requests to the client, by id
 	nextID    int
+
+	floods floodCounts // flood.go
 }
 
 // message is any JSON-RPC message, as received.
@@ -70,6 +72,9 @@ func (s *server) serve(in io.Reader) {
 		}
 		switch {
 		case m.Method == "" && m.ID != nil:
+			if s.floodAnswer(m) {
+				continue
+			}
 			s.mu.Lock()
 			ch := s.waiting[string(m.ID)]
 			delete(s.waiting, string(m.ID))
@@ -267,7 +272,11 @@ func (s *server) ask(ctx context.Context, method string, params any) (message, b
 	ch := make(chan message, 1)
 	s.waiting[string(id)] = ch
 	s.mu.Unlock()
-	s.write(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	m := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	s.write(m)
 	select {
 	case m := <-ch:
 		return m, true

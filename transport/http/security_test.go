@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
@@ -58,7 +59,7 @@ func TestSessionBelongsToItsPath(t *testing.T) {
 
 func namedServer(t *testing.T, name string) *server.Server {
 	t.Helper()
-	s, err := server.New(server.Options{Info: server.Implementation{Name: name}, Logger: quiet})
+	s, err := server.New(server.Options{Info: protocol.Implementation{Name: name}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
@@ -19,7 +20,7 @@ func (v views) View(name string) (server.Dispatcher, bool) {
 
 // Path + "/NAME" is served by the view NAME; an unknown view is 404.
 func TestViews(t *testing.T) {
-	other, err := server.New(server.Options{Info: server.Implementation{Name: "other"}, Logger: quiet})
+	other, err := server.New(server.Options{Info: protocol.Implementation{Name: "other"}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func (o *opener) OpenSession() (server.Dispatcher, func()) {
 // what it returned is released when the session ends; 2026 POSTs do not
 // open sessions.
 func TestSessionOpener(t *testing.T) {
-	srv, err := server.New(server.Options{Info: server.Implementation{Name: "opened"}, Logger: quiet})
+	srv, err := server.New(server.Options{Info: protocol.Implementation{Name: "opened"}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

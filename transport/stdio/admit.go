@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/internal/cancelled"
@@ -20,7 +21,7 @@ import (
 // the Reader, for this instance or, if it fails, the next.
 func (c *coordinator) nextLine() {
 	ev := c.reader.pending[0]
-	c.reader.pending[0] = lineEvent{} // the batch may outlive the line
+	c.reader.pending[0] = framing.Event{} // the batch may outlive the line
 	c.reader.pending = c.reader.pending[1:]
 	if len(c.reader.pending) == 0 {
 		// An empty rest still holds the batch's array: an idle session
@@ -32,7 +33,7 @@ func (c *coordinator) nextLine() {
 
 // line handles a line from the reader; a lingering shutdown (see
 // shutdownLinger) starts its wait afresh.
-func (c *coordinator) line(ev lineEvent) {
+func (c *coordinator) line(ev framing.Event) {
 	if c.linger != nil {
 		c.linger.Stop()
 		c.linger = nil
@@ -42,21 +43,21 @@ func (c *coordinator) line(ev lineEvent) {
 	c.lazy = false
 }
 
-func (c *coordinator) handleLine(ev lineEvent) {
-	switch ev.kind {
-	case lineData:
-		c.handleData(ev.data)
-	case lineOversize:
+func (c *coordinator) handleLine(ev framing.Event) {
+	switch ev.Kind {
+	case framing.KindLine:
+		c.handleData(ev.Data)
+	case framing.KindOversize:
 		c.writeError(protocol.ID{}, protocol.LineLimitError(c.reader.limit))
-	case lineOverBudget:
+	case framing.KindOverBudget:
 		c.writeError(protocol.ID{}, BudgetError(c.reader.budget.Max()))
-	case lineEOF:
+	case framing.KindEOF:
 		c.endInput()
-	case lineError:
-		c.log.Warn("stdio read failed; treating as end of input", "err", ev.err)
+	case framing.KindError:
+		c.log.Warn("stdio read failed; treating as end of input", "err", ev.Err)
 		c.writeError(protocol.ID{}, protocol.ErrReadFailed)
 		c.endInput()
-	case linePanic:
+	case framing.KindPanic:
 		c.writeError(protocol.ID{}, protocol.ErrReaderPanicked)
 		c.endInput()
 	}

@@ -1,13 +1,10 @@
 package stdio
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 
-	"github.com/snodod/snodod/limits"
+	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -30,45 +27,21 @@ import (
 //
 // Its methods may be called from any goroutine; every Reader made with it
 // (NewReader) draws on it until it is closed.
-type LineBudget struct {
-	mu      sync.Mutex
-	max     int64
-	used    int64
-	holders map[*budgetShare]struct{} // the shares holding bytes
-}
+type LineBudget struct{ b *framing.Budget }
 
 // NewLineBudget returns a budget of max bytes; 0 or less means
 // limits.DefaultMaxBufferedBytes.
-func NewLineBudget(max int) *LineBudget {
-	b := &LineBudget{holders: map[*budgetShare]struct{}{}}
-	b.SetMax(max)
-	return b
-}
+func NewLineBudget(max int) *LineBudget { return &LineBudget{framing.NewBudget(max)} }
 
 // SetMax changes the budget (a reload); 0 or less means the default. Lines
 // already held over a smaller budget are not taken until a Reader grows.
-func (b *LineBudget) SetMax(max int) {
-	if max <= 0 {
-		max = limits.DefaultMaxBufferedBytes
-	}
-	b.mu.Lock()
-	b.max = int64(max)
-	b.mu.Unlock()
-}
+func (b *LineBudget) SetMax(max int) { b.b.SetMax(max) }
 
 // Max is the budget in bytes.
-func (b *LineBudget) Max() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return int(b.max)
-}
+func (b *LineBudget) Max() int { return b.b.Max() }
 
 // Used is how many bytes of unfinished lines are held now.
-func (b *LineBudget) Used() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
+func (b *LineBudget) Used() int64 { return b.b.Used() }
 
 // NewReader is stdio.NewReader whose unfinished lines draw on b; on a nil
 // budget it is stdio.NewReader.
@@ -78,7 +51,7 @@ func (b *LineBudget) NewReader(in io.Reader, maxLineBytes int) *Reader {
 	}
 	r := newReader(in, maxLineBytes)
 	r.budget = b
-	r.start(r.lineReader())
+	r.start(r.splitter())
 	return r
 }
 
@@ -93,88 +66,4 @@ func (b *LineBudget) NewReaderFrom(in io.Reader, maxLineBytes int, c Carry) *Rea
 func BudgetError(max int) *protocol.Error {
 	return &protocol.Error{Code: protocol.CodeInvalidRequest, Message: fmt.Sprintf(
 		"Message refused: the unfinished lines of all connections passed daemon.max_buffered_bytes (%d bytes) and this one was the longest; send it again", max)}
-}
-
-// budgetShare is one Reader's unfinished line while it draws on a budget.
-// line is guarded by the budget's mutex: another Reader may take it away.
-type budgetShare struct {
-	b    *LineBudget
-	line []byte
-	// taken is set (under the budget's mutex) when another Reader took the
-	// line: the Reader reports it, then drops the rest of the line. It is
-	// atomic so that the Reader can look at every line without the lock.
-	taken atomic.Bool
-}
-
-// grow appends chunk to the share's line, first taking the largest lines
-// until the total fits (the grower's own when it is the largest, then it
-// reports false and holds nothing). It reports false as well when the
-// line was taken since the Reader last looked.
-func (s *budgetShare) grow(chunk []byte, limit int) bool {
-	b := s.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s.taken.Load() {
-		return false
-	}
-	b.used += int64(len(chunk))
-	size := int64(len(s.line) + len(chunk))
-	for b.used > b.max {
-		victim, most := s, size
-		for h := range b.holders {
-			if n := int64(len(h.line)); h != s && n > most {
-				victim, most = h, n
-			}
-		}
-		if victim == s {
-			b.used -= size
-			s.line = nil
-			delete(b.holders, s)
-			return false
-		}
-		b.used -= most
-		victim.line = nil
-		victim.taken.Store(true)
-		delete(b.holders, victim)
-	}
-	s.line = growLine(s.line, len(chunk), limit)
-	s.line = append(s.line, chunk...)
-	b.holders[s] = struct{}{}
-	return true
-}
-
-// take hands over the line with tail appended (the end of the line, which
-// was never counted) and releases its bytes; ok is false when the line
-// was taken away.
-func (s *budgetShare) take(tail []byte) (line []byte, ok bool) {
-	b := s.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s.taken.Load() {
-		return nil, false
-	}
-	line = append(s.line, tail...)
-	b.used -= int64(len(s.line))
-	s.line = nil
-	delete(b.holders, s)
-	return line, true
-}
-
-// snapshot returns a copy of the line, and whether it was taken away.
-func (s *budgetShare) snapshot() (line []byte, taken bool) {
-	s.b.mu.Lock()
-	defer s.b.mu.Unlock()
-	return bytes.Clone(s.line), s.taken.Load()
-}
-
-// drop releases the line (refused, taken, or the Reader stops) and clears
-// taken.
-func (s *budgetShare) drop() {
-	b := s.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.used -= int64(len(s.line))
-	s.line = nil
-	delete(b.holders, s)
-	s.taken.Store(false)
 }

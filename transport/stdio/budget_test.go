@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/framing"
 )
 
 // budgetPeer is one connection drawing on a LineBudget: a pipe the test
@@ -38,7 +40,7 @@ func (p *budgetPeer) write(s string) {
 }
 
 // next returns the next event the Reader delivers.
-func (p *budgetPeer) next() lineEvent {
+func (p *budgetPeer) next() framing.Event {
 	p.t.Helper()
 	for len(p.r.pending) == 0 {
 		select {
@@ -93,16 +95,16 @@ func TestLineBudgetTakesTheLongest(t *testing.T) {
 	g.write("y")
 	awaitUsed(t, b, 1001) // a's 2000 bytes are gone
 	a.write(x(10) + "\n")
-	if ev := a.next(); ev.kind != lineOverBudget {
+	if ev := a.next(); ev.Kind != framing.KindOverBudget {
 		t.Fatalf("a's first event: %+v, want its line refused over the budget", ev)
 	}
 	a.write(`{"ok":1}` + "\n")
-	if ev := a.next(); ev.kind != lineData || string(ev.data) != `{"ok":1}` {
+	if ev := a.next(); ev.Kind != framing.KindLine || string(ev.Data) != `{"ok":1}` {
 		t.Fatalf("a's next line: %+v, want it served", ev)
 	}
 	g.write("z\n")
-	if ev := g.next(); ev.kind != lineData || string(ev.data) != x(1000)+"yz" {
-		t.Fatalf("the growing connection's line: kind %d, %d bytes, want its 1002 bytes", ev.kind, len(ev.data))
+	if ev := g.next(); ev.Kind != framing.KindLine || string(ev.Data) != x(1000)+"yz" {
+		t.Fatalf("the growing connection's line: kind %d, %d bytes, want its 1002 bytes", ev.Kind, len(ev.Data))
 	}
 	awaitUsed(t, b, 0)
 }
@@ -118,17 +120,17 @@ func TestLineBudgetRefusesTheGrower(t *testing.T) {
 	g.write(x(1500))
 	awaitUsed(t, b, 3000)
 	g.write("y")
-	if ev := g.next(); ev.kind != lineOverBudget {
+	if ev := g.next(); ev.Kind != framing.KindOverBudget {
 		t.Fatalf("the grower's event: %+v, want its line refused", ev)
 	}
 	awaitUsed(t, b, 1500)
 	g.write("rest of the refused line\nnext\n")
-	if ev := g.next(); ev.kind != lineData || string(ev.data) != "next" {
+	if ev := g.next(); ev.Kind != framing.KindLine || string(ev.Data) != "next" {
 		t.Fatalf("after the refusal: %+v, want the next line", ev)
 	}
 	a.write("\n")
-	if ev := a.next(); ev.kind != lineData || len(ev.data) != 1500 {
-		t.Fatalf("the other connection's line: kind %d, %d bytes", ev.kind, len(ev.data))
+	if ev := a.next(); ev.Kind != framing.KindLine || len(ev.Data) != 1500 {
+		t.Fatalf("the other connection's line: kind %d, %d bytes", ev.Kind, len(ev.Data))
 	}
 	a.nothing()
 }
@@ -141,12 +143,12 @@ func TestLineBudgetLineLongerThanBudget(t *testing.T) {
 	p.write(x(100))
 	awaitUsed(t, b, 100)
 	p.write("x")
-	if ev := p.next(); ev.kind != lineOverBudget {
+	if ev := p.next(); ev.Kind != framing.KindOverBudget {
 		t.Fatalf("event %+v, want the line refused", ev)
 	}
 	p.write("\n" + x(99) + "\n")
-	if ev := p.next(); ev.kind != lineData || len(ev.data) != 99 {
-		t.Fatalf("event kind %d, %d bytes, want the 99-byte line", ev.kind, len(ev.data))
+	if ev := p.next(); ev.Kind != framing.KindLine || len(ev.Data) != 99 {
+		t.Fatalf("event kind %d, %d bytes, want the 99-byte line", ev.Kind, len(ev.Data))
 	}
 }
 
@@ -165,10 +167,10 @@ func TestLineBudgetReleases(t *testing.T) {
 	g.write(x(401))
 	awaitUsed(t, b, 401)
 	a.w.Close()
-	if ev := a.next(); ev.kind != lineOverBudget {
+	if ev := a.next(); ev.Kind != framing.KindOverBudget {
 		t.Fatalf("event %+v, want the taken line reported", ev)
 	}
-	if ev := a.next(); ev.kind != lineEOF {
+	if ev := a.next(); ev.Kind != framing.KindEOF {
 		t.Fatalf("event %+v, want the end of input", ev)
 	}
 }
@@ -188,7 +190,7 @@ func TestLineBudgetSetMax(t *testing.T) {
 	g.write(x(10))
 	awaitUsed(t, b, 10)
 	a.write("\n")
-	if ev := a.next(); ev.kind != lineOverBudget {
+	if ev := a.next(); ev.Kind != framing.KindOverBudget {
 		t.Fatalf("event %+v, want the line taken", ev)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/snodod/snodod/internal/framing"
 )
 
 // A Reader's input can continue in another process (issue 15: a daemon
@@ -79,16 +81,16 @@ func (r *Reader) Detach() (Carry, error) {
 		return Carry{}, errors.Join(ErrDetach, err)
 	}
 	c := Carry{BytesIn: r.bytesIn.Load()}
-	for _, evs := range [][]lineEvent{r.pending, r.held} {
+	for _, evs := range [][]framing.Event{r.pending, r.held} {
 		for _, ev := range evs {
-			switch ev.kind {
-			case lineData:
-				c.Lines = append(c.Lines, CarriedLine{Data: ev.data})
-			case lineOversize, lineOverBudget:
+			switch ev.Kind {
+			case framing.KindLine:
+				c.Lines = append(c.Lines, CarriedLine{Data: ev.Data})
+			case framing.KindOversize, framing.KindOverBudget:
 				// A line taken by the budget is refused over there as
 				// one over the limit: Carry has no kind of its own for it.
 				c.Lines = append(c.Lines, CarriedLine{Oversize: true})
-			case lineEOF, lineError, linePanic:
+			case framing.KindEOF, framing.KindError, framing.KindPanic:
 				c.EOF = true
 			}
 		}
@@ -96,20 +98,15 @@ func (r *Reader) Detach() (Carry, error) {
 	r.pending, r.held = nil, nil
 	lr := r.lr
 	if !c.EOF {
-		partial, taken := lr.partialCopy()
-		c.Partial, c.Discarding = partial, lr.discarding
+		partial, discarding, taken, rest, ended := lr.Unfinished()
+		c.Partial, c.Discarding, c.Rest = partial, discarding, rest
 		if taken {
 			c.Lines = append(c.Lines, CarriedLine{Oversize: true})
 			c.Discarding = true
 		}
-		if lr.start < lr.end {
-			c.Rest = bytes.Clone(lr.buf[lr.start:lr.end])
-		}
-		c.EOF = r.ended || lr.err != nil
+		c.EOF = r.ended || ended
 	}
-	if lr.share != nil {
-		lr.share.drop() // the line goes on in the carry, and out of this budget
-	}
+	lr.Release() // the line goes on in the carry, and out of this budget
 	return c, nil
 }
 
@@ -129,26 +126,16 @@ func newReaderFrom(in io.Reader, maxLineBytes int, c Carry, budget *LineBudget) 
 	r.bytesIn.Store(c.BytesIn)
 	for _, l := range c.Lines {
 		if l.Oversize {
-			r.pending = append(r.pending, lineEvent{kind: lineOversize})
+			r.pending = append(r.pending, framing.Event{Kind: framing.KindOversize})
 		} else {
-			r.pending = append(r.pending, lineEvent{kind: lineData, data: bytes.Clone(l.Data)})
+			r.pending = append(r.pending, framing.Event{Kind: framing.KindLine, Data: bytes.Clone(l.Data)})
 		}
 	}
-	lr := r.lineReader()
-	lr.discarding = c.Discarding && len(c.Partial) == 0
-	switch {
-	case len(c.Partial) > r.limit:
-		// Under a smaller limit than the one it was read with: refused
-		// now, the rest skipped.
-		r.pending = append(r.pending, lineEvent{kind: lineOversize})
-		lr.discarding = true
-	case len(c.Partial) > 0 && !lr.appendLine(c.Partial):
-		r.pending = append(r.pending, lineEvent{kind: lineOverBudget})
-		lr.discarding = true
-	}
-	lr.buf, lr.end = bytes.Clone(c.Rest), len(c.Rest)
-	if c.EOF {
-		lr.err = io.EOF
+	lr := r.splitter()
+	if refused, ok := lr.Resume(c.Partial, c.Discarding, c.Rest, c.EOF); ok {
+		// Under a smaller limit than the one it was read with, or over
+		// the budget: refused now, the rest skipped.
+		r.pending = append(r.pending, refused)
 	}
 	r.start(lr)
 	return r

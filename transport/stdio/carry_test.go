@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/framing"
 )
 
 // detachPipe is a real pipe: the Reader's input, and the client's end.
@@ -23,7 +25,7 @@ func detachPipe(t *testing.T) (in, client *os.File) {
 
 // takeBatch takes the next batch the Reader delivers, as a coordinator
 // would.
-func takeBatch(t *testing.T, r *Reader) []lineEvent {
+func takeBatch(t *testing.T, r *Reader) []framing.Event {
 	t.Helper()
 	select {
 	case evs := <-r.batches:
@@ -34,15 +36,15 @@ func takeBatch(t *testing.T, r *Reader) []lineEvent {
 	}
 }
 
-func eventText(evs []lineEvent) []string {
+func eventText(evs []framing.Event) []string {
 	var out []string
 	for _, ev := range evs {
-		switch ev.kind {
-		case lineData:
-			out = append(out, string(ev.data))
-		case lineOversize:
+		switch ev.Kind {
+		case framing.KindLine:
+			out = append(out, string(ev.Data))
+		case framing.KindOversize:
 			out = append(out, "<oversize>")
-		case lineEOF:
+		case framing.KindEOF:
 			out = append(out, "<eof>")
 		default:
 			out = append(out, "<other>")
@@ -85,7 +87,7 @@ func TestDetachCarriesUnhandledInput(t *testing.T) {
 				}
 			}
 			if tt.wait != nil {
-				var got []lineEvent
+				var got []framing.Event
 				for len(got) < len(tt.wait) {
 					got = append(got, takeBatch(t, r)...)
 				}
@@ -155,7 +157,7 @@ func TestDetachCarriesEOF(t *testing.T) {
 	client.WriteString("a\nlast")
 	client.Close()
 	evs := takeBatch(t, r)
-	for evs[len(evs)-1].kind != lineEOF {
+	for evs[len(evs)-1].Kind != framing.KindEOF {
 		evs = append(evs, takeBatch(t, r)...)
 	}
 	if got := eventText(evs); !reflect.DeepEqual(got, []string{"a", "last", "<eof>"}) {

@@ -19,7 +19,7 @@ import (
 // when released) and stuck (returns only when its context ends).
 func handoffServer(t *testing.T, release <-chan struct{}) *server.Server {
 	t.Helper()
-	srv, err := server.New(server.Options{Info: server.Implementation{Name: "t", Version: "1"}})
+	srv, err := server.New(server.Options{Info: protocol.Implementation{Name: "t", Version: "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

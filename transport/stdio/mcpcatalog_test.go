@@ -43,7 +43,7 @@ type transcriptConfig struct {
 	Subscribable *bool `json:"subscribable,omitempty"`
 	// ServerInfo, when set, is Options.Info (name and version default to
 	// snodod and the build version), e.g. icons and websiteUrl for case 20.
-	ServerInfo *server.Implementation `json:"server_info,omitempty"`
+	ServerInfo *protocol.Implementation `json:"server_info,omitempty"`
 }
 
 func parseTranscriptConfig(text string) (transcriptConfig, error) {
@@ -146,7 +146,7 @@ func (c *mcpCatalog) addTool(t *server.Tool, h server.ToolHandler) {
 // testIcons are carried by echo, test://static-text, the template and the
 // prompt simple, so that transcripts show icons kept (2025-11-25, 2026) and
 // dropped (2025-06-18, docs/protocol.md §3.5).
-var testIcons = []server.Icon{{Src: "https://example.com/item.png", MIMEType: "image/png"}}
+var testIcons = []protocol.Icon{{Src: "https://example.com/item.png", MIMEType: "image/png"}}
 
 // The input and output schemas of the §14.1 tools.
 const (

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/snodod/snodod/internal/framing"
 )
 
 // output is a connection's write path, shared by the coordinator and the
@@ -36,7 +38,7 @@ import (
 // a worker's write in progress, so a restarted instance never shares the
 // device with a write of the old one.
 type output struct {
-	w *frameWriter
+	w *framing.Writer
 	// direct: workers may write (the device takes non-blocking writes).
 	direct bool
 	// counters, when set, are kept current by whoever ends a request.
@@ -69,8 +71,8 @@ const (
 	dropped
 )
 
-func newOutput(w *frameWriter, counters *Counters) *output {
-	o := &output{w: w, direct: w.raw != nil, counters: counters, awake: true}
+func newOutput(w *framing.Writer, counters *Counters) *output {
+	o := &output{w: w, direct: w.Direct(), counters: counters, awake: true}
 	o.idle.L = &o.mu
 	return o
 }
@@ -217,7 +219,7 @@ func (o *output) keepLocked(buf []byte) {
 // as its spare once written; otherwise it is the caller's.
 func (o *output) writeDirect(buf []byte, own bool) (wake bool) {
 	for {
-		n, err := o.w.try(buf)
+		n, err := o.w.Try(buf)
 		o.mu.Lock()
 		switch {
 		case err != nil:
@@ -266,7 +268,7 @@ func (o *output) flush() bool {
 	buf := o.takeLocked()
 	o.writing = true
 	o.mu.Unlock()
-	err := o.w.write(buf)
+	err := o.w.Write(buf)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.writing = false

@@ -219,7 +219,7 @@ func (c *coordinator) teardown() {
 	c.journalEnd()
 	clear(c.inflight)
 	c.failClientRequests(errClientRequestClosed)
-	c.out.w.close()
+	c.out.w.Close()
 	c.pumps.Wait()
 	c.publishEnd()
 }

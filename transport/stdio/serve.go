@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/internal/faults"
+	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -72,7 +73,7 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		log:       log,
 		disp:      t.Dispatcher,
 		exec:      exec.Conn(),
-		out:       newOutput(newFrameWriter(t.Out, lim.WriteTimeout), t.Counters),
+		out:       newOutput(framing.NewWriter(t.Out, lim.WriteTimeout), t.Counters),
 		reader:    reader,
 		fault:     faults.From(ctx).C(),
 		sess:      t.State,
@@ -208,7 +209,7 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 			c.nextLine()
 			continue
 		}
-		var batches <-chan []lineEvent
+		var batches <-chan []framing.Event
 		if c.phase.inputOpen() {
 			batches = c.reader.batches
 		}
@@ -256,7 +257,7 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 // sharing one select with them: an idle coordinator's stack must stay
 // under a quarter of 8 KiB for the runtime to halve it, and one select of
 // every case costs more of it.
-func (c *coordinator) waitClosing(batches <-chan []lineEvent) (done bool) {
+func (c *coordinator) waitClosing(batches <-chan []framing.Event) (done bool) {
 	var linger <-chan time.Time
 	if c.linger != nil {
 		linger = c.linger.C
@@ -322,7 +323,7 @@ func (c *coordinator) flushAll() bool {
 // goroutine just woke may not have run yet, so it yields once before
 // writing, unless the device would block (the coordinator alone writes
 // then).
-func (c *coordinator) gather(batches <-chan []lineEvent) {
+func (c *coordinator) gather(batches <-chan []framing.Event) {
 	if _, blocked := c.out.waiting(); blocked {
 		c.yielded = false
 		c.flush()

@@ -1,0 +1,87 @@
+//go:build unix
+
+package framing
+
+import (
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// drainReadBuffers empties the lists of free read buffers.
+func drainReadBuffers() {
+	for i := range readBuffers {
+		l := &readBuffers[i]
+		l.mu.Lock()
+		l.free = nil
+		l.mu.Unlock()
+	}
+}
+
+// freeReadBuffers is how many small and large read buffers are free.
+func freeReadBuffers() (small, large int) {
+	count := func(l *bufferList) int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.free)
+	}
+	return count(&readBuffers[0]), count(&readBuffers[1])
+}
+
+// A Splitter on a pollable device holds a read buffer only while it reads:
+// waiting for the next line, it has given it back. A small buffer serves a
+// short line; a line that fills it is read on with a large one.
+func TestIdleSplitterHoldsNoReadBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		text         int
+		small, large int // free once the Splitter waits again
+	}{
+		{"short line", 10, 1, 0},
+		{"long line", 20_000, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var count atomic.Int64
+			s := NewSplitter(NewSource(pr, 1<<20+1), 1<<20, &count, nil)
+			batches := make(chan []Event)
+			go func() {
+				defer close(batches)
+				for {
+					evs := s.Batch()
+					batches <- evs
+					if k := evs[len(evs)-1].Kind; k != KindLine {
+						return
+					}
+				}
+			}()
+			drainReadBuffers()
+			if _, err := pw.WriteString(strings.Repeat("x", tc.text) + "\n"); err != nil {
+				t.Fatal(err)
+			}
+			if evs := <-batches; len(evs) != 1 || len(evs[0].Data) != tc.text {
+				t.Fatalf("got %+v, want one line of %d bytes", evs, tc.text)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				small, large := freeReadBuffers()
+				if small == tc.small && large == tc.large {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("free read buffers: %d small, %d large; want %d and %d", small, large, tc.small, tc.large)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			pw.Close()
+			for range batches {
+			}
+			pr.Close()
+		})
+	}
+}
