@@ -1,0 +1,492 @@
+package oauth
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// loggedIn is an Authorizer for rs, logged in through the browser, that
+// cannot log in again by itself (no Interact): what follows shows how it
+// renews, or fails to.
+func loggedIn(t *testing.T, as *fakeAS, rs *fakeRS, mod func(*Config)) *Authorizer {
+	t.Helper()
+	a := newAuthorizer(t, rs, func(c *Config) {
+		c.Interact = nil
+		if mod != nil {
+			mod(c)
+		}
+	})
+	l, err := a.BeginLogin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := browser(t.Context(), l.URL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestSingleFlightRefresh: a token expiring under 100 concurrent requests
+// causes exactly one refresh; every request then succeeds with the new
+// token.
+func TestSingleFlightRefresh(t *testing.T) {
+	as := newFakeAS(t)
+	as.refresh, as.rotate = true, true
+	rs := newFakeRS(t, as)
+	a := loggedIn(t, as, rs, nil)
+	as.expireAll()
+	as.refreshGate = make(chan struct{})
+	const n = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			if status, err := call(t.Context(), a, rs, ""); err != nil || status != 200 {
+				errs <- errors.Join(err, errors.New(http.StatusText(status)))
+			}
+		})
+	}
+	// Hold the refresh until every request has met its 401.
+	for {
+		rs.mu.Lock()
+		got := rs.unauthorized
+		rs.mu.Unlock()
+		if got >= n {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(as.refreshGate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if refreshes, _, _, _ := as.counts(); refreshes != 1 {
+		t.Errorf("%d refreshes for %d concurrent 401s, want 1", refreshes, n)
+	}
+}
+
+// TestRefreshRotation: a rotated refresh token replaces the old one, which
+// the server no longer accepts; the next refresh uses the new one.
+func TestRefreshRotation(t *testing.T) {
+	as := newFakeAS(t)
+	as.refresh, as.rotate = true, true
+	rs := newFakeRS(t, as)
+	store, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := loggedIn(t, as, rs, func(c *Config) { c.Store = store })
+	first := a.rec.Token.RefreshToken
+	for i := range 3 {
+		as.expireAll()
+		mustCall(t, a, rs, "")
+		a.mu.Lock()
+		rt := a.rec.Token.RefreshToken
+		a.mu.Unlock()
+		if rt == first {
+			t.Fatalf("refresh %d: the refresh token was not rotated", i)
+		}
+		first = rt
+		stored, _, err := store.load("test")
+		if err != nil || stored.Token.RefreshToken != rt {
+			t.Fatalf("refresh %d: the store has another refresh token (%v)", i, err)
+		}
+	}
+	if refreshes, _, auths, _ := as.counts(); refreshes != 3 || auths != 1 {
+		t.Errorf("%d refreshes, %d logins", refreshes, auths)
+	}
+}
+
+// TestRefreshRefusedMeansLoginRequired: invalid_grant puts the server in
+// the login-required state; requests then fail at once, without a request
+// to the server or its authorization server, until a login.
+func TestRefreshRefusedMeansLoginRequired(t *testing.T) {
+	as := newFakeAS(t)
+	as.refresh = true
+	rs := newFakeRS(t, as)
+	a := loggedIn(t, as, rs, nil)
+	as.refreshFail = "invalid_grant"
+	as.expireAll()
+	_, err := call(t.Context(), a, rs, "")
+	if !errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Fatalf("err %v", err)
+	}
+	if got := a.Status().String(); got != "login required" {
+		t.Errorf("status %q", got)
+	}
+	rs.mu.Lock()
+	sent := rs.requests
+	rs.mu.Unlock()
+	for range 20 {
+		if _, err := call(t.Context(), a, rs, ""); !errors.Is(err, ErrLoginRequired) {
+			t.Fatalf("err %v", err)
+		}
+	}
+	rs.mu.Lock()
+	again := rs.requests
+	rs.mu.Unlock()
+	refreshes, _, _, _ := as.counts()
+	if again != sent || refreshes != 1 {
+		t.Errorf("login required, yet %d requests to the server and %d refreshes", again-sent, refreshes)
+	}
+	// A login puts it right.
+	as.refreshFail = ""
+	l, err := a.BeginLogin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := browser(t.Context(), l.URL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, a, rs, "")
+}
+
+// TestRefreshFailureIsNotLoginRequired: an authorization server that is
+// down, or answers garbage, makes the state "refresh failed", pauses the
+// refreshes, and recovers when it is back.
+func TestRefreshFailureIsNotLoginRequired(t *testing.T) {
+	for _, mode := range []string{"500", "garbage"} {
+		t.Run(mode, func(t *testing.T) {
+			as := newFakeAS(t)
+			as.refresh = true
+			rs := newFakeRS(t, as)
+			a := loggedIn(t, as, rs, nil)
+			now := time.Now()
+			a.now = func() time.Time { return now }
+			as.refreshFail = mode
+			as.expireAll()
+			_, err := call(t.Context(), a, rs, "")
+			if !errors.Is(err, ErrRefreshFailed) || errors.Is(err, ErrLoginRequired) {
+				t.Fatalf("err %v", err)
+			}
+			if got := a.Status().String(); !strings.HasPrefix(got, "refresh failed: ") {
+				t.Errorf("status %q", got)
+			}
+			// During the pause, no refresh.
+			if _, err := call(t.Context(), a, rs, ""); !errors.Is(err, ErrRefreshFailed) {
+				t.Fatalf("err %v", err)
+			}
+			if refreshes, _, _, _ := as.counts(); refreshes != 1 {
+				t.Errorf("%d refreshes during the pause", refreshes)
+			}
+			as.refreshFail = ""
+			now = now.Add(2 * time.Second)
+			mustCall(t, a, rs, "")
+			if got := a.Status().State; got != StateOK {
+				t.Errorf("state %v after recovery", got)
+			}
+		})
+	}
+}
+
+// TestRefreshBeforeExpiry: a refreshable token about to expire is renewed
+// before the request, which then meets no 401.
+func TestRefreshBeforeExpiry(t *testing.T) {
+	as := newFakeAS(t)
+	as.refresh = true
+	rs := newFakeRS(t, as)
+	a := loggedIn(t, as, rs, nil)
+	later := time.Now().Add(59*time.Minute + 30*time.Second)
+	a.now = func() time.Time { return later }
+	mustCall(t, a, rs, "")
+	if refreshes, _, _, _ := as.counts(); refreshes != 1 {
+		t.Errorf("%d refreshes", refreshes)
+	}
+	if rs.unauthorized != 1 { // the first request, before the login
+		t.Errorf("%d 401s", rs.unauthorized)
+	}
+}
+
+// TestStepUp: a 403 insufficient_scope asks for the previously requested
+// scopes plus the challenged ones, and the request then succeeds.
+func TestStepUp(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	rs.challenge = []string{"mcp:basic"}
+	rs.prmScopes = []string{"mcp:profile"}
+	rs.need["write"] = []string{"mcp:write"}
+	a := newAuthorizer(t, rs, nil)
+	mustCall(t, a, rs, "list")
+	mustCall(t, a, rs, "write")
+	if len(as.authRequests) != 2 {
+		t.Fatalf("%d authorizations", len(as.authRequests))
+	}
+	if got := as.authRequests[1].Get("scope"); got != "mcp:basic mcp:write" {
+		t.Errorf("step-up scope %q, want the union", got)
+	}
+	mustCall(t, a, rs, "list")
+	mustCall(t, a, rs, "write")
+	if len(as.authRequests) != 2 {
+		t.Errorf("%d authorizations after the step-up", len(as.authRequests))
+	}
+}
+
+// TestStepUpRetryLimit: a scope the authorization server never grants
+// costs at most 1+MaxStepUps authorizations, then fails, and is not asked
+// for again.
+func TestStepUpRetryLimit(t *testing.T) {
+	as := newFakeAS(t)
+	as.withhold = []string{"mcp:admin"}
+	rs := newFakeRS(t, as)
+	rs.challenge = []string{"mcp:basic"}
+	rs.need["admin"] = []string{"mcp:admin"}
+	a := newAuthorizer(t, rs, nil)
+	_, err := call(t.Context(), a, rs, "admin")
+	if !errors.Is(err, ErrInsufficientScope) {
+		t.Fatalf("err %v", err)
+	}
+	if got := len(as.authRequests); got != 1+MaxStepUps {
+		t.Errorf("%d authorizations, want %d", got, 1+MaxStepUps)
+	}
+	if _, err := call(t.Context(), a, rs, "admin"); !errors.Is(err, ErrInsufficientScope) {
+		t.Fatalf("again: %v", err)
+	}
+	if got := len(as.authRequests); got != 1+MaxStepUps {
+		t.Errorf("asked again: %d authorizations", got)
+	}
+	mustCall(t, a, rs, "") // other operations are fine
+}
+
+// TestFreshTokenRejected: a server that refuses a token just obtained gets
+// one login, not a loop.
+func TestFreshTokenRejected(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	rs.rejectAll = true
+	a := newAuthorizer(t, rs, nil)
+	_, err := call(t.Context(), a, rs, "")
+	if !errors.Is(err, ErrRejected) {
+		t.Fatalf("err %v", err)
+	}
+	if _, _, auths, _ := as.counts(); auths != 1 {
+		t.Errorf("%d logins", auths)
+	}
+}
+
+// TestTokenStaysOnItsOrigin: the transport never puts the token on a
+// request to another origin.
+func TestTokenStaysOnItsOrigin(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	a := newAuthorizer(t, rs, nil)
+	mustCall(t, a, rs, "")
+	var got string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Get("Authorization") }))
+	defer other.Close()
+	resp, err := (&http.Client{Transport: a.Transport(nil)}).Get(other.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got != "" {
+		t.Errorf("the token went to another origin: %q", got)
+	}
+}
+
+// TestNoSecretInErrorsOrLogs: the errors and logs of every failure path
+// hold no token, refresh token, client secret or code.
+func TestNoSecretInErrorsOrLogs(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	as := newFakeAS(t)
+	as.refresh = true
+	as.authMethods = []string{AuthClientSecretBasic}
+	rs := newFakeRS(t, as)
+	rs.need["admin"] = []string{"mcp:admin"}
+	as.withhold = []string{"mcp:admin"}
+	a := loggedIn(t, as, rs, func(c *Config) { c.Logger = logger })
+	var errs []error
+	record := func(_ int, err error) { errs = append(errs, err) }
+	record(call(t.Context(), a, rs, "admin")) // step-up without a way to log in
+	as.refreshFail = "500"
+	as.expireAll()
+	record(call(t.Context(), a, rs, ""))
+	a.now = func() time.Time { return time.Now().Add(time.Hour) }
+	as.refreshFail = "invalid_grant"
+	record(call(t.Context(), a, rs, ""))
+	rs.rejectAll = true
+	record(call(t.Context(), newAuthorizer(t, rs, func(c *Config) { c.Logger = logger }), rs, ""))
+	_, revokeErr := a.Logout(t.Context())
+	errs = append(errs, revokeErr)
+
+	as.mu.Lock()
+	var secrets []string
+	for k := range as.tokens {
+		secrets = append(secrets, k)
+	}
+	for k := range as.refreshes {
+		secrets = append(secrets, k)
+	}
+	for _, c := range as.clients {
+		if c.secret != "" {
+			secrets = append(secrets, c.secret)
+		}
+	}
+	for _, f := range as.tokenForms {
+		for _, k := range []string{"code", "refresh_token", "code_verifier"} {
+			if v := f.Get(k); v != "" {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	as.mu.Unlock()
+	if len(secrets) < 4 {
+		t.Fatalf("only %d secrets to look for", len(secrets))
+	}
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		for _, s := range secrets {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("error %q holds a secret", err)
+			}
+		}
+	}
+	for _, s := range secrets {
+		if strings.Contains(logs.String(), s) {
+			t.Errorf("the log holds a secret:\n%s", logs.String())
+		}
+	}
+}
+
+// TestDPoP: the server challenges with DPoP; the token is requested with a
+// proof (and the code bound with dpop_jkt), issued bound, and presented
+// with the DPoP scheme and a fresh proof per request; the authorization
+// server's and the resource server's nonces are honoured.
+func TestDPoP(t *testing.T) {
+	for _, nonce := range []bool{false, true} {
+		name := "without nonces"
+		if nonce {
+			name = "with nonces"
+		}
+		t.Run(name, func(t *testing.T) {
+			as := newFakeAS(t)
+			as.dpopAlgs = []string{"ES256"}
+			as.requireNonce = nonce
+			as.refresh = true
+			rs := newFakeRS(t, as)
+			rs.dpop, rs.rsNonce = true, nonce
+			a := newAuthorizer(t, rs, nil)
+			mustCall(t, a, rs, "")
+			mustCall(t, a, rs, "")
+			if as.authRequests[0].Get("dpop_jkt") == "" {
+				t.Error("no dpop_jkt in the authorization request")
+			}
+			for _, h := range rs.seen[1:] {
+				if !strings.HasPrefix(h, "DPoP ") {
+					t.Errorf("Authorization %q", h)
+				}
+			}
+			if len(rs.proofs) < 2 || rs.proofs[0] == rs.proofs[1] {
+				t.Error("a proof was reused")
+			}
+			// A bound refresh.
+			as.expireAll()
+			mustCall(t, a, rs, "")
+			if refreshes, _, _, _ := as.counts(); refreshes != 1 {
+				t.Errorf("%d refreshes", refreshes)
+			}
+			if !a.rec.Token.isDPoP() {
+				t.Error("the refreshed token is not DPoP-bound")
+			}
+		})
+	}
+}
+
+// TestClientCredentials: the client credentials grant, with a secret and
+// with a private-key JWT, needs no person.
+func TestClientCredentials(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for _, c := range []struct {
+		name   string
+		method string
+		set    func(*Config)
+	}{
+		{"secret", AuthClientSecretBasic, func(c *Config) { c.ClientSecret = "m2m-secret" }},
+		{"private key JWT", AuthPrivateKeyJWT, func(c *Config) { c.PrivateKey = key }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			as := newFakeAS(t)
+			as.clients["m2m"] = fakeClient{secret: "m2m-secret", method: c.method}
+			as.clientKey = &key.PublicKey
+			as.authMethods = []string{c.method}
+			rs := newFakeRS(t, as)
+			rs.challenge = []string{"mcp:tools"}
+			rs.need["write"] = []string{"mcp:write"}
+			a := newAuthorizer(t, rs, func(cfg *Config) {
+				cfg.Interact, cfg.Grant, cfg.ClientID = nil, GrantClientCredentials, "m2m"
+				c.set(cfg)
+			})
+			mustCall(t, a, rs, "")
+			if _, _, auths, _ := as.counts(); auths != 0 {
+				t.Errorf("%d authorization requests", auths)
+			}
+			f := as.tokenForms[0]
+			if f.Get("grant_type") != "client_credentials" || f.Get("resource") != rs.url() || f.Get("scope") != "mcp:tools" {
+				t.Errorf("token request %v", f)
+			}
+			// An expired token is requested again, a step-up too.
+			as.expireAll()
+			mustCall(t, a, rs, "write")
+			if got := as.tokenForms[len(as.tokenForms)-1].Get("scope"); got != "mcp:tools mcp:write" {
+				t.Errorf("step-up scope %q", got)
+			}
+			if _, err := a.BeginLogin(t.Context()); err == nil {
+				t.Error("BeginLogin with the client credentials grant")
+			}
+		})
+	}
+}
+
+// TestAuthorizationServerMigration: when the resource's metadata names a
+// new authorization server, the client registers there and never shows it
+// the old server's client or tokens.
+func TestAuthorizationServerMigration(t *testing.T) {
+	as1, as2 := newFakeAS(t), newFakeAS(t)
+	as1.refresh = true
+	rs := newFakeRS(t, as1)
+	a := newAuthorizer(t, rs, nil)
+	mustCall(t, a, rs, "")
+	old := as1.authRequests[0].Get("client_id")
+	rs.mu.Lock()
+	rs.as = as2
+	rs.mu.Unlock()
+	mustCall(t, a, rs, "")
+	if len(as2.registered) != 1 {
+		t.Errorf("%d registrations at the new server", len(as2.registered))
+	}
+	for _, q := range as2.authRequests {
+		if q.Get("client_id") == old {
+			t.Error("the old server's client_id was shown to the new one")
+		}
+	}
+	for _, f := range as2.tokenForms {
+		if f.Get("client_id") == old || f.Get("grant_type") == "refresh_token" {
+			t.Errorf("the old server's client or refresh token went to the new one: %v", f)
+		}
+	}
+	if refreshes, _, _, _ := as1.counts(); refreshes != 0 {
+		t.Errorf("%d refreshes at the old server", refreshes)
+	}
+}
