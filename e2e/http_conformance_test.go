@@ -61,7 +61,7 @@ func scoredFailures(out []byte) (failed []string, total int) {
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case strings.HasPrefix(line, "=== SUMMARY"):
+		case strings.HasPrefix(line, "=== SUMMARY"), strings.HasPrefix(line, "=== SUITE SUMMARY"):
 			section = "summary"
 			continue
 		case strings.HasPrefix(line, "Not scored"):
