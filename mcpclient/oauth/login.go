@@ -255,9 +255,16 @@ func redirectQuery(s string) (url.Values, error) {
 	return q, nil
 }
 
-// Close stops listening for the redirect.
+// Close stops listening for the redirect, letting the page that answers
+// a redirect in progress reach the browser (for up to a few seconds).
 func (l *Login) Close() error {
-	l.closeOnce.Do(func() { _ = l.srv.Close() })
+	l.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if l.srv.Shutdown(ctx) != nil {
+			_ = l.srv.Close()
+		}
+	})
 	return nil
 }
 

@@ -2,10 +2,12 @@ package oauth
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -488,5 +490,68 @@ func TestAuthorizationServerMigration(t *testing.T) {
 	}
 	if refreshes, _, _, _ := as1.counts(); refreshes != 0 {
 		t.Errorf("%d refreshes at the old server", refreshes)
+	}
+}
+
+// TestBodyWithoutGetBody: a body the transport cannot ask for again is
+// kept, and sent whole with the retry after the login.
+func TestBodyWithoutGetBody(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	var got []string
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			body, _ := io.ReadAll(r.Body)
+			got = append(got, string(body))
+		}
+		rs.serve(w, r)
+	}))
+	defer echo.Close()
+	rs.srv.Config.Handler = echo.Config.Handler
+	a := newAuthorizer(t, rs, nil)
+	req, _ := http.NewRequest(http.MethodPost, rs.url(), io.NopCloser(strings.NewReader("the body")))
+	if req.GetBody != nil {
+		t.Fatal("the request has GetBody")
+	}
+	resp, err := (&http.Client{Transport: a.Transport(nil)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(got) != 2 || got[0] != "the body" || got[1] != "the body" {
+		t.Errorf("status %d, bodies %q", resp.StatusCode, got)
+	}
+}
+
+// TestConfiguredScopes are asked for on top of the selected ones.
+func TestConfiguredScopes(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	rs.challenge = []string{"mcp:basic"}
+	a := newAuthorizer(t, rs, func(c *Config) { c.Scopes = []string{"extra", "mcp:basic"} })
+	mustCall(t, a, rs, "")
+	if got := as.authRequests[0].Get("scope"); got != "mcp:basic extra" {
+		t.Errorf("scope %q", got)
+	}
+}
+
+// TestLoginTimeout: a login whose redirect never comes fails after
+// LoginTimeout, and the next request may try again.
+func TestLoginTimeout(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	shown := 0
+	a := newAuthorizer(t, rs, func(c *Config) {
+		c.LoginTimeout = 50 * time.Millisecond
+		c.Interact = func(context.Context, string) error { shown++; return nil }
+	})
+	for range 2 {
+		_, err := call(t.Context(), a, rs, "")
+		if !errors.Is(err, ErrAuthorization) || !strings.Contains(err.Error(), "no redirect from the browser") {
+			t.Fatalf("err %v", err)
+		}
+	}
+	if shown != 2 {
+		t.Errorf("the login URL was shown %d times", shown)
 	}
 }
