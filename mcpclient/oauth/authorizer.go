@@ -252,9 +252,12 @@ func (a *Authorizer) persist() error {
 	a.saveMu.Lock()
 	defer a.saveMu.Unlock()
 	a.mu.Lock()
-	snapshot := *a.rec
+	data, err := encodeRecord(a.rec)
 	a.mu.Unlock()
-	st, err := a.cfg.Store.save(a.cfg.Name, &snapshot)
+	if err != nil {
+		return a.fail(ErrRefreshFailed, "storing the tokens", err)
+	}
+	st, err := a.cfg.Store.save(a.cfg.Name, data)
 	if err != nil {
 		return a.fail(ErrRefreshFailed, "storing the tokens", err)
 	}

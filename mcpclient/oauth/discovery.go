@@ -218,7 +218,7 @@ func (a *Authorizer) getJSON(ctx context.Context, loc string, v any) (int, error
 	req.Header.Set("Accept", "application/json")
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, stripURLError(err) // the caller names the URL
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -232,3 +233,23 @@ func TestOpenBrowser(t *testing.T) {
 }
 
 func bigInt(b []byte) *big.Int { return new(big.Int).SetBytes(b) }
+
+// TestRequestTimeout: an authorization server that never answers fails
+// the discovery after RequestTimeout, with an error saying where.
+func TestRequestTimeout(t *testing.T) {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hang)
+	a, _ := New(Config{ServerURL: srv.URL + "/mcp", RequestTimeout: 50 * time.Millisecond, Logger: quiet})
+	defer a.Close()
+	_, err := a.fetchResourceMetadata(t.Context(), nil)
+	if !errors.Is(err, ErrDiscovery) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), srv.URL+"/.well-known/oauth-protected-resource/mcp") {
+		t.Fatalf("err %v", err)
+	}
+}

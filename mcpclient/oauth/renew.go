@@ -114,10 +114,14 @@ func (a *Authorizer) loginFor(ctx context.Context, n need) (*token, error) {
 		a.mu.Lock()
 		a.state = StateLoginRequired
 		if n.stepUp {
-			// The login to come asks for these.
-			a.rec.Scopes = scopes
+			a.rec.Scopes = scopes // the login to come, here or in a CLI, asks for these
 		}
 		a.mu.Unlock()
+		if n.stepUp {
+			if err := a.persist(); err != nil {
+				a.log.Warn("oauth: could not store the scopes to ask for", "server", a.name, "error", err)
+			}
+		}
 		return nil, a.fail(ErrLoginRequired, a.loginReason(), nil)
 	}
 	l, err := a.beginLogin(ctx, d, scopes)
@@ -239,8 +243,9 @@ func (a *Authorizer) refreshFailed(cause error) error {
 	a.reason = e.Err.Error()
 	a.backoff = min(max(2*a.backoff, time.Second), time.Minute)
 	a.retryAt = a.now().Add(a.backoff)
+	pause := a.backoff
 	a.mu.Unlock()
-	a.log.Warn("oauth: refresh failed", "server", a.name, "error", cause, "retry_in", a.backoff)
+	a.log.Warn("oauth: refresh failed", "server", a.name, "error", cause, "retry_in", pause)
 	return e
 }
 

@@ -163,15 +163,17 @@ func (s *Store) stamp(name string) (stamp, error) {
 	return stamp{mod: fi.ModTime(), size: fi.Size(), ino: inode(fi)}, nil
 }
 
-// save replaces name's file with r, atomically.
-func (s *Store) save(name string, r *record) (stamp, error) {
+// encodeRecord is a record as its file holds it.
+func encodeRecord(r *record) ([]byte, error) {
 	r.Version = 1
 	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return stamp{}, err
-	}
+	return append(data, '\n'), err
+}
+
+// save replaces name's file with data (an encoded record), atomically.
+func (s *Store) save(name string, data []byte) (stamp, error) {
 	p := s.Path(name)
-	if err := writeFileAtomic(p, append(data, '\n')); err != nil {
+	if err := writeFileAtomic(p, data); err != nil {
 		return stamp{}, fmt.Errorf("oauth: writing %s: %w", p, err)
 	}
 	return s.stamp(name)
