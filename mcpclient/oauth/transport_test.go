@@ -366,3 +366,29 @@ func TestNoSecretInErrorsOrLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestRevokedRefreshTokenOthersFine: one server's revoked refresh token
+// makes it login-required; another server, on the same store, is fine.
+func TestRevokedRefreshTokenOthersFine(t *testing.T) {
+	store, _ := OpenStore(t.TempDir())
+	as := newFakeAS(t)
+	as.refresh = true
+	rs1, rs2 := newFakeRS(t, as), newFakeRS(t, as)
+	a1 := loggedIn(t, as, rs1, func(c *Config) { c.Name, c.Store = "one", store })
+	a2 := loggedIn(t, as, rs2, func(c *Config) { c.Name, c.Store = "two", store })
+	as.mu.Lock()
+	for rt, g := range as.refreshes {
+		if g.resource == rs1.url() {
+			delete(as.refreshes, rt) // revoked
+		}
+	}
+	as.mu.Unlock()
+	as.expireAll()
+	if _, err := call(t.Context(), a1, rs1, ""); !errors.Is(err, ErrLoginRequired) {
+		t.Fatalf("server one: %v", err)
+	}
+	mustCall(t, a2, rs2, "")
+	if s1, s2 := a1.Status().String(), a2.Status().String(); s1 != "login required" || !strings.HasPrefix(s2, "ok") {
+		t.Errorf("statuses %q, %q", s1, s2)
+	}
+}
