@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/daemon/control"
 )
 
 // TestConfiguredToolOverUpstream (issue 19, bug 2): a [tools.X] named as a
@@ -81,7 +81,7 @@ func TestConfiguredToolOverUpstream(t *testing.T) {
 
 	t.Run("daemon", func(t *testing.T) {
 		d := startDaemonIn(t, dir, upstream+own, nil)
-		d.awaitStatus(t, "the fake ready and collided", answerWithin, func(st *daemon.Status) bool {
+		d.awaitStatus(t, "the fake ready and collided", answerWithin, func(st *control.Status) bool {
 			return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready" && slices.Contains(st.Upstreams[0].Collided, collided)
 		})
 		c := connectGoVia(t, d, "2025-11-25")
@@ -99,12 +99,12 @@ func TestConfiguredToolOverUpstream(t *testing.T) {
 		}
 		d.writeConfig(t, upstream)
 		d.signal(t, syscall.SIGHUP)
-		d.awaitStatus(t, "the upstream's echo back", answerWithin, func(st *daemon.Status) bool {
+		d.awaitStatus(t, "the upstream's echo back", answerWithin, func(st *control.Status) bool {
 			return len(st.Upstreams) == 1 && len(st.Upstreams[0].Collided) == 0
 		})
 		d.writeConfig(t, upstream+own)
 		d.signal(t, syscall.SIGHUP)
-		d.awaitStatus(t, "collided again after the reload", answerWithin, func(st *daemon.Status) bool {
+		d.awaitStatus(t, "collided again after the reload", answerWithin, func(st *control.Status) bool {
 			return len(st.Upstreams) == 1 && slices.Contains(st.Upstreams[0].Collided, collided)
 		})
 		if log := d.stderr.String(); strings.Contains(log, "reload refused") {
