@@ -23,6 +23,13 @@ func loggedIn(t *testing.T, as *fakeAS, rs *fakeRS, mod func(*Config)) *Authoriz
 			mod(c)
 		}
 	})
+	logIn(t, a)
+	return a
+}
+
+// logIn logs a in through the test browser, as `snodod login` would.
+func logIn(t *testing.T, a *Authorizer) {
+	t.Helper()
 	l, err := a.BeginLogin(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +41,6 @@ func loggedIn(t *testing.T, as *fakeAS, rs *fakeRS, mod func(*Config)) *Authoriz
 	if _, err := l.Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	return a
 }
 
 // TestSingleFlightRefresh: a token expiring under 100 concurrent requests
@@ -144,17 +150,7 @@ func TestRefreshRefusedMeansLoginRequired(t *testing.T) {
 	}
 	// A login puts it right.
 	as.refreshFail = ""
-	l, err := a.BeginLogin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := browser(t.Context(), l.URL); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Wait(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	logIn(t, a)
 	mustCall(t, a, rs, "")
 }
 
