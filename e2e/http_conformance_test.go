@@ -61,7 +61,7 @@ func scoredFailures(out []byte) (failed []string, total int) {
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case strings.HasPrefix(line, "=== SUMMARY"):
+		case strings.HasPrefix(line, "=== SUMMARY"), strings.HasPrefix(line, "=== SUITE SUMMARY"):
 			section = "summary"
 			continue
 		case strings.HasPrefix(line, "Not scored"):
@@ -114,19 +114,7 @@ func TestConformanceSuite(t *testing.T) {
 				"server", "--url", url, "-o", t.TempDir()}, run.args...)
 			cmd := exec.CommandContext(ctx, node, args...)
 			cmd.Dir = dir
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			failed, total := scoredFailures(out)
-			if total == 0 {
-				t.Fatalf("the suite ran no scenario (%v):\n%s\n%s", err, out, stderr.String())
-			}
-			for _, name := range failed {
-				t.Errorf("conformance scenario %s failed", name)
-			}
-			if err != nil && len(failed) == 0 {
-				t.Errorf("the suite exited with %v without a failing scenario:\n%s", err, stderr.String())
-			}
+			out, total := runSuite(t, cmd)
 			if t.Failed() {
 				t.Logf("the suite's output:\n%s", out)
 			} else {
@@ -134,6 +122,27 @@ func TestConformanceSuite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runSuite runs the conformance suite's command and fails the test
+// naming each scored scenario that fails; it returns the suite's output
+// and how many scenarios it ran.
+func runSuite(t *testing.T, cmd *exec.Cmd) (out []byte, total int) {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	failed, total := scoredFailures(out)
+	if total == 0 {
+		t.Fatalf("the suite ran no scenario (%v):\n%s\n%s", err, out, stderr.String())
+	}
+	for _, name := range failed {
+		t.Errorf("conformance scenario %s failed", name)
+	}
+	if err != nil && len(failed) == 0 {
+		t.Errorf("the suite exited with %v without a failing scenario:\n%s", err, stderr.String())
+	}
+	return out, total
 }
 
 // TestScoredFailures pins the reading of the suite's summary.

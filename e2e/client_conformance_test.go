@@ -1,0 +1,110 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The extension scenarios the OAuth client is meant to pass, which no SDK
+// client did when it was written (../shared/research/client-conformance.md).
+var wantedExtensions = []string{"auth/client-credentials-jwt", "auth/client-credentials-basic", "auth/dpop", "auth/dpop-nonce"}
+
+var (
+	clientOnce sync.Once
+	clientBin  string
+	clientErr  error
+)
+
+// conformanceClient builds e2e/conformance/client (with -race), the
+// test-only MCP client of mcpclient/oauth; its `browse` mode is the
+// headless browser $BROWSER names.
+func conformanceClient(t *testing.T) string {
+	t.Helper()
+	clientOnce.Do(func() {
+		// Beside snodod's binary, in the directory TestMain removes.
+		clientBin = filepath.Join(filepath.Dir(binary), "conformance-client")
+		out, err := exec.Command("go", "build", "-race", "-o", clientBin, "github.com/snodod/snodod/e2e/conformance/client").CombinedOutput()
+		if err != nil {
+			clientErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if clientErr != nil {
+		t.Fatalf("building the conformance client: %v", clientErr)
+	}
+	return clientBin
+}
+
+// totalLine is the suite's "Total: 469 passed, 3 failed, 0 warnings".
+var totalLine = regexp.MustCompile(`(?m)^Total: (\d+) passed, (\d+) failed`)
+
+// passingUnscored reads the "Not scored" section's passing scenarios.
+var passingUnscored = regexp.MustCompile(`(?m)^\s+✓ (\S+) \(`)
+
+// TestClientConformance runs the official conformance suite's client
+// scenarios (`client --requirements`, 2025-11-25 and 2026-07-28) with
+// e2e/conformance/client as the client: mcpclient/oauth authorizing, a
+// minimal Streamable HTTP client for the rest, logins completed headless
+// through $BROWSER. It fails naming each scored scenario that fails, and
+// each of the client-credentials and DPoP extension scenarios that does
+// not pass; it logs the figures.
+func TestClientConformance(t *testing.T) {
+	node, dir := conformanceNode(t)
+	bin := conformanceClient(t)
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(rev, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+			defer cancel()
+			results := t.TempDir()
+			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "node_modules", conformanceRuns[1].pkg, "dist", "index.js"),
+				"client", "--command", bin, "--requirements", rev, "-o", results)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "BROWSER="+bin+" browse")
+			out, total := runSuite(t, cmd)
+			failed, _ := scoredFailures(out)
+			var passedExt []string
+			for _, m := range passingUnscored.FindAllStringSubmatch(string(out), -1) {
+				passedExt = append(passedExt, m[1])
+			}
+			for _, name := range wantedExtensions {
+				if !slices.Contains(passedExt, name) {
+					t.Errorf("extension scenario %s did not pass", name)
+				}
+			}
+			checkNoRace(t, results)
+			checks := "?"
+			if m := totalLine.FindSubmatch(out); m != nil {
+				checks = string(m[1]) + " checks passed, " + string(m[2]) + " failed"
+			}
+			if t.Failed() {
+				t.Logf("the suite's output:\n%s", out)
+			}
+			t.Logf("%s: %d scenarios, %s, %d scored failures; not scored but passing: %s", rev, total, checks, len(failed), strings.Join(passedExt, ", "))
+		})
+	}
+}
+
+// checkNoRace fails the test when a scenario's client reported a data
+// race (its stderr is in the suite's results).
+func checkNoRace(t *testing.T, results string) {
+	t.Helper()
+	_ = filepath.WalkDir(results, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "stderr.txt" {
+			return nil
+		}
+		if data, _ := os.ReadFile(path); bytes.Contains(data, []byte("DATA RACE")) {
+			t.Errorf("the race detector reported a race in the client (%s):\n%s", filepath.Base(filepath.Dir(path)), data)
+		}
+		return nil
+	})
+}
