@@ -142,18 +142,20 @@ func (m *Manager) refreshViews() {
 			srv.ReplaceRelayed(map[string]server.RelayedItems{passOwner: {}})
 			continue
 		}
-		srv.ReplaceRelayed(map[string]server.RelayedItems{passOwner: m.items(u, func(n string) string { return n }, nil)})
-		cat := u.currentCatalog()
-		if cat == nil {
+		// The server's identity before its items: ReplaceRelayed announces
+		// list_changed, and a client that initializes on hearing it must
+		// meet the server it lists, not the placeholder.
+		if cat := u.currentCatalog(); cat == nil {
 			srv.Advertise(protocol.ServerCapabilities{Tools: true, Prompts: true, Resources: true, ResourcesSubscribe: true})
-			continue
+		} else {
+			var info protocol.Implementation
+			if json.Unmarshal(cat.ServerInfo, &info) == nil && info.Name != "" {
+				srv.SetInfo(info)
+			}
+			srv.SetInstructions(cat.Instructions)
+			srv.Advertise(advertised(parseCapabilities(cat.Capabilities)))
 		}
-		var info protocol.Implementation
-		if json.Unmarshal(cat.ServerInfo, &info) == nil && info.Name != "" {
-			srv.SetInfo(info)
-		}
-		srv.SetInstructions(cat.Instructions)
-		srv.Advertise(advertised(parseCapabilities(cat.Capabilities)))
+		srv.ReplaceRelayed(map[string]server.RelayedItems{passOwner: m.items(u, func(n string) string { return n }, nil)})
 	}
 }
 
