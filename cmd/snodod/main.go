@@ -28,6 +28,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+
+	// The hidden launcher mode (docs/security.md, "Sandbox"): a child
+	// started through the sandbox re-executes this binary, and the
+	// package's init applies the sandbox and execs the server before
+	// anything of snodod's own runs.
+	_ "github.com/snodod/snodod/internal/sandbox"
 )
 
 // version is the build version, set with
