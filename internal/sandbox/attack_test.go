@@ -303,7 +303,7 @@ func TestAttackSetsidEscape(t *testing.T) {
 			if len(marked(marker)) == 0 {
 				t.Fatal("no escapee found by its marker")
 			}
-			_ = r.stop()
+			_ = r.stop(0) // SIGTERM, which both ignore, then SIGKILL
 			left := marked(marker)
 			t.Cleanup(func() {
 				for _, pid := range marked(marker) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,31 +115,34 @@ func TestLimitsExact(t *testing.T) {
 		{"defaults", Limits{}, []string{
 			"Max data size             4294967296           4294967296", "Max open files            4096                 4096"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := testPolicy(t)
-			p.Limits = tc.limits
-			r, err := sh(t, p, Probe, "cat /proc/self/limits")
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := r.output(t)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("no %q in:\n%s", w, out)
+		for _, share := range []bool{false, true} { // the init's spawn, and the exec
+			t.Run(tc.name+"/share pids "+strconv.FormatBool(share), func(t *testing.T) {
+				p := testPolicy(t)
+				p.Limits = tc.limits
+				p.SharePIDs = share
+				r, err := sh(t, p, Probe, "cat /proc/self/limits")
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			procs := "99"
-			if tc.limits.Processes == 0 {
-				procs = "1024"
-			}
-			line := "Max processes             " + procs
-			if os.Geteuid() != 0 && Probe().UserNamespace && !strings.Contains(out, line) {
-				t.Errorf("no %q in:\n%s", line, out)
-			}
-		})
+				out, err := r.output(t)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(out, w) {
+						t.Errorf("no %q in:\n%s", w, out)
+					}
+				}
+				procs := "99"
+				if tc.limits.Processes == 0 {
+					procs = "1024"
+				}
+				line := "Max processes             " + procs
+				if os.Geteuid() != 0 && Probe().UserNamespace && !strings.Contains(out, line) {
+					t.Errorf("no %q in:\n%s", line, out)
+				}
+			})
+		}
 	}
 }
 
@@ -200,22 +204,7 @@ func TestExitStatus(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = r.output(t)
-			code, sig := 0, syscall.Signal(0)
-			var ee *ExitError
-			var xe *exec.ExitError
-			switch {
-			case errors.As(err, &ee):
-				code, sig = ee.Code, ee.Signal
-			case errors.As(err, &xe):
-				ws := xe.Sys().(syscall.WaitStatus)
-				if ws.Signaled() {
-					sig = ws.Signal()
-				} else {
-					code = ws.ExitStatus()
-				}
-			case err != nil:
-				t.Fatalf("%q: %v", tc.script, err)
-			}
+			code, sig := status(t, err)
 			if code != tc.code || sig != tc.signal {
 				t.Errorf("share pids %v, %q: got status %d signal %v (%v); want %d %v", share, tc.script, code, sig, err, tc.code, tc.signal)
 			}
@@ -341,9 +330,8 @@ func TestProcStart(t *testing.T) {
 	if !rep.Enforced(FeaturePIDNamespace) || !rep.Enforced(FeatureFilesystemView) {
 		t.Errorf("through proc.Start: %v", rep)
 	}
-	var ee *ExitError
-	if err := l.Exited(g.Wait()); !errors.As(err, &ee) || ee.Code != 3 {
-		t.Errorf("exit: %v; want status 3", err)
+	if code, _ := status(t, l.Exited(g.Wait())); code != 3 {
+		t.Errorf("exit status %d; want 3", code)
 	}
 }
 
@@ -387,5 +375,61 @@ func TestCommandNotFound(t *testing.T) {
 	_, err := Wrap(cmd, testPolicy(t))
 	if !errors.Is(err, exec.ErrNotFound) || !strings.Contains(err.Error(), "no-such-server-xyz") {
 		t.Fatalf("Wrap: %v; want ErrNotFound naming the command", err)
+	}
+}
+
+// status is the exit code and signal an Exited error says.
+func status(t *testing.T, err error) (int, syscall.Signal) {
+	t.Helper()
+	var ee *ExitError
+	var xe *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, 0
+	case errors.As(err, &ee):
+		return ee.Code, ee.Signal
+	case errors.As(err, &xe):
+		ws := xe.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			return 0, ws.Signal()
+		}
+		return ws.ExitStatus(), 0
+	}
+	t.Fatalf("not an exit: %v", err)
+	return 0, 0
+}
+
+// TestNodeUnderStandard: node and npx, resolved on PATH, run under the
+// standard level: the interpreter's installation is readable, the home
+// and /tmp writable, and npm's cache is the private one.
+func TestNodeUnderStandard(t *testing.T) {
+	needNamespaces(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipOrFail(t, "node is not installed")
+	}
+	path := "PATH=" + filepath.Dir(node) + ":/usr/bin:/bin"
+	p := testPolicy(t)
+	script := `const fs = require("fs"), os = require("os"), path = require("path");
+fs.writeFileSync(path.join(os.homedir(), "h"), "x");
+fs.writeFileSync(path.join(os.tmpdir(), "t"), "x");
+console.log(os.homedir(), os.tmpdir(), process.env.npm_config_cache);`
+	r, err := start(t, p, Probe, []string{"node", "-e", script}, []string{path}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.output(t)
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	if want := p.Home + " /tmp " + p.Home + "/.npm\n"; out != want {
+		t.Errorf("node said %q; want %q", out, want)
+	}
+	r, err = start(t, p, Probe, []string{"npx", "--version"}, []string{path}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := r.output(t); err != nil || out == "" {
+		t.Fatalf("npx --version: %q, %v", out, err)
 	}
 }

@@ -124,7 +124,7 @@ func start(t *testing.T, p Policy, k func() Kernel, argv []string, env []string,
 		t.Fatal(err)
 	}
 	r := &run{cmd: cmd, launch: l, out: bufio.NewReader(outR), stdin: inW}
-	t.Cleanup(func() { r.stop(); outR.Close() })
+	t.Cleanup(func() { _ = r.stop(2 * time.Second); outR.Close() })
 	r.report, err = l.Started()
 	return r, err
 }
@@ -141,9 +141,9 @@ func (r *run) line(t *testing.T, v any) {
 	}
 }
 
-// stop ends the run's group (SIGTERM, then SIGKILL) and waits for it. It
-// is safe to call twice.
-func (r *run) stop() error {
+// stop ends the run's group as proc.Group.Stop does (SIGTERM, then
+// SIGKILL after grace) and waits for it. It is safe to call twice.
+func (r *run) stop(grace time.Duration) error {
 	if r.cmd.ProcessState != nil {
 		return nil
 	}
@@ -155,7 +155,7 @@ func (r *run) stop() error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(2 * time.Second):
+	case <-time.After(grace):
 	}
 	_ = killGroup(pgid, true)
 	return <-done

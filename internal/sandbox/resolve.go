@@ -268,6 +268,10 @@ func (r *resolver) argument(arg string) {
 			continue
 		}
 		r.add(r.project(c), false, "argument's project", false)
+		// Node and Python find a script's modules from its real path.
+		if real, err := filepath.EvalSymlinks(c); err == nil && real != c {
+			r.add(r.project(real), false, "argument's project (symlink target)", false)
+		}
 	}
 }
 
