@@ -38,8 +38,8 @@ type Group struct {
 // the parent-death signal SIGKILL (Pdeathsig), returning the running group.
 // The caller supplies cmd.Stdin, cmd.Stdout and cmd.Stderr as for exec.Cmd;
 // cmd.SysProcAttr is replaced, except its namespace fields (Cloneflags, the
-// id maps, AmbientCaps: internal/sandbox.Wrap sets them). Start reaps the leader itself (see Wait): the
-// caller must not call cmd.Wait. Since exec.Cmd.Wait closes the pipes of
+// id maps, AmbientCaps: internal/sandbox.Wrap sets them). Start reaps the
+// leader itself (see Wait): the caller must not call cmd.Wait. Since exec.Cmd.Wait closes the pipes of
 // cmd.StdoutPipe and friends as soon as the child exits, callers that read
 // a child's output after its exit pass the write end of an os.Pipe instead
 // (or an io.Writer, which Wait finishes copying).
