@@ -49,7 +49,15 @@ func newWorld(t *testing.T) world {
 			t.Fatal(err)
 		}
 	}
-	ln, err := net.Listen("unix", w.sock)
+	acceptAndClose(t, "unix", w.sock)
+	return w
+}
+
+// acceptAndClose listens on network and address, accepting and closing
+// every connection until the test ends, and returns the address.
+func acceptAndClose(t *testing.T, network, address string) string {
+	t.Helper()
+	ln, err := net.Listen(network, address)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +71,7 @@ func newWorld(t *testing.T) world {
 			c.Close()
 		}
 	}()
-	return w
+	return ln.Addr().String()
 }
 
 // policy is the suite's standard policy: the state directory hidden, the
@@ -380,24 +388,7 @@ func TestAttackNetwork(t *testing.T) {
 
 // listen returns the address of a loopback TCP listener that accepts and
 // closes.
-func listen(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
-}
+func listen(t *testing.T) string { return acceptAndClose(t, "tcp4", "127.0.0.1:0") }
 
 func port(addr string) uint16 {
 	_, p, _ := net.SplitHostPort(addr)
