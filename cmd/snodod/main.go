@@ -31,8 +31,9 @@ import (
 
 	// The hidden launcher mode (docs/security.md, "Sandbox"): a child
 	// started through the sandbox re-executes this binary, and the
-	// package's init applies the sandbox and execs the server before
-	// anything of snodod's own runs.
+	// package's init applies the sandbox and starts the server before
+	// main and before snodod's configuration, HTTP and MCP packages
+	// initialise.
 	_ "github.com/snodod/snodod/internal/sandbox"
 )
 
