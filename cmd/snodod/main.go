@@ -28,6 +28,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+
+	// The hidden launcher mode (docs/security.md, "Sandbox"): a child
+	// started through the sandbox re-executes this binary, and the
+	// package's init applies the sandbox and starts the server before
+	// main and before snodod's configuration, HTTP and MCP packages
+	// initialise.
+	_ "github.com/snodod/snodod/internal/sandbox"
 )
 
 // version is the build version, set with

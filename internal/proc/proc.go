@@ -37,8 +37,9 @@ type Group struct {
 // Start starts cmd as the leader of its own process group (Setpgid) with
 // the parent-death signal SIGKILL (Pdeathsig), returning the running group.
 // The caller supplies cmd.Stdin, cmd.Stdout and cmd.Stderr as for exec.Cmd;
-// cmd.SysProcAttr is replaced. Start reaps the leader itself (see Wait): the
-// caller must not call cmd.Wait. Since exec.Cmd.Wait closes the pipes of
+// cmd.SysProcAttr is replaced, except its namespace fields (Cloneflags, the
+// id maps, AmbientCaps: internal/sandbox.Wrap sets them). Start reaps the
+// leader itself (see Wait): the caller must not call cmd.Wait. Since exec.Cmd.Wait closes the pipes of
 // cmd.StdoutPipe and friends as soon as the child exits, callers that read
 // a child's output after its exit pass the write end of an os.Pipe instead
 // (or an io.Writer, which Wait finishes copying).
@@ -51,7 +52,7 @@ type Group struct {
 // its direct children; their own children are not covered by Pdeathsig,
 // which is why the daemon records groups (KillOrphans in upstream/).
 func Start(cmd *exec.Cmd) (*Group, error) {
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = sysProcAttr(cmd.SysProcAttr)
 	g := &Group{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go g.run(started)

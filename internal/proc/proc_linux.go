@@ -11,8 +11,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+func sysProcAttr(given *syscall.SysProcAttr) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if given != nil {
+		a.Cloneflags = given.Cloneflags
+		a.UidMappings, a.GidMappings = given.UidMappings, given.GidMappings
+		a.GidMappingsEnableSetgroups = given.GidMappingsEnableSetgroups
+		a.AmbientCaps = given.AmbientCaps
+	}
+	return a
 }
 
 // waitExited blocks until pid has exited, leaving it unreaped (WNOWAIT).
