@@ -37,7 +37,7 @@ type entry struct {
 	waiter       *net.UnixConn    // the control connection of the connect waiting for the end
 	firstRequest *time.Timer      // daemon.initialize_timeout, until the first request
 	reaped       bool
-	gone         chan struct{} // closed by reap; made by awaitReap, for those it waits for
+	gone         chan struct{} // closed by reap; made by reapedCh, for those who wait
 }
 
 // place is where a session is served: how it came (via "socket" or
@@ -53,7 +53,7 @@ type table struct {
 	perUID  map[int]int // entries by uid
 	nextID  uint64      // the last id given
 	closed  bool        // draining: nothing enters any more
-	changed func()      // called after an entry enters or leaves; may be nil
+	changed func()      // called, under mu, as an entry enters or leaves: it must not block; may be nil
 
 	// unreaped counts the entries not yet reaped; handshakes the
 	// connections accepted and not yet served (a session started, a
