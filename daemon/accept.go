@@ -18,19 +18,6 @@ import (
 	"github.com/snodod/snodod/session"
 )
 
-// beginHandshake counts an accepted connection in handshakes, unless the
-// drain has begun. Adding under mu, and never once closing is set, keeps
-// every Add before the drain's Wait, as sync.WaitGroup requires.
-func (d *Daemon) beginHandshake() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closing {
-		return false
-	}
-	d.handshakes.Add(1)
-	return true
-}
-
 // acceptor is the suture service that accepts connections on one listener.
 type acceptor struct {
 	d *Daemon
@@ -88,7 +75,7 @@ func (a *acceptor) Serve(ctx context.Context) error {
 // serve hands an accepted connection to its handler, unless the drain has
 // begun.
 func (a *acceptor) serve(c *net.UnixConn) {
-	if !a.d.beginHandshake() {
+	if !a.d.sessions.beginHandshake() {
 		// Accepted as the drain began: a control client is answered as
 		// the drain answers (answerWhileDraining takes over the
 		// listener), a session client is not served.
@@ -148,14 +135,14 @@ func transientAcceptError(err error) bool {
 // serveConn makes a session of a connection to the session socket, or
 // refuses it with one line.
 func (d *Daemon) serveConn(c *net.UnixConn) {
-	defer d.handshakes.Done()
+	defer d.sessions.endHandshake()
 	peer, err := peerCred(c)
 	if err != nil {
 		d.log.Warn("connection refused", "error", err)
 		c.Close()
 		return
 	}
-	id, g, refusal := d.admit(peer)
+	e, g, refusal := d.admit(peer, place{via: "socket"})
 	if refusal != nil {
 		d.log.Warn("connection refused", "peer_pid", peer.PID, "peer_uid", peer.UID, "reason", refusal.Message)
 		refuse(c, refusal)
@@ -170,7 +157,7 @@ func (d *Daemon) serveConn(c *net.UnixConn) {
 		dev, err = session.NewDevice(f, f, peer) // on error it closes f
 	}
 	if err != nil {
-		d.unreserve(id)
+		d.sessions.reap(e)
 		if fdShortage(err) {
 			// At the limit a refusal must not hold its descriptor for
 			// long (refuse waits up to a second for the client).
@@ -184,11 +171,11 @@ func (d *Daemon) serveConn(c *net.UnixConn) {
 		return
 	}
 	c.Close()
-	if _, err := d.start(id, g, dev, place{via: "socket"}, nil); err != nil {
+	if err := d.startSession(e, g, dev, nil); err != nil {
 		d.log.Error("connection dropped", "error", err)
 		return
 	}
-	d.log.Info("session started", "session", id, "via", "socket", "peer_pid", peer.PID, "peer_uid", peer.UID)
+	d.log.Info("session started", "session", e.id, "via", "socket", "peer_pid", peer.PID, "peer_uid", peer.UID)
 }
 
 // refuse writes the refusal line to c and closes it, within a second.
@@ -225,87 +212,42 @@ func writeAndClose(c *net.UnixConn, line []byte, writeBy, readFor time.Duration)
 // idle connections cannot keep session places from others. Every refusal
 // is counted by reason for `snodod status`.
 
-// admission is the daemon's per-uid bookkeeping, guarded by Daemon.mu;
-// the refusal counts have a lock of their own (they are counted where
-// Daemon.mu may be held).
-type admission struct {
-	uidOf        map[uint64]int // the uid each counted session (or reservation) is charged to
-	perUID       map[int]int
-	firstRequest map[uint64]*time.Timer // daemon.initialize_timeout, until the session ends
-
-	refusedMu sync.Mutex
-	refused   map[string]int64
-}
-
-// countUIDLocked charges session id to uid.
-func (d *Daemon) countUIDLocked(id uint64, uid int) {
-	a := &d.adm
-	if a.uidOf == nil {
-		a.uidOf, a.perUID = map[uint64]int{}, map[int]int{}
-	}
-	a.uidOf[id] = uid
-	a.perUID[uid]++
-}
-
-// uncountLocked releases what session id was charged, and its timer.
-func (d *Daemon) uncountLocked(id uint64) {
-	a := &d.adm
-	if uid, ok := a.uidOf[id]; ok {
-		delete(a.uidOf, id)
-		if a.perUID[uid]--; a.perUID[uid] <= 0 {
-			delete(a.perUID, uid)
-		}
-	}
-	if t := a.firstRequest[id]; t != nil {
-		t.Stop()
-		delete(a.firstRequest, id)
-	}
+// refusals counts, by reason, the clients refused and the sessions ended
+// unused.
+type refusals struct {
+	mu     sync.Mutex
+	counts map[string]int64
 }
 
 // refusal counts a client refused (or a session ended unused) for reason.
 func (d *Daemon) refusal(reason string) {
-	a := &d.adm
-	a.refusedMu.Lock()
-	if a.refused == nil {
-		a.refused = map[string]int64{}
+	r := &d.refusedBy
+	r.mu.Lock()
+	if r.counts == nil {
+		r.counts = map[string]int64{}
 	}
-	a.refused[reason]++
-	a.refusedMu.Unlock()
+	r.counts[reason]++
+	r.mu.Unlock()
 }
 
 // refusals returns the counts by reason since the start.
 func (d *Daemon) refusals() map[string]int64 {
-	a := &d.adm
-	a.refusedMu.Lock()
-	defer a.refusedMu.Unlock()
-	return maps.Clone(a.refused) // nil until the first refusal
+	r := &d.refusedBy
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.counts) // nil until the first refusal
 }
 
-// watchFirstRequest ends s if it has sent no request within timeout of
-// its start (daemon.initialize_timeout). A session resumed after an
-// upgrade or a crash is not watched: it was in use before.
-func (d *Daemon) watchFirstRequest(s *session.Session, timeout time.Duration) {
-	id := s.ID()
-	// Made under mu, so that the timer cannot fire before it is recorded.
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, live := d.sessions[id]; !live {
-		return // it ended already
-	}
-	t := time.AfterFunc(timeout, func() {
-		d.mu.Lock()
-		_, live := d.adm.firstRequest[id]
-		delete(d.adm.firstRequest, id)
-		d.mu.Unlock()
-		if !live || s.Stats().Requests > 0 {
-			return
+// watchFirstRequest ends s, e's session, if it has sent no request within
+// timeout of its start (daemon.initialize_timeout). A session resumed
+// after an upgrade or a crash is not watched: it was in use before.
+func (d *Daemon) watchFirstRequest(e *entry, s *session.Session, timeout time.Duration) {
+	d.sessions.arm(e, timeout, func() {
+		if !d.sessions.disarm(e) || s.Stats().Requests > 0 {
+			return // it ended, or was used
 		}
 		d.refusal("initialize_timeout")
-		d.log.Warn("session ended: no request within daemon.initialize_timeout", "session", id, "timeout", timeout)
+		d.log.Warn("session ended: no request within daemon.initialize_timeout", "session", e.id, "timeout", timeout)
 		s.Kill(fmt.Sprintf("no request within daemon.initialize_timeout (%s)", timeout))
 	})
-	if d.adm.firstRequest == nil {
-		d.adm.firstRequest = map[uint64]*time.Timer{}
-	}
-	d.adm.firstRequest[id] = t
 }

@@ -23,26 +23,30 @@ import (
 // says adopted when the last has arrived. It tells systemd it is ready only
 // once the old daemon has made it the main process.
 
-// openListeners returns the listeners Run serves, and the HTTP listener
-// when the daemon that started this one passed one.
-func (d *Daemon) openListeners(cfg *config.Config) ([]*listener, net.Listener, error) {
-	if d.opts.Upgrade == nil {
-		ls, err := d.listen(cfg)
-		return ls, nil, err
-	}
-	w, err := newWire(d.opts.Upgrade)
-	d.opts.Upgrade = nil
+// takeover is the origin of a process an upgrade started: the listeners
+// and sessions of the daemon that started it, over the private socket.
+type takeover struct {
+	d *Daemon
+	f *os.File // the socket (Options.Upgrade), until listen
+	w *wire
+}
+
+// listen reads the listeners the daemon that started this one sends.
+func (o *takeover) listen(*config.Config) ([]*listener, net.Listener, error) {
+	d := o.d
+	w, err := newWire(o.f)
+	o.f = nil
 	if err != nil {
 		return nil, nil, err
 	}
-	d.upgradeWire = w
+	o.w = w
 	// systemd is told of this process, and the sessions' descriptors are
 	// stored, once it is the main one (fdstore.go).
 	d.notify.held.Store(true)
 	d.store.hold()
 	ls, httpLn, err := d.adoptListeners(w)
 	if err != nil {
-		d.refuseUpgrade(err)
+		o.refuse(err)
 		return nil, nil, err
 	}
 	// The watchdog is this process's from now on: WATCHDOG_PID named the
@@ -51,6 +55,36 @@ func (d *Daemon) openListeners(cfg *config.Config) ([]*listener, net.Listener, e
 		os.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 	}
 	return ls, httpLn, nil
+}
+
+// resume tells the daemon that started this one that it serves, and
+// begins adopting the sessions it sends (READY=1 waits until this process
+// is the main one).
+func (o *takeover) resume(startUpstreams func()) {
+	d, w := o.d, o.w
+	if err := w.send(upgradeMsg{Type: "ready", PID: os.Getpid(), Version: d.version()}); err != nil {
+		d.log.Error("upgrade: the running daemon cannot be told this one serves", "error", err)
+	}
+	d.late.Add(1)
+	go func() {
+		defer d.late.Done()
+		// The hosted servers start once the old daemon's have stopped
+		// (it says "main" then), or once it is gone: until then requests
+		// that need one wait, and the catalog cache answers lists.
+		defer startUpstreams()
+		defer d.store.release()
+		defer d.notify.held.Store(false)
+		d.adoptSessions(w)
+	}()
+}
+
+// refuse tells the daemon that started this one why it cannot serve.
+func (o *takeover) refuse(err error) {
+	if o.w != nil {
+		_ = o.w.send(upgradeMsg{Type: "error", Error: err.Error()})
+		o.w.close()
+		o.w = nil
+	}
 }
 
 // adoptListeners reads the hello of the daemon that started this one.
@@ -118,9 +152,7 @@ func (d *Daemon) adoptListeners(w *wire) (ls []*listener, httpLn net.Listener, e
 	if lock != nil {
 		lock.Close()
 	}
-	d.mu.Lock()
-	d.nextID = max(d.nextID, m.NextID)
-	d.mu.Unlock()
+	d.sessions.skipTo(m.NextID)
 	d.log.Info("upgrade: took the listeners of the running daemon", "pid", m.PID, "version", m.Version)
 	return ls, httpLn, nil
 }
@@ -162,31 +194,6 @@ func (d *Daemon) listenerFiles(listeners []*listener) ([]listenerRecord, []*os.F
 	return recs, files, nil
 }
 
-// announceReady tells systemd the daemon is ready, or, in a process an
-// upgrade started, tells the daemon that started it and begins adopting
-// the sessions it sends (READY=1 waits until this process is the main one).
-func (d *Daemon) announceReady(rs *runState) {
-	w := d.upgradeWire
-	if w == nil {
-		d.notify.send("READY=1", d.statusLine())
-		return
-	}
-	if err := w.send(upgradeMsg{Type: "ready", PID: os.Getpid(), Version: d.version()}); err != nil {
-		d.log.Error("upgrade: the running daemon cannot be told this one serves", "error", err)
-	}
-	d.late.Add(1)
-	go func() {
-		defer d.late.Done()
-		// The hosted servers start once the old daemon's have stopped
-		// (it says "main" then), or once it is gone: until then requests
-		// that need one wait, and the catalog cache answers lists.
-		defer rs.upstreamsOnce.Do(func() { rs.upstreams = rs.root.Add(d.ups) })
-		defer d.store.release()
-		defer d.notify.held.Store(false)
-		d.adoptSessions(w)
-	}()
-}
-
 // adoptSessions resumes each session the old daemon sends, until it says
 // this process is the main one or goes away.
 func (d *Daemon) adoptSessions(w *wire) {
@@ -226,14 +233,6 @@ func (d *Daemon) adoptSessions(w *wire) {
 		default:
 			closeFiles(files)
 		}
-	}
-}
-
-// refuseUpgrade tells the daemon that started this one why it cannot
-// serve, when an upgrade started it.
-func (d *Daemon) refuseUpgrade(err error) {
-	if w := d.upgradeWire; w != nil {
-		_ = w.send(upgradeMsg{Type: "error", Error: err.Error()})
 	}
 }
 
@@ -299,41 +298,47 @@ func (d *Daemon) resumeSession(m movedSession, files []*os.File) error {
 		return err
 	}
 	at := place{via: m.Via, view: m.View, cwd: m.Cwd}
+	e := d.sessions.resume(rec.ID, rec.Device.Peer.UID, at)
+	if e == nil {
+		closeFiles(append(devFiles, jf))
+		return fail(fmt.Errorf("session %d cannot enter the table: the daemon is draining, or serves that id already", rec.ID))
+	}
 	var ctlFiles []*os.File
 	if ctlFile != nil {
 		ctlFiles = []*os.File{ctlFile}
 	}
-	g := d.gen.Load()
-	cfg, j, err := d.sessionConfig(rec.ID, g, at, append(slices.Clip(devFiles), ctlFiles...), jf)
+	cfg, err := d.sessionConfig(e, d.gen.Load(), append(slices.Clip(devFiles), ctlFiles...), jf)
 	if err != nil {
-		closeFiles(append(devFiles, jf))
+		closeFiles(devFiles)
+		d.sessions.reap(e)
 		return fail(err)
 	}
 	s, err := session.Resume(rec, devFiles, cfg)
 	if err != nil {
-		d.reapers.Add(1) // reap, below, counts it done
-		cfg.Ended(nil)   // releases the view, the place and the record
+		cfg.Ended(nil) // releases the view and the record, and reaps e
 		return fail(err)
 	}
-	d.mu.Lock()
-	d.nextID = max(d.nextID, rec.ID)
-	d.mu.Unlock()
-	d.enter(s, j, ctlFiles)
+	d.serve(e, s, ctlFiles)
 	d.log.Info("session resumed", "session", rec.ID, "via", m.Via, "kind", rec.Device.Kind, "peer_pid", rec.Device.Peer.PID, "lost", len(rec.Lost))
 	if ctl != nil {
 		d.waiters.Add(1)
 		go func() {
 			defer d.waiters.Done()
 			defer ctl.Close()
-			d.awaitEnd(ctl, s)
+			d.awaitEnd(ctl, e)
 		}()
 	}
 	return nil
 }
 
-// resumeLocally resumes here the sessions a failed upgrade had paused.
+// resumeLocally resumes here the sessions a failed upgrade had paused,
+// each under its id once its entry, which its hand-over ended, is reaped.
 func (d *Daemon) resumeLocally(sent []movedFiles) {
 	for _, m := range sent {
+		select {
+		case <-d.sessions.reapedCh(m.from):
+		case <-time.After(upgradeAdoptMargin): // resumeSession says why it cannot
+		}
 		if err := d.resumeSession(m.m, m.files); err != nil {
 			d.log.Error("a session paused for a failed upgrade could not be resumed", "session", m.m.Session.ID, "error", err)
 		}

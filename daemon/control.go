@@ -39,7 +39,7 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 	handshaking := true
 	defer func() {
 		if handshaking {
-			d.handshakes.Done()
+			d.sessions.endHandshake()
 		}
 	}()
 	defer c.Close()
@@ -79,7 +79,7 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 	}
 	switch req.Op {
 	case control.OpConnect:
-		s, ok := d.connect(c, req, files, peer)
+		e, ok := d.connect(c, req, files, peer)
 		if !ok {
 			return
 		}
@@ -88,16 +88,16 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		// handshake.
 		d.waiters.Add(1)
 		defer d.waiters.Done()
-		d.handshakes.Done()
+		d.sessions.endHandshake()
 		handshaking = false
-		d.awaitEnd(c, s)
+		d.awaitEnd(c, e)
 	case control.OpStatus:
 		reply(c, statusReply{OK: true, Status: d.Status()})
 	case control.OpKill:
 		reply(c, d.kill(req.Session, peer))
 	case control.OpUpgrade:
 		// An upgrade waits for every handshake: this one is over.
-		d.handshakes.Done()
+		d.sessions.endHandshake()
 		handshaking = false
 		d.upgradeFor(c, req, peer)
 	case control.OpFault:
@@ -109,7 +109,7 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		// (an upgrade waits for the handshakes).
 		d.waiters.Add(1)
 		defer d.waiters.Done()
-		d.handshakes.Done()
+		d.sessions.endHandshake()
 		handshaking = false
 		d.serveLogs(c, req)
 	default:
@@ -146,7 +146,7 @@ func (d *Daemon) admitRequest(c *net.UnixConn, line []byte) (req control.Request
 
 // connect starts a session on the descriptors a client passed, and answers
 // with its id; on refusal it answers why and closes them.
-func (d *Daemon) connect(c *net.UnixConn, req control.Request, files []*os.File, peer session.Peer) (*session.Session, bool) {
+func (d *Daemon) connect(c *net.UnixConn, req control.Request, files []*os.File, peer session.Peer) (*entry, bool) {
 	if req.Relay {
 		closeFiles(files)
 		reply(c, control.Reply{Error: "relay is not served on the control socket; connect to the session socket (daemon.socket) instead"})
@@ -164,7 +164,7 @@ func (d *Daemon) connect(c *net.UnixConn, req control.Request, files []*os.File,
 		reply(c, control.Reply{Error: err.Error()})
 		return nil, false
 	}
-	id, g, refusal := d.admit(peer)
+	e, g, refusal := d.admit(peer, place{via: "connect", view: req.View, cwd: req.Cwd})
 	if refusal != nil {
 		// The MCP client reads the passed standard output: it gets the
 		// same line a socket client would.
@@ -180,7 +180,7 @@ func (d *Daemon) connect(c *net.UnixConn, req control.Request, files []*os.File,
 	}
 	dev, err := session.NewDevice(in, out, peer) // on error it closes both
 	if err != nil {
-		d.unreserve(id)
+		d.sessions.reap(e)
 		if fdShortage(err) {
 			d.fdShortage()
 			d.fdRefusal("control")
@@ -190,17 +190,16 @@ func (d *Daemon) connect(c *net.UnixConn, req control.Request, files []*os.File,
 		reply(c, control.Reply{Error: "cannot serve the passed descriptors: " + err.Error()})
 		return nil, false
 	}
-	s, err := d.start(id, g, dev, place{via: "connect", view: req.View, cwd: req.Cwd}, c)
-	if err != nil {
+	if err := d.startSession(e, g, dev, c); err != nil {
 		reply(c, control.Reply{Error: err.Error()})
 		return nil, false
 	}
-	d.log.Info("session started", "session", id, "via", "connect", "view", req.View, "peer_pid", peer.PID, "peer_uid", peer.UID)
-	if !reply(c, control.Reply{OK: true, Session: id}) {
-		d.log.Info("connect client left before its reply; the session goes on", "session", id)
+	d.log.Info("session started", "session", e.id, "via", "connect", "view", req.View, "peer_pid", peer.PID, "peer_uid", peer.UID)
+	if !reply(c, control.Reply{OK: true, Session: e.id}) {
+		d.log.Info("connect client left before its reply; the session goes on", "session", e.id)
 		return nil, false
 	}
-	return s, true
+	return e, true
 }
 
 // awaitEnd tells the client when its session ends. A client that leaves
@@ -212,16 +211,10 @@ func (d *Daemon) connect(c *net.UnixConn, req control.Request, files []*os.File,
 // A session handed over to a new daemon (an upgrade) has not ended for its
 // client: the connection is passed on with it (waiterConn), and nothing is
 // written here.
-func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
-	id := s.ID()
-	d.mu.Lock()
-	d.waiting[id] = c
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		delete(d.waiting, id)
-		d.mu.Unlock()
-	}()
+func (d *Daemon) awaitEnd(c *net.UnixConn, e *entry) {
+	s := e.s // started
+	d.sessions.await(e, c)
+	defer d.sessions.await(e, nil)
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
@@ -238,7 +231,7 @@ func (d *Daemon) awaitEnd(c *net.UnixConn, s *session.Session) {
 		}
 		reply(c, control.Ended{Ended: true, Error: msg})
 	case <-gone:
-		d.log.Info("the connect process of a session left; ending the session", "session", id)
+		d.log.Info("the connect process of a session left; ending the session", "session", e.id)
 		s.Kill("its snodod connect process exited")
 	case <-d.stopped:
 	}
@@ -254,7 +247,7 @@ const killWait = 10 * time.Second
 // kill ends session id for `snodod kill` and answers once it has ended:
 // its requests are cancelled, its device released, a terminal restored.
 func (d *Daemon) kill(id uint64, peer session.Peer) control.Reply {
-	s := d.session(id)
+	s := d.sessions.session(id)
 	if s == nil {
 		return control.Reply{Error: fmt.Sprintf("no session %d; 'snodod status' lists the sessions", id)}
 	}
@@ -275,7 +268,7 @@ func (d *Daemon) fault(id uint64) control.Reply {
 	if !faults.Armed() {
 		return control.Reply{Error: "fault injection is off; start the daemon with " + faults.EnvVar + "=1"}
 	}
-	s := d.session(id)
+	s := d.sessions.session(id)
 	if s == nil || !faults.Inject(s) {
 		return control.Reply{Error: fmt.Sprintf("no session %d", id)}
 	}
@@ -283,18 +276,16 @@ func (d *Daemon) fault(id uint64) control.Reply {
 }
 
 // waiterConn returns a duplicate of the control connection of the `snodod
-// connect` waiting for session id, to pass on with the session; nil when
-// none waits.
-func (d *Daemon) waiterConn(id uint64) *os.File {
-	d.mu.Lock()
-	c := d.waiting[id]
-	d.mu.Unlock()
+// connect` waiting for the end of e's session, to pass on with the
+// session; nil when none waits.
+func (d *Daemon) waiterConn(e *entry) *os.File {
+	c := d.sessions.waiterOf(e)
 	if c == nil {
 		return nil
 	}
 	f, err := dupFile(c, "control connection")
 	if err != nil {
-		d.log.Warn("the control connection of a session cannot be passed on", "session", id, "error", err)
+		d.log.Warn("the control connection of a session cannot be passed on", "session", e.id, "error", err)
 		return nil
 	}
 	return f

@@ -23,31 +23,32 @@ import (
 // admitted is lost; so is a frame it was writing. Without systemd a crash
 // still ends every session.
 
-// openJournal makes session id's crash record when the store is in use
-// (nil otherwise): in jf, the memfd its predecessor used, else in a new
-// one. files are the session's descriptors, which the record identifies.
-// It takes ownership of jf.
-func (d *Daemon) openJournal(id uint64, at place, files []*os.File, jf *os.File) *journal {
+// openJournal makes the crash record of e's session when the store is in
+// use (e.journal stays nil otherwise): in jf, the memfd its predecessor
+// used, else in a new one. files are the session's descriptors, which the
+// record identifies. It takes ownership of jf.
+func (d *Daemon) openJournal(e *entry, files []*os.File, jf *os.File) {
 	if !d.store.enabled {
 		if jf != nil {
 			jf.Close()
 		}
-		return nil
+		return
 	}
+	at := e.at
 	base := crashRecord{Via: at.via, View: at.view, Cwd: at.cwd, Control: at.via == "connect"}
 	for _, f := range files {
 		fid, err := identify(f)
 		if err != nil {
-			d.log.Warn("a session's descriptor cannot be identified; it will not survive a crash", "session", id, "error", err)
+			d.log.Warn("a session's descriptor cannot be identified; it will not survive a crash", "session", e.id, "error", err)
 			if jf != nil {
 				jf.Close()
 			}
-			return nil
+			return
 		}
 		base.Files = append(base.Files, fid)
 	}
 	onError := func(err error) {
-		d.log.Warn("the session's crash record cannot be kept; it will not survive a crash", "session", id, "error", err)
+		d.log.Warn("the session's crash record cannot be kept; it will not survive a crash", "session", e.id, "error", err)
 	}
 	var j *journal
 	var err error
@@ -56,46 +57,39 @@ func (d *Daemon) openJournal(id uint64, at place, files []*os.File, jf *os.File)
 			jf.Close()
 		}
 	} else {
-		j, err = newJournal(id, base, onError)
+		j, err = newJournal(e.id, base, onError)
 	}
 	if err != nil {
 		onError(err)
-		return nil
+		return
 	}
-	d.mu.Lock()
-	d.journals[id] = j
-	d.mu.Unlock()
-	return j
+	e.journal = j
 }
 
-// closeJournal ends session id's crash record once the session has ended:
-// its descriptors leave the store, unless the session was handed over (the
-// new process goes on with them). s is nil for a session that never ran.
-func (d *Daemon) closeJournal(id uint64, j *journal, s *session.Session) {
+// closeJournal ends the crash record of e's session once the session has
+// ended: its descriptors leave the store, unless the session was handed
+// over (the new process goes on with them). s is nil for a session that
+// never ran.
+func (d *Daemon) closeJournal(e *entry, s *session.Session) {
+	j := e.journal
 	if j == nil {
 		return
 	}
-	d.mu.Lock()
-	delete(d.journals, id)
-	d.mu.Unlock()
 	if s == nil || s.Reason() != session.ReasonHandedOver {
-		d.store.remove(fdStoreName(id))
+		d.store.remove(fdStoreName(e.id))
 	}
 	j.close()
 }
 
-// journalFile returns a duplicate of session id's crash record, to hand
-// over with the session; nil without one.
-func (d *Daemon) journalFile(id uint64) *os.File {
-	d.mu.Lock()
-	j := d.journals[id]
-	d.mu.Unlock()
-	if j == nil {
+// journalFile returns a duplicate of the crash record of e's session, to
+// hand over with the session; nil without one.
+func (d *Daemon) journalFile(e *entry) *os.File {
+	if e.journal == nil {
 		return nil
 	}
-	f, err := dupFile(j.f, "crash record")
+	f, err := dupFile(e.journal.f, "crash record")
 	if err != nil {
-		d.log.Warn("the crash record of a session cannot be passed on", "session", id, "error", err)
+		d.log.Warn("the crash record of a session cannot be passed on", "session", e.id, "error", err)
 		return nil
 	}
 	return f

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
-	"github.com/snodod/snodod/session"
 	"github.com/snodod/snodod/transport/stdio"
 	"github.com/snodod/snodod/upstream"
 )
@@ -108,42 +106,37 @@ type Daemon struct {
 	// sockets and log format stay in force until a restart.
 	first *config.Config
 
-	mu       sync.Mutex
-	sessions map[uint64]*session.Session
-	adm      admission // per-uid counts and first-request timers, under mu (accept.go)
-	nextID   uint64
-	closing  bool // draining: no new sessions
-	running  bool // Run was called
+	running atomic.Bool // Run was called
+
+	// sessions is the session table (table.go); refusedBy counts the
+	// clients it refused, by reason (accept.go).
+	sessions  *table
+	refusedBy refusals
 
 	sessionsSup *suture.Supervisor
 	http        *httpListener // nil without http.listen (http.go)
+	// origin is where Run takes its listeners and sessions from: new
+	// sockets or systemd's (and the sessions kept through a crash), or
+	// the daemon that started this one for an upgrade (continuity.go).
+	origin origin
 	// executable is the binary an upgrade starts by default; upgrades
-	// are Run's requests for one; upgradeWire is, in a process an upgrade
-	// started, the socket to the daemon that started it (adopt.go);
-	// waiting are the control connections of the `snodod connect`s
-	// waiting for their session's end, by session (control.go).
-	executable  string
-	upgrades    chan upgradeRequest
-	upgradeWire *wire
-	waiting     map[uint64]*net.UnixConn
-	places      map[uint64]place // each session's view and cwd (sessions.go)
-	// store is systemd's descriptor store; journals are the sessions'
-	// crash records in it (crash.go).
-	store     *fdStore
-	journals  map[uint64]*journal
-	recovered map[string][]*os.File // passed back after a crash, until Run resumes them
-	changed   chan struct{}         // the session count changed (STATUS=)
-	ready     chan struct{}         // closed once Run serves (tests wait for it)
-	stopped   chan struct{}         // closed when Run returns
+	// are Run's requests for one (upgrade.go).
+	executable string
+	upgrades   chan upgradeRequest
+	// store is systemd's descriptor store, where the sessions' crash
+	// records are kept (crash.go).
+	store   *fdStore
+	changed chan struct{} // the session count changed (STATUS=)
+	ready   chan struct{} // closed once Run serves (tests wait for it)
+	stopped chan struct{} // closed when Run returns
 	// draining ends when the drain starts: it interrupts control
 	// connections still waiting for their request.
 	draining   context.Context
 	startDrain context.CancelFunc
-	// handshakes counts connections between accept and their session's
-	// start (or refusal); waiters counts control connections waiting for
-	// their session's end; reapers counts sessions not yet reaped; late
-	// counts the control connections answered during the drain.
-	handshakes, waiters, reapers, late sync.WaitGroup
+	// waiters counts control connections waiting for their session's
+	// end; late counts the control connections answered during the
+	// drain. (The table counts the handshakes and the sessions.)
+	waiters, late sync.WaitGroup
 	// spare is the descriptor kept to refuse clients at the descriptor
 	// limit (fdlimit.go), held while Run serves; fdShort is set while the
 	// daemon is out of descriptors, and fdRefused counts the clients
@@ -183,15 +176,14 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		log:      opts.Logger,
 		started:  time.Now(),
 		uid:      os.Geteuid(),
-		sessions: map[uint64]*session.Session{},
 		changed:  make(chan struct{}, 1),
 		ready:    make(chan struct{}),
 		stopped:  make(chan struct{}),
 		upgrades: make(chan upgradeRequest),
-		waiting:  map[uint64]*net.UnixConn{},
-		places:   map[uint64]place{},
-		journals: map[uint64]*journal{},
 	}
+	d.sessions = newTable(d.poke)
+	d.origin = d.newOrigin(opts)
+	d.opts.Upgrade = nil // the origin's
 	d.executable = opts.Executable
 	if d.executable == "" {
 		d.executable, _ = os.Executable()
@@ -277,13 +269,9 @@ func (d *Daemon) Config() *config.Config { return d.gen.Load().cfg }
 // cannot listen: an *AlreadyRunningError when another daemon answers.
 // Run may be called once.
 func (d *Daemon) Run(ctx context.Context) error {
-	d.mu.Lock()
-	if d.running {
-		d.mu.Unlock()
+	if !d.running.CompareAndSwap(false, true) {
 		return errors.New("daemon: Run called twice")
 	}
-	d.running = true
-	d.mu.Unlock()
 	defer close(d.stopped)
 	defer d.host.Close()   // the folders' watches
 	defer d.endStateless() // the HTTP views' 2026 sessions
@@ -294,7 +282,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.spare.close()
 
 	cfg := d.Config()
-	listeners, httpLn, err := d.openListeners(cfg)
+	listeners, httpLn, err := d.origin.listen(cfg)
 	if err != nil {
 		return err
 	}
@@ -319,12 +307,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.sessionsSup = suture.New("sessions", suture.Spec{EventHook: hook, Timeout: grace})
 	root.Add(d.sessionsSup)
 	rs.root = root
-	if d.upgradeWire == nil {
-		rs.upstreamsOnce.Do(func() { rs.upstreams = root.Add(d.ups) })
-	} // else once the daemon that started this one has stopped its own (adopt.go)
 	d.startAccepting(rs)
 	if err := d.startHTTP(root, cfg, httpLn); err != nil {
-		d.refuseUpgrade(err)
+		d.origin.refuse(err)
 		return err
 	}
 	// The root's context is not ctx: the drain stops the parts in order
@@ -344,11 +329,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Info("listening", "socket", l.name, "path", l.path, "activated", !l.created)
 	}
 	d.checkStore()
-	if d.recovered != nil {
-		d.recoverSessions(d.recovered)
-		d.recovered = nil
-	}
-	d.announceReady(rs) // READY=1, or to the daemon that started this one
+	// The sessions a crash or an upgrade left resume, the hosted servers
+	// start, and systemd (or the daemon that started this one) is told.
+	d.origin.resume(func() { d.startUpstreams(rs) })
 	close(d.ready)
 	var watchdog <-chan time.Time
 	if every := watchdogInterval(d.log); every > 0 {
@@ -389,21 +372,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // listen opens the listeners: the ones systemd passed, else new sockets at
 // the configured paths. A control socket systemd did not pass is created.
-// The sessions systemd kept through a crash are left in d.recovered.
-func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
+// It returns the sessions systemd kept through a crash too, by name.
+func (d *Daemon) listen(cfg *config.Config) ([]*listener, map[string][]*os.File, error) {
 	sessionLn, controlLn, stored, err := activated()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var ls []*listener
-	fail := func(err error) ([]*listener, error) {
+	fail := func(err error) ([]*listener, map[string][]*os.File, error) {
 		for _, l := range ls {
 			l.close()
 		}
 		for _, fs := range stored {
 			closeFiles(fs)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if sessionLn != nil {
 		ls = append(ls, &listener{name: "session", path: sessionLn.Addr().String(), ln: sessionLn})
@@ -427,8 +410,7 @@ func (d *Daemon) listen(cfg *config.Config) ([]*listener, error) {
 		}
 		ls = append(ls, l)
 	}
-	d.recovered = stored
-	return ls, nil
+	return ls, stored, nil
 }
 
 // drain ends the daemon: STOPPING=1, stop accepting, let connections in
@@ -448,10 +430,8 @@ func (d *Daemon) drain(rs *runState, cancelRoot context.CancelFunc, rootDone <-c
 	}
 	httpDone := d.drainHTTP(rs.root)
 	defer func() { <-httpDone }()
-	d.mu.Lock()
-	d.closing = true // from now on beginHandshake refuses
-	d.mu.Unlock()
-	d.handshakes.Wait()
+	d.sessions.close() // from now on no connection is served, no session enters
+	d.sessions.awaitHandshakes()
 	cancelRoot()
 	d.drainSessions()
 	select {
@@ -464,9 +444,10 @@ func (d *Daemon) drain(rs *runState, cancelRoot context.CancelFunc, rootDone <-c
 // drainSessions waits for every session to end, bounded by the grace.
 func (d *Daemon) drainSessions() {
 	bound := d.gen.Load().limits.ShutdownGrace + drainMargin
+	d.sessions.close() // the drain did; a failed root did not
 	done := make(chan struct{})
 	go func() {
-		d.reapers.Wait()
+		d.sessions.wait()
 		d.waiters.Wait()
 		close(done)
 	}()
@@ -486,12 +467,8 @@ func (d *Daemon) supervisorEvent(e suture.Event) {
 	}
 }
 
-// count returns the number of sessions.
-func (d *Daemon) count() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.sessions)
-}
+// count returns the number of sessions, those being admitted included.
+func (d *Daemon) count() int { return d.sessions.len() }
 
 func (d *Daemon) statusLine() string {
 	return fmt.Sprintf("STATUS=%d sessions (max %d)", d.count(), d.gen.Load().limits.MaxSessions)

@@ -21,6 +21,9 @@
 // nil. Reload applies a new configuration to the sessions that start after
 // it; the running ones keep theirs.
 //
+// Every session is an entry of one table (table.go), from its admission
+// (or its resumption) to its reap, which is the only way out.
+//
 // A restart of the daemon loses no session (docs/operations.md). An
 // upgrade (`snodod upgrade`, SIGUSR2; upgrade.go) starts a new process and
 // hands it the listeners and every session over a private socket
@@ -28,5 +31,6 @@
 // listening. Under systemd every session's descriptors and a memfd crash
 // record (journal.go) stay in the service manager's descriptor store
 // (fdstore.go), and a daemon started after a crash resumes the sessions
-// from them (crash.go).
+// from them (crash.go). Run sees neither way apart: it asks its origin
+// (continuity.go) for the listeners and the sessions.
 package daemon

@@ -14,7 +14,7 @@ import (
 // FILE_DESCRIPTOR_STORE): under a unit with FileDescriptorStoreMax=,
 // every session's descriptors and its crash record (journal.go) are kept
 // by the service manager, named session-<id>, so that after a crash the
-// restarted daemon gets them back (LISTEN_FDS, recover.go) and the clients
+// restarted daemon gets them back (LISTEN_FDS, crash.go) and the clients
 // never see their connection close. A session that ends is removed
 // (FDSTOREREMOVE=1). The store is used whenever NOTIFY_SOCKET is set:
 // systemd 254 and later say FileDescriptorStoreMax= in $FDSTORE (and set

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(activationHelper())
 	}
+	if os.Getenv(successorEnv) != "" && os.Getenv(UpgradeEnv) != "" {
+		os.Exit(refusingSuccessor())
+	}
 	goleak.VerifyTestMain(m,
 		// os/signal's dispatcher starts with the first signal.Notify and
 		// stays for the life of the process.
@@ -110,6 +113,10 @@ func startDaemon(t *testing.T, cfg *config.Config, opts Options) *running {
 		cancel()
 		if err := r.wait(t); err != nil {
 			t.Errorf("Run: %v", err)
+		}
+		// Every session ended, every entry of the table was reaped.
+		if err := d.sessions.checkEmpty(); err != nil {
+			t.Errorf("the session table after Run: %v", err)
 		}
 	})
 	select {

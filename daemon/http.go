@@ -92,12 +92,7 @@ func (v httpView) open() (server.Dispatcher, func()) {
 // an id of its own (what the session holds on upstreams is by id). HTTP
 // clients send no working directory.
 func (v httpView) dispatcher(g *generation) (server.Dispatcher, func(), error) {
-	d := v.d
-	d.mu.Lock()
-	d.nextID++
-	id := d.nextID
-	d.mu.Unlock()
-	return d.dispatcher(id, g, v.name, "")
+	return v.d.dispatcher(v.d.sessions.newID(), g, v.name, "")
 }
 
 // stateless is the session every 2026 POST of the view is served in,

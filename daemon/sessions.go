@@ -72,51 +72,39 @@ func uidAllowed(uid, self int, allowed []int) bool {
 	return uid == self || slices.Contains(allowed, uid)
 }
 
-// admit decides whether a new session may start, and reserves its id: it
-// returns the generation to start it with, or the refusal.
-func (d *Daemon) admit(peer session.Peer) (uint64, *generation, *protocol.Error) {
+// admit decides whether a new session of peer, to be served at at, may
+// start, and reserves its entry: it returns the entry and the generation
+// to start it with, or the refusal, counted.
+func (d *Daemon) admit(peer session.Peer, at place) (*entry, *generation, *protocol.Error) {
 	g := d.gen.Load()
 	if !uidAllowed(peer.UID, d.uid, g.cfg.Daemon.AllowedUIDs) {
 		d.refusal("uid")
-		return 0, nil, uidError(peer.UID)
+		return nil, nil, uidError(peer.UID)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	switch {
-	case d.closing:
-		d.refusal("draining")
-		return 0, nil, errShuttingDown
-	case len(d.sessions) >= g.limits.MaxSessions:
-		d.refusal("capacity")
-		return 0, nil, capacityError(g.limits.MaxSessions)
-	case d.adm.perUID[peer.UID] >= g.limits.MaxSessionsPerUID:
-		d.refusal("uid_capacity")
-		return 0, nil, uidCapacityError(g.limits.MaxSessionsPerUID, peer.UID)
+	e, why := d.sessions.reserve(peer.UID, at, g.limits.MaxSessions, g.limits.MaxSessionsPerUID)
+	var refused *protocol.Error
+	switch why {
+	case "":
+		return e, g, nil
+	case refusedDraining:
+		refused = errShuttingDown
+	case refusedCapacity:
+		refused = capacityError(g.limits.MaxSessions)
+	case refusedUIDCapacity:
+		refused = uidCapacityError(g.limits.MaxSessionsPerUID, peer.UID)
 	}
-	d.nextID++
-	id := d.nextID
-	d.sessions[id] = nil // reserved: counts against max_sessions
-	d.countUIDLocked(id, peer.UID)
-	return id, g, nil
+	d.refusal(string(why))
+	return nil, nil, refused
 }
 
-// unreserve releases an id admit reserved for a session that did not start.
-func (d *Daemon) unreserve(id uint64) {
-	d.mu.Lock()
-	delete(d.sessions, id)
-	d.uncountLocked(id)
-	d.mu.Unlock()
-}
-
-// start starts session id on dev, under the sessions supervisor, with the
-// generation admit returned, serving at.view ("" the aggregated view,
-// else an upstream passed through) to a client working in at.cwd; ctl is
-// the control connection of the `snodod connect` that handed dev over
-// (nil for a session socket connection). It must be called while the
-// connection is counted in handshakes: the drain waits for those before it
-// cancels the sessions, so no session is added to a stopped supervisor. On
-// error (an unknown view) it closes dev and releases id.
-func (d *Daemon) start(id uint64, g *generation, dev *session.Device, at place, ctl *net.UnixConn) (*session.Session, error) {
+// startSession starts the session of e, admitted, on dev, under the
+// sessions supervisor, with the generation admit returned; ctl is the
+// control connection of the `snodod connect` that handed dev over (nil
+// for a session socket connection). It must be called while the
+// connection is counted as a handshake: the drain waits for those before
+// it cancels the sessions, so no session is added to a stopped
+// supervisor. On error (an unknown view) it closes dev and reaps e.
+func (d *Daemon) startSession(e *entry, g *generation, dev *session.Device, ctl *net.UnixConn) error {
 	var stored []*os.File
 	if ctl != nil && d.store.enabled { // only a crash record needs it
 		f, err := dupFile(ctl, "control connection")
@@ -125,38 +113,33 @@ func (d *Daemon) start(id uint64, g *generation, dev *session.Device, at place, 
 			stored = []*os.File{f}
 		}
 	}
-	cfg, j, err := d.sessionConfig(id, g, at, append(dev.Files(), stored...), nil)
+	cfg, err := d.sessionConfig(e, g, append(dev.Files(), stored...), nil)
 	if err != nil {
 		dev.Close()
-		d.unreserve(id)
-		return nil, err
+		d.sessions.reap(e)
+		return err
 	}
-	s := session.New(id, dev, cfg)
-	d.enter(s, j, stored)
-	d.watchFirstRequest(s, g.limits.InitializeTimeout)
-	return s, nil
+	s := session.New(e.id, dev, cfg)
+	d.serve(e, s, stored)
+	d.watchFirstRequest(e, s, g.limits.InitializeTimeout)
+	return nil
 }
 
-// place is where a session is served: how it came (via "socket" or
-// "connect"), its view and its client's working directory, which an
-// upgrade hands over with it.
-type place struct{ via, view, cwd string }
-
-// sessionConfig is the configuration of session id under generation g,
-// served at at; files are its descriptors (the device's, then the control
+// sessionConfig is the configuration of e's session under generation g;
+// files are its descriptors (the device's, then the control
 // connection's), to identify in its crash record. Under systemd's
 // descriptor store it has a crash record (journal.go), in a new memfd, or
-// in jf, the one its predecessor kept (an upgrade, a crash). It records
-// the place until the session is reaped.
-func (d *Daemon) sessionConfig(id uint64, g *generation, at place, files []*os.File, jf *os.File) (session.Config, *journal, error) {
-	disp, end, err := d.dispatcher(id, g, at.view, at.cwd)
+// in jf, the one its predecessor kept (an upgrade, a crash). The session
+// reaps e when it ends. It takes ownership of jf.
+func (d *Daemon) sessionConfig(e *entry, g *generation, files []*os.File, jf *os.File) (session.Config, error) {
+	disp, end, err := d.dispatcher(e.id, g, e.at.view, e.at.cwd)
 	if err != nil {
-		return session.Config{}, nil, err
+		if jf != nil {
+			jf.Close()
+		}
+		return session.Config{}, err
 	}
-	j := d.openJournal(id, at, files, jf)
-	d.mu.Lock()
-	d.places[id] = at
-	d.mu.Unlock()
+	d.openJournal(e, files, jf)
 	cfg := session.Config{
 		Dispatcher: disp,
 		Executor:   g.exec,
@@ -165,77 +148,30 @@ func (d *Daemon) sessionConfig(id uint64, g *generation, at place, files []*os.F
 		Logger:     d.log, // the session adds its id
 		Ended: func(s *session.Session) {
 			end()
-			d.closeJournal(id, j, s)
-			d.reap(id)
+			d.closeJournal(e, s)
+			d.sessions.reap(e)
 		},
 	}
-	if j != nil {
-		cfg.Journal = j
+	if e.journal != nil {
+		cfg.Journal = e.journal
 	}
-	return cfg, j, nil
+	return cfg, nil
 }
 
-// enter records a session made by sessionConfig and serves it: its crash
-// record starts, and a new one is stored with the session's descriptors
-// (ctl: the control connection's duplicate, if any).
-func (d *Daemon) enter(s *session.Session, j *journal, ctl []*os.File) {
-	id := s.ID()
-	uid := s.Stats().Peer.UID // a resumed session was not admitted here
-	d.mu.Lock()
-	d.sessions[id] = s
-	if _, counted := d.adm.uidOf[id]; !counted {
-		d.countUIDLocked(id, uid)
-	}
-	d.mu.Unlock()
-	if j != nil {
+// serve records s as e's session and serves it, under the sessions
+// supervisor: its crash record starts, and a new one is stored with the
+// session's descriptors (ctl: the control connection's duplicate, if
+// any). The session reaps e when it ends.
+func (d *Daemon) serve(e *entry, s *session.Session, ctl []*os.File) {
+	d.sessions.start(e, s)
+	if j := e.journal; j != nil {
 		j.attach(s)
 		if j.fresh {
-			d.store.store(fdStoreName(id), append(append(s.Files(), ctl...), j.f)...)
+			d.store.store(fdStoreName(e.id), append(append(s.Files(), ctl...), j.f)...)
 		}
 	}
-	d.serveSession(s)
-}
-
-// serveSession serves a session entered in d.sessions, under the sessions
-// supervisor; reap forgets it when it ends.
-func (d *Daemon) serveSession(s *session.Session) {
-	d.reapers.Add(1)
 	d.sessionsSup.Add(s)
-	d.poke()
 	d.fdRecovered()
-}
-
-// placeOf returns where session id is served.
-func (d *Daemon) placeOf(id uint64) place {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.places[id]
-}
-
-// liveSessions returns the sessions that have started.
-func (d *Daemon) liveSessions() []*session.Session {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	list := make([]*session.Session, 0, len(d.sessions))
-	for _, s := range d.sessions {
-		if s != nil { // nil: reserved by admit, not started yet
-			list = append(list, s)
-		}
-	}
-	return list
-}
-
-// reap forgets a session once it has ended; the session has closed its
-// device and logged its end, with why, by then. The session calls it as it
-// ends.
-func (d *Daemon) reap(id uint64) {
-	defer d.reapers.Done()
-	d.mu.Lock()
-	delete(d.sessions, id)
-	delete(d.places, id)
-	d.uncountLocked(id)
-	d.mu.Unlock()
-	d.poke()
 }
 
 // poke tells Run that the session count changed.
@@ -244,11 +180,4 @@ func (d *Daemon) poke() {
 	case d.changed <- struct{}{}:
 	default:
 	}
-}
-
-// session returns session id, or nil.
-func (d *Daemon) session(id uint64) *session.Session {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.sessions[id]
 }

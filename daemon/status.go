@@ -15,11 +15,10 @@ import (
 // (control.Status), the control socket's answer to "status".
 func (d *Daemon) Status() *control.Status {
 	g := d.gen.Load()
-	list := d.liveSessions()
+	list := d.sessions.started()
 	rows := make([]control.Session, 0, len(list))
-	for _, s := range list {
-		st := s.Stats()
-		at := d.placeOf(st.ID)
+	for _, e := range list {
+		st, at := e.s.Stats(), e.at
 		rows = append(rows, control.Session{
 			ID: st.ID, Kind: string(st.Kind), PeerPID: st.Peer.PID, PeerUID: st.Peer.UID,
 			Started: st.Started, Version: st.Version, Client: clientInfo(st.ClientInfo),

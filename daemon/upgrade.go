@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -85,6 +86,12 @@ type runState struct {
 	upstreamsOnce sync.Once // a process an upgrade started adds them late
 }
 
+// startUpstreams adds the upstream manager under the root supervisor,
+// once: the hosted servers start.
+func (d *Daemon) startUpstreams(rs *runState) {
+	rs.upstreamsOnce.Do(func() { rs.upstreams = rs.root.Add(d.ups) })
+}
+
 func (d *Daemon) startAccepting(rs *runState) {
 	for _, l := range rs.listeners {
 		// A stopped acceptor interrupted Accept with a deadline in the
@@ -145,7 +152,7 @@ func (d *Daemon) upgrade(rs *runState, binary string) (pid int, err error) {
 		binary = d.executable
 	}
 	// In a process an upgrade started, the hosted servers may not run yet.
-	rs.upstreamsOnce.Do(func() { rs.upstreams = rs.root.Add(d.ups) })
+	d.startUpstreams(rs)
 	d.stopAccepting(rs)
 	accepting := false
 	defer func() {
@@ -153,15 +160,16 @@ func (d *Daemon) upgrade(rs *runState, binary string) (pid int, err error) {
 			d.startAccepting(rs)
 		}
 	}()
-	d.handshakes.Wait() // every connection accepted has its session, or its refusal
+	d.sessions.awaitHandshakes() // every connection accepted has its session, or its refusal
 
-	next, err := d.startSuccessor(binary, rs.listeners)
+	var next successor
+	next, err = d.startSuccessor(binary, rs.listeners)
 	if err != nil {
 		return 0, err
 	}
 	sent, err := d.handOverSessions(next)
 	if err == nil {
-		err = next.finish(d)
+		err = next.finish()
 	}
 	if err != nil {
 		next.kill()
@@ -177,37 +185,51 @@ func (d *Daemon) upgrade(rs *runState, binary string) (pid int, err error) {
 	if err := rs.root.RemoveAndWait(rs.upstreams, d.gen.Load().limits.ShutdownGrace+drainMargin); err != nil {
 		d.log.Warn("the hosted servers did not stop in time for the upgrade", "error", err)
 	}
-	d.notify.send("MAINPID="+strconv.Itoa(next.pid()), "STATUS=upgraded; the new process (pid "+strconv.Itoa(next.pid())+") serves")
-	if err := next.wire.send(upgradeMsg{Type: "main"}); err != nil {
-		d.log.Warn("could not tell the new process it is the main one", "error", err)
-	}
-	next.release()
+	next.promote()
 	return next.pid(), nil
 }
 
-// successor is the new process of an upgrade.
-type successor struct {
+// newProcess is the successor of an upgrade that starts a new process (a
+// new binary, usually): the process started, and its end of the private
+// socket.
+type newProcess struct {
 	cmd    *exec.Cmd
 	wire   *wire
+	notify *notifier
+	log    *slog.Logger
 	exited chan struct{} // closed once the process has exited
 	status error         // its exit, once exited is closed
 }
 
-func (s *successor) pid() int { return s.cmd.Process.Pid }
+var _ successor = (*newProcess)(nil)
+
+func (s *newProcess) pid() int { return s.cmd.Process.Pid }
+
+func (s *newProcess) send(m movedSession, files []*os.File) error {
+	return s.wire.send(upgradeMsg{Type: "session", Session: &m}, files...)
+}
 
 // kill ends the new process and waits for it.
-func (s *successor) kill() {
+func (s *newProcess) kill() {
 	_ = s.cmd.Process.Kill()
 	<-s.exited
 	s.wire.close()
 }
 
-// release lets the new process go on without this one.
-func (s *successor) release() { s.wire.close() }
+// promote tells systemd the new process is the main one, tells the
+// process, and lets it go on without this one.
+func (s *newProcess) promote() {
+	pid := strconv.Itoa(s.pid())
+	s.notify.send("MAINPID="+pid, "STATUS=upgraded; the new process (pid "+pid+") serves")
+	if err := s.wire.send(upgradeMsg{Type: "main"}); err != nil {
+		s.log.Warn("could not tell the new process it is the main one", "error", err)
+	}
+	s.wire.close()
+}
 
 // startSuccessor starts binary with the daemon's arguments and the private
 // socket, sends it the listeners, and waits until it says it serves.
-func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*successor, error) {
+func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*newProcess, error) {
 	ours, theirs, err := filePair()
 	if err != nil {
 		return nil, &UpgradeError{Reason: "create the upgrade socket: " + err.Error()}
@@ -227,13 +249,13 @@ func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*successo
 		w.close()
 		return nil, &UpgradeError{Reason: fmt.Sprintf("start %s: %v", binary, err)}
 	}
-	s := &successor{cmd: cmd, wire: w, exited: make(chan struct{})}
+	s := &newProcess{cmd: cmd, wire: w, notify: d.notify, log: d.log, exited: make(chan struct{})}
 	go func() {
 		s.status = cmd.Wait()
 		close(s.exited)
 	}()
 	d.log.Info("upgrade: the new process started", "binary", binary, "pid", s.pid())
-	fail := func(reason string) (*successor, error) {
+	fail := func(reason string) (*newProcess, error) {
 		s.kill()
 		return nil, &UpgradeError{Reason: reason}
 	}
@@ -242,10 +264,7 @@ func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*successo
 	if err != nil {
 		return fail(err.Error())
 	}
-	d.mu.Lock()
-	next := d.nextID
-	d.mu.Unlock()
-	if err := w.send(upgradeMsg{Type: "hello", Format: upgradeFormat, PID: os.Getpid(), NextID: next, Version: d.version(), Listeners: recs}, files...); err != nil {
+	if err := w.send(upgradeMsg{Type: "hello", Format: upgradeFormat, PID: os.Getpid(), NextID: d.sessions.lastID(), Version: d.version(), Listeners: recs}, files...); err != nil {
 		return fail(successorError(s, "could not be sent the listeners: "+err.Error()))
 	}
 	type answer struct {
@@ -281,7 +300,7 @@ func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*successo
 // successorError says what became of a new process that failed: that it
 // exited before it served, with its status, when it has exited (within a
 // moment), else what.
-func successorError(s *successor, what string) string {
+func successorError(s *newProcess, what string) string {
 	select {
 	case <-s.exited:
 		return fmt.Sprintf("the new process exited before it served (%v); its log is this daemon's standard error", s.status)
@@ -291,26 +310,27 @@ func successorError(s *successor, what string) string {
 }
 
 // movedFiles is a session sent to the new process, and the descriptors
-// this daemon keeps until the new one serves it.
+// this daemon keeps until the new one serves it; from is its entry here.
 type movedFiles struct {
 	m     movedSession
 	files []*os.File
+	from  *entry
 }
 
-// handOverSessions pauses every session and sends each to the new process
+// handOverSessions pauses every session and sends each to the successor
 // as soon as it is paused. It returns what it sent, also on error.
-func (d *Daemon) handOverSessions(next *successor) ([]movedFiles, error) {
+func (d *Daemon) handOverSessions(next successor) ([]movedFiles, error) {
 	grace := d.gen.Load().limits.UpgradeGrace
 	ctx, cancel := context.WithTimeout(context.Background(), grace+upgradeAdoptMargin)
 	defer cancel()
-	list := d.liveSessions()
+	list := d.sessions.started()
 	paused := make(chan movedFiles, len(list))
 	var wg sync.WaitGroup
-	for _, s := range list {
+	for _, e := range list {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if m, ok := d.pause(ctx, s); ok {
+			if m, ok := d.pause(ctx, e); ok {
 				paused <- m
 			}
 		}()
@@ -323,7 +343,7 @@ func (d *Daemon) handOverSessions(next *successor) ([]movedFiles, error) {
 	var err error
 	for m := range paused {
 		if err == nil {
-			err = next.wire.send(upgradeMsg{Type: "session", Session: &m.m}, m.files...)
+			err = next.send(m.m, m.files)
 		}
 		sent = append(sent, m) // kept, to resume them here if the upgrade fails
 	}
@@ -333,22 +353,21 @@ func (d *Daemon) handOverSessions(next *successor) ([]movedFiles, error) {
 	return sent, ctx.Err()
 }
 
-// pause hands one session over: it returns false for a session that ended
-// meanwhile.
-func (d *Daemon) pause(ctx context.Context, s *session.Session) (movedFiles, bool) {
-	id := s.ID()
+// pause hands the session of e over: it returns false for a session that
+// ended meanwhile.
+func (d *Daemon) pause(ctx context.Context, e *entry) (movedFiles, bool) {
 	// Taken before the session ends and they are forgotten or closed.
-	at := d.placeOf(id)
-	ctl, jf := d.waiterConn(id), d.journalFile(id)
-	rec, files, err := s.HandOver(ctx)
+	ctl, jf := d.waiterConn(e), d.journalFile(e)
+	rec, files, err := e.s.HandOver(ctx)
 	if err != nil {
 		closeFiles(slices.DeleteFunc([]*os.File{ctl, jf}, func(f *os.File) bool { return f == nil }))
 		if !errors.Is(err, session.ErrNotHandedOver) {
-			d.log.Error("a session could not be handed over", "session", id, "error", err)
+			d.log.Error("a session could not be handed over", "session", e.id, "error", err)
 		}
 		return movedFiles{}, false
 	}
-	m := movedFiles{m: movedSession{Session: rec, Via: at.via, View: at.view, Cwd: at.cwd}, files: files}
+	at := e.at
+	m := movedFiles{m: movedSession{Session: rec, Via: at.via, View: at.view, Cwd: at.cwd}, files: files, from: e}
 	if ctl != nil {
 		m.m.Control = true
 		m.files = append(m.files, ctl)
@@ -362,7 +381,7 @@ func (d *Daemon) pause(ctx context.Context, s *session.Session) (movedFiles, boo
 
 // finish tells the new process that every session was sent, and waits
 // until it serves them all.
-func (s *successor) finish(d *Daemon) error {
+func (s *newProcess) finish() error {
 	if err := s.wire.send(upgradeMsg{Type: "done"}); err != nil {
 		return fmt.Errorf("tell the new process the sessions are sent: %w", err)
 	}
