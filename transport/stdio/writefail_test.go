@@ -115,7 +115,7 @@ func TestWriteTimeoutIsTerminal(t *testing.T) {
 		io.WriteString(s.ep.w, "{invalid}\n{also-invalid}\n")
 		s.ep.closeInput()
 		err := s.wait()
-		if !errors.Is(err, stdio.ErrWriteTimeout) || err.Error() != "output failed: timeout" {
+		if !errors.Is(err, stdio.ErrWriteTimeout) || err.Error() != "output failed: write timed out" {
 			t.Fatalf("Serve returned %v", err)
 		}
 		if n := s.out.writes.Load(); n != 1 {
