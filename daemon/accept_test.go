@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Issue 20 item 11: the clients of one uid hold at most
@@ -35,7 +37,7 @@ func TestMaxSessionsPerUID(t *testing.T) {
 		t.Errorf("status refused uid_capacity = %d, want 1 (%v)", got, r.d.Status().Refused)
 	}
 	b.c.Close()
-	eventually(t, "the session to end", func() bool { return len(r.d.Status().Sessions) == 1 })
+	eventually.True(t, "the session to end", func() bool { return len(r.d.Status().Sessions) == 1 })
 	dialSession(t, r.cfg.Daemon.Socket).initialize()
 }
 

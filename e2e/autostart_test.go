@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
@@ -58,7 +59,7 @@ func TestConnectRaceStartsOneDaemon(t *testing.T) {
 		}
 	}
 	// One daemon serves, and no other is left.
-	if !await(answerWithin, func() bool { return len(startedDaemons(dir)) == 1 }) {
+	if !eventually.Within(answerWithin, func() bool { return len(startedDaemons(dir)) == 1 }) {
 		t.Errorf("daemons running for %s: %v, want one", dir, startedDaemons(dir))
 	}
 	log, _ := os.ReadFile(filepath.Join(dir, "state", "snodod", "daemon.log"))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // The fault suite of issue 14: each fault, then proof that the daemon and
@@ -408,7 +409,7 @@ func TestClientHalfClosesOrTrickles(t *testing.T) {
 func waitBuffered(t *testing.T, d *daemonProc, want int64) {
 	t.Helper()
 	var got int64
-	if !await(answerWithin, func() bool { got = d.statusJSON(t).BufferedBytes; return got == want }) {
+	if !eventually.Within(answerWithin, func() bool { got = d.statusJSON(t).BufferedBytes; return got == want }) {
 		t.Fatalf("the daemon holds %d bytes of unfinished lines, want %d", got, want)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // The hosted-server faults of issue 14, through snodod serve: the fake
@@ -75,7 +76,7 @@ func unharmed(t *testing.T, d *daemonProc, s *sessionConn, id int) {
 	// a restarting one is a child before status lists its pid: wait for
 	// the two to agree.
 	var pids, strays []int
-	await(answerWithin, func() bool {
+	eventually.Within(answerWithin, func() bool {
 		st, err := d.status(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -276,7 +277,7 @@ func TestUpstreamFaults(t *testing.T) {
 		if peak-goroutines > 100 {
 			t.Errorf("the daemon's goroutines went from %d to %d during the flood", goroutines, peak)
 		}
-		if !await(answerWithin, func() bool { st, _ := d.status(t.Context()); return st.Goroutines <= goroutines+10 }) {
+		if !eventually.Within(answerWithin, func() bool { st, _ := d.status(t.Context()); return st.Goroutines <= goroutines+10 }) {
 			st, _ := d.status(t.Context())
 			t.Errorf("the daemon's goroutines: %d before, %d after the flood", goroutines, st.Goroutines)
 		}

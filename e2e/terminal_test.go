@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Terminals handed to the daemon and to `snodod stdio`: who gives them back,
@@ -48,7 +49,7 @@ func handOverSleeping(t *testing.T, d *daemonProc) (master, tty *os.File, lines 
 	t.Helper()
 	master, tty = openPTY(t)
 	conn = startConnectOn(t, d, tty)
-	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
+	if !eventually.Within(answerWithin, func() bool { return isRaw(t, tty) }) {
 		t.Fatal("the handed-over pty was not put into raw mode")
 	}
 	lines = readLines(master)
@@ -195,7 +196,7 @@ func TestStdioTerminal(t *testing.T) {
 	t.Run("raw", func(t *testing.T) {
 		master, tty := openPTY(t)
 		cmd, stderr, exited := startStdioOn(t, tty, nil)
-		if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
+		if !eventually.Within(answerWithin, func() bool { return isRaw(t, tty) }) {
 			t.Fatal("the terminal was not put into raw mode")
 		}
 		lines := readLines(master)
@@ -239,7 +240,7 @@ func TestStdioTerminal(t *testing.T) {
 		master, tty := openPTY(t)
 		cmd, stderr, exited := startStdioOn(t, tty, nil, "--cooked")
 		want := "snodod stdio: cooked mode (--cooked): the terminal keeps its echo and line editing, so a line longer than 4,095 bytes will be cut"
-		if !await(answerWithin, func() bool { return strings.Contains(stderr.String(), want) }) {
+		if !eventually.Within(answerWithin, func() bool { return strings.Contains(stderr.String(), want) }) {
 			t.Fatalf("no cooked-mode line:\n%s", stderr.String())
 		}
 		if !isCanonical(t, tty) {

@@ -9,7 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // keepAliveClient posts 2026 echo calls on one kept-alive connection at a
@@ -95,12 +96,8 @@ func TestHTTPKeepAliveAcrossUpgrades(t *testing.T) {
 	}
 	awaitAnswered := func(what string, n int64) {
 		t.Helper()
-		deadline := time.Now().Add(2 * answerWithin)
-		for answered() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d calls answered, want %d", what, answered(), n)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !eventually.Within(2*answerWithin, func() bool { return answered() >= n }) {
+			t.Fatalf("%s: %d calls answered, want %d", what, answered(), n)
 		}
 	}
 	awaitAnswered("before the upgrades", 300)

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
@@ -159,7 +160,7 @@ func TestUpstreamSlowListChanged(t *testing.T) {
 			if err := os.WriteFile(gate, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if !await(answerWithin, func() (ok bool) { c.locked(func() { ok = c.toolsChanged > before }); return }) {
+			if !eventually.Within(answerWithin, func() (ok bool) { c.locked(func() { ok = c.toolsChanged > before }); return }) {
 				t.Fatal("no tools list_changed once the slow server was ready")
 			}
 			if names := toolNames(t, c.cs); !slices.Contains(names, "slow__echo") || !slices.Contains(names, "good__echo") {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"runtime"
 	"testing"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // idleHeapLimit is the heap an idle session may hold besides its two
@@ -31,7 +33,7 @@ func TestIdleSessionCost(t *testing.T) {
 	const n = 150
 	before := runtime.NumGoroutine()
 	t.Run("came and went", func(t *testing.T) { serveIdle(t)(2 * n) })
-	eventually(t, "the sessions that came and went have ended", func() bool { return runtime.NumGoroutine() <= before })
+	eventually.True(t, "the sessions that came and went have ended", func() bool { return runtime.NumGoroutine() <= before })
 	open := serveIdle(t)
 	// Two rounds of n more sessions after the first n, and the smaller
 	// heap growth of the two: a table shared by the sessions (the

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 )
 
@@ -21,7 +22,7 @@ args = ["-prompts", "101", "-page-size", "1"]
 `)
 	c := h.connect("", "", "2025-11-25")
 	c.call("tools/list", "")
-	eventually(t, "both listed", func() bool { return h.row("items", "").Tools > 0 && h.row("pages", "").Prompts > 0 })
+	eventually.True(t, "both listed", func() bool { return h.row("items", "").Tools > 0 && h.row("pages", "").Prompts > 0 })
 	items, pages := h.row("items", ""), h.row("pages", "")
 	if want := []string{"tools/list has more than 10000 items; the rest is not served"}; items.Tools != 10_000 || !slices.Equal(items.Truncated, want) {
 		t.Errorf("items: %d tools, truncated %q; want 10000 and %q", items.Tools, items.Truncated, want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
@@ -59,7 +60,7 @@ command = "FAKE"
 	}
 	modernClient := h.connect("", "", "")
 	listen := modernClient.start(`"l"`, "subscriptions/listen", modern(`"notifications":{"toolsListChanged":true}`))
-	eventually(t, "the listen acknowledged", func() bool {
+	eventually.True(t, "the listen acknowledged", func() bool {
 		return len(modernClient.notifications("notifications/subscriptions/acknowledged")) == 1
 	})
 
@@ -91,10 +92,10 @@ command = "FAKE"
 	modernBefore := len(modernClient.notifications("notifications/tools/list_changed"))
 
 	open(t, gate)
-	eventually(t, "list_changed to the legacy client", func() bool {
+	eventually.True(t, "list_changed to the legacy client", func() bool {
 		return len(legacy.notifications("notifications/tools/list_changed")) > legacyBefore
 	})
-	eventually(t, "list_changed on the 2026 listen stream", func() bool {
+	eventually.True(t, "list_changed on the 2026 listen stream", func() bool {
 		return len(modernClient.notifications("notifications/tools/list_changed")) > modernBefore
 	})
 	for _, n := range modernClient.notifications("notifications/tools/list_changed") {
@@ -105,7 +106,7 @@ command = "FAKE"
 	if tools := names(t, legacy.call("tools/list", ""), "tools", "name"); !slices.Contains(tools, "slow__echo") {
 		t.Errorf("tools once slow is ready: %v", tools)
 	}
-	eventually(t, "ready", func() bool { return h.row("slow", "").State == StateReady })
+	eventually.True(t, "ready", func() bool { return h.row("slow", "").State == StateReady })
 	if row := h.row("slow", ""); !row.StartingSince.IsZero() || row.PID == 0 {
 		t.Errorf("the row once ready: %+v", row)
 	}
@@ -149,7 +150,7 @@ func TestPassThroughSlowInitialize(t *testing.T) {
 		t.Fatalf("answered, but the server is %s: the test proves nothing", st)
 	}
 	open(t, gate)
-	eventually(t, "list_changed", func() bool { return len(c.notifications("notifications/tools/list_changed")) > 0 })
+	eventually.True(t, "list_changed", func() bool { return len(c.notifications("notifications/tools/list_changed")) > 0 })
 	if tools := names(t, c.call("tools/list", ""), "tools", "name"); !slices.Contains(tools, "echo") {
 		t.Errorf("tools once ready: %v", tools)
 	}
@@ -172,20 +173,20 @@ func TestRemovedWhileStarting(t *testing.T) {
 	h := newHarness(t, entry("hang", "1000")+entry("other", "1001"))
 	hang, other := sleeper(t, "sleep 1000"), sleeper(t, "sleep 1001")
 	h.m.Apply(loadConfig(t, entry("other", "1001")))
-	eventually(t, "the removed server's process gone", func() bool { return !proctest.Alive(hang) })
+	eventually.True(t, "the removed server's process gone", func() bool { return !proctest.Alive(hang) })
 	if !proctest.Alive(other) {
 		t.Fatal("the reload stopped a server it kept")
 	}
 
 	h.m.Apply(loadConfig(t, entry("other", "1002")))
-	eventually(t, "the replaced server's process gone", func() bool { return !proctest.Alive(other) })
+	eventually.True(t, "the replaced server's process gone", func() bool { return !proctest.Alive(other) })
 	replacement := sleeper(t, "sleep 1002")
 
 	if err := h.m.Stop("other"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the stopped server's process gone", func() bool { return !proctest.Alive(replacement) })
-	eventually(t, "stopped", func() bool { return h.row("other", "").State == StateStopped })
+	eventually.True(t, "the stopped server's process gone", func() bool { return !proctest.Alive(replacement) })
+	eventually.True(t, "stopped", func() bool { return h.row("other", "").State == StateStopped })
 	if row := h.row("other", ""); row.Failures != 0 || row.PID != 0 {
 		t.Errorf("a stop is no failure: %+v", row)
 	}
@@ -195,7 +196,7 @@ func TestRemovedWhileStarting(t *testing.T) {
 func sleeper(t *testing.T, cmdline string) int {
 	t.Helper()
 	pid := 0
-	eventually(t, cmdline+" running", func() bool {
+	eventually.True(t, cmdline+" running", func() bool {
 		for _, c := range proctest.Children() {
 			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(c) + "/cmdline"); strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") == cmdline {
 				pid = c

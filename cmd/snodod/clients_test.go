@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Tests of the daemon's clients (connect, status, kill) and of serve's
@@ -159,11 +161,10 @@ func TestServeDrainAndSecondSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r result
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if r = runIn(t, p.env, "", "status", "--socket", p.socket); strings.Contains(r.stdout, ", draining") {
-			break
-		}
-	}
+	eventually.Within(30*time.Second, func() bool {
+		r = runIn(t, p.env, "", "status", "--socket", p.socket)
+		return strings.Contains(r.stdout, ", draining")
+	})
 	if r.status != 0 || !strings.Contains(r.stdout, ", draining (no new sessions; these are finishing): 1 session") {
 		t.Fatalf("status while draining: %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
@@ -250,11 +251,7 @@ func TestClientsFindDefaultDaemon(t *testing.T) {
 	})
 	clientEnv := append(env, "TMPDIR="+dir, "XDG_RUNTIME_DIR="+filepath.Join(dir, "elsewhere"))
 	var r result
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if r = runIn(t, clientEnv, "", "status"); r.status == 0 {
-			break
-		}
-	}
+	eventually.Within(30*time.Second, func() bool { r = runIn(t, clientEnv, "", "status"); return r.status == 0 })
 	if r.status != 0 || !strings.Contains(r.stdout, "0 sessions") {
 		t.Fatalf("status: %d\n%s%s\nserve: %s", r.status, r.stdout, r.stderr, p.stderr.String())
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // These tests run `snodod serve` and its clients as real processes.
@@ -91,19 +92,16 @@ func startServe(t *testing.T, dir string, args ...string) *serveProcess {
 			p.cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var err error
+	if !eventually.Within(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		_, err := (&control.Client{Socket: p.control}).Status(ctx)
-		cancel()
-		if err == nil {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon does not answer: %v\n%s", err, p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer cancel()
+		_, err = (&control.Client{Socket: p.control}).Status(ctx)
+		return err == nil
+	}) {
+		t.Fatalf("the daemon does not answer: %v\n%s", err, p.stderr.String())
 	}
+	return p
 }
 
 // stop sends SIGTERM and returns the exit status.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -47,7 +48,7 @@ func TestInlineMethodsSkipTheExecutor(t *testing.T) {
 	for i := 1; i <= 2; i++ { // one runs, one waits
 		ep.w.Write([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"block",%s}}`+"\n", i, modern)))
 	}
-	waitFor(t, func() bool { return exec.Stats().Queued == 1 })
+	eventually.True(t, "one queued call", func() bool { return exec.Stats().Queued == 1 })
 	ep.w.Write([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"block",` + modern + `}}` + "\n"))
 	if l := r.next(t); l != errLine("3", -32603, "Server execution capacity exhausted") {
 		t.Fatalf("got %s", l)
@@ -98,12 +99,12 @@ func TestCountersFollowWorkers(t *testing.T) {
 	}
 	h.cat.Release()
 	h.line()
-	waitFor(t, func() bool { return counters.InFlight() == 0 })
+	eventually.True(t, "nothing in flight", func() bool { return counters.InFlight() == 0 })
 	h.send(call(2, "echo", `{"text":"x"}`))
 	if got := resultText(t, h.line()); got != "x" {
 		t.Fatalf("got %q", got)
 	}
-	waitFor(t, func() bool { return counters.InFlight() == 0 })
+	eventually.True(t, "nothing in flight", func() bool { return counters.InFlight() == 0 })
 	h.finish()
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -72,7 +73,7 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	}
 	// Wait until the stalled session has more finished calls than it can
 	// write: its executor share is done, its coordinator stuck.
-	waitFor(t, func() bool { return exec.Stats() == server.ExecutorStats{} }) // the stalled session's calls all ran
+	eventually.True(t, "the stalled session's calls all ran", func() bool { return exec.Stats() == server.ExecutorStats{} })
 
 	healthy := socketPair(t)
 	healthyDone := serve(healthy, 0)
