@@ -75,7 +75,7 @@ input.def = { default = "the default" }`))
 		{"numbers and booleans", map[string]any{"s": "x", "n": -7, "x": json.RawMessage("2.50"), "b": false},
 			[]string{"--", "x", "pre x post", "-7", "2.50", "false", "", "the default"}},
 		// An integer reaches the program in its canonical form, however
-		// the client wrote it (issue 19, bug 7: head got '1.0'); a number
+		// the client wrote it (head once got '1.0'); a number
 		// stays as written.
 		{"integer 1.0", map[string]any{"s": "x", "n": json.RawMessage("1.0")}, []string{"--", "x", "pre x post", "1", "", "the default"}},
 		{"integer 1e0", map[string]any{"s": "x", "n": json.RawMessage("1e0")}, []string{"--", "x", "pre x post", "1", "", "the default"}},

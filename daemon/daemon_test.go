@@ -318,7 +318,7 @@ func TestStatusSessions(t *testing.T) {
 		}
 	}
 	// The per-session places are shown, so "queued" is never read as
-	// beyond its maximum (issue 9, bug 10).
+	// beyond its maximum (docs/transport.md §13.2).
 	if got := exec["session_queue"]; got != float64(sessionQueue) {
 		t.Errorf("session_queue = %v, want %d", got, sessionQueue)
 	}

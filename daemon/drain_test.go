@@ -13,8 +13,8 @@ import (
 // During a drain the control socket keeps answering, with the state
 // "draining" and the sessions still finishing, until Run returns; a
 // connect is refused with the same line a session socket client gets
-// (issue 9, bug 11). After a clean drain nothing is left behind: no
-// socket, no lock file (bug 7).
+// (docs/architecture.md §10). After a clean drain nothing is left
+// behind: no socket, no lock file.
 func TestStatusWhileDraining(t *testing.T) {
 	dir := shortDir(t)
 	r := startDaemon(t, testConfig(t, dir, map[string]any{"daemon.shutdown_grace": "5s"}), Options{})

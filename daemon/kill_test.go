@@ -63,7 +63,8 @@ func TestKillSession(t *testing.T) {
 }
 
 // A connect client that goes away (its process exited or was killed: its
-// control connection ends) takes its session with it (issue 9, bug 2).
+// control connection ends) takes its session with it: a terminal handed
+// over was otherwise left in raw mode, with nothing reading it.
 func TestConnectClientLeavesEndsSession(t *testing.T) {
 	dir := shortDir(t)
 	r := startDaemon(t, testConfig(t, dir, map[string]any{"daemon.shutdown_grace": "1h"}), Options{})

@@ -77,8 +77,9 @@ func upstreamAction(ctx context.Context, sock, name, action string) (control.Ins
 	return got[0], nil
 }
 
-// An upstream action answers once it is done, with what it did (issue 19:
-// "upstream restart memory" says "memory restarted (pid 24758)").
+// An upstream action answers once it is done, with what it did
+// (docs/upstreams.md §8: "upstream restart memory" says "memory restarted
+// (pid 24758)").
 func TestControlUpstreamOps(t *testing.T) {
 	r := startUpstreamDaemon(t, 100)
 	sock := r.cfg.Daemon.ControlSocket

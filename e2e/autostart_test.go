@@ -19,8 +19,8 @@ import (
 )
 
 // TestConnectRaceStartsOneDaemon: several MCP clients start `snodod
-// connect` at once and no daemon runs (issue 19, "connect when no daemon
-// runs starts one"): each connect may start one, the session socket's lock
+// connect` at once and no daemon runs (docs/architecture.md §10): each
+// connect may start one, the session socket's lock
 // lets one of them run, and every client is served by that one.
 func TestConnectRaceStartsOneDaemon(t *testing.T) {
 	dir, err := os.MkdirTemp("", "sd")

@@ -16,7 +16,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 )
 
-// TestConfiguredToolOverUpstream (issue 19, bug 2): a [tools.X] named as a
+// TestConfiguredToolOverUpstream pins a bug: a [tools.X] named as a
 // hosted server's tool is in the aggregated view ([tools.fake__echo]
 // beside a hosted fake with its echo tool) is served, the daemon's own
 // catalog first (docs/upstreams.md §2), and the upstream's tool is listed

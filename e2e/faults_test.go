@@ -16,7 +16,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 )
 
-// The fault suite of issue 14: each fault, then proof that the daemon and
+// The fault suite: each fault, then proof that the daemon and
 // the other sessions are unharmed and nothing leaked. Each case is bounded
 // in time. Faults of one session (a client that stops reading, restarts)
 // are in daemon_test.go; faults of a hosted server's process are in

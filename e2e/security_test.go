@@ -15,8 +15,8 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 )
 
-// The security suite of issue 14 that needs the built binary: who may use
-// the sockets, where the daemon refuses to put them, what an exec tool
+// The security suite (docs/security.md) that needs the built binary: who may
+// use the sockets, where the daemon refuses to put them, what an exec tool
 // gets, and where secrets never appear (docs/security.md names each test).
 // The HTTP cases are in security_http_test.go.
 

@@ -66,7 +66,7 @@ func handOverSleeping(t *testing.T, d *daemonProc) (master, tty *os.File, lines 
 // TestHandoverConnectKilled: when the connect process that handed a
 // terminal over is killed, the daemon ends the session at once (its
 // request answered, whatever the grace) and gives the terminal back in the
-// mode it found it (issue 9, bug 2).
+// mode it found it (docs/architecture.md §3.2).
 func TestHandoverConnectKilled(t *testing.T) {
 	d := startDaemon(t, "", nil, "--shutdown-grace", "1h")
 	_, tty, lines, conn, _ := handOverSleeping(t, d)
@@ -112,8 +112,8 @@ func onControllingTerminal(cmd *exec.Cmd, tty *os.File) {
 }
 
 // TestConnectAtOwnTerminal: typed at a person's own terminal, connect
-// relays and says so in one line (friction point); forced to hand the
-// terminal over, it says how to leave (issue 9, bug 2).
+// relays and says so in one line; forced to hand the
+// terminal over, it says how to leave.
 func TestConnectAtOwnTerminal(t *testing.T) {
 	d := startDaemon(t, "", nil)
 
@@ -191,7 +191,7 @@ func stopStdio(t *testing.T, cmd *exec.Cmd, exited chan struct{}) {
 // for the session, so a line longer than the line discipline's 4,095
 // bytes passes unechoed, and restores it at exit; a person is told which
 // mode is on; --cooked keeps the line discipline and says lines will be
-// cut (issue 9, bug 8).
+// cut.
 func TestStdioTerminal(t *testing.T) {
 	t.Run("raw", func(t *testing.T) {
 		master, tty := openPTY(t)

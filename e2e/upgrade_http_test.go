@@ -68,10 +68,10 @@ func (c *keepAliveClient) fail(what string) {
 	c.mu.Unlock()
 }
 
-// TestHTTPKeepAliveAcrossUpgrades (issue 20 item 12): clients posting 2026
-// calls back to back on kept-alive connections, across two upgrades, see
-// no failure: each old daemon answers every request it read, and closes a
-// connection only right after an answer that says so (Connection: close),
+// TestHTTPKeepAliveAcrossUpgrades (docs/protocol.md §13.7): clients posting
+// 2026 calls back to back on kept-alive connections, across two upgrades,
+// see no failure: each old daemon answers every request it read, and closes
+// a connection only right after an answer that says so (Connection: close),
 // never while a client may be sending on it. At least 2,026 calls are
 // answered, some on reused connections, and each daemon serves some.
 func TestHTTPKeepAliveAcrossUpgrades(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 )
 
 // One hosted server that never finishes its handshake must not touch the
-// others (issue 19 item 1, docs/upstreams.md §4 upstreams.list_wait): the
+// others (docs/upstreams.md §4, upstreams.list_wait): the
 // repros over the real binary with the official Go SDK client. The fake
 // upstream is "good"; "hang" is `sleep 1000`, which never answers; "slow"
 // is the fake behind a gate file the test creates, so that it becomes

@@ -59,7 +59,7 @@ func floodOf(t *testing.T, c *Conn, args map[string]any) floodResult {
 	return r
 }
 
-// Options.MaxServerRequests at its exact boundary (issue 20 item 1): the
+// Options.MaxServerRequests at its exact boundary (docs/upstreams.md §5): the
 // Conn hands N requests to a Handler that keeps them, refuses the N+1th
 // -32603 at once, and holds no goroutine for any of them.
 func TestMaxServerRequests(t *testing.T) {
@@ -194,7 +194,7 @@ func TestRequestsOfAServerThatDoesNotRead(t *testing.T) {
 }
 
 // A request with an id holding a lone surrogate is refused -32600 with a
-// null id (issue 20 item 10), as the server end refuses a client's.
+// null id (docs/transport.md §5 row 6a), as the server end refuses a client's.
 func TestServerRequestLoneSurrogateID(t *testing.T) {
 	s := &lineStream{lines: make(chan []byte), done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

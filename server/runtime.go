@@ -180,7 +180,7 @@ const msgNoDialect = "No configured protocol dialect recognized the request"
 var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: msgNoDialect}
 
 // The refusal of a legacy request before initialize says what to do: it is
-// the first error a person typing requests meets (issue 9).
+// the first error a person typing requests meets (docs/protocol.md §2).
 var (
 	errNotInitialized = &protocol.Error{Code: protocol.CodeInvalidRequest,
 		Message: msgNoDialect + ". Send initialize first (or use " + protocol.Version2026 + " _meta)"}

@@ -8,8 +8,9 @@ import (
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 )
 
-// An upstream's lists are cut at 10,000 items or 100 pages (research
-// §5.7): what came before the cut is served, and status says so.
+// An upstream's lists are cut at 10,000 items or 100 pages
+// (docs/upstreams.md §8): what came before the cut is served, and status
+// says so.
 func TestCatalogBounds(t *testing.T) {
 	h := newHarness(t, `
 [mcpServers.items]

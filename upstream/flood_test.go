@@ -11,8 +11,8 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// Issue 20 item 1: a hosted server flooding its client with requests
-// (sampling, elicitation, roots, ping: fresh ids, as fast as it can)
+// A hosted server flooding its client with requests (docs/upstreams.md §5:
+// sampling, elicitation, roots, ping; fresh ids, as fast as it can)
 // during one call, to a legacy client that declared those capabilities and
 // never answers. Before, each request was a goroutine waiting without
 // limit for one of the session's 16 client-request places, and the daemon

@@ -39,11 +39,11 @@ func open(t *testing.T, gate string) {
 	}
 }
 
-// TestListDoesNotWaitForSlowServer is the repro of issue 19 item 1: a
-// server added by a reload that never finishes its handshake made every
-// aggregated list wait for the request's end (-32603 "Request execution
-// timed out", no tools at all). Now the list answers at once with the
-// others' items, for legacy and 2026 clients; status shows the starting
+// TestListDoesNotWaitForSlowServer pins a bug (docs/upstreams.md §4, "Slow
+// starts"): a server added by a reload that never finishes its handshake
+// made every aggregated list wait for the request's end (-32603 "Request
+// execution timed out", no tools at all). Now the list answers at once with
+// the others' items, for legacy and 2026 clients; status shows the starting
 // process; and when the server arrives, both eras hear list_changed.
 func TestListDoesNotWaitForSlowServer(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -161,11 +161,11 @@ func TestPassThroughSlowInitialize(t *testing.T) {
 	}
 }
 
-// TestRemovedWhileStarting is issue 19 item 9: a server removed by a
-// reload while it is still starting is stopped at once, not when its start
-// times out; one replaced (its command changed) too, its replacement
-// starting at once; and one stopped by snodod upstream stop, which then
-// stays stopped.
+// TestRemovedWhileStarting pins a bug (docs/upstreams.md §4): a server
+// removed by a reload while it is still starting is stopped at once, not
+// when its start times out; one replaced (its command changed) too, its
+// replacement starting at once; and one stopped by snodod upstream stop,
+// which then stays stopped.
 func TestRemovedWhileStarting(t *testing.T) {
 	entry := func(name, seconds string) string {
 		return "[mcpServers." + name + "]\ncommand = \"sleep\"\nargs = [\"" + seconds + "\"]\nstart = \"eager\"\nstart_timeout = \"10m\"\n"

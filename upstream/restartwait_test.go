@@ -7,9 +7,9 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 )
 
-// TestCallRightAfterCrashWaitsForRestart is issue 19's "a call right after
-// a crash waits for the restart": a tools/call that arrives while the
-// instance is in backoff after a crash used to fail at once with "next
+// TestCallRightAfterCrashWaitsForRestart: a call right after a crash waits
+// for the restart (docs/upstreams.md §4). A tools/call that arrives while
+// the instance is in backoff after a crash used to fail at once with "next
 // attempt in 946 ms"; it now waits for the restart, then runs.
 func TestCallRightAfterCrashWaitsForRestart(t *testing.T) {
 	h := newHarness(t, `

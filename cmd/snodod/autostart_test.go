@@ -20,8 +20,8 @@ import (
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
-// `snodod connect` when no daemon runs starts one (issue 19, "The path a
-// new user walks"), as real processes.
+// `snodod connect` when no daemon runs starts one (docs/architecture.md
+// §10), as real processes.
 
 // reapDaemon ends, when the test ends, the daemon that answers on the
 // control socket path: one a connect started is nobody's child here.

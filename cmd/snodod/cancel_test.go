@@ -16,8 +16,8 @@ import (
 )
 
 // TestCancelledRelayLoggedAtDebug: a client cancelling a relayed call is
-// normal, not an error of the daemon's: the log says so at debug (issue
-// 19, item 9), read from the daemon's own standard error.
+// normal, not an error of the daemon's: the log says so at debug, read
+// from the daemon's own standard error.
 func TestCancelledRelayLoggedAtDebug(t *testing.T) {
 	dir := sockDir(t)
 	config := filepath.Join(dir, "snodod.toml")

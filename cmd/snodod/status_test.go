@@ -22,7 +22,7 @@ import (
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 )
 
-// What `snodod status` says (issue 19, "The path a new user walks"), read
+// What `snodod status` says (docs/upstreams.md §8), read
 // from the real binary's output: who each session is and what it sees,
 // which sessions used a hosted server, a failed server's way back, a
 // refused reload, and a table that stays a table.

@@ -58,8 +58,8 @@ func fakeRow(t *testing.T, p *serveProcess, state string) control.Upstream {
 }
 
 // TestUpstreamCommand: each action returns once it is done and says what
-// it did, with the new process's pid (issue 19: "upstream restart memory"
-// says "memory restarted (pid 24758)").
+// it did, with the new process's pid ("upstream restart memory" says
+// "memory restarted (pid 24758)").
 func TestUpstreamCommand(t *testing.T) {
 	p := serveFake(t)
 	fakeRow(t, p, control.StateStopped)
@@ -113,8 +113,7 @@ func TestLogsCommand(t *testing.T) {
 		t.Fatalf("logs: %d, %d bytes of stderr, want about %d\n%s", r.status, n, startStderr, r.stderr)
 	}
 	// Each line has its time, and the start is marked, with the pid
-	// (issue 19: "snodod logs NAME lines have timestamps and a marker at
-	// each restart").
+	// (docs/upstreams.md §8).
 	pid := fakeRow(t, p, control.StateReady).PID
 	stamp := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d) `
 	want := regexp.MustCompile(`^` + stamp + `--- snodod: starting fake \(instance all\) ---\n(` + stamp + `w+\n)+` + stamp + `--- snodod: fake ready \(pid ` + fmt.Sprint(pid) + `\) ---\n$`)

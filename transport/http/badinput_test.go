@@ -16,8 +16,8 @@ import (
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
 
-// Bad input (issue 12): each is refused with its documented status, and a
-// healthy client's calls are answered meanwhile.
+// Bad input (docs/protocol.md §13.2): each is refused with its documented
+// status, and a healthy client's calls are answered meanwhile.
 
 // healthy checks that a well-formed call is answered.
 func (e *env) healthy(t *testing.T) {

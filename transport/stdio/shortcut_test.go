@@ -14,9 +14,10 @@ import (
 	"github.com/snodod/snodod/transport/stdio"
 )
 
-// DESIGN.md's two shortcuts (issue 13): the runtime's own non-blocking
-// methods are answered on the coordinator, and the worker that finished a
-// request commits its final frame itself. These pin what they must keep.
+// The two shortcuts of docs/architecture.md §4.1 and §4.2: the runtime's own
+// non-blocking methods are answered on the coordinator, and the worker that
+// finished a request commits its final frame itself. These pin what they
+// must keep.
 
 // The runtime's ping, list methods and server/discover never enter the
 // executor: with every slot and queue place taken they are still

@@ -19,7 +19,8 @@ import (
 	"github.com/snodod/snodod/transport/stdio"
 )
 
-// TestStalledSessionDoesNotStallOthers is issue 9, bug 9: a client that
+// TestStalledSessionDoesNotStallOthers pins a bug (docs/architecture.md
+// §3.4): a client that
 // pipelines 200 calls with large results and stops reading must not delay
 // an unrelated session sharing the executor. Its coordinator is stuck in a
 // write; the workers finishing its calls must hand their outcomes over
