@@ -16,10 +16,11 @@ require (
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/thejerf/suture/v4 v4.0.6
 	go.uber.org/goleak v1.3.0
-	golang.org/x/net v0.41.0
+	golang.org/x/net v0.50.0
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
+	golang.org/x/tools v0.42.0
 )
 
 require (

@@ -95,8 +95,8 @@ func TestConfiguredToolWinsOverRelayed(t *testing.T) {
 	check("reload adding it back", "own", want)
 }
 
-// A reload logs only the warnings it adds (issue 19: the leading "-"
-// warning was logged at every reload): config check prints them all.
+// A reload logs only the warnings it adds (the leading "-" warning was
+// logged at every reload): config check prints them all.
 func TestHostWarnsOnce(t *testing.T) {
 	dir := t.TempDir()
 	var logged []string

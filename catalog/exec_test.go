@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/catalog"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -74,7 +75,7 @@ input.def = { default = "the default" }`))
 		{"numbers and booleans", map[string]any{"s": "x", "n": -7, "x": json.RawMessage("2.50"), "b": false},
 			[]string{"--", "x", "pre x post", "-7", "2.50", "false", "", "the default"}},
 		// An integer reaches the program in its canonical form, however
-		// the client wrote it (issue 19, bug 7: head got '1.0'); a number
+		// the client wrote it (head once got '1.0'); a number
 		// stays as written.
 		{"integer 1.0", map[string]any{"s": "x", "n": json.RawMessage("1.0")}, []string{"--", "x", "pre x post", "1", "", "the default"}},
 		{"integer 1e0", map[string]any{"s": "x", "n": json.RawMessage("1e0")}, []string{"--", "x", "pre x post", "1", "", "the default"}},
@@ -290,16 +291,13 @@ func readPids(t *testing.T, path string) []int {
 
 func awaitPids(t *testing.T, path string) []int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && len(strings.Fields(string(b))) == 2 {
-			return readPids(t, path)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the tool did not start its grandchild")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually.Within(30*time.Second, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && len(strings.Fields(string(b))) == 2
+	}) {
+		t.Fatal("the tool did not start its grandchild")
 	}
+	return readPids(t, path)
 }
 
 // expectGone fails unless every pid has exited (a zombie waiting for a
@@ -307,13 +305,7 @@ func awaitPids(t *testing.T, path string) []int {
 func expectGone(t *testing.T, pids []int) {
 	t.Helper()
 	for _, pid := range pids {
-		deadline := time.Now().Add(10 * time.Second)
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d is still running", pid)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually.True(t, fmt.Sprintf("process %d to exit", pid), func() bool { return !alive(pid) })
 	}
 }
 
@@ -342,12 +334,8 @@ func TestExecMaxConcurrency(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(dir, "started-*"))
 		return len(m)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for started() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no run started")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually.Within(30*time.Second, func() bool { return started() > 0 }) {
+		t.Fatal("no run started")
 	}
 	time.Sleep(200 * time.Millisecond) // a second run would have started by now
 	if n := started(); n != 1 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/catalog"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -83,21 +84,14 @@ func TestExecRunsGiveSlotsBack(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(dir, "started-*"))
 		return len(m)
 	}
-	for deadline := time.Now().Add(30 * time.Second); started() < runs; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d runs started; the others wait for an executor slot", started(), runs)
-		}
+	if !eventually.Within(30*time.Second, func() bool { return started() >= runs }) {
+		t.Fatalf("%d of %d runs started; the others wait for an executor slot", started(), runs)
 	}
 	// A child records its start before its run detaches from its slot:
 	// wait for the executor to see every run detached.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		s := e.Stats()
-		if s.Running == 0 && s.Detached == runs {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("executor %+v, want nothing running and %d detached", s, runs)
-		}
+	var s server.ExecutorStats
+	if !eventually.Within(30*time.Second, func() bool { s = e.Stats(); return s.Running == 0 && s.Detached == runs }) {
+		t.Fatalf("executor %+v, want nothing running and %d detached", s, runs)
 	}
 	fast := outcome(t, executed(t, ec, srv, int64(runs), "fast"), "the fast call")
 	if b, _ := json.Marshal(fast.Result); fast.Err != nil || !strings.Contains(string(b), `"fast"`) {

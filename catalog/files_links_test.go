@@ -11,7 +11,8 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// Issue 20 item 13: a hard link in a served folder to a file outside it
+// A hard link in a served folder to a file outside it
+// (docs/security.md, "Files served")
 // is invisible to RESOLVE_BENEATH. In a folder another user may write to
 // (mode 0777 or 0770, or another owner), a file with more than one link
 // is refused; in a folder only snodod's user writes, and for a file with

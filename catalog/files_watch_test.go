@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/catalog"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/server"
 )
 
@@ -69,12 +70,8 @@ func (e *events) count(method, uri string) int {
 // await waits up to within for count(method, uri) to reach n.
 func (e *events) await(t *testing.T, within time.Duration, n int, method, uri string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for e.count(method, uri) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %d %s %s, want %d", within, e.count(method, uri), method, uri, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !eventually.Within(within, func() bool { return e.count(method, uri) >= n }) {
+		t.Fatalf("after %s: %d %s %s, want %d", within, e.count(method, uri), method, uri, n)
 	}
 }
 
@@ -187,10 +184,7 @@ func TestFileBurstIsCoalesced(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	c := newClient(t, w.srv, "2025-06-18", `{}`)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(listedNames(t, c)) < 1001 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.Within(eventually.Timeout, func() bool { return len(listedNames(t, c)) >= 1001 })
 	if n := len(listedNames(t, c)); n != 1001 {
 		t.Fatalf("%d files listed after the burst, want 1001", n)
 	}

@@ -14,7 +14,8 @@ import (
 
 // A client needs only the socket paths: a typo elsewhere in the file, a
 // stray variable or a file that does not parse is a warning, and the
-// sockets still come from every layer that could be read (issue 9, bug 3).
+// sockets still come from every layer that could be read: connect,
+// status and kill once refused to start over a typo they do not read.
 func TestLoadClient(t *testing.T) {
 	for _, tc := range []struct {
 		name, file string

@@ -9,8 +9,8 @@ import (
 )
 
 // server.state_key_file and http.auth_token_file are read at load, as
-// serve reads them, so config check says what serve would refuse (issue
-// 19, bug 3): a missing file, and a key or token under 32 bytes (white
+// serve reads them, so config check says what serve would refuse: a
+// missing file, and a key or token under 32 bytes (white
 // space around it trimmed), each with how to make one.
 func TestSecretFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -96,7 +96,7 @@ func TestSecretLooking(t *testing.T) {
 	}
 }
 
-// config check on a client's own file says where it belongs (issue 19):
+// config check on a client's own file says where it belongs:
 // first when the file has problems, as a warning when it loads.
 func TestClientFileHint(t *testing.T) {
 	dir := t.TempDir()

@@ -7,12 +7,13 @@ import (
 	"testing"
 )
 
-// upstreams.import of the files Cursor and VS Code really write (issue 19,
-// bug 5): envFile is read (never printed), ${workspaceFolder} is the
-// client's directory (one instance per folder), ${env:X} is the daemon's
-// X, comments and trailing commas parse, and an entry snodod cannot host
-// as written (${input:ID}, a bad field, a file that does not parse) is a
-// warning and skipped: the rest of the configuration loads.
+// upstreams.import of the files Cursor and VS Code really write
+// (docs/config.md, "Hosted servers: mcpServers"): envFile is read (never
+// printed), ${workspaceFolder} is the client's directory (one instance per
+// folder), ${env:X} is the daemon's X, comments and trailing commas parse,
+// and an entry snodod cannot host as written (${input:ID}, a bad field, a
+// file that does not parse) is a warning and skipped: the rest of the
+// configuration loads.
 func TestUpstreamImportClientSyntax(t *testing.T) {
 	dir := t.TempDir()
 	writeAt(t, filepath.Join(dir, "project.env"), "# the project's\nTOKEN=from-env-file\nexport QUOTED=\"a b\"\n")

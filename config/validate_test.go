@@ -107,7 +107,7 @@ func TestRules(t *testing.T) {
 			`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got 4294967295`,
 		}},
 		{"daemon.allowed_uids", `["root"]`, []string{`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got "root"`}},
-		// One line per bad entry, whatever makes it bad (issue 9, bug 7).
+		// One line per bad entry, whatever makes it bad.
 		{"daemon.allowed_uids", `["bob", 1001]`, []string{`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got "bob"`}},
 		{"daemon.allowed_uids", `["bob", -1, 1001, 2.5]`, []string{
 			`daemon.allowed_uids: entries must be user ids from 0 to 4294967294, got "bob"`,

@@ -206,11 +206,12 @@ func writeAndClose(c *net.UnixConn, line []byte, writeBy, readFor time.Duration)
 	}
 }
 
-// Bounds on what one client can hold (issue 20 item 11): at most
-// daemon.max_sessions_per_uid sessions per uid, and a new session that
-// sends no request within daemon.initialize_timeout is ended, so that
-// idle connections cannot keep session places from others. Every refusal
-// is counted by reason for `snodod status`.
+// Bounds on what one client can hold (docs/security.md, "What one client
+// cannot do to the others"): at most daemon.max_sessions_per_uid sessions
+// per uid, and a new session that sends no request within
+// daemon.initialize_timeout is ended, so that idle connections cannot keep
+// session places from others. Every refusal is counted by reason for `snodod
+// status`.
 
 // refusals counts, by reason, the clients refused and the sessions ended
 // unused.

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
-// Issue 20 item 11: the clients of one uid hold at most
+// The clients of one uid hold at most
 // daemon.max_sessions_per_uid sessions, at the exact boundary: the next
 // one is refused with one line (which `snodod connect` recognizes), its
 // refusal is counted by reason, the sessions already open go on, and a
@@ -35,11 +37,11 @@ func TestMaxSessionsPerUID(t *testing.T) {
 		t.Errorf("status refused uid_capacity = %d, want 1 (%v)", got, r.d.Status().Refused)
 	}
 	b.c.Close()
-	eventually(t, "the session to end", func() bool { return len(r.d.Status().Sessions) == 1 })
+	eventually.True(t, "the session to end", func() bool { return len(r.d.Status().Sessions) == 1 })
 	dialSession(t, r.cfg.Daemon.Socket).initialize()
 }
 
-// Issue 20 item 11: a session that sends no request within
+// A session that sends no request within
 // daemon.initialize_timeout is ended (a connection holding half a line
 // too), counted in status; one that sent a request is kept past it.
 func TestInitializeTimeout(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/session"
 )
@@ -117,7 +118,7 @@ func TestControlConnect(t *testing.T) {
 	if got := p.line(t); got != "" {
 		t.Errorf("after the end: %q", got)
 	}
-	eventually(t, "the session to be reaped", func() bool { return r.d.count() == 0 })
+	eventually.True(t, "the session to be reaped", func() bool { return r.d.count() == 0 })
 }
 
 // TestControlConnectSocket hands over one socket as both descriptors.
@@ -261,7 +262,7 @@ func TestControlFault(t *testing.T) {
 	if err := fault(1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a restart", func() bool {
+	eventually.True(t, "a restart", func() bool {
 		st := r.d.Status()
 		return len(st.Sessions) == 1 && st.Sessions[0].Restarts == 1
 	})

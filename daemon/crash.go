@@ -11,7 +11,7 @@ import (
 	"github.com/snodod/snodod/session"
 )
 
-// Crash survival under systemd (issue 15, docs/operations.md): each
+// Crash survival under systemd (docs/operations.md): each
 // session's descriptors and its crash record (journal.go) are in systemd's
 // descriptor store (fdstore.go). When the daemon is killed (SIGKILL, a
 // panic, the OOM killer), systemd starts it again (Restart=on-failure) and

@@ -216,7 +216,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 // executor slot in places of its own, besides the executor.max_queue
 // places all sessions share: however many sessions daemon.max_sessions
 // admits, each can have requests waiting, and a few busy sessions cannot
-// fill the queue for the others (issue 9, bug 10; docs/config.md).
+// fill the queue for the others (docs/transport.md §13.2; docs/config.md).
 const sessionQueue = 4
 
 // build makes a generation from cfg. The executor of prev is kept when its

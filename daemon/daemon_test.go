@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 func TestServeOneSession(t *testing.T) {
@@ -267,7 +268,7 @@ func TestMaxSessions(t *testing.T) {
 	extra.eof()
 	// One leaves; a new one fits again.
 	clients[0].c.Close()
-	eventually(t, "the session to end", func() bool { return len(r.d.Status().Sessions) == 2 })
+	eventually.True(t, "the session to end", func() bool { return len(r.d.Status().Sessions) == 2 })
 	dialSession(t, r.cfg.Daemon.Socket).initialize()
 	if n := len(r.d.Status().Sessions); n != 3 {
 		t.Errorf("%d sessions, want 3", n)
@@ -317,7 +318,7 @@ func TestStatusSessions(t *testing.T) {
 		}
 	}
 	// The per-session places are shown, so "queued" is never read as
-	// beyond its maximum (issue 9, bug 10).
+	// beyond its maximum (docs/transport.md §13.2).
 	if got := exec["session_queue"]; got != float64(sessionQueue) {
 		t.Errorf("session_queue = %v, want %d", got, sessionQueue)
 	}

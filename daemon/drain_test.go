@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // During a drain the control socket keeps answering, with the state
 // "draining" and the sessions still finishing, until Run returns; a
 // connect is refused with the same line a session socket client gets
-// (issue 9, bug 11). After a clean drain nothing is left behind: no
-// socket, no lock file (bug 7).
+// (docs/architecture.md §10). After a clean drain nothing is left
+// behind: no socket, no lock file.
 func TestStatusWhileDraining(t *testing.T) {
 	dir := shortDir(t)
 	r := startDaemon(t, testConfig(t, dir, map[string]any{"daemon.shutdown_grace": "5s"}), Options{})
@@ -24,9 +25,9 @@ func TestStatusWhileDraining(t *testing.T) {
 	c := dialSession(t, r.cfg.Daemon.Socket)
 	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":3600000}}}`)
-	eventually(t, "the sleep to run", func() bool { return r.d.Status().Executor.Running == 1 })
+	eventually.True(t, "the sleep to run", func() bool { return r.d.Status().Executor.Running == 1 })
 	r.stop()
-	eventually(t, "the drain to begin", func() bool { return r.d.draining.Err() != nil })
+	eventually.True(t, "the drain to begin", func() bool { return r.d.draining.Err() != nil })
 	st, err := (&control.Client{Socket: sock}).Status(t.Context())
 	if err != nil || st.State != "draining" || len(st.Sessions) != 1 || st.Sessions[0].InFlight != 1 {
 		t.Fatalf("while draining: %+v, %v", st, err)

@@ -7,7 +7,7 @@ import (
 )
 
 // The daemon's executor gives each session queue places of its own
-// besides executor.max_queue (issue 9, bug 10): server's
+// besides executor.max_queue (docs/transport.md §13.2): server's
 // TestExecutorEverySessionHasRoom shows what that buys at the default
 // limits.
 func TestExecutorSessionQueue(t *testing.T) {

@@ -14,17 +14,18 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// Running out of descriptors (EMFILE, ENFILE) is the one resource shortage
-// a local client can cause at will, by opening connections. A daemon at
-// its limit cannot even accept a connection to tell the client so, and
-// accept(2) fails before it looks for one, so the client would wait in
-// the listen backlog, or get a bare reset from a connection accepted with
-// the last descriptor and closed when the session could not be built.
-// Instead the daemon keeps one descriptor in reserve (a spare, /dev/null):
-// at the limit, an acceptor that sees a client waiting gives the spare up,
-// accepts the client with it, and, unless descriptors were freed in the
-// meantime, answers it with one line saying the daemon is out of
-// descriptors, closes it and takes the spare back (issue 14).
+// Running out of descriptors (EMFILE, ENFILE) is the one resource shortage a
+// local client can cause at will, by opening connections. A daemon at its
+// limit cannot even accept a connection to tell the client so, and accept(2)
+// fails before it looks for one, so the client would wait in the listen
+// backlog, or get a bare reset from a connection accepted with the last
+// descriptor and closed when the session could not be built. Instead the
+// daemon keeps one descriptor in reserve (a spare, /dev/null): at the limit,
+// an acceptor that sees a client waiting gives the spare up, accepts the
+// client with it, and, unless descriptors were freed in the meantime,
+// answers it with one line saying the daemon is out of descriptors, closes
+// it and takes the spare back (docs/security.md, "What one client cannot do
+// to the others").
 
 // fdShortage reports whether err is the process's or the system's
 // descriptor limit.

@@ -220,18 +220,6 @@ func (c *client) answer(id int) string {
 	}
 }
 
-// eventually polls cond until it holds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // rawControl sends one request line on the control socket and returns the
 // reply lines until the daemon closes the connection.
 func rawControl(t *testing.T, path, request string) []map[string]any {

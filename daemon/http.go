@@ -291,7 +291,7 @@ func (l *httpListener) Serve(ctx context.Context) error {
 // closed: after an upgrade each one is closed by the server right after
 // its next answer (Connection: close), or by its client. Closing an idle
 // keep-alive connection instead would race with a client sending its
-// next request on it, which then fails (issue 20 item 12); only a
+// next request on it, which then fails (docs/protocol.md §13.7); only a
 // connection idle for the whole bound is closed so, by Shutdown.
 func (l *httpListener) awaitConnections(bound time.Duration) {
 	deadline := time.Now().Add(bound)

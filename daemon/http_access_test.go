@@ -37,10 +37,10 @@ func clientDialing(t *testing.T, dial func(context.Context, string, string) (net
 	return &http.Client{Transport: tr}
 }
 
-// Issue 20 item 2: on a loopback listener without a token, the daemon's
-// own uid is served and another uid is refused with the session socket's
-// words, until daemon.allowed_uids lists it (a reload); the refusals are
-// in status.
+// On a loopback listener without a token (docs/security.md, "Who can reach
+// each listener"), the daemon's own uid is served and another uid is refused
+// with the session socket's words, until daemon.allowed_uids lists it (a
+// reload); the refusals are in status.
 func TestHTTPLocalPeers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a socket of another uid needs root")
@@ -135,9 +135,10 @@ func TestHTTPUnixListener(t *testing.T) {
 	}
 }
 
-// Issue 20 item 7: the address bound decides, not the name: "localhost"
-// bound elsewhere without a token or allow_unauthenticated is refused;
-// with either it is served as a network address.
+// The address bound decides, not the name (docs/security.md, "Who can reach
+// each listener"): "localhost" bound elsewhere without a token or
+// allow_unauthenticated is refused; with either it is served as a network
+// address.
 func TestJudgeHTTP(t *testing.T) {
 	elsewhere := &net.TCPAddr{IP: net.ParseIP("192.0.2.2"), Port: 8080}
 	hc := config.HTTP{Listen: "localhost:8080"}

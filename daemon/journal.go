@@ -17,7 +17,7 @@ import (
 	"github.com/snodod/snodod/session"
 )
 
-// A session's crash record (issue 15): a memfd kept in systemd's file
+// A session's crash record (docs/operations.md): a memfd kept in systemd's file
 // descriptor store with the session's descriptors (fdstore.go), from which
 // a daemon restarted after a crash resumes the session (crash.go). It is
 // mapped shared, so keeping it current costs stores to memory, no system

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -28,7 +29,7 @@ func handOver(t *testing.T, r *running) (*pipes, *control.Handover) {
 	if got := p.line(t); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1,"result":{`) {
 		t.Fatalf("initialize: %s", got)
 	}
-	eventually(t, "the sleep to run", func() bool { return r.d.Status().Executor.Running == 1 })
+	eventually.True(t, "the sleep to run", func() bool { return r.d.Status().Executor.Running == 1 })
 	return p, h
 }
 
@@ -62,7 +63,8 @@ func TestKillSession(t *testing.T) {
 }
 
 // A connect client that goes away (its process exited or was killed: its
-// control connection ends) takes its session with it (issue 9, bug 2).
+// control connection ends) takes its session with it: a terminal handed
+// over was otherwise left in raw mode, with nothing reading it.
 func TestConnectClientLeavesEndsSession(t *testing.T) {
 	dir := shortDir(t)
 	r := startDaemon(t, testConfig(t, dir, map[string]any{"daemon.shutdown_grace": "1h"}), Options{})
@@ -74,7 +76,7 @@ func TestConnectClientLeavesEndsSession(t *testing.T) {
 	if got := p.line(t); got != "" {
 		t.Errorf("then %q, want end of input", got)
 	}
-	eventually(t, "the session to be reaped", func() bool { return r.d.count() == 0 })
+	eventually.True(t, "the session to be reaped", func() bool { return r.d.count() == 0 })
 }
 
 // RefusalMessage recognises exactly the daemon's refusal lines.

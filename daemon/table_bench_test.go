@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // BenchmarkAcceptToFirstAnswer is the session table's path: 1,000 clients
@@ -71,10 +73,8 @@ func BenchmarkAcceptToFirstAnswer(b *testing.B) {
 			c.Close()
 		}
 		conns = conns[:0]
-		for deadline := time.Now().Add(time.Minute); d.count() > 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				b.Fatalf("%d sessions left after their clients closed", d.count())
-			}
+		if !eventually.Within(time.Minute, func() bool { return d.count() == 0 }) {
+			b.Fatalf("%d sessions left after their clients closed", d.count())
 		}
 		b.StartTimer()
 	}

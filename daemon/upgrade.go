@@ -46,7 +46,7 @@ import (
 // sessions itself, from the records and descriptors it kept until then.
 
 // upgradeReadyTimeout bounds the wait for the new process to say it
-// serves (issue 15: 10 s).
+// serves (docs/operations.md, "Upgrading").
 const upgradeReadyTimeout = 10 * time.Second
 
 // upgradeAdoptMargin is added to daemon.upgrade_grace to bound the whole

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // successorEnv makes the test binary run refusingSuccessor instead of the
@@ -114,7 +115,7 @@ func TestUpgradeFailsAfterSessionsMoved(t *testing.T) {
 	}
 	again := dialSession(t, r.cfg.Daemon.Socket)
 	again.initialize()
-	eventually(t, "two sessions", func() bool { return r.d.count() == 2 })
+	eventually.True(t, "two sessions", func() bool { return r.d.count() == 2 })
 	if got := r.d.Status().Sessions[1].ID; got != h.Session+1 {
 		t.Errorf("the next session's id %d, want %d", got, h.Session+1)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 )
 
@@ -50,18 +51,17 @@ start = "manual"
 func upstreamRow(t *testing.T, sock string, state string) control.Upstream {
 	t.Helper()
 	var last []control.Upstream
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	if !eventually.Within(20*time.Second, func() bool {
 		st, err := (&control.Client{Socket: sock}).Status(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = st.Upstreams
-		if len(last) == 1 && last[0].State == state {
-			return last[0]
-		}
+		return len(last) == 1 && last[0].State == state
+	}) {
+		t.Fatalf("the fake never became %s: %+v", state, last)
 	}
-	t.Fatalf("the fake never became %s: %+v", state, last)
-	return control.Upstream{}
+	return last[0]
 }
 
 // upstreamAction is the control client's, for the one instance of the
@@ -77,8 +77,9 @@ func upstreamAction(ctx context.Context, sock, name, action string) (control.Ins
 	return got[0], nil
 }
 
-// An upstream action answers once it is done, with what it did (issue 19:
-// "upstream restart memory" says "memory restarted (pid 24758)").
+// An upstream action answers once it is done, with what it did
+// (docs/upstreams.md §8: "upstream restart memory" says "memory restarted
+// (pid 24758)").
 func TestControlUpstreamOps(t *testing.T) {
 	r := startUpstreamDaemon(t, 100)
 	sock := r.cfg.Daemon.ControlSocket
@@ -148,19 +149,15 @@ func TestControlLogs(t *testing.T) {
 		defer mu.Unlock()
 		return strings.Count(followed.String(), "w")
 	}
-	for deadline := time.Now().Add(20 * time.Second); written() < snapshot.Len()/2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the follow never got the snapshot")
-		}
+	if !eventually.Within(20*time.Second, func() bool { return written() >= snapshot.Len()/2 }) {
+		t.Fatal("the follow never got the snapshot")
 	}
 	before := written()
 	if _, err := upstreamAction(ctx, sock, "fake", "restart"); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); written() < before+startStderr-20; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the follow got %d bytes after the restart, want about %d", written()-before, startStderr)
-		}
+	if !eventually.Within(20*time.Second, func() bool { return written() >= before+startStderr-20 }) {
+		t.Fatalf("the follow got %d bytes after the restart, want about %d", written()-before, startStderr)
 	}
 	stop()
 	select {

@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
 // TestConnectRaceStartsOneDaemon: several MCP clients start `snodod
-// connect` at once and no daemon runs (issue 19, "connect when no daemon
-// runs starts one"): each connect may start one, the session socket's lock
+// connect` at once and no daemon runs (docs/architecture.md §10): each
+// connect may start one, the session socket's lock
 // lets one of them run, and every client is served by that one.
 func TestConnectRaceStartsOneDaemon(t *testing.T) {
 	dir, err := os.MkdirTemp("", "sd")
@@ -58,7 +59,7 @@ func TestConnectRaceStartsOneDaemon(t *testing.T) {
 		}
 	}
 	// One daemon serves, and no other is left.
-	if !await(answerWithin, func() bool { return len(startedDaemons(dir)) == 1 }) {
+	if !eventually.Within(answerWithin, func() bool { return len(startedDaemons(dir)) == 1 }) {
 		t.Errorf("daemons running for %s: %v, want one", dir, startedDaemons(dir))
 	}
 	log, _ := os.ReadFile(filepath.Join(dir, "state", "snodod", "daemon.log"))

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // catalogConfig is a configuration of the three kinds the catalog builds
@@ -151,7 +153,7 @@ func TestCatalogGoSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	for version, c := range clients {
-		if !await(eventWithin, func() (ok bool) { c.locked(func() { ok = slices.Contains(c.updates, noteURI) }); return }) {
+		if !eventually.Within(eventWithin, func() (ok bool) { c.locked(func() { ok = slices.Contains(c.updates, noteURI) }); return }) {
 			t.Errorf("%s: no notifications/resources/updated for %s", version, noteURI)
 		}
 	}
@@ -160,7 +162,7 @@ func TestCatalogGoSDK(t *testing.T) {
 	d.writeConfig(t, catalogConfig(dir)+"\n[tools.whisper]\ncommand = [\"/usr/bin/printf\", \"--\", \"%s.\", \"{{text}}\"]\ninput.text = {}\n")
 	d.signal(t, syscall.SIGHUP)
 	legacy := clients["2025-11-25"]
-	if !await(eventWithin, func() (ok bool) { legacy.locked(func() { ok = legacy.toolsChanged > 0 }); return }) {
+	if !eventually.Within(eventWithin, func() (ok bool) { legacy.locked(func() { ok = legacy.toolsChanged > 0 }); return }) {
 		t.Error("2025-11-25: no notifications/tools/list_changed after the reload")
 	}
 	for version, c := range clients {

@@ -16,7 +16,7 @@ import (
 )
 
 // The extension scenarios the OAuth client is meant to pass, which no SDK
-// client did when it was written (../shared/research/client-conformance.md).
+// client did when it was written.
 var wantedExtensions = []string{"auth/client-credentials-jwt", "auth/client-credentials-basic", "auth/dpop", "auth/dpop-nonce"}
 
 var (

@@ -13,9 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
-// TestConfiguredToolOverUpstream (issue 19, bug 2): a [tools.X] named as a
+// TestConfiguredToolOverUpstream pins a bug: a [tools.X] named as a
 // hosted server's tool is in the aggregated view ([tools.fake__echo]
 // beside a hosted fake with its echo tool) is served, the daemon's own
 // catalog first (docs/upstreams.md §2), and the upstream's tool is listed
@@ -69,7 +70,7 @@ func TestConfiguredToolOverUpstream(t *testing.T) {
 				t.Fatalf("snodod stdio refused the configuration: %v\n%s", err, stderr.String())
 			}
 			defer cs.Close()
-			if !await(answerWithin, func() bool {
+			if !eventually.Within(answerWithin, func() bool {
 				res, err := cs.ListTools(t.Context(), nil)
 				return err == nil && slices.ContainsFunc(res.Tools, func(tool *mcp.Tool) bool { return tool.Name == "fake__slow" })
 			}) {
@@ -94,7 +95,7 @@ func TestConfiguredToolOverUpstream(t *testing.T) {
 		// relayed item's), and adds it when it was not there before.
 		d.writeConfig(t, upstream+own+"# again\n")
 		d.signal(t, syscall.SIGHUP)
-		if !await(answerWithin, func() bool { return strings.Count(d.stderr.String(), "configuration reloaded") == 1 }) {
+		if !eventually.Within(answerWithin, func() bool { return strings.Count(d.stderr.String(), "configuration reloaded") == 1 }) {
 			t.Fatalf("the reload was refused:\n%s", d.stderr.String())
 		}
 		d.writeConfig(t, upstream)

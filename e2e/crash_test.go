@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Crash survival against a stand-in for systemd (fakesystemd_test.go): the
@@ -35,7 +36,7 @@ func TestCrashSurvival(t *testing.T) {
 		traffic[name] = startGoTrafficWith(t, c, name, 60000, 10*time.Second)
 	}
 	before := d.awaitStatus(t, "the three sessions", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 3 })
-	if !await(answerWithin, func() bool {
+	if !eventually.Within(answerWithin, func() bool {
 		st := sd.stored()
 		return st["session-1"] >= 2 && st["session-2"] >= 3 && st["session-3"] >= 3
 	}) {
@@ -89,7 +90,7 @@ func TestCrashSurvival(t *testing.T) {
 		t.Error("the pty was not restored when its session ended after the crash")
 	}
 	name := fmt.Sprintf("session-%d", ptySession(after))
-	if !await(answerWithin, func() bool { return sd.stored()[name] == 0 }) {
+	if !eventually.Within(answerWithin, func() bool { return sd.stored()[name] == 0 }) {
 		t.Errorf("%s is still in the store after its session ended: %v", name, sd.stored())
 	}
 }
@@ -123,7 +124,7 @@ func TestUpgradeUnderSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := d.awaitStatus(t, "three sessions", answerWithin, func(st *control.Status) bool { return len(st.Sessions) == 3 })
-	if !await(answerWithin, func() bool {
+	if !eventually.Within(answerWithin, func() bool {
 		stored := sd.stored()
 		for _, row := range st.Sessions {
 			if stored[fmt.Sprintf("session-%d", row.ID)] < 2 {

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
@@ -246,18 +247,16 @@ func (d *daemonProc) fault(ctx context.Context, id uint64) error {
 // returns the status that satisfied it.
 func (d *daemonProc) awaitStatus(t *testing.T, what string, within time.Duration, cond func(*control.Status) bool) *control.Status {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		st, err := d.status(t.Context())
-		if err == nil && cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(st)
-			t.Fatalf("%s: not within %v (status %s, error %v)", what, within, b, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var st *control.Status
+	var err error
+	if !eventually.Within(within, func() bool {
+		st, err = d.status(t.Context())
+		return err == nil && cond(st)
+	}) {
+		b, _ := json.Marshal(st)
+		t.Fatalf("%s: not within %v (status %s, error %v)", what, within, b, err)
 	}
+	return st
 }
 
 // command returns `snodod args...` in the daemon's environment, so that it
@@ -647,7 +646,7 @@ func (l *logFile) String() string {
 // waitGone waits up to within for process pid to be gone (or a zombie: it
 // may be no child of ours to reap), and reports whether it is.
 func waitGone(pid int, within time.Duration) bool {
-	return await(within, func() bool { return !proctest.Alive(pid) })
+	return eventually.Within(within, func() bool { return !proctest.Alive(pid) })
 }
 
 // awaitPIDFile waits for a live process's pid in pidfile (the fake
@@ -656,7 +655,7 @@ func waitGone(pid int, within time.Duration) bool {
 func awaitPIDFile(t *testing.T, pidfile, msg string) int {
 	t.Helper()
 	var pid int
-	if !await(answerWithin, func() bool {
+	if !eventually.Within(answerWithin, func() bool {
 		b, err := os.ReadFile(pidfile)
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil && pid > 0 && proctest.Alive(pid)

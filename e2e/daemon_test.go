@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // These tests run `snodod serve --demo`, one daemon per test, and reach it
@@ -125,7 +126,7 @@ func TestDaemonPTY(t *testing.T) {
 		t.Fatal("a new pty is not in canonical mode with echo")
 	}
 	conn := startConnectOn(t, d, tty)
-	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
+	if !eventually.Within(answerWithin, func() bool { return isRaw(t, tty) }) {
 		t.Fatal("the handed-over pty was not put into raw mode")
 	}
 	d.awaitStatus(t, "the pty session", answerWithin, func(st *control.Status) bool {
@@ -198,7 +199,7 @@ func TestDaemonPTY(t *testing.T) {
 	// shell that waited for connect reads its terminal next.
 	master2, tty2 := openPTY(t)
 	conn2 := startConnectOn(t, d, tty2)
-	if !await(answerWithin, func() bool { return isRaw(t, tty2) }) {
+	if !eventually.Within(answerWithin, func() bool { return isRaw(t, tty2) }) {
 		t.Fatal("the second pty was not put into raw mode")
 	}
 	lines2 := readLines(master2)
@@ -400,7 +401,7 @@ func TestDaemonSlowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	gone := await(10*time.Second, func() bool {
+	gone := eventually.Within(10*time.Second, func() bool {
 		st, err := d.status(t.Context())
 		return err == nil && !slices.ContainsFunc(st.Sessions, func(s control.Session) bool { return s.ID == slowID })
 	})
@@ -540,7 +541,7 @@ func TestDaemonReload(t *testing.T) {
 		`session.request_timeout: must be a positive duration, got \"soon\"`,
 		`unknown key \"session.write_timout\"; did you mean \"session.write_timeout\"?`,
 	}
-	if !await(answerWithin, func() bool {
+	if !eventually.Within(answerWithin, func() bool {
 		log := d.stderr.String()
 		for _, p := range problems {
 			if !strings.Contains(log, p) {
@@ -564,7 +565,7 @@ func TestDaemonReload(t *testing.T) {
 
 	d.writeConfig(t, "[session]\nmax_line_bytes = 5000\n")
 	d.signal(t, syscall.SIGHUP)
-	if !await(answerWithin, func() bool { return strings.Contains(d.stderr.String(), "configuration reloaded") }) {
+	if !eventually.Within(answerWithin, func() bool { return strings.Contains(d.stderr.String(), "configuration reloaded") }) {
 		t.Fatal("no reload after SIGHUP with a good file")
 	}
 	after := mustDial(t, d.socket)

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // fakeSystemd stands in for systemd's side of a service with socket units,
@@ -156,7 +158,7 @@ func (s *fakeSystemd) start() {
 	s.main = cmd.Process.Pid
 	s.mu.Unlock()
 	s.d.cmd, s.d.exited = cmd, exited
-	if !await(answerWithin, func() bool {
+	if !eventually.Within(answerWithin, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.ready > readyBefore

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
-// The fault suite of issue 14: each fault, then proof that the daemon and
+// The fault suite: each fault, then proof that the daemon and
 // the other sessions are unharmed and nothing leaked. Each case is bounded
 // in time. Faults of one session (a client that stops reading, restarts)
 // are in daemon_test.go; faults of a hosted server's process are in
@@ -408,7 +409,7 @@ func TestClientHalfClosesOrTrickles(t *testing.T) {
 func waitBuffered(t *testing.T, d *daemonProc, want int64) {
 	t.Helper()
 	var got int64
-	if !await(answerWithin, func() bool { got = d.statusJSON(t).BufferedBytes; return got == want }) {
+	if !eventually.Within(answerWithin, func() bool { got = d.statusJSON(t).BufferedBytes; return got == want }) {
 		t.Fatalf("the daemon holds %d bytes of unfinished lines, want %d", got, want)
 	}
 }

@@ -14,14 +14,15 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
-// The hosted-server faults of issue 14, through snodod serve: the fake
-// upstream misbehaves in every way a server can while a session calls it,
-// beside a second upstream and the daemon's own tools, which must be
-// unharmed, and the daemon's children must be only the instances it runs.
-// (A daemon killed with SIGKILL leaving a grandchild for the next one to
-// kill is TestUpstreamOrphansAfterKill9.)
+// The hosted-server faults (docs/upstreams.md §7), through snodod serve: the
+// fake upstream misbehaves in every way a server can while a session calls
+// it, beside a second upstream and the daemon's own tools, which must be
+// unharmed, and the daemon's children must be only the instances it runs. (A
+// daemon killed with SIGKILL leaving a grandchild for the next one to kill
+// is TestUpstreamOrphansAfterKill9.)
 
 // upstreamFaultConfig hosts the fake as "fake" (its requests time out
 // after 2 s), a second fake as "other", and a fake that exits at every
@@ -75,7 +76,7 @@ func unharmed(t *testing.T, d *daemonProc, s *sessionConn, id int) {
 	// a restarting one is a child before status lists its pid: wait for
 	// the two to agree.
 	var pids, strays []int
-	await(answerWithin, func() bool {
+	eventually.Within(answerWithin, func() bool {
 		st, err := d.status(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -216,11 +217,12 @@ func TestUpstreamFaults(t *testing.T) {
 	})
 
 	t.Run("a flood of requests for a client that never answers", func(t *testing.T) {
-		// Issue 20 item 1: during one call, the fake writes sampling,
-		// elicitation, roots and ping requests with fresh ids as fast as
-		// it can to a 2025-06-18 client that declared those capabilities
-		// and never answers. Before, a goroutine per request waited for
-		// one of the session's 16 places: 332k goroutines and 4 GB in 15 s.
+		// A flood (docs/upstreams.md §5): during one call, the fake writes
+		// sampling, elicitation, roots and ping requests with fresh ids as
+		// fast as it can to a 2025-06-18 client that declared those
+		// capabilities and never answers. Before, a goroutine per request
+		// waited for one of the session's 16 places: 332k goroutines and
+		// 4 GB in 15 s.
 		attacker := mustDial(t, d.socket)
 		if err := attacker.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{},"elicitation":{},"roots":{}},"clientInfo":{"name":"attacker","version":"1"}}}`); err != nil {
 			t.Fatal(err)
@@ -276,7 +278,7 @@ func TestUpstreamFaults(t *testing.T) {
 		if peak-goroutines > 100 {
 			t.Errorf("the daemon's goroutines went from %d to %d during the flood", goroutines, peak)
 		}
-		if !await(answerWithin, func() bool { st, _ := d.status(t.Context()); return st.Goroutines <= goroutines+10 }) {
+		if !eventually.Within(answerWithin, func() bool { st, _ := d.status(t.Context()); return st.Goroutines <= goroutines+10 }) {
 			st, _ := d.status(t.Context())
 			t.Errorf("the daemon's goroutines: %d before, %d after the flood", goroutines, st.Goroutines)
 		}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 const (
@@ -263,7 +265,7 @@ func goSDKSuite(t *testing.T, c *goClient, version string) {
 		}
 		// The SDK hands notifications to its handler asynchronously.
 		var reports []*mcp.ProgressNotificationParams
-		await(eventWithin, func() bool {
+		eventually.Within(eventWithin, func() bool {
 			c.locked(func() { reports = slices.Clone(c.progress[token]) })
 			return len(reports) >= before
 		})
@@ -310,7 +312,7 @@ func goSDKSuite(t *testing.T, c *goClient, version string) {
 		}
 		// The SDK hands notifications to its handler asynchronously.
 		var seen []string
-		if !await(eventWithin, func() (ok bool) { c.locked(func() { seen = slices.Clone(c.logs) }); return slices.Equal(seen, want) }) {
+		if !eventually.Within(eventWithin, func() (ok bool) { c.locked(func() { seen = slices.Clone(c.logs) }); return slices.Equal(seen, want) }) {
 			t.Errorf("LoggingMessageHandler saw %q, want %q", seen, want)
 		}
 	})
@@ -319,7 +321,7 @@ func goSDKSuite(t *testing.T, c *goClient, version string) {
 
 	t.Run("list changed", func(t *testing.T) {
 		c.call(t, ctx, "test_trigger_tool_change", nil)
-		if !await(eventWithin, func() (ok bool) { c.locked(func() { ok = c.toolsChanged > 0 }); return }) {
+		if !eventually.Within(eventWithin, func() (ok bool) { c.locked(func() { ok = c.toolsChanged > 0 }); return }) {
 			t.Error("no notifications/tools/list_changed after a tools change")
 		}
 	})
@@ -337,7 +339,7 @@ func testGoCancel(t *testing.T, c *goClient) {
 		done <- err
 	}()
 	var id json.RawMessage
-	if !await(eventWithin, func() (ok bool) { id, ok = c.rec.sentID("tools/call", `"ms":30000`); return }) {
+	if !eventually.Within(eventWithin, func() (ok bool) { id, ok = c.rec.sentID("tools/call", `"ms":30000`); return }) {
 		t.Fatal("the sleep request was never sent")
 	}
 	time.Sleep(100 * time.Millisecond) // let it start
@@ -376,7 +378,7 @@ func testGoSubscribe(t *testing.T, c *goClient, version string) {
 	if version == v2026 {
 		// Subscribe sends the listen and returns: wait for its
 		// acknowledgement, which precedes the stream's events.
-		if !await(eventWithin, func() bool {
+		if !eventually.Within(eventWithin, func() bool {
 			for _, e := range c.rec.incoming() {
 				if e.Method == "notifications/subscriptions/acknowledged" && strings.Contains(string(e.Params), watchedURI) {
 					return true
@@ -388,7 +390,7 @@ func testGoSubscribe(t *testing.T, c *goClient, version string) {
 		}
 	}
 	c.call(t, ctx, "test_trigger_resource_update", nil)
-	if !await(eventWithin, func() (ok bool) { c.locked(func() { ok = slices.Contains(c.updates, watchedURI) }); return }) {
+	if !eventually.Within(eventWithin, func() (ok bool) { c.locked(func() { ok = slices.Contains(c.updates, watchedURI) }); return }) {
 		t.Fatalf("no notifications/resources/updated for %s", watchedURI)
 	}
 	if err := c.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: watchedURI}); err != nil {

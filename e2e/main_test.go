@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -163,18 +162,6 @@ func (r *recorder) sentID(method, fragment string) (json.RawMessage, bool) {
 		}
 	}
 	return nil, false
-}
-
-// await polls until cond holds or timeout passes, reporting whether it held.
-func await(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
 }
 
 // recordingTransport is an mcp.Transport whose connection reports every

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/mcpclient/oauth"
 )
 
@@ -43,17 +44,14 @@ func tsOAuthExample(t *testing.T) string {
 		}
 	})
 	for _, port := range []string{mcpPort, authPort} {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		if !eventually.Within(30*time.Second, func() bool {
 			c, err := net.Dial("tcp", "127.0.0.1:"+port)
 			if err == nil {
 				c.Close()
-				break
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the example server does not listen on %s:\n%s", port, out.String())
-			}
-			time.Sleep(20 * time.Millisecond)
+			return err == nil
+		}) {
+			t.Fatalf("the example server does not listen on %s:\n%s", port, out.String())
 		}
 	}
 	return "http://localhost:" + mcpPort + "/mcp"

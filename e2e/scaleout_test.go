@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // The scale-out test: three `snodod serve` nodes behind nginx, configured
@@ -171,7 +173,7 @@ http {
 		}
 	})
 	c.url = "http://" + front + "/mcp"
-	if !await(10*time.Second, func() bool {
+	if !eventually.Within(10*time.Second, func() bool {
 		conn, err := net.Dial("tcp", front)
 		if err == nil {
 			conn.Close()

@@ -15,7 +15,8 @@ import (
 	"time"
 )
 
-// The HTTP cases of issue 14's security suite, against `snodod serve`.
+// The HTTP cases of the security suite (docs/security.md), against `snodod
+// serve`.
 
 // listBody is a 2026 request every endpoint serves: tools/list.
 const listBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
@@ -98,14 +99,15 @@ func TestHTTPRebindingAndOrigin(t *testing.T) {
 	}
 }
 
-// hostRefused is the 403's message for a Host that is not allowed: it
-// names the host and the key that would allow it (issue 19 item 8).
+// hostRefused is the 403's message for a Host that is not allowed: it names
+// the host and the key that would allow it (docs/security.md, "Who can reach
+// each listener").
 func hostRefused(host string) string {
 	return `Host not allowed: "` + host + `" is not a loopback name, the listener's own address, or listed in http.allowed_hosts`
 }
 
 // TestHTTPOwnAddressHost: a listener on 127.0.0.2 serves a Host naming its
-// own address, which it answered 403 (issue 19 item 8).
+// own address, which it once answered 403.
 func TestHTTPOwnAddressHost(t *testing.T) {
 	d := startDaemon(t, "[http]\nlisten = \"127.0.0.2:0\"\n", nil)
 	st := d.statusJSON(t)
@@ -121,9 +123,8 @@ func TestHTTPOwnAddressHost(t *testing.T) {
 // TestHTTPLocalhostResolvedElsewhere: http.listen = "localhost:PORT" with
 // an /etc/hosts that maps localhost to every address (the daemon runs in
 // a mount namespace of its own with that file bound over /etc/hosts) is
-// refused at start, naming the address bound (issue 20 item 7: it was
-// judged loopback by its name and served every interface without a
-// token).
+// refused at start, naming the address bound (it was once judged loopback
+// by its name and served every interface without a token).
 func TestHTTPLocalhostResolvedElsewhere(t *testing.T) {
 	if os.Geteuid() != 0 {
 		skipOrFail(t, "a mount namespace with another /etc/hosts needs root")

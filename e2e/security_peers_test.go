@@ -16,9 +16,9 @@ import (
 	"github.com/snodod/snodod/daemon/control"
 )
 
-// Issue 20 item 2 against the built daemon: who may use the HTTP
-// listener. Another user's client is this test binary run as nobody
-// (setpriv), in the mode httpClientMain below.
+// Who may use the HTTP listener (docs/security.md, "Who can reach each
+// listener"), against the built daemon. Another user's client is this test
+// binary run as nobody (setpriv), in the mode httpClientMain below.
 
 // httpClientEnv, when set, makes this test binary one HTTP client: it
 // posts listBody to the URL the variable holds ("unix:PATH" for a Unix
@@ -238,11 +238,12 @@ func TestHTTPUnixSocket(t *testing.T) {
 	}
 }
 
-// TestOneUserCannotHoldEverySession (issue 20 item 11): one uid's clients
-// fill daemon.max_sessions_per_uid, the next one of that uid is refused
-// with one line, and another allowed uid is served meanwhile; a connection
-// that sends nothing is ended after daemon.initialize_timeout, giving its
-// place back. Both show in status.
+// TestOneUserCannotHoldEverySession (docs/security.md, "What one client
+// cannot do to the others"): one uid's clients fill
+// daemon.max_sessions_per_uid, the next one of that uid is refused with one
+// line, and another allowed uid is served meanwhile; a connection that sends
+// nothing is ended after daemon.initialize_timeout, giving its place back.
+// Both show in status.
 func TestOneUserCannotHoldEverySession(t *testing.T) {
 	bin := nobodyBinary(t)
 	d := startDaemon(t, "[daemon]\nmax_sessions_per_uid = 3\ninitialize_timeout = \"2s\"\nallowed_uids = [65534]\n", nil)

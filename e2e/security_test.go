@@ -12,10 +12,11 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
-// The security suite of issue 14 that needs the built binary: who may use
-// the sockets, where the daemon refuses to put them, what an exec tool
+// The security suite (docs/security.md) that needs the built binary: who may
+// use the sockets, where the daemon refuses to put them, what an exec tool
 // gets, and where secrets never appear (docs/security.md names each test).
 // The HTTP cases are in security_http_test.go.
 
@@ -104,7 +105,7 @@ func startActivated(t *testing.T, config string) *activatedDaemon {
 	d.launch(t)
 	// systemd-socket-activate binds both sockets first, then starts the
 	// daemon (exec, same pid) on the first connection.
-	if !await(answerWithin, func() bool {
+	if !eventually.Within(answerWithin, func() bool {
 		_, e1 := os.Stat(d.socket)
 		_, e2 := os.Stat(d.control)
 		return e1 == nil && e2 == nil
@@ -155,7 +156,7 @@ func TestOtherUIDRefused(t *testing.T) {
 
 	d.writeConfig(t, fmt.Sprintf("[daemon]\nallowed_uids = [%d]\n", nobodyUID))
 	d.signal(t, syscall.SIGHUP)
-	if !await(answerWithin, func() bool { return strings.Contains(d.stderr.String(), "configuration reloaded") }) {
+	if !eventually.Within(answerWithin, func() bool { return strings.Contains(d.stderr.String(), "configuration reloaded") }) {
 		t.Fatalf("no reload logged:\n%s", d.stderr.String())
 	}
 	relay = asNobody(bin, append([]string{"connect", "--relay"}, sockets...)...)

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The soak's flood (issue 20 item 1): every 60 s a session that declared
+// The soak's flood (docs/upstreams.md §5): every 60 s a session that declared
 // sampling, elicitation and roots, and never answers, calls the flood
 // upstream's flood tool, which writes requests to it with fresh ids as
 // fast as it can for 5 s. The daemon holds upstreams.max_server_requests

@@ -20,14 +20,14 @@ import (
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
-// TestSoak is `make soak` (issue 14): SOAK_SESSIONS sessions (default
+// TestSoak is `make soak` (docs/bench-soak.md): SOAK_SESSIONS sessions (default
 // 1,000: sockets, hand-overs, ptys, HTTP) call the demo tools, an exec
 // tool, a file resource and two hosted servers (the fake, and
 // server-memory from npm) for SOAK_TIME (default 10m), with progress,
 // cancellations and a subscription each, while the configuration is
 // reloaded every 30 s, a hosted server is killed every 60 s, and a third
 // floods a session that never answers with requests (soak_flood_test.go). It
-// reports what issue 14 asks and writes it to SOAK_DOCS when set.
+// reports what docs/bench-soak.md shows and writes it to SOAK_DOCS when set.
 //
 // It lives here, behind the soak build tag, rather than in bench/: it
 // drives the daemon through the fault suite's helpers and the main

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Terminals handed to the daemon and to `snodod stdio`: who gives them back,
@@ -48,7 +49,7 @@ func handOverSleeping(t *testing.T, d *daemonProc) (master, tty *os.File, lines 
 	t.Helper()
 	master, tty = openPTY(t)
 	conn = startConnectOn(t, d, tty)
-	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
+	if !eventually.Within(answerWithin, func() bool { return isRaw(t, tty) }) {
 		t.Fatal("the handed-over pty was not put into raw mode")
 	}
 	lines = readLines(master)
@@ -65,7 +66,7 @@ func handOverSleeping(t *testing.T, d *daemonProc) (master, tty *os.File, lines 
 // TestHandoverConnectKilled: when the connect process that handed a
 // terminal over is killed, the daemon ends the session at once (its
 // request answered, whatever the grace) and gives the terminal back in the
-// mode it found it (issue 9, bug 2).
+// mode it found it (docs/architecture.md §3.2).
 func TestHandoverConnectKilled(t *testing.T) {
 	d := startDaemon(t, "", nil, "--shutdown-grace", "1h")
 	_, tty, lines, conn, _ := handOverSleeping(t, d)
@@ -111,8 +112,8 @@ func onControllingTerminal(cmd *exec.Cmd, tty *os.File) {
 }
 
 // TestConnectAtOwnTerminal: typed at a person's own terminal, connect
-// relays and says so in one line (friction point); forced to hand the
-// terminal over, it says how to leave (issue 9, bug 2).
+// relays and says so in one line; forced to hand the
+// terminal over, it says how to leave.
 func TestConnectAtOwnTerminal(t *testing.T) {
 	d := startDaemon(t, "", nil)
 
@@ -190,12 +191,12 @@ func stopStdio(t *testing.T, cmd *exec.Cmd, exited chan struct{}) {
 // for the session, so a line longer than the line discipline's 4,095
 // bytes passes unechoed, and restores it at exit; a person is told which
 // mode is on; --cooked keeps the line discipline and says lines will be
-// cut (issue 9, bug 8).
+// cut.
 func TestStdioTerminal(t *testing.T) {
 	t.Run("raw", func(t *testing.T) {
 		master, tty := openPTY(t)
 		cmd, stderr, exited := startStdioOn(t, tty, nil)
-		if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
+		if !eventually.Within(answerWithin, func() bool { return isRaw(t, tty) }) {
 			t.Fatal("the terminal was not put into raw mode")
 		}
 		lines := readLines(master)
@@ -239,7 +240,7 @@ func TestStdioTerminal(t *testing.T) {
 		master, tty := openPTY(t)
 		cmd, stderr, exited := startStdioOn(t, tty, nil, "--cooked")
 		want := "snodod stdio: cooked mode (--cooked): the terminal keeps its echo and line editing, so a line longer than 4,095 bytes will be cut"
-		if !await(answerWithin, func() bool { return strings.Contains(stderr.String(), want) }) {
+		if !eventually.Within(answerWithin, func() bool { return strings.Contains(stderr.String(), want) }) {
 			t.Fatalf("no cooked-mode line:\n%s", stderr.String())
 		}
 		if !isCanonical(t, tty) {

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // An upgrade (`snodod upgrade`) in the middle of continuous traffic on
@@ -251,7 +252,7 @@ func goClientsOnEveryDevice(t *testing.T, d *daemonProc, socketVersion, connectV
 	connect := connectGoVia(t, d, connectVersion, goClientOptions)
 	master, tty := openPTY(t)
 	conn := startConnectOn(t, d, tty)
-	if !await(answerWithin, func() bool { return isRaw(t, tty) }) {
+	if !eventually.Within(answerWithin, func() bool { return isRaw(t, tty) }) {
 		t.Fatal("the handed-over pty was not put into raw mode")
 	}
 	pty := connectGoOver(t, ptyVersion, func(rec *recorder) mcp.Transport {
@@ -303,7 +304,7 @@ func (tr *goTraffic) eventsAfter(t *testing.T, what string) {
 	c.locked(func() { updates, changes = len(c.updates), c.toolsChanged })
 	c.call(t, t.Context(), "test_trigger_resource_update", nil)
 	c.call(t, t.Context(), "test_trigger_tool_change", nil)
-	if !await(answerWithin, func() (ok bool) {
+	if !eventually.Within(answerWithin, func() (ok bool) {
 		c.locked(func() { ok = len(c.updates) > updates && c.toolsChanged > changes })
 		return
 	}) {
@@ -429,7 +430,7 @@ func (tr *goTraffic) echoCount() int {
 
 func (tr *goTraffic) waitEchoes(t *testing.T, n int) {
 	t.Helper()
-	if !await(answerWithin, func() bool { return tr.echoCount() >= n }) {
+	if !eventually.Within(answerWithin, func() bool { return tr.echoCount() >= n }) {
 		t.Fatalf("%s: %d echoes answered, want %d (errors %q)", tr.name, tr.echoCount(), n, tr.errs)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // The reference servers from npm (pinned in e2e/node/package.json,
@@ -413,7 +415,7 @@ func everythingPassThrough(t *testing.T, c *npmClient) {
 		t.Fatalf("subscribe: %v", err)
 	}
 	c.call(t, "toggle-subscriber-updates", nil)
-	if !await(answerWithin, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return slices.Contains(c.updates, first.URI) }) {
+	if !eventually.Within(answerWithin, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return slices.Contains(c.updates, first.URI) }) {
 		t.Errorf("no resources/updated for %s", first.URI)
 	}
 	c.call(t, "toggle-subscriber-updates", nil)

@@ -14,11 +14,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
 // One hosted server that never finishes its handshake must not touch the
-// others (issue 19 item 1, docs/upstreams.md §4 upstreams.list_wait): the
+// others (docs/upstreams.md §4, upstreams.list_wait): the
 // repros over the real binary with the official Go SDK client. The fake
 // upstream is "good"; "hang" is `sleep 1000`, which never answers; "slow"
 // is the fake behind a gate file the test creates, so that it becomes
@@ -159,7 +160,7 @@ func TestUpstreamSlowListChanged(t *testing.T) {
 			if err := os.WriteFile(gate, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if !await(answerWithin, func() (ok bool) { c.locked(func() { ok = c.toolsChanged > before }); return }) {
+			if !eventually.Within(answerWithin, func() (ok bool) { c.locked(func() { ok = c.toolsChanged > before }); return }) {
 				t.Fatal("no tools list_changed once the slow server was ready")
 			}
 			if names := toolNames(t, c.cs); !slices.Contains(names, "slow__echo") || !slices.Contains(names, "good__echo") {

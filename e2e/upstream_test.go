@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
@@ -78,7 +79,7 @@ func TestUpstreamOrphansAfterKill9(t *testing.T) {
 	}
 	// It logs what it killed once the group is gone: the line may follow
 	// the grandchild's death by a moment.
-	if !await(answerWithin, func() bool {
+	if !eventually.Within(answerWithin, func() bool {
 		return strings.Contains(d2.stderr.String(), "killed upstream processes a previous daemon left running")
 	}) {
 		t.Errorf("the new daemon did not say what it killed:\n%s", d2.stderr.String())

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -58,7 +59,7 @@ func floodOf(t *testing.T, c *Conn, args map[string]any) floodResult {
 	return r
 }
 
-// Options.MaxServerRequests at its exact boundary (issue 20 item 1): the
+// Options.MaxServerRequests at its exact boundary (docs/upstreams.md §5): the
 // Conn hands N requests to a Handler that keeps them, refuses the N+1th
 // -32603 at once, and holds no goroutine for any of them.
 func TestMaxServerRequests(t *testing.T) {
@@ -68,7 +69,7 @@ func TestMaxServerRequests(t *testing.T) {
 			c := startFake(t, Options{Handler: h, MaxServerRequests: n})
 			before := runtime.NumGoroutine()
 			r := floodOf(t, c, map[string]any{"count": n, "methods": "sampling/createMessage"})
-			eventually(t, "the requests handed over", func() bool { return h.count() == n })
+			eventually.True(t, "the requests handed over", func() bool { return h.count() == n })
 			if r.Sent != n || r.Refused != 0 || c.Stats().RefusedRequests != 0 {
 				t.Errorf("%d requests at the bound: %+v, %+v; want none refused", n, r, c.Stats())
 			}
@@ -76,17 +77,17 @@ func TestMaxServerRequests(t *testing.T) {
 				t.Errorf("goroutines %d → %d for %d held requests", before, g, n)
 			}
 			r = floodOf(t, c, map[string]any{"count": 1, "methods": "elicitation/create", "settle": 0})
-			eventually(t, "the refusal", func() bool { return c.Stats().RefusedRequests == 1 })
+			eventually.True(t, "the refusal", func() bool { return c.Stats().RefusedRequests == 1 })
 			if h.count() != n {
 				t.Errorf("the Handler holds %d, want %d", h.count(), n)
 			}
 			h.release()
-			eventually(t, "the answers", func() bool {
+			eventually.True(t, "the answers", func() bool {
 				return floodOf(t, c, map[string]any{"count": 0, "ms": 0}).Answered == n
 			})
 			// Answered, the places are free again.
 			floodOf(t, c, map[string]any{"count": n, "methods": "roots/list"})
-			eventually(t, "the next ones handed over", func() bool { return h.count() == n })
+			eventually.True(t, "the next ones handed over", func() bool { return h.count() == n })
 			if s := c.Stats().RefusedRequests; s != 1 {
 				t.Errorf("RefusedRequests = %d, want 1", s)
 			}
@@ -100,7 +101,7 @@ func TestMaxServerRequests(t *testing.T) {
 func TestPingFlood(t *testing.T) {
 	c := startFake(t, Options{MaxServerRequests: 2})
 	r := floodOf(t, c, map[string]any{"count": 2000, "methods": "ping", "settle": 0})
-	eventually(t, "every ping answered", func() bool {
+	eventually.True(t, "every ping answered", func() bool {
 		r = floodOf(t, c, map[string]any{"count": 0, "ms": 0})
 		return r.Answered+r.Refused == 2000
 	})
@@ -181,7 +182,7 @@ func TestRequestsOfAServerThatDoesNotRead(t *testing.T) {
 		s.lines <- []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":"p%d","method":"ping"}`, i))
 	}
 	s.lines <- []byte(`{"jsonrpc":"2.0","id":"bad\ud800","method":"ping"}`) // refused, were there room
-	eventually(t, "the drops counted", func() bool { return c.Stats().DroppedRequests == 3 })
+	eventually.True(t, "the drops counted", func() bool { return c.Stats().DroppedRequests == 3 })
 	if q := s.queuedReplies(); q != 3 {
 		t.Errorf("%d answers queued, want the bound, 3", q)
 	}
@@ -193,7 +194,7 @@ func TestRequestsOfAServerThatDoesNotRead(t *testing.T) {
 }
 
 // A request with an id holding a lone surrogate is refused -32600 with a
-// null id (issue 20 item 10), as the server end refuses a client's.
+// null id (docs/transport.md §5 row 6a), as the server end refuses a client's.
 func TestServerRequestLoneSurrogateID(t *testing.T) {
 	s := &lineStream{lines: make(chan []byte), done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -212,7 +213,7 @@ func TestServerRequestLoneSurrogateID(t *testing.T) {
 		string(protocol.AppendError(nil, protocol.ID{}, protocol.ErrIDSurrogate)),
 		`{"jsonrpc":"2.0","id":"ok","result":{}}`,
 	}
-	eventually(t, "two answers", func() bool { mu.Lock(); defer mu.Unlock(); return len(sent) >= 2+2 })
+	eventually.True(t, "two answers", func() bool { mu.Lock(); defer mu.Unlock(); return len(sent) >= 2+2 })
 	mu.Lock()
 	defer mu.Unlock()
 	got := sent[len(sent)-2:]

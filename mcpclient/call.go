@@ -314,11 +314,11 @@ func appendObject(b []byte, members map[string]json.RawMessage) json.RawMessage 
 }
 
 // List fetches every page of tools/list, resources/list,
-// resources/templates/list or prompts/list (following nextCursor; a
-// repeated cursor is an error) and returns the items of all pages in
-// order, each as sent. A list of more than maxListPages pages or
-// maxListItems items is cut there (research §5.7): List returns the items
-// so far and a *ListCutError.
+// resources/templates/list or prompts/list (following nextCursor; a repeated
+// cursor is an error) and returns the items of all pages in order, each as
+// sent. A list of more than maxListPages pages or maxListItems items is cut
+// there (docs/upstreams.md §8): List returns the items so far and a
+// *ListCutError.
 func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, error) {
 	key, ok := listKeys[method]
 	if !ok {
@@ -366,7 +366,7 @@ func (c *Conn) List(ctx context.Context, method string) ([]json.RawMessage, erro
 	}
 }
 
-// The bounds of one list of an upstream's catalog (research §5.7): a
+// The bounds of one list of an upstream's catalog (docs/upstreams.md §8): a
 // server that pages forever, or lists more than a client could use.
 const (
 	maxListPages = 100

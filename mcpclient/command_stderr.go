@@ -6,7 +6,7 @@ import (
 
 // The child's stderr is read from its first byte, so that a server that
 // writes a lot before it answers (validation warnings, npm's output) never
-// blocks on a full pipe (research §3 #6). Every byte goes to the ring at
+// blocks on a full pipe (docs/upstreams.md §4). Every byte goes to the ring at
 // once; lines go to the daemon's log through a bounded queue, and when the
 // log is slower than the child, lines are dropped and counted rather than
 // the child waiting.

@@ -21,7 +21,8 @@ const maxWriteBatch = 64 << 10
 // When nothing is queued and nobody writes, send writes the message
 // itself, with those queued during one yield, with one non-blocking
 // write(2) (framing.Writer.Try) instead of waking loop for it: a goroutine
-// hop per call was most of what the Conn added to a call (issue 13). What
+// hop per call was most of what the Conn added to a call
+// (docs/architecture.md §4.5). What
 // the pipe does not take at once is queued first, for loop, which alone
 // waits on the pipe. One goroutine at a time writes (busy), so messages
 // never interleave.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
@@ -225,7 +226,7 @@ func TestStop(t *testing.T) {
 				_, err := c.Call(context.Background(), "tools/call", toolParams(t, "never", nil, nil), CallOptions{})
 				in <- err
 			}()
-			eventually(t, "the call in flight", func() bool { return c.InFlight() == 1 })
+			eventually.True(t, "the call in flight", func() bool { return c.InFlight() == 1 })
 			c.Stop(ctx)
 			e := exitOf(c)
 			if e == nil || e.Code != tt.code || e.Signal != tt.signal {
@@ -239,7 +240,7 @@ func TestStop(t *testing.T) {
 				t.Errorf("Call after Stop = %v, want ErrClosed", err)
 			}
 			c.Stop(context.Background()) // again: returns at once
-			eventually(t, "the grandchild's death", func() bool { return !proctest.Alive(gc) })
+			eventually.True(t, "the grandchild's death", func() bool { return !proctest.Alive(gc) })
 		})
 	}
 }

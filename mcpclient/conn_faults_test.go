@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// The hosted-server faults of issue 14's fault suite, at the layer that
-// runs one server (the Conn), each with a second Conn beside it standing
-// for the daemon's other sessions: it must be unharmed. The faults that
-// need the supervisor (a server that exits at once on every start is
+// The hosted-server faults of the fault suite (docs/upstreams.md §7), at the
+// layer that runs one server (the Conn), each with a second Conn beside it
+// standing for the daemon's other sessions: it must be unharmed. The faults
+// that need the supervisor (a server that exits at once on every start is
 // backed off, then failed) wait for hosting in the daemon.
 
 // besideFake is a second fake upstream whose calls must keep working

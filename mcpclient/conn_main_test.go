@@ -131,16 +131,3 @@ func (h history) methods() []string {
 	}
 	return out
 }
-
-// eventually waits for cond, failing after 10 s; for states a test cannot
-// be told about (a late answer dropped).
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 	"github.com/snodod/snodod/protocol"
 )
@@ -184,7 +185,7 @@ func TestCancel(t *testing.T) {
 				t.Fatalf("Call = %v, want context.Canceled", err)
 			}
 			if late {
-				eventually(t, "the late answer", func() bool { return c.Stats().LateAnswers == 1 })
+				eventually.True(t, "the late answer", func() bool { return c.Stats().LateAnswers == 1 })
 			}
 			h := fakeHistory(t, c)
 			var slowID string

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/protocol"
 )
@@ -161,18 +162,14 @@ func FuzzConnReads(f *testing.F) {
 			}
 			answer <- err
 		}()
-		deadline := time.Now().Add(10 * time.Second)
-		for u.c.InFlight() == 0 {
+		eventually.True(t, "the call to be sent", func() bool {
 			select {
 			case <-u.c.Done():
 				t.Fatalf("the Conn ended after the upstream wrote %q: %v", out, u.c.Err())
 			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("the call was not sent within 10 s")
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return u.c.InFlight() != 0
+		})
 		fmt.Fprintf(u.fifo, `{"jsonrpc":"2.0","id":%d,"result":%s}`+"\n", id, want)
 		select {
 		case err := <-answer:

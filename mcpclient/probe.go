@@ -11,7 +11,7 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// The era probe and handshake (docs/upstreams.md §6, research §5.6).
+// The era probe and handshake (docs/upstreams.md §6).
 //
 // With protocol "auto" and no cached era, server/discover is sent with 2026
 // _meta. A DiscoverResult listing 2026-07-28, or a modern -3202x error,

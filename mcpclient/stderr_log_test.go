@@ -21,8 +21,8 @@ func at(d time.Duration) string {
 }
 
 // `snodod logs NAME` shows each line after the time it was written, and a
-// mark at each start, whatever the writes' boundaries (issue 19: "snodod
-// logs lines have timestamps and a marker at each restart").
+// mark at each start, whatever the writes' boundaries (docs/upstreams.md
+// §8).
 func TestStderrLogStamps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := NewStderrRing(nil, 0)

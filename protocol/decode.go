@@ -236,7 +236,7 @@ func (s *scanner) boundedID(v span) (ID, bool) {
 // error that refuses it: ErrIDBounds for one out of bounds, ErrIDSurrogate
 // for a string holding a lone surrogate escape, which unescaping would
 // rewrite to U+FFFD: the answer would carry another id, and "\ud800" and
-// "\udc00" would be one id (issue 20).
+// "\udc00" would be one id (docs/transport.md §5 row 6a).
 func (s *scanner) checkedID(v span) (ID, *Error) {
 	switch v.kind {
 	case kindString:

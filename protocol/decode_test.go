@@ -174,7 +174,7 @@ var decodeCases = []struct {
 	{"params absent", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, request(IntID(7), "tools/list")},
 	{"method and result", `{"jsonrpc":"2.0","id":7,"method":"m","result":{}}`, request(IntID(7), "m")},
 	{"method and error", `{"jsonrpc":"2.0","id":7,"method":"m","error":{"code":1,"message":"x"}}`, request(IntID(7), "m")},
-	// Issue 20 item 13: method, result and error together are refused.
+	// §5 row 2a: method, result and error together are refused.
 	{"method, result and error", `{"jsonrpc":"2.0","id":7,"method":"tools/call","result":{},"error":{"code":1,"message":"x"}}`, want{kind: KindInvalid, id: IntID(7), err: ErrAmbiguous}},
 	{"method, result and error, no id", `{"jsonrpc":"2.0","method":"notifications/x","result":null,"error":null}`, want{kind: KindInvalid, err: ErrAmbiguous}},
 	{"method, result and error, bad id", `{"jsonrpc":"2.0","id":1.5,"method":"m","result":1,"error":1}`, want{kind: KindInvalid, err: ErrAmbiguous}},
@@ -210,7 +210,7 @@ var decodeCases = []struct {
 	{"id 42", req("42", "tools/list", ""), request(IntID(42), "tools/list")},
 	{"id string 42", req(`"42"`, "tools/list", ""), request(StringID("42"), "tools/list")},
 	{"id empty string", req(`""`, "tools/list", ""), request(StringID(""), "tools/list")},
-	// Issue 20 item 10: an id with a lone surrogate escape is refused,
+	// §5 row 6a: an id with a lone surrogate escape is refused,
 	// never rewritten to U+FFFD (the answer would carry another id, and
 	// "\ud800", "\udbff" and "\udc00" would all be one id).
 	{"id lone surrogate", req(`"\ud800"`, "m", ""), surrogateErr},
@@ -370,7 +370,8 @@ func TestDecodeMeta(t *testing.T) {
 }
 
 // A decoded message's strings are its own, but its params (and their
-// split) are the line's own bytes: Decode copies no params (issue 13), so
+// split) are the line's own bytes: Decode copies no params
+// (docs/architecture.md §4.5), so
 // the line belongs to the message from then on.
 func TestDecodeAliasesLine(t *testing.T) {
 	line := []byte(`{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"_meta":{"progressToken":"tok"},"x":1}}` + "\n")

@@ -1,9 +1,13 @@
 // Package protocol holds the wire format of snodod's MCP sessions: JSON-RPC
 // 2.0 envelopes, bounded request ids, the strict line decoder and classifier
 // (docs/transport.md §4 and §5), the frame encoder (§11.1), and the error codes
-// and fixed error objects the transport writes (§6). The MCP dialects
-// (version table, per-method rules, _meta validation, result shaping) join it
-// later.
+// and fixed error objects the transport writes (§6); and the rules of the
+// three MCP versions both ends share: the version table and negotiation
+// (versions.go, docs/protocol.md §1 and §2), method availability and
+// capability gating per era (methods.go, §3), the 2026 _meta checks
+// (meta.go, §5), the params the runtime reads before dispatch (params.go),
+// serverInfo and clientInfo (Implementation), and the answers of requests a
+// daemon restart interrupted (restart.go).
 //
 // Everything here is a pure function of its arguments. The package never
 // does I/O, never starts a goroutine and never keeps per-connection state.

@@ -2,33 +2,30 @@ package protocol
 
 import (
 	"bytes"
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/printer"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// The checks that keep docs/transport.md and docs/protocol.md true to the
-// code (issue 9: the repository explains its own wire contract). They live
-// here because this package owns the wire's vocabulary (the error codes and
-// the Err* values); the other packages are read as source text, never
-// imported, so no arrow points upward.
+// The checks that keep docs/ true to the code: the repository explains its
+// own wire contract and its own design. They live here because this
+// package owns the wire's vocabulary (the error codes and the Err*
+// values); the other packages are read as source text, never imported, so
+// no arrow points upward.
 //
 //   - TestDocsNameEveryClientMessage: every message the code writes to a
-//     client appears verbatim in one of the two files.
-//   - TestDocsHaveEveryCitedSection: every "transport.md §N" and
-//     "protocol.md §N" cited in a Go comment, a transcript's header or the
-//     docs themselves names a section (and every cited case a case) that
-//     exists.
+//     client appears verbatim in docs/transport.md or docs/protocol.md.
+//   - TestDocsHaveEveryCitedSection (citations_test.go): every section
+//     (and case) of a page of docs/ that a Go comment, a transcript's
+//     header or the docs themselves cite exists, and nothing cites what
+//     is not in the repository.
 
 const moduleRoot = ".."
 
@@ -44,42 +41,19 @@ var messageDirs = []string{".", "../server", "../transport/stdio", "../transport
 // (server/schema.go).
 var resultTexts = []string{"Missing required arguments: ", "Invalid arguments: "}
 
-// contractDoc is one of the two files, parsed.
-type contractDoc struct {
-	name     string
-	text     string
-	sections map[string]bool // "3", "3.1", …
-	cases    map[int]bool    // the numbered black-box cases
-}
-
-var (
-	headingRE  = regexp.MustCompile(`(?m)^#{2,6} (\d+(?:\.\d+)*)\.? `)
-	caseItemRE = regexp.MustCompile(`(?m)^(\d+)\. `)
-)
-
-func loadContractDocs(t *testing.T) map[string]*contractDoc {
+// loadContractDocs returns the two files of the wire contract, each with
+// its black-box cases.
+func loadContractDocs(t *testing.T) map[string]*repoDoc {
 	t.Helper()
-	docs := map[string]*contractDoc{}
+	docs := map[string]*repoDoc{}
 	for _, name := range contractDocs {
 		raw, err := os.ReadFile(filepath.Join(moduleRoot, "docs", name))
 		if err != nil {
 			t.Fatalf("the wire contract must live in the repository: %v", err)
 		}
-		d := &contractDoc{name: name, text: string(raw), sections: map[string]bool{}, cases: map[int]bool{}}
-		blackBox := -1
-		for _, m := range headingRE.FindAllStringSubmatchIndex(d.text, -1) {
-			number := d.text[m[2]:m[3]]
-			d.sections[number] = true
-			if !strings.Contains(number, ".") && strings.Contains(d.text[m[1]:m[1]+40], "Black-box cases") {
-				blackBox = m[1]
-			}
-		}
-		if blackBox < 0 {
+		d := parseDoc(name, string(raw))
+		if d.cases == nil {
 			t.Fatalf("docs/%s has no \"Black-box cases\" section", name)
-		}
-		for _, m := range caseItemRE.FindAllStringSubmatch(d.text[blackBox:], -1) {
-			n, _ := strconv.Atoi(m[1])
-			d.cases[n] = true
 		}
 		docs[name] = d
 	}
@@ -322,151 +296,6 @@ func (sc *sourceScan) codes() map[string]string {
 		sc.t.Fatalf("found %d error codes, want at least 9", len(out))
 	}
 	return out
-}
-
-// A citation: a file name, then a run of sections, steps, rows and cases:
-// "transport.md §4 and §5, rows 1 to 8", "protocol.md §14 cases 1, 3 and
-// 47". docs/ before the name is allowed, for when the comments point there.
-var (
-	citationRE = regexp.MustCompile(`(?:docs/)?\b(transport|protocol)\.md((?:\s*(?:,|;|and|or|to)?\s*(?:§\s?\d+(?:\.\d+)*|steps?\b|rows?\b|cases?\b|\d+\b))+)`)
-	tokenRE    = regexp.MustCompile(`§\s?(\d+(?:\.\d+)*)|(steps?|rows?|cases?)\b|(\d+)`)
-	bareRE     = regexp.MustCompile(`§\s?(\d+(?:\.\d+)*)`)
-	// Protocol versions are not case numbers: "case 20, 2025-06-18".
-	versionRE = regexp.MustCompile(`\d{4}-\d{2}-\d{2}`)
-)
-
-// citation is what a run cites in one file.
-type citation struct {
-	doc      string
-	sections []string
-	cases    []int
-}
-
-// parseCitations finds the citations in text. With self set (text is one of
-// the docs), a § outside any citation cites self.
-func parseCitations(text, self string) []citation {
-	text = strings.Join(strings.Fields(strings.ReplaceAll(text, "`", "")), " ")
-	text = versionRE.ReplaceAllString(text, "<version>")
-	var out []citation
-	var cited [][]int
-	for _, m := range citationRE.FindAllStringSubmatchIndex(text, -1) {
-		c := citation{doc: text[m[2]:m[3]] + ".md"}
-		mode := "section"
-		for _, tok := range tokenRE.FindAllStringSubmatch(text[m[4]:m[5]], -1) {
-			switch {
-			case tok[1] != "":
-				c.sections = append(c.sections, tok[1])
-				mode = "section"
-			case tok[2] != "":
-				mode = strings.TrimSuffix(tok[2], "s")
-			case mode == "case":
-				n, _ := strconv.Atoi(tok[3])
-				c.cases = append(c.cases, n)
-			}
-		}
-		out = append(out, c)
-		cited = append(cited, m)
-	}
-	if self == "" {
-		return out
-	}
-	bare := citation{doc: self}
-	for _, m := range bareRE.FindAllStringSubmatchIndex(text, -1) {
-		inside := slices.ContainsFunc(cited, func(c []int) bool { return m[0] >= c[0] && m[1] <= c[1] })
-		if !inside {
-			bare.sections = append(bare.sections, text[m[2]:m[3]])
-		}
-	}
-	return append(out, bare)
-}
-
-func TestParseCitations(t *testing.T) {
-	got := parseCitations("see transport.md §4 and §5, rows 1 to 8; and protocol.md\n§14 cases 1, 3 and 47 (2025-06-18). Also `protocol.md §4.2`, `§5.2`. Bare: §9.", "transport.md")
-	want := []citation{
-		{doc: "transport.md", sections: []string{"4", "5"}},
-		{doc: "protocol.md", sections: []string{"14"}, cases: []int{1, 3, 47}},
-		{doc: "protocol.md", sections: []string{"4.2", "5.2"}},
-		{doc: "transport.md", sections: []string{"9"}},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i].doc != want[i].doc || !slices.Equal(got[i].sections, want[i].sections) || !slices.Equal(got[i].cases, want[i].cases) {
-			t.Errorf("citation %d: got %+v, want %+v", i, got[i], want[i])
-		}
-	}
-}
-
-func TestDocsHaveEveryCitedSection(t *testing.T) {
-	docs := loadContractDocs(t)
-	check := func(where string, cites []citation) int {
-		n := 0
-		for _, c := range cites {
-			d := docs[c.doc]
-			for _, s := range c.sections {
-				n++
-				if !d.sections[s] {
-					t.Errorf("%s cites %s §%s, which docs/%s does not have", where, c.doc, s, c.doc)
-				}
-			}
-			for _, k := range c.cases {
-				n++
-				if !d.cases[k] {
-					t.Errorf("%s cites %s case %d, which docs/%s does not have", where, c.doc, k, c.doc)
-				}
-			}
-		}
-		return n
-	}
-
-	fromGo := 0
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(moduleRoot, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if e.IsDir() {
-			if name := e.Name(); path != moduleRoot && (strings.HasPrefix(name, ".") || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch filepath.Ext(path) {
-		case ".go":
-			f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
-			if err != nil {
-				return err
-			}
-			for _, cg := range f.Comments {
-				pos := fset.Position(cg.Pos())
-				where := fmt.Sprintf("%s:%d", rel(path), pos.Line)
-				fromGo += check(where, parseCitations(cg.Text(), ""))
-			}
-		case ".txtar":
-			// A transcript's comment (before its first section) names the
-			// cases it pins.
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			header, _, _ := strings.Cut(string(raw), "\n-- ")
-			check(rel(path), parseCitations(header, ""))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The comments cite the contract more than a hundred times; finding
-	// none means the scan broke.
-	t.Logf("%d sections and cases cited in Go comments", fromGo)
-	if fromGo < 100 {
-		t.Fatalf("found %d citations in Go comments, want at least 100", fromGo)
-	}
-	for _, d := range docs {
-		check("docs/"+d.name, parseCitations(d.text, d.name))
-	}
 }
 
 // rel names path from the module root, as a reader looks for it.

@@ -203,7 +203,7 @@ func AppendString(b []byte, s string) []byte {
 		// One allocation for a long string, with room for a few escapes
 		// and the rest of its frame: appending it in pieces would grow the
 		// buffer again and again, and a large result would then cost
-		// several times its size (issue 5's RSS goal).
+		// several times its size (the memory goals of docs/bench.md).
 		b = slices.Grow(b, len(s)+len(s)/64+512)
 	}
 	b = append(b, '"')

@@ -88,8 +88,8 @@ func DecodeModernMeta(p *Split) (*RequestMeta, *Error) {
 //     "io.modelcontextprotocol/protocolVersion must be a string";
 //   - io.modelcontextprotocol/clientCapabilities absent: "Missing required
 //     io.modelcontextprotocol/clientCapabilities metadata" (the key named, as
-//     for the version: issue 9), not an object: "Client capabilities must
-//     be an object".
+//     for the version), not an object: "Client capabilities must be an
+//     object".
 func DecodeMeta(meta Object) (*RequestMeta, *Error) {
 	m := new(RequestMeta)
 	if err := m.Decode(meta); err != nil {

@@ -15,10 +15,10 @@ type Member struct {
 
 // Object is a JSON object split into its members, in the order they were
 // sent. It is what the decoder hands down instead of the text, so that no
-// later step splits the same object again (issue 13). Names and values
-// alias the text they were split from, which must not be modified while
-// the Object is in use. An object that passed the strict decoder has no
-// two members of the same name; on other text Get finds the first.
+// later step splits the same object again (docs/architecture.md §4.5). Names
+// and values alias the text they were split from, which must not be modified
+// while the Object is in use. An object that passed the strict decoder has
+// no two members of the same name; on other text Get finds the first.
 //
 // Lookups are linear: the objects of a request are small, and the runtime
 // asks each for a handful of names, so a scan costs less than building a

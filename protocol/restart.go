@@ -1,8 +1,9 @@
 package protocol
 
-// The answers of requests that a daemon restart interrupted (issue 15;
-// docs/operations.md). Both are -32603, like "Session closed by server",
-// but they say the session goes on: only the request is gone.
+// The answers of requests that a daemon restart interrupted
+// (docs/transport.md §12.4, docs/operations.md). Both are -32603, like
+// "Session closed by server", but they say the session goes on: only the
+// request is gone.
 var (
 	// ErrRestartCancelled answers a request still running when an upgrade
 	// handed its session to the new process (daemon.upgrade_grace ended).

@@ -8,7 +8,8 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// A legacy request before initialize says what to do (issue 9), naming
+// A legacy request before initialize says what to do (docs/protocol.md
+// §2), naming
 // only what the enabled versions allow; with no legacy version enabled
 // initialize is refused too, and the message stays bare.
 func TestNotInitializedMessage(t *testing.T) {

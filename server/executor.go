@@ -32,7 +32,7 @@ type ExecutorLimits struct {
 	// for capacity, however full the shared places are, so no connection
 	// can be crowded out by others; the executor then holds at most
 	// MaxQueue + ConnQueue × connections waiting items. The daemon gives
-	// each session 4 (issue 9, bug 10); a RequestConn has none.
+	// each session 4 (docs/transport.md §13.2); a RequestConn has none.
 	ConnQueue int
 	// RequestTimeout bounds each handler from the moment it starts; time in
 	// the queue does not count (default 30 s).
@@ -255,12 +255,12 @@ type ExecConn struct {
 // never under the executor's lock. It must not block: the worker calling it
 // has already been handed the next queued job, which may be another
 // connection's, and a done that waits on its connection (a stuck writer)
-// would hold that job too (issue 9, bug 9). Hand the outcome over without
-// waiting (a queue the connection drains). Because the key is released
-// before done runs, an outcome may still be on its way when Cancel finds
-// nothing to cancel, or after the same id was submitted again: give each
-// submission its own done (for example one that captures the request's own
-// in-flight entry) to tell the outcomes apart.
+// would hold that job too (docs/architecture.md §3.4). Hand the outcome over
+// without waiting (a queue the connection drains). Because the key is
+// released before done runs, an outcome may still be on its way when Cancel
+// finds nothing to cancel, or after the same id was submitted again: give
+// each submission its own done (for example one that captures the request's
+// own in-flight entry) to tell the outcomes apart.
 //
 // ctx, run and done must not be nil.
 func (c *ExecConn) Submit(ctx context.Context, id protocol.ID, run func(context.Context) Outcome, done func(Outcome)) *protocol.Error {

@@ -151,9 +151,11 @@ func TestExecutorConnQueue(t *testing.T) {
 	q.end()
 }
 
-// Issue 9, bug 10: with the daemon's limits (32 running, 256 shared queue
-// places, 4 of each session's own), 1,024 sessions that each have a
-// request running or waiting, and then 3 more each, are all admitted.
+// With the daemon's limits (32 running, 256 shared queue places, 4 of each
+// session's own), 1,024 sessions that each have a request running or
+// waiting, and then 3 more each, are all admitted (docs/transport.md
+// §13.2): the shared queue alone once let the first sessions crowd out
+// the rest.
 func TestExecutorEverySessionHasRoom(t *testing.T) {
 	const sessions = 1024
 	r := newRecorder()

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -165,20 +166,9 @@ func expectStats(t *testing.T, what string, got, want ExecutorStats) {
 	}
 }
 
-// eventually polls cond; used only where no channel can say the state was
-// reached (a slot is freed after the handler returned).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(wait); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("never reached: %s", what)
-		}
-	}
-}
-
 func idle(t *testing.T, e *Executor) {
 	t.Helper()
-	eventually(t, "idle executor", func() bool { return e.Stats() == ExecutorStats{} })
+	eventually.True(t, "idle executor", func() bool { return e.Stats() == ExecutorStats{} })
 }
 
 // settle waits for e to be idle and checks nothing more was delivered.
@@ -502,7 +492,7 @@ func executorStress(t *testing.T, first func(ctx context.Context, i int)) {
 		})
 	}
 	wg.Wait()
-	eventually(t, "every outcome delivered", func() bool {
+	eventually.True(t, "every outcome delivered", func() bool {
 		for n := range conns {
 			for i := range perConn {
 				if delivered[n][i].Load() == 0 && !cancelled[n][i] {

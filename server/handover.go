@@ -13,12 +13,12 @@ import (
 )
 
 // This file lets a connection's runtime state cross a daemon restart
-// (issue 15, docs/operations.md): an upgrade hands it to the new process,
-// and a record of it survives a crash. What crosses is plain data, in JSON,
-// so that two builds of snodod can exchange it: the legacy session
-// (negotiated version, client capabilities and info, log level, resource
-// subscriptions, whether notifications/initialized arrived), the last id
-// of the requests sent to the client, and each open listen stream.
+// (docs/transport.md §12.4, docs/operations.md): an upgrade hands it to the
+// new process, and a record of it survives a crash. What crosses is plain
+// data, in JSON, so that two builds of snodod can exchange it: the legacy
+// session (negotiated version, client capabilities and info, log level,
+// resource subscriptions, whether notifications/initialized arrived), the
+// last id of the requests sent to the client, and each open listen stream.
 
 // SessionSnapshot is a SessionState as plain data. The zero value is a
 // connection that has not initialized.

@@ -38,7 +38,7 @@ func (r *RequestContext) Value(key any) any {
 }
 
 // InlineDispatcher is a Dispatcher that serves some requests without the
-// executor (DESIGN.md's first shortcut: where the hop to a worker and back
+// executor (docs/architecture.md §4.1: where the hop to a worker and back
 // costs more than the work). A transport that sees one calls
 // DispatchInline on its own goroutine for each admitted request first, and
 // submits the request to the executor only when it reports false. Such a

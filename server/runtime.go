@@ -12,9 +12,10 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// BuildVersion is the version reported in serverInfo when Options.Info
-// does not set one. The linker may set it.
-var BuildVersion = "dev"
+// defaultVersion is serverInfo.version when Options.Info has none: a
+// program that embeds the runtime names its own version, as cmd/snodod
+// does from its build information.
+const defaultVersion = "dev"
 
 // New returns a Server with an empty catalog. It refuses invalid options
 // with every problem listed.
@@ -44,7 +45,7 @@ func New(opts Options) (*Server, error) {
 		opts.Info.Name = "snodod"
 	}
 	if opts.Info.Version == "" {
-		opts.Info.Version = BuildVersion
+		opts.Info.Version = defaultVersion
 	}
 	log := opts.Logger
 	if log == nil {
@@ -179,7 +180,7 @@ const msgNoDialect = "No configured protocol dialect recognized the request"
 var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: msgNoDialect}
 
 // The refusal of a legacy request before initialize says what to do: it is
-// the first error a person typing requests meets (issue 9).
+// the first error a person typing requests meets (docs/protocol.md §2).
 var (
 	errNotInitialized = &protocol.Error{Code: protocol.CodeInvalidRequest,
 		Message: msgNoDialect + ". Send initialize first (or use " + protocol.Version2026 + " _meta)"}

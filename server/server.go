@@ -12,8 +12,9 @@ import (
 
 // Options configure a Server. Zero values mean the defaults.
 type Options struct {
-	// Info is the serverInfo. Name defaults to "snodod", Version to the
-	// build version.
+	// Info is the serverInfo. Name defaults to "snodod" and Version to
+	// "dev": a program sets its own (cmd/snodod passes the version of its
+	// build).
 	Info protocol.Implementation
 	// Instructions, when set, are sent by initialize and server/discover.
 	Instructions string

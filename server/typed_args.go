@@ -10,11 +10,11 @@ import (
 	"github.com/snodod/snodod/protocol"
 )
 
-// flatArgs decodes a tool's arguments into a flat struct (exported fields
-// of string, bool, integer or float64 kind, named by plain json tags)
-// straight from the arguments' members, without encoding/json: for such a
-// struct reflection and the second pass over the text were most of a
-// tool call's decoding (issue 13). It covers only the values it decodes
+// flatArgs decodes a tool's arguments into a flat struct (exported fields of
+// string, bool, integer or float64 kind, named by plain json tags) straight
+// from the arguments' members, without encoding/json: for such a struct
+// reflection and the second pass over the text were most of a tool call's
+// decoding (docs/architecture.md §4.5). It covers only the values it decodes
 // exactly as encoding/json would, and reports false for anything else (a
 // name that does not match a field exactly, null, a number that is not a
 // plain integer for an integer field, a value of another kind): the caller

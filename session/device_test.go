@@ -11,6 +11,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Every kind of device serves a request, and end of input (EOF on a pipe or
@@ -176,7 +178,7 @@ func TestPTYHangUpIsEOF(t *testing.T) {
 			c := newClient(t, end)
 			c.send(call(1, "echo", map[string]any{"text": "x"}))
 			text(t, c.next(), "1")
-			eventually(t, "bytes out counted", func() bool { return s.Stats().BytesOut == c.bytesRead() })
+			eventually.True(t, "bytes out counted", func() bool { return s.Stats().BytesOut == c.bytesRead() })
 			out := s.Stats().BytesOut
 
 			end.closeInput()

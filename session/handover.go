@@ -16,7 +16,7 @@ import (
 	"github.com/snodod/snodod/transport/stdio"
 )
 
-// A session can continue in another process (issue 15, docs/operations.md):
+// A session can continue in another process (docs/operations.md):
 // a daemon upgrade hands every session to the new binary, and after a crash
 // a new daemon resumes the sessions whose descriptors systemd kept. What
 // crosses is a Record, plain data in JSON, and the device's descriptors;
@@ -44,7 +44,7 @@ type Record struct {
 	State   server.SessionSnapshot `json:"state"`
 	Streams []server.ListenRecord  `json:"streams,omitempty"`
 	// Lost are the ids of requests admitted and never answered: set after
-	// a crash, from the session's crash record (journal.go).
+	// a crash, from the session's crash record (daemon/journal.go).
 	Lost []json.RawMessage `json:"lost,omitempty"`
 }
 

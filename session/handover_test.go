@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // passFiles sends files over a real Unix socket with SCM_RIGHTS, as a
@@ -120,7 +122,7 @@ func TestHandOverAndResume(t *testing.T) {
 				rec, files, err := s.HandOver(context.Background())
 				handed <- result{rec, files, err}
 			}()
-			eventually(t, "the pause", s.handingOver)
+			eventually.True(t, "the pause", s.handingOver)
 			c.send(lcall(3, "echo", map[string]any{"text": "during"}))
 			cat.Release()
 			if got := text(t, c.next(), "2"); got != "released" {
@@ -168,7 +170,7 @@ func TestHandOverAndResume(t *testing.T) {
 			}
 			// A write is counted once it returns, which may be after the
 			// client read it.
-			eventually(t, "the byte counts continued", func() bool {
+			eventually.True(t, "the byte counts continued", func() bool {
 				st := s2.Stats()
 				return st.BytesIn == c.bytesWritten() && st.BytesOut == c.bytesRead()
 			})

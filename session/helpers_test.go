@@ -418,18 +418,6 @@ func errLine(id string, code int, msg string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, id, code, msg)
 }
 
-// eventually polls cond, for figures published asynchronously.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within 10s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // logBuffer collects JSON log records from any goroutine.
 type logBuffer struct{ syncbuf.Buffer }
 

@@ -17,8 +17,8 @@ import (
 // BenchmarkIdleSession reports what an idle session holds: heap and
 // goroutine stacks per session (B/session) and goroutines per session,
 // measured over 2,000 initialized sessions on socket pairs, as the daemon
-// serves them. It is issue 5's idle-session goal at the level of the
-// package; bench/ measures the daemon's RSS.
+// serves them. It is the idle-session goal of docs/bench.md ("Goals") at
+// the level of the package; bench/ measures the daemon's RSS.
 func BenchmarkIdleSession(b *testing.B) {
 	const n = 2000
 	cat := newCatalog(b)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/thejerf/suture/v4"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -241,7 +242,7 @@ func TestStats(t *testing.T) {
 	if r := decode(t, c.next()); r.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("want the acknowledgement, got %+v", r)
 	}
-	eventually(t, "stats while busy", func() bool {
+	eventually.True(t, "stats while busy", func() bool {
 		st := s.Stats()
 		return st.InFlight == 1 && st.Subscriptions == 1 &&
 			st.BytesIn == c.bytesWritten() && st.BytesOut == c.bytesRead()
@@ -252,7 +253,7 @@ func TestStats(t *testing.T) {
 
 	cat.Release()
 	text(t, c.next(), `"b"`)
-	eventually(t, "in flight drained", func() bool { return s.Stats().InFlight == 0 })
+	eventually.True(t, "in flight drained", func() bool { return s.Stats().InFlight == 0 })
 	end.closeInput() // the listen stream closes silently
 	waitDone(t, s)
 	st := s.Stats()

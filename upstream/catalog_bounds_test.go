@@ -4,11 +4,13 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 )
 
-// An upstream's lists are cut at 10,000 items or 100 pages (research
-// §5.7): what came before the cut is served, and status says so.
+// An upstream's lists are cut at 10,000 items or 100 pages
+// (docs/upstreams.md §8): what came before the cut is served, and status
+// says so.
 func TestCatalogBounds(t *testing.T) {
 	h := newHarness(t, `
 [mcpServers.items]
@@ -21,7 +23,7 @@ args = ["-prompts", "101", "-page-size", "1"]
 `)
 	c := h.connect("", "", "2025-11-25")
 	c.call("tools/list", "")
-	eventually(t, "both listed", func() bool { return h.row("items", "").Tools > 0 && h.row("pages", "").Prompts > 0 })
+	eventually.True(t, "both listed", func() bool { return h.row("items", "").Tools > 0 && h.row("pages", "").Prompts > 0 })
 	items, pages := h.row("items", ""), h.row("pages", "")
 	if want := []string{"tools/list has more than 10000 items; the rest is not served"}; items.Tools != 10_000 || !slices.Equal(items.Truncated, want) {
 		t.Errorf("items: %d tools, truncated %q; want 10000 and %q", items.Tools, items.Truncated, want)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/server"
 )
 
@@ -31,7 +32,7 @@ func TestRelayedCallsGiveSlotsBack(t *testing.T) {
 	for i := range slow {
 		c.start(fmt.Sprintf(`"slow-%d"`, i), "tools/call", fakeTool("fake__never", ""))
 	}
-	eventually(t, "32 calls in flight on the upstream and one queued", func() bool {
+	eventually.True(t, "32 calls in flight on the upstream and one queued", func() bool {
 		r := h.row("fake", "")
 		return r.InFlight == slow-1 && r.Queued == 1
 	})
@@ -42,7 +43,7 @@ func TestRelayedCallsGiveSlotsBack(t *testing.T) {
 		t.Errorf("fast call: %q", got)
 	}
 	cancelSlow()
-	eventually(t, "the cancelled calls gone", func() bool {
+	eventually.True(t, "the cancelled calls gone", func() bool {
 		r := h.row("fake", "")
 		return r.InFlight == 0 && r.Queued == 0 && h.exec.Stats() == server.ExecutorStats{}
 	})

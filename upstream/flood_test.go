@@ -6,12 +6,13 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/server"
 )
 
-// Issue 20 item 1: a hosted server flooding its client with requests
-// (sampling, elicitation, roots, ping: fresh ids, as fast as it can)
+// A hosted server flooding its client with requests (docs/upstreams.md §5:
+// sampling, elicitation, roots, ping; fresh ids, as fast as it can)
 // during one call, to a legacy client that declared those capabilities and
 // never answers. Before, each request was a goroutine waiting without
 // limit for one of the session's 16 client-request places, and the daemon
@@ -80,11 +81,11 @@ func TestServerRequestFlood(t *testing.T) {
 		t.Errorf("status row %+v counts no refused request", row)
 	}
 	// The call has ended: what it held is let go.
-	eventually(t, "the session's queue drained", func() bool {
+	eventually.True(t, "the session's queue drained", func() bool {
 		held, workers := attacker.sess.Client.requests.load()
 		return held == 0 && workers == 0
 	})
-	eventually(t, "the goroutines back", func() bool { return runtime.NumGoroutine() <= before+5 })
+	eventually.True(t, "the goroutines back", func() bool { return runtime.NumGoroutine() <= before+5 })
 	var memAfter runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&memAfter)
@@ -112,7 +113,7 @@ func TestServerRequestBound(t *testing.T) {
 			c.start(fmt.Sprint(10+i), "tools/call", fakeTool(name+"__flood", `{"count":3,"methods":"sampling/createMessage","hold":true}`))
 		}
 		refused := func() int { return h.row("fake", "").Refused + h.row("other", "").Refused }
-		eventually(t, "4 held and 2 refused", func() bool {
+		eventually.True(t, "4 held and 2 refused", func() bool {
 			held, _ := c.sess.Client.requests.load()
 			return held == 4 && refused() == 2
 		})
@@ -122,7 +123,7 @@ func TestServerRequestBound(t *testing.T) {
 		for i := range 2 {
 			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, 10+i))
 		}
-		eventually(t, "the queue drained", func() bool { held, workers := c.sess.Client.requests.load(); return held == 0 && workers == 0 })
+		eventually.True(t, "the queue drained", func() bool { held, workers := c.sess.Client.requests.load(); return held == 0 && workers == 0 })
 		if refused() != 2 {
 			t.Errorf("refused %d, want exactly 2", refused())
 		}
@@ -132,12 +133,12 @@ func TestServerRequestBound(t *testing.T) {
 		c := h.connect("", "", "2025-06-18")
 		c.neverAnswer()
 		c.start("1", "tools/call", fakeTool("fake__flood", `{"count":4,"methods":"elicitation/create","hold":true}`))
-		eventually(t, "4 held", func() bool { n, _ := c.sess.Client.requests.load(); return n == 4 })
+		eventually.True(t, "4 held", func() bool { n, _ := c.sess.Client.requests.load(); return n == 4 })
 		if r := h.row("fake", "").Refused; r != 0 {
 			t.Errorf("%d refused at the bound itself", r)
 		}
 		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-		eventually(t, "the queue drained", func() bool { n, w := c.sess.Client.requests.load(); return n == 0 && w == 0 })
+		eventually.True(t, "the queue drained", func() bool { n, w := c.sess.Client.requests.load(); return n == 0 && w == 0 })
 	})
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Health pings (docs/upstreams.md §4): a ping every ping_interval while nothing
@@ -55,7 +57,7 @@ func TestHealthPingsKillUnresponsive(t *testing.T) {
 	if first.PID == 0 || first.Restarts != 0 {
 		t.Fatalf("first process: %+v", first)
 	}
-	eventually(t, "the unresponsive process killed and restarted", func() bool {
+	eventually.True(t, "the unresponsive process killed and restarted", func() bool {
 		r := h.row("fake", "")
 		return r.Restarts >= 1 && r.PID != 0 && r.PID != first.PID
 	})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // TestReload pins the fingerprint rules of docs/upstreams.md §4.
@@ -49,11 +51,11 @@ args = ["-name", "changed"]
 	if len(c.notifications("notifications/tools/list_changed")) == 0 {
 		t.Error("no list_changed after the reload")
 	}
-	eventually(t, "the changed upstream restarted", func() bool {
+	eventually.True(t, "the changed upstream restarted", func() bool {
 		r := h.row("change", "")
 		return r.State == StateReady && r.PID != before["change"]
 	})
-	eventually(t, "the removed upstream's process gone", func() bool {
+	eventually.True(t, "the removed upstream's process gone", func() bool {
 		return syscall.Kill(before["gone"], 0) != nil
 	})
 	if slices.Contains(h.m.Names(), "gone") {
@@ -79,7 +81,7 @@ restart = { initial_delay = "1ms", max_delay = "5ms", max_attempts = 1000 }
 	for i := range 10 {
 		before := h.row("bad", "").Failures
 		h.m.Apply(loadConfig(t, strings.ReplaceAll(conf, "MAX", strconv.Itoa(8+i%2))))
-		eventually(t, "a restart after the reload", func() bool { return h.row("bad", "").Failures > before })
+		eventually.True(t, "a restart after the reload", func() bool { return h.row("bad", "").Failures > before })
 	}
 }
 
@@ -92,7 +94,7 @@ idle_timeout = "100ms"
 `)
 	c := h.connect("", "", "2025-11-25")
 	result(t, c.call("tools/call", fakeTool("fake__echo", "")))
-	eventually(t, "idle stop", func() bool { return h.row("fake", "").State == StateStopped })
+	eventually.True(t, "idle stop", func() bool { return h.row("fake", "").State == StateStopped })
 	if got := names(t, c.call("tools/list", ""), "tools", "name"); !slices.Contains(got, "fake__echo") {
 		t.Errorf("a stopped upstream is no longer listed: %v", got)
 	}
@@ -110,7 +112,7 @@ start = "manual"
 command = "FAKE"
 start = "eager"
 `)
-	eventually(t, "eager start", func() bool { return h.row("other", "").State == StateReady })
+	eventually.True(t, "eager start", func() bool { return h.row("other", "").State == StateReady })
 	c := h.connect("man", "", "2025-11-25")
 	code, msg, _ := errorOf(t, c.call("prompts/get", `{"name":"prompt-001"}`))
 	if code != CodeUnavailable || !strings.Contains(msg, "run snodod upstream start man") {
@@ -119,7 +121,7 @@ start = "eager"
 	if err := h.m.Start("man"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "started", func() bool { return h.row("man", "").State == StateReady })
+	eventually.True(t, "started", func() bool { return h.row("man", "").State == StateReady })
 	other := h.row("other", "").PID
 	if err := h.m.Restart("man"); err != nil {
 		t.Fatal(err)
@@ -127,7 +129,7 @@ start = "eager"
 	if err := h.m.Stop("man"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "stopped", func() bool { return h.row("man", "").State == StateStopped })
+	eventually.True(t, "stopped", func() bool { return h.row("man", "").State == StateStopped })
 	if h.row("other", "").PID != other {
 		t.Error("controlling one upstream touched another")
 	}
@@ -185,7 +187,7 @@ command = "FAKE"
 	c.call("tools/list", "")
 	c.start("1", "tools/call", fakeTool("fake__slow", `{"ms":60000}`))
 	c.start("2", "tools/call", fakeTool("fake__slow", `{"ms":60000}`))
-	eventually(t, "one in flight, one queued", func() bool {
+	eventually.True(t, "one in flight, one queued", func() bool {
 		r := h.row("fake", "")
 		return r.InFlight == 1 && r.Queued == 1
 	})
@@ -221,7 +223,7 @@ command = "FAKE"
 args = ["-grandchild", "`+pidfile+`"]
 start = "eager"
 `)
-	eventually(t, "ready", func() bool { return h.row("fake", "").State == StateReady })
-	eventually(t, "the grandchild's pid", func() bool { b, err := os.ReadFile(pidfile); return err == nil && len(b) > 0 })
+	eventually.True(t, "ready", func() bool { return h.row("fake", "").State == StateReady })
+	eventually.True(t, "the grandchild's pid", func() bool { b, err := os.ReadFile(pidfile); return err == nil && len(b) > 0 })
 	h.stop()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
@@ -38,11 +39,11 @@ func open(t *testing.T, gate string) {
 	}
 }
 
-// TestListDoesNotWaitForSlowServer is the repro of issue 19 item 1: a
-// server added by a reload that never finishes its handshake made every
-// aggregated list wait for the request's end (-32603 "Request execution
-// timed out", no tools at all). Now the list answers at once with the
-// others' items, for legacy and 2026 clients; status shows the starting
+// TestListDoesNotWaitForSlowServer pins a bug (docs/upstreams.md §4, "Slow
+// starts"): a server added by a reload that never finishes its handshake
+// made every aggregated list wait for the request's end (-32603 "Request
+// execution timed out", no tools at all). Now the list answers at once with
+// the others' items, for legacy and 2026 clients; status shows the starting
 // process; and when the server arrives, both eras hear list_changed.
 func TestListDoesNotWaitForSlowServer(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -59,7 +60,7 @@ command = "FAKE"
 	}
 	modernClient := h.connect("", "", "")
 	listen := modernClient.start(`"l"`, "subscriptions/listen", modern(`"notifications":{"toolsListChanged":true}`))
-	eventually(t, "the listen acknowledged", func() bool {
+	eventually.True(t, "the listen acknowledged", func() bool {
 		return len(modernClient.notifications("notifications/subscriptions/acknowledged")) == 1
 	})
 
@@ -91,10 +92,10 @@ command = "FAKE"
 	modernBefore := len(modernClient.notifications("notifications/tools/list_changed"))
 
 	open(t, gate)
-	eventually(t, "list_changed to the legacy client", func() bool {
+	eventually.True(t, "list_changed to the legacy client", func() bool {
 		return len(legacy.notifications("notifications/tools/list_changed")) > legacyBefore
 	})
-	eventually(t, "list_changed on the 2026 listen stream", func() bool {
+	eventually.True(t, "list_changed on the 2026 listen stream", func() bool {
 		return len(modernClient.notifications("notifications/tools/list_changed")) > modernBefore
 	})
 	for _, n := range modernClient.notifications("notifications/tools/list_changed") {
@@ -105,7 +106,7 @@ command = "FAKE"
 	if tools := names(t, legacy.call("tools/list", ""), "tools", "name"); !slices.Contains(tools, "slow__echo") {
 		t.Errorf("tools once slow is ready: %v", tools)
 	}
-	eventually(t, "ready", func() bool { return h.row("slow", "").State == StateReady })
+	eventually.True(t, "ready", func() bool { return h.row("slow", "").State == StateReady })
 	if row := h.row("slow", ""); !row.StartingSince.IsZero() || row.PID == 0 {
 		t.Errorf("the row once ready: %+v", row)
 	}
@@ -149,7 +150,7 @@ func TestPassThroughSlowInitialize(t *testing.T) {
 		t.Fatalf("answered, but the server is %s: the test proves nothing", st)
 	}
 	open(t, gate)
-	eventually(t, "list_changed", func() bool { return len(c.notifications("notifications/tools/list_changed")) > 0 })
+	eventually.True(t, "list_changed", func() bool { return len(c.notifications("notifications/tools/list_changed")) > 0 })
 	if tools := names(t, c.call("tools/list", ""), "tools", "name"); !slices.Contains(tools, "echo") {
 		t.Errorf("tools once ready: %v", tools)
 	}
@@ -160,11 +161,11 @@ func TestPassThroughSlowInitialize(t *testing.T) {
 	}
 }
 
-// TestRemovedWhileStarting is issue 19 item 9: a server removed by a
-// reload while it is still starting is stopped at once, not when its start
-// times out; one replaced (its command changed) too, its replacement
-// starting at once; and one stopped by snodod upstream stop, which then
-// stays stopped.
+// TestRemovedWhileStarting pins a bug (docs/upstreams.md §4): a server
+// removed by a reload while it is still starting is stopped at once, not
+// when its start times out; one replaced (its command changed) too, its
+// replacement starting at once; and one stopped by snodod upstream stop,
+// which then stays stopped.
 func TestRemovedWhileStarting(t *testing.T) {
 	entry := func(name, seconds string) string {
 		return "[mcpServers." + name + "]\ncommand = \"sleep\"\nargs = [\"" + seconds + "\"]\nstart = \"eager\"\nstart_timeout = \"10m\"\n"
@@ -172,20 +173,20 @@ func TestRemovedWhileStarting(t *testing.T) {
 	h := newHarness(t, entry("hang", "1000")+entry("other", "1001"))
 	hang, other := sleeper(t, "sleep 1000"), sleeper(t, "sleep 1001")
 	h.m.Apply(loadConfig(t, entry("other", "1001")))
-	eventually(t, "the removed server's process gone", func() bool { return !proctest.Alive(hang) })
+	eventually.True(t, "the removed server's process gone", func() bool { return !proctest.Alive(hang) })
 	if !proctest.Alive(other) {
 		t.Fatal("the reload stopped a server it kept")
 	}
 
 	h.m.Apply(loadConfig(t, entry("other", "1002")))
-	eventually(t, "the replaced server's process gone", func() bool { return !proctest.Alive(other) })
+	eventually.True(t, "the replaced server's process gone", func() bool { return !proctest.Alive(other) })
 	replacement := sleeper(t, "sleep 1002")
 
 	if err := h.m.Stop("other"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the stopped server's process gone", func() bool { return !proctest.Alive(replacement) })
-	eventually(t, "stopped", func() bool { return h.row("other", "").State == StateStopped })
+	eventually.True(t, "the stopped server's process gone", func() bool { return !proctest.Alive(replacement) })
+	eventually.True(t, "stopped", func() bool { return h.row("other", "").State == StateStopped })
 	if row := h.row("other", ""); row.Failures != 0 || row.PID != 0 {
 		t.Errorf("a stop is no failure: %+v", row)
 	}
@@ -195,7 +196,7 @@ func TestRemovedWhileStarting(t *testing.T) {
 func sleeper(t *testing.T, cmdline string) int {
 	t.Helper()
 	pid := 0
-	eventually(t, cmdline+" running", func() bool {
+	eventually.True(t, cmdline+" running", func() bool {
 		for _, c := range proctest.Children() {
 			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(c) + "/cmdline"); strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") == cmdline {
 				pid = c

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // An upstream's notifications/message (docs/upstreams.md §5) is attributed
@@ -63,7 +65,7 @@ func TestLogMessagesLegacy(t *testing.T) {
 
 	// b has a call in flight too: the message belongs to neither.
 	b.start(`"slow"`, "tools/call", fakeTool("fake__slow", `{"ms":60000,"announce":true}`))
-	eventually(t, "b's call in flight", func() bool { return h.row("fake", "").InFlight == 1 })
+	eventually.True(t, "b's call in flight", func() bool { return h.row("fake", "").InFlight == 1 })
 	a.call("tools/call", logNow("emergency", "two-sessions"))
 	check(a, "two-sessions", false)
 	if gotLog(b, "two-sessions") {

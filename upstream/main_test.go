@@ -58,16 +58,3 @@ func stop(c *mcpclient.Conn) {
 
 // history is what the fake saw.
 type history = fakebuild.History
-
-// eventually waits for cond, failing after 10 s; for states a test cannot
-// be told about.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/mcpclient"
@@ -90,7 +91,7 @@ func TestKillOrphansAfterDaemonCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = daemon.Wait()
-	eventually(t, "the leader's parent-death signal", func() bool { return !proctest.Alive(leader) })
+	eventually.True(t, "the leader's parent-death signal", func() bool { return !proctest.Alive(leader) })
 	if !proctest.Alive(grandchild) {
 		t.Fatalf("grandchild %d died with the daemon: nothing left to test", grandchild)
 	}
@@ -99,7 +100,7 @@ func TestKillOrphansAfterDaemonCrash(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("KillOrphans = %d, %v; want 1 group killed", n, err)
 	}
-	eventually(t, "the orphaned grandchild's death", func() bool { return !proctest.Alive(grandchild) })
+	eventually.True(t, "the orphaned grandchild's death", func() bool { return !proctest.Alive(grandchild) })
 	if n, err := KillOrphans(record, quiet); err != nil || n != 0 {
 		t.Errorf("second KillOrphans = %d, %v; want 0 (the record was emptied)", n, err)
 	}

@@ -3,11 +3,13 @@ package upstream
 import (
 	"strings"
 	"testing"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
-// TestCallRightAfterCrashWaitsForRestart is issue 19's "a call right after
-// a crash waits for the restart": a tools/call that arrives while the
-// instance is in backoff after a crash used to fail at once with "next
+// TestCallRightAfterCrashWaitsForRestart: a call right after a crash waits
+// for the restart (docs/upstreams.md §4). A tools/call that arrives while
+// the instance is in backoff after a crash used to fail at once with "next
 // attempt in 946 ms"; it now waits for the restart, then runs.
 func TestCallRightAfterCrashWaitsForRestart(t *testing.T) {
 	h := newHarness(t, `
@@ -21,7 +23,7 @@ restart = { initial_delay = "1s", max_delay = "1s" }
 	if res := c.call("tools/call", fakeTool("fake__crash", "")); !isError(t, res) {
 		t.Fatalf("crash answered %s", res["result"])
 	}
-	eventually(t, "backoff", func() bool { return h.row("fake", "").State == StateBackoff })
+	eventually.True(t, "backoff", func() bool { return h.row("fake", "").State == StateBackoff })
 	res := c.call("tools/call", fakeTool("fake__echo", `{"after":"crash"}`))
 	if isError(t, res) {
 		t.Fatalf("a call in backoff failed instead of waiting for the restart: %s", text(t, res))
@@ -49,7 +51,7 @@ restart = { initial_delay = "1h", max_delay = "1h", max_attempts = 2 }
 	if res := c.call("tools/call", fakeTool("fake__crash", "")); !isError(t, res) {
 		t.Fatalf("crash answered %s", res["result"])
 	}
-	eventually(t, "backoff", func() bool { return h.row("fake", "").State == StateBackoff })
+	eventually.True(t, "backoff", func() bool { return h.row("fake", "").State == StateBackoff })
 	res := c.call("tools/call", fakeTool("fake__echo", ""))
 	if msg := text(t, res); !isError(t, res) || !strings.Contains(msg, "; next attempt in ") {
 		t.Errorf("a call in a backoff longer than request_timeout: %s", msg)

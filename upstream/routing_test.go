@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -90,13 +91,13 @@ func TestCancelTranslated(t *testing.T) {
 	c := h.connect("", "", "2025-11-25")
 	c.call("tools/list", "")
 	ch := c.start(`"c1"`, "tools/call", fakeTool("fake__slow", `{"ms":60000,"announce":true}`))
-	eventually(t, "the call in flight", func() bool { return h.row("fake", "").InFlight == 1 })
+	eventually.True(t, "the call in flight", func() bool { return h.row("fake", "").InFlight == 1 })
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"changed my mind"}}`)
-	eventually(t, "the slot freed", func() bool { return h.row("fake", "").InFlight == 0 })
+	eventually.True(t, "the slot freed", func() bool { return h.row("fake", "").InFlight == 0 })
 	// The slot frees when the cancel is processed here; the upstream's
 	// notification may still be on its way.
 	var hist history
-	eventually(t, "the upstream told", func() bool {
+	eventually.True(t, "the upstream told", func() bool {
 		hist = fakeHistoryOf(t, c, "fake__history")
 		return len(hist.Cancelled) > 0
 	})
@@ -118,9 +119,9 @@ func TestClosingSessionCancels(t *testing.T) {
 	b := h.connect("", "", "2025-11-25")
 	params := strings.Replace(fakeTool("fake__progress", `{"steps":100000,"ms":20}`), `{"name"`, `{"_meta":{"progressToken":1},"name"`, 1)
 	a.start("1", "tools/call", params)
-	eventually(t, "the call in flight", func() bool { return h.row("fake", "").InFlight == 1 })
+	eventually.True(t, "the call in flight", func() bool { return h.row("fake", "").InFlight == 1 })
 	a.gone()
-	eventually(t, "the upstream told", func() bool { return len(fakeHistoryOf(t, b, "fake__history").Cancelled) == 1 })
+	eventually.True(t, "the upstream told", func() bool { return len(fakeHistoryOf(t, b, "fake__history").Cancelled) == 1 })
 }
 
 // TestRelayedCrashMidCall: answered at once, not replayed; the next call runs on
@@ -141,7 +142,7 @@ func TestRelayedCrashMidCall(t *testing.T) {
 	}
 	// The answer can come before the supervisor has seen the exit: until
 	// then the row still says ready, with no restart.
-	eventually(t, "restarted", func() bool {
+	eventually.True(t, "restarted", func() bool {
 		row := h.row("fake", "")
 		return row.State == StateReady && row.Restarts == 1
 	})
@@ -177,7 +178,7 @@ restart = { max_attempts = 2, initial_delay = "10ms", max_delay = "1h" }
 	if code != protocol.CodeInvalidParams || msg != "Unknown tool: broken__echo" {
 		t.Logf("call of a never-listed tool: %d %s", code, msg)
 	}
-	eventually(t, "failed", func() bool { return h.row("broken", "").State == StateFailed })
+	eventually.True(t, "failed", func() bool { return h.row("broken", "").State == StateFailed })
 	row := h.row("broken", "")
 	if row.Failures != 2 || !strings.Contains(row.Cause, "exited with status 1") {
 		t.Errorf("row %+v", row)

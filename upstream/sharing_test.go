@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 )
 
@@ -51,7 +52,7 @@ max_instances = 2
 		t.Errorf("third session: %d %s", code, msg)
 	}
 	a.sess.Close()
-	eventually(t, "a's instance gone", func() bool {
+	eventually.True(t, "a's instance gone", func() bool {
 		n := 0
 		for _, r := range h.m.Status() {
 			if r.Name == "browser" && r.State != StateStopped {
@@ -159,7 +160,7 @@ func TestUnattributable(t *testing.T) {
 	a, b := h.connect("", "", "2025-11-25"), h.connect("", "", "2025-11-25")
 	a.call("tools/list", "")
 	slow := b.start("9", "tools/call", fakeTool("fake__slow", `{"ms":60000}`))
-	eventually(t, "b in flight", func() bool { return h.row("fake", "").InFlight == 1 })
+	eventually.True(t, "b in flight", func() bool { return h.row("fake", "").InFlight == 1 })
 	res := structured(t, a.call("tools/call", fakeTool("fake__elicit", "")))
 	want := `snodod: cannot attribute elicitation/create: 2 sessions have requests in flight on fake; set share = \"session\"`
 	if !strings.Contains(string(res["error"]), want) {
@@ -182,9 +183,9 @@ args = ["-start-delay", "1s"]
 `)
 	c := h.connect("", "", "2025-11-25")
 	c.start("1", "tools/call", strings.Replace(fakeTool("slow__echo", ""), `{"name"`, `{"_meta":{"progressToken":"p"},"name"`, 1))
-	eventually(t, "starting", func() bool { return h.row("slow", "").State == StateStarting })
+	eventually.True(t, "starting", func() bool { return h.row("slow", "").State == StateStarting })
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-	eventually(t, "ready", func() bool { return h.row("slow", "").State == StateReady })
+	eventually.True(t, "ready", func() bool { return h.row("slow", "").State == StateReady })
 	if notes := c.notifications("notifications/progress"); len(notes) == 0 || !strings.Contains(string(notes[0]["params"]), `"starting slow"`) {
 		t.Errorf("progress while starting: %v", notes)
 	}
@@ -236,7 +237,7 @@ func TestCatalogCacheReplaced(t *testing.T) {
 	}
 	h.m.Apply(loadConfig(t, strings.Replace(oneFake, `"-list-changed"`, `"-list-changed", "-name", "replaced"`, 1)))
 	result(t, c.call("tools/call", fakeTool("fake__echo", "")))
-	eventually(t, "the replaced fingerprint's file removed", func() bool {
+	eventually.True(t, "the replaced fingerprint's file removed", func() bool {
 		after := cacheFiles()
 		return len(after) == 1 && after[0] != before[0]
 	})

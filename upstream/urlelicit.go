@@ -10,16 +10,15 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// URL elicitation required (2025-11-25): a legacy upstream answers a
-// request -32042 when the user must first open URLs (to sign in, to
-// pay…), listed in data.elicitations as elicitation/create params of mode
-// "url"; the client shows them and retries. 2026 has no such error (it
-// MUST NOT be sent, research §4.9) but asks with input_required instead,
-// so for a 2026 client snodod turns the error into input_required
-// carrying those elicitations, and the retry re-sends the original call
-// (research §5.6). A legacy client gets the error as it is. The upstream
-// keeps whatever the user's visit gives it; only the URLs pass
-// (research §4.15).
+// URL elicitation required (2025-11-25): a legacy upstream answers a request
+// -32042 when the user must first open URLs (to sign in, to pay…), listed in
+// data.elicitations as elicitation/create params of mode "url"; the client
+// shows them and retries. 2026 has no such error (it MUST NOT be sent: the
+// 2026-07-28 specification) but asks with input_required instead, so for a
+// 2026 client snodod turns the error into input_required carrying those
+// elicitations, and the retry re-sends the original call (docs/upstreams.md
+// §6). A legacy client gets the error as it is. The upstream keeps whatever
+// the user's visit gives it; only the URLs pass.
 
 // CodeURLElicitationRequired is the legacy error of a request that needs
 // the user to open URLs first (2025-11-25).

@@ -10,7 +10,7 @@ import (
 
 // A legacy upstream's -32042 (URL elicitation required, 2025-11-25):
 // input_required for a 2026 client, whose retry re-sends the call; the
-// error as it is for a legacy client (research §5.6).
+// error as it is for a legacy client (docs/upstreams.md §6).
 
 const urlFake = `
 [mcpServers.fake]

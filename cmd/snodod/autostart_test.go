@@ -16,11 +16,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
-// `snodod connect` when no daemon runs starts one (issue 19, "The path a
-// new user walks"), as real processes.
+// `snodod connect` when no daemon runs starts one (docs/architecture.md
+// §10), as real processes.
 
 // reapDaemon ends, when the test ends, the daemon that answers on the
 // control socket path: one a connect started is nobody's child here.
@@ -34,12 +35,9 @@ func reapDaemon(t *testing.T, path string) {
 			return
 		}
 		_ = syscall.Kill(st.PID, syscall.SIGTERM)
-		for deadline := time.Now().Add(30 * time.Second); proctest.Alive(st.PID); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				_ = syscall.Kill(st.PID, syscall.SIGKILL)
-				t.Errorf("the started daemon (pid %d) did not stop", st.PID)
-				return
-			}
+		if !eventually.Within(30*time.Second, func() bool { return !proctest.Alive(st.PID) }) {
+			_ = syscall.Kill(st.PID, syscall.SIGKILL)
+			t.Errorf("the started daemon (pid %d) did not stop", st.PID)
 		}
 	})
 }
@@ -168,10 +166,8 @@ func TestConnectStartedDaemonOutlivesConnect(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); proctest.Alive(pid); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon (pid %d) did not stop after SIGTERM", pid)
-		}
+	if !eventually.Within(30*time.Second, func() bool { return !proctest.Alive(pid) }) {
+		t.Fatalf("the daemon (pid %d) did not stop after SIGTERM", pid)
 	}
 	if _, err := os.Stat(control); err == nil {
 		t.Errorf("the daemon left %s", control)

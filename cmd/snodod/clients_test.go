@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Tests of the daemon's clients (connect, status, kill) and of serve's
@@ -23,7 +25,7 @@ import (
 
 // TestClientsIgnoreConfigTypos: a typo in the configuration file, or a
 // stray SNODOD_ variable, is a warning for connect and status, which need
-// only the socket paths (issue 9, bug 3); serve still refuses it.
+// only the socket paths; serve still refuses it.
 func TestClientsIgnoreConfigTypos(t *testing.T) {
 	dir := sockDir(t)
 	p := startServe(t, dir, "--demo")
@@ -59,7 +61,7 @@ func TestClientsIgnoreConfigTypos(t *testing.T) {
 }
 
 // TestConnectRefused: a refused session makes connect exit 1 with the same
-// line whether it relays or hands over (issue 9, bug 4); the client reads
+// line whether it relays or hands over; the client reads
 // the daemon's refusal line on its output either way.
 func TestConnectRefused(t *testing.T) {
 	dir := sockDir(t)
@@ -119,7 +121,7 @@ func startConnect(t *testing.T, p *serveProcess) (*exec.Cmd, *bytes.Buffer, io.W
 }
 
 // TestKillCommand: `snodod kill ID` ends one session; its connect exits 1
-// saying so (issue 9, bug 2).
+// saying so.
 func TestKillCommand(t *testing.T) {
 	dir := sockDir(t)
 	p := startServe(t, dir, "--demo")
@@ -150,7 +152,7 @@ func TestKillCommand(t *testing.T) {
 
 // TestServeDrainAndSecondSignal: during a drain, status says "draining";
 // a second SIGTERM ends serve at once with exit status 1, not by the
-// signal (issue 9, bug 11).
+// signal (docs/architecture.md §10).
 func TestServeDrainAndSecondSignal(t *testing.T) {
 	dir := sockDir(t)
 	p := startServe(t, dir, "--demo", "--shutdown-grace", "1h")
@@ -159,11 +161,10 @@ func TestServeDrainAndSecondSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r result
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if r = runIn(t, p.env, "", "status", "--socket", p.socket); strings.Contains(r.stdout, ", draining") {
-			break
-		}
-	}
+	eventually.Within(30*time.Second, func() bool {
+		r = runIn(t, p.env, "", "status", "--socket", p.socket)
+		return strings.Contains(r.stdout, ", draining")
+	})
 	if r.status != 0 || !strings.Contains(r.stdout, ", draining (no new sessions; these are finishing): 1 session") {
 		t.Fatalf("status while draining: %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
@@ -178,7 +179,7 @@ func TestServeDrainAndSecondSignal(t *testing.T) {
 }
 
 // TestServeAlreadyRunningFirstLine: a second serve says only that another
-// one runs; it never claims to start (issue 9, bug 11).
+// one runs; it never claims to start.
 func TestServeAlreadyRunningFirstLine(t *testing.T) {
 	dir := sockDir(t)
 	p := startServe(t, dir)
@@ -193,8 +194,8 @@ func TestServeAlreadyRunningFirstLine(t *testing.T) {
 }
 
 // TestConfigFileSpellings: check and print both take the file as their
-// argument or with --config (friction point); check reports one line per
-// bad entry of a list (issue 9, bug 7).
+// argument or with --config; check reports one line per bad entry of a
+// list.
 func TestConfigFileSpellings(t *testing.T) {
 	dir := sockDir(t)
 	file := filepath.Join(dir, "c.toml")
@@ -224,7 +225,7 @@ func TestConfigFileSpellings(t *testing.T) {
 // TestClientsFindDefaultDaemon: with the default socket paths, a client
 // whose environment differs from the daemon's (an MCP client starts
 // connect with a minimal one) still finds it in the other default
-// directories (friction point).
+// directories.
 func TestClientsFindDefaultDaemon(t *testing.T) {
 	if _, err := os.Stat(fmt.Sprintf("/run/user/%d", os.Getuid())); err == nil {
 		t.Skip("/run/user/<uid> exists: a daemon started without XDG_RUNTIME_DIR would listen in the user's own runtime directory")
@@ -250,11 +251,7 @@ func TestClientsFindDefaultDaemon(t *testing.T) {
 	})
 	clientEnv := append(env, "TMPDIR="+dir, "XDG_RUNTIME_DIR="+filepath.Join(dir, "elsewhere"))
 	var r result
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if r = runIn(t, clientEnv, "", "status"); r.status == 0 {
-			break
-		}
-	}
+	eventually.Within(30*time.Second, func() bool { r = runIn(t, clientEnv, "", "status"); return r.status == 0 })
 	if r.status != 0 || !strings.Contains(r.stdout, "0 sessions") {
 		t.Fatalf("status: %d\n%s%s\nserve: %s", r.status, r.stdout, r.stderr, p.stderr.String())
 	}

@@ -25,7 +25,7 @@ func importBin(t *testing.T) string {
 
 // The client files of each shape the README's client section shows, as
 // their clients write them: each `snodod import` output passes config
-// check (issue 19, bug 6), copies ${env:…} and ${workspaceFolder} in
+// check, copies ${env:…} and ${workspaceFolder} in
 // snodod's syntax, copies a plain env value, keeps a secret out of the
 // output (in a file of its own, mode 0600), and prints the client's
 // replacement in that client's own shape.

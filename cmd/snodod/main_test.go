@@ -290,7 +290,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("snodod %q: exit status %d, stdout:\n%s", args, r.status, r.stdout)
 		}
 	}
-	// help's own help (issue 9, bug 7).
+	// help's own help.
 	for _, args := range [][]string{{"help", "--help"}, {"help", "-h"}, {"help", "help"}} {
 		r := runSnodod(t, "", args...)
 		if r.status != 0 || !strings.HasPrefix(r.stdout, "Usage: snodod help [command]") {
@@ -307,7 +307,7 @@ func TestHelp(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	want := fmt.Sprintf("snodod dev (%s %s/%s)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	// --version and -v as well as the command (issue 9, bug 7).
+	// --version and -v as well as the command.
 	for _, arg := range []string{"version", "--version", "-v"} {
 		r := runSnodod(t, "", arg)
 		if r.status != 0 || r.stdout != want {

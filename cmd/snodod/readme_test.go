@@ -37,7 +37,7 @@ func readmeSection(t *testing.T, title string) string {
 }
 
 // TestReadmeTryIt runs the README's "Try it" lines through `snodod stdio
-// --demo` and holds the README to what comes out (issue 9, bug 6): every
+// --demo` and holds the README to what comes out: every
 // answer it shows in full, the tool names it shows in order, and the
 // number of tools it says --demo serves.
 func TestReadmeTryIt(t *testing.T) {
@@ -104,7 +104,7 @@ func TestReadmeTryIt(t *testing.T) {
 }
 
 // TestReadmeClients holds the README's client section to the clients' own
-// file shapes (issue 19, "The path a new user walks"): every JSON snippet
+// file shapes: every JSON snippet
 // parses, each entry is the shape its client reads (mcpServers; VS Code's
 // servers with a type; Zed's context_servers; the HTTP form), a command is
 // an absolute path (GUI clients lack the login shell's PATH), and each

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // These tests run `snodod serve` and its clients as real processes.
@@ -91,19 +92,16 @@ func startServe(t *testing.T, dir string, args ...string) *serveProcess {
 			p.cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var err error
+	if !eventually.Within(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		_, err := (&control.Client{Socket: p.control}).Status(ctx)
-		cancel()
-		if err == nil {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon does not answer: %v\n%s", err, p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer cancel()
+		_, err = (&control.Client{Socket: p.control}).Status(ctx)
+		return err == nil
+	}) {
+		t.Fatalf("the daemon does not answer: %v\n%s", err, p.stderr.String())
 	}
+	return p
 }
 
 // stop sends SIGTERM and returns the exit status.
@@ -361,7 +359,7 @@ func TestHelpCommands(t *testing.T) {
 		{[]string{"serve", "--help"}, []string{"Usage: snodod serve", "-demo", "-max-sessions", "-max-sessions integer", "(daemon.max_sessions: integer, default 1024)", "-socket", "-control-socket", "-log-level", "-write-timeout", "SIGHUP"}},
 		{[]string{"connect", "--help"}, []string{"Usage: snodod connect", "-relay", "-no-start", "-control-socket", `{"command": "/home/me/.local/bin/snodod", "args": ["connect"]}`, "claude mcp add snodod -- snodod connect"}},
 		// Plain `systemctl kill -s USR2` signals every process of the
-		// unit, hosted servers included (issue 19, item 9).
+		// unit, hosted servers included (docs/operations.md, "Under systemd").
 		{[]string{"upgrade", "--help"}, []string{"Usage: snodod upgrade", "systemctl --user kill --kill-whom=main -s USR2 snodod", "legacy Streamable HTTP sessions end"}},
 		{[]string{"logs", "--help"}, []string{"Usage: snodod logs [NAME]", "Without NAME it prints the daemon's own log", "each line after the time it was written"}},
 		{[]string{"status", "--help"}, []string{"Usage: snodod status", "-json"}},

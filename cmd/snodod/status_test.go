@@ -18,10 +18,11 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 )
 
-// What `snodod status` says (issue 19, "The path a new user walks"), read
+// What `snodod status` says (docs/upstreams.md §8), read
 // from the real binary's output: who each session is and what it sees,
 // which sessions used a hosted server, a failed server's way back, a
 // refused reload, and a table that stays a table.
@@ -217,14 +218,11 @@ start = "manual"
 	}
 	var table string
 	var st *control.Status
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	if !eventually.Within(30*time.Second, func() bool {
 		table, st = statusOf(t, p)
-		if len(st.Upstreams) == 2 && st.Upstreams[0].State == control.StateFailed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("broken never failed:\n%s", table)
-		}
+		return len(st.Upstreams) == 2 && st.Upstreams[0].State == control.StateFailed
+	}) {
+		t.Fatalf("broken never failed:\n%s", table)
 	}
 	if !strings.Contains(table, "broken: failed after 1 failures: ") || !strings.Contains(table, "; no automatic restarts; next request tries again") {
 		t.Errorf("the failed server's line:\n%s", table)
@@ -262,16 +260,16 @@ func TestStatusRefusedReload(t *testing.T) {
 		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			table, st := statusOf(t, p)
+		var table string
+		var st *control.Status
+		if !eventually.Within(30*time.Second, func() bool {
+			table, st = statusOf(t, p)
 			has := len(st.Warnings) > 0 && strings.HasPrefix(st.Warnings[0], warning)
-			if has == refused {
-				return table, st
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after SIGHUP (refused %v), status:\n%s%v", refused, table, st.Warnings)
-			}
+			return has == refused
+		}) {
+			t.Fatalf("after SIGHUP (refused %v), status:\n%s%v", refused, table, st.Warnings)
 		}
+		return table, st
 	}
 	table, _ := reload("[session]\nwrite_timeout = \"0s\"\n", true)
 	if !strings.Contains(table, "warning: "+warning) {

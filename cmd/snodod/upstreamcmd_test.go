@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 )
 
@@ -43,21 +44,22 @@ func serveFake(t *testing.T) *serveProcess {
 func fakeRow(t *testing.T, p *serveProcess, state string) control.Upstream {
 	t.Helper()
 	var last string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	var st control.Status
+	if !eventually.Within(20*time.Second, func() bool {
 		r := runIn(t, p.env, "", "status", "--json", "--socket", p.socket)
-		var st control.Status
-		if err := json.Unmarshal([]byte(r.stdout), &st); err == nil && len(st.Upstreams) == 1 && st.Upstreams[0].State == state {
-			return st.Upstreams[0]
-		}
 		last = r.stdout + r.stderr
+		st = control.Status{}
+		err := json.Unmarshal([]byte(r.stdout), &st)
+		return err == nil && len(st.Upstreams) == 1 && st.Upstreams[0].State == state
+	}) {
+		t.Fatalf("the fake never became %s:\n%s", state, last)
 	}
-	t.Fatalf("the fake never became %s:\n%s", state, last)
-	return control.Upstream{}
+	return st.Upstreams[0]
 }
 
 // TestUpstreamCommand: each action returns once it is done and says what
-// it did, with the new process's pid (issue 19: "upstream restart memory"
-// says "memory restarted (pid 24758)").
+// it did, with the new process's pid ("upstream restart memory" says
+// "memory restarted (pid 24758)").
 func TestUpstreamCommand(t *testing.T) {
 	p := serveFake(t)
 	fakeRow(t, p, control.StateStopped)
@@ -111,8 +113,7 @@ func TestLogsCommand(t *testing.T) {
 		t.Fatalf("logs: %d, %d bytes of stderr, want about %d\n%s", r.status, n, startStderr, r.stderr)
 	}
 	// Each line has its time, and the start is marked, with the pid
-	// (issue 19: "snodod logs NAME lines have timestamps and a marker at
-	// each restart").
+	// (docs/upstreams.md §8).
 	pid := fakeRow(t, p, control.StateReady).PID
 	stamp := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d) `
 	want := regexp.MustCompile(`^` + stamp + `--- snodod: starting fake \(instance all\) ---\n(` + stamp + `w+\n)+` + stamp + `--- snodod: fake ready \(pid ` + fmt.Sprint(pid) + `\) ---\n$`)
@@ -164,16 +165,14 @@ func TestLogsCommand(t *testing.T) {
 	}()
 	awaitPrinted := func(want int, what string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if !eventually.Within(20*time.Second, func() bool {
 			mu.Lock()
-			n := printed
-			mu.Unlock()
-			if n >= want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("logs -f printed %d bytes, want %d (%s)\n%s", n, want, what, stderr.String())
-			}
+			defer mu.Unlock()
+			n = printed
+			return n >= want
+		}) {
+			t.Fatalf("logs -f printed %d bytes, want %d (%s)\n%s", n, want, what, stderr.String())
 		}
 	}
 	awaitPrinted(startStderr-20, "the ring")

@@ -9,8 +9,8 @@ import (
 	"github.com/snodod/snodod/daemon/control"
 )
 
-// TestUpstreamRowStarting: an instance still starting (issue 19: a server
-// whose handshake never ends) shows its process and how long it has been
+// TestUpstreamRowStarting: an instance still starting (a server whose
+// handshake never ends) shows its process and how long it has been
 // starting, not "PID -".
 func TestUpstreamRowStarting(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

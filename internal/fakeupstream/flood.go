@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// flood {ms, count, methods, settle, hold}: issue 20's attack. During the call,
+// flood {ms, count, methods, settle, hold}: a hosted server that floods its
+// client with requests (docs/upstreams.md §5). During the call,
 // the fake writes requests to its client with fresh ids ("flood-N"), as
 // fast as it can, for ms milliseconds (default 1000) or until count of
 // them (0: no count), cycling through methods (default

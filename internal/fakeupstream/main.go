@@ -1,6 +1,6 @@
 // Command fakeupstream is a small MCP server over stdio for snodod's tests:
-// every behaviour a hosted server can show (docs/upstreams.md, research §5.10)
-// is one flag or one tool call away. Tests build it with `go build` into a
+// every behaviour a hosted server can show (docs/upstreams.md) is one flag
+// or one tool call away. Tests build it with `go build` into a
 // temporary directory and run it as an upstream.
 //
 // It speaks the legacy era (2025-06-18, 2025-11-25: initialize, then

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // drainReadBuffers empties the lists of free read buffers.
@@ -67,16 +68,12 @@ func TestIdleSplitterHoldsNoReadBuffer(t *testing.T) {
 			if evs := <-batches; len(evs) != 1 || len(evs[0].Data) != tc.text {
 				t.Fatalf("got %+v, want one line of %d bytes", evs, tc.text)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				small, large := freeReadBuffers()
-				if small == tc.small && large == tc.large {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("free read buffers: %d small, %d large; want %d and %d", small, large, tc.small, tc.large)
-				}
-				time.Sleep(time.Millisecond)
+			var small, large int
+			if !eventually.Within(eventually.Timeout, func() bool {
+				small, large = freeReadBuffers()
+				return small == tc.small && large == tc.large
+			}) {
+				t.Fatalf("free read buffers: %d small, %d large; want %d and %d", small, large, tc.small, tc.large)
 			}
 			pw.Close()
 			for range batches {

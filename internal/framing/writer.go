@@ -9,8 +9,9 @@ import (
 )
 
 // ErrWriteTimeout is Writer.Write's error when a frame was not accepted by
-// the device within the Writer's timeout.
-var ErrWriteTimeout = errors.New("timeout")
+// the device within the Writer's timeout. Its text reads well after the
+// writer's caller names what it wrote: "output failed: write timed out".
+var ErrWriteTimeout = errors.New("write timed out")
 
 type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
 

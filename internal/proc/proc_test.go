@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
@@ -242,13 +243,7 @@ func TestLeaderExitKillsGroup(t *testing.T) {
 // waitDead waits until pid has exited (a zombie counts: proctest reaps it).
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for proctest.Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still alive", pid)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.True(t, fmt.Sprintf("process %d to exit", pid), func() bool { return !proctest.Alive(pid) })
 }
 
 func TestStopConcurrent(t *testing.T) {

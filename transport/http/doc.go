@@ -1,9 +1,9 @@
 // Package http serves MCP over Streamable HTTP (docs/protocol.md §13): one
 // endpoint for both eras, with the era chosen from the body first
-// (research §1.1): a POST whose params._meta carries the 2026 version key
-// is a stateless 2026-07-28 exchange; initialize opens a legacy session
-// (2025-11-25, 2025-06-18) named by Mcp-Session-Id in the requests that
-// follow.
+// (docs/protocol.md §13.2): a POST whose params._meta carries the 2026
+// version key is a stateless 2026-07-28 exchange; initialize opens a legacy
+// session (2025-11-25, 2025-06-18) named by Mcp-Session-Id in the requests
+// that follow.
 //
 // It shares the runtime (a server.Dispatcher per view), the executor and
 // the limits with the stdio transport; it knows framing, status codes,

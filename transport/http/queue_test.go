@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	mcphttp "github.com/snodod/snodod/transport/http"
 
 	"github.com/snodod/snodod/server"
@@ -30,10 +31,8 @@ func TestModernPostsShareTheQueue(t *testing.T) {
 	go func() {
 		queued <- e.call(t, "2", "tools/call", "echo", `"name":"echo","arguments":{"text":"waited"}`)
 	}()
-	for deadline := time.Now().Add(10 * time.Second); exec.Stats().Queued != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the second call never queued: %+v", exec.Stats())
-		}
+	if !eventually.Within(eventually.Timeout, func() bool { return exec.Stats().Queued == 1 }) {
+		t.Fatalf("the second call never queued: %+v", exec.Stats())
 	}
 
 	r := e.call(t, "3", "tools/call", "echo", `"name":"echo","arguments":{"text":"refused"}`)

@@ -14,7 +14,7 @@ import (
 // stream of events (docs/protocol.md §13.1). It is used by one goroutine, the
 // one serving the request, which is the response's only writer. The status
 // line is committed as late as possible, so that errors found before the
-// first event still choose their status (research §1.4).
+// first event still choose their status (docs/protocol.md §13.1).
 //
 // Every write carries its own deadline (Options.WriteTimeout), set through
 // http.ResponseController: the server has no WriteTimeout, which would be

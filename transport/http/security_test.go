@@ -17,11 +17,10 @@ import (
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
 
-// The attacks of issue 20 (items 1, 8, 9, 11, 13) and issue 19 (a 401's
-// challenge, a listener's own address) on the handler alone, each beside
-// a healthy client.
+// Attacks on the handler alone (docs/security.md, "Who can reach each
+// listener"; docs/protocol.md §13.1), each beside a healthy client.
 
-// Issue 20 item 8: a legacy session belongs to the path it was opened on.
+// A legacy session belongs to the path it was opened on.
 // Its id on the endpoint or on another view is an unknown session (404)
 // for every method; on its own path it is served.
 func TestSessionBelongsToItsPath(t *testing.T) {
@@ -79,7 +78,7 @@ func readResponse(t *testing.T, c net.Conn) (*nethttp.Response, string) {
 	return resp, string(b)
 }
 
-// Issue 20 item 9: a body shorter than its Content-Length, then a
+// A body shorter than its Content-Length, then a
 // half-close, is 400 with a JSON-RPC error (it was 200 with no body).
 func TestShortBodyThenHalfClose(t *testing.T) {
 	e := newEnv(t, nil)
@@ -96,7 +95,7 @@ func TestShortBodyThenHalfClose(t *testing.T) {
 	e.healthy(t)
 }
 
-// Issue 20 item 13: every Origin header is checked, not only the first.
+// Every Origin header is checked, not only the first.
 func TestEveryOriginChecked(t *testing.T) {
 	e := newEnv(t, nil)
 	for _, c := range []struct {
@@ -116,7 +115,7 @@ func TestEveryOriginChecked(t *testing.T) {
 	e.healthy(t)
 }
 
-// Issue 19: a 401 carries the RFC 6750 challenge, with
+// A 401 carries the RFC 6750 challenge, with
 // error="invalid_token" when a bearer token was sent and is not the one.
 func TestUnauthorizedChallenge(t *testing.T) {
 	e := newEnv(t, func(o *mcphttp.Options, _ *mcphttp.ServerLimits) {
@@ -163,7 +162,7 @@ func serveOn(t *testing.T, addr string, edit func(*mcphttp.Options)) (*mcphttp.H
 	return h, serveAt(t, addr, h, mcphttp.ServerLimits{}, exec) + h.Path()
 }
 
-// Issue 19 item 8: a listener on 127.0.0.2 serves a Host naming its own
+// A listener on 127.0.0.2 serves a Host naming its own
 // address; another Host is 403 with a message naming it and
 // http.allowed_hosts.
 func TestHostOwnAddress(t *testing.T) {
@@ -237,7 +236,7 @@ func postWith(t *testing.T, c *nethttp.Client, url string, h nethttp.Header, bod
 	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }
 
-// Issue 20 item 1: a local peer is served without a token when its uid is
+// A local peer is served without a token when its uid is
 // allowed; another uid needs the token (401 with a challenge when one is
 // configured, else 403 naming daemon.allowed_uids), and so does a peer
 // whose uid could not be found; http.allow_unauthenticated serves every
@@ -306,7 +305,7 @@ func refusalReason(status int) string {
 	return "peer"
 }
 
-// Issue 20 item 11: one peer holds at most MaxSessionsPerPeer legacy
+// One peer holds at most MaxSessionsPerPeer legacy
 // sessions, at the exact boundary; another peer is served meanwhile. A
 // local peer is its uid (two addresses, one user, share a count), others
 // their address.

@@ -109,7 +109,7 @@ func (t *sessionTable) create(state *server.SessionState, version string, disp s
 // version older than every one snodod speaks (2025-03-26, 2024-11-05) is
 // tolerated: the TypeScript SDK's transports send 2025-03-26 in some
 // requests of a 2025-11-25 session, and the conformance suite's
-// server-sse-multiple-streams does (research §1.1); docs/protocol.md §13.4 would
+// server-sse-multiple-streams does; docs/protocol.md §13.4 would
 // refuse it.
 func (t *sessionTable) find(r *nethttp.Request) (*session, int, *protocol.Error) {
 	t.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
 
@@ -17,25 +18,20 @@ func TestKeepAlive(t *testing.T) {
 	listen := modernBody(`"k"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`)
 	s := openSSE(t, "POST", e.url, modernHeaders("subscriptions/listen", ""), listen)
 	s.must(t) // the acknowledgement
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var n int
+	var first string
+	if !eventually.Within(eventually.Timeout, func() bool {
 		s.mu.Lock()
-		n := len(s.others)
-		var first string
-		if n > 0 {
+		defer s.mu.Unlock()
+		if n = len(s.others); n > 0 {
 			first = s.others[0]
 		}
-		s.mu.Unlock()
-		if n >= 3 {
-			if first != ": keep-alive\n" {
-				t.Fatalf("comment %q", first)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d keep-alive comments", n)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return n >= 3
+	}) {
+		t.Fatalf("%d keep-alive comments", n)
+	}
+	if first != ": keep-alive\n" {
+		t.Fatalf("comment %q", first)
 	}
 	if l, err := s.next(0); err == nil {
 		t.Fatalf("an idle stream wrote data: %s", l)
@@ -114,12 +110,8 @@ func TestRetire(t *testing.T) {
 	// the grace, Shutdown).
 	listen.close()
 	nethttp.DefaultTransport.(*nethttp.Transport).CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for e.handler.Stats().Connections != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections left", e.handler.Stats().Connections)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually.Within(eventually.Timeout, func() bool { return e.handler.Stats().Connections == 0 }) {
+		t.Fatalf("%d connections left", e.handler.Stats().Connections)
 	}
 	// A new connection is still served, once (the listener is the
 	// caller's to close).

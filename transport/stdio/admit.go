@@ -109,7 +109,7 @@ func (c *coordinator) request(msg *protocol.Message) {
 	}
 	if c.inline != nil {
 		// The runtime's own methods that never block are answered here
-		// (DESIGN.md's first shortcut): no hop to a worker and back.
+		// (docs/architecture.md §4.1): no hop to a worker and back.
 		if o, ok := c.inline.DispatchInline(&w.ctx, req); ok {
 			c.answerInline(msg.ID, o)
 			return
@@ -147,7 +147,7 @@ func (w *work) Run(ctx context.Context) server.Outcome {
 }
 
 // Done implements server.Task: the worker that finished the request
-// commits its final frame itself (DESIGN.md's second shortcut, see
+// commits its final frame itself (docs/architecture.md §4.2, see
 // output), and wakes the coordinator only when it must. A listen stream,
 // and a legacy request that sent requests to the client (their
 // cancellations precede its response), go to the coordinator. Delivering

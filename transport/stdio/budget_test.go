@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/framing"
 )
 
@@ -68,12 +69,8 @@ func (p *budgetPeer) nothing() {
 // Readers have taken in what was written.
 func awaitUsed(t *testing.T, b *LineBudget, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for b.Used() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("budget uses %d bytes, want %d", b.Used(), want)
-		}
-		time.Sleep(time.Millisecond)
+	if !eventually.Within(eventually.Timeout, func() bool { return b.Used() == want }) {
+		t.Fatalf("budget uses %d bytes, want %d", b.Used(), want)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Case 35: kill one, keep serving; an invalid cancellation changes nothing;
@@ -88,11 +90,11 @@ func TestCancelQueued(t *testing.T) {
 	// queued when cancelled and "a" still holds the only slot.
 	queued := func(n int) func() bool { return func() bool { return h.exec.Stats().Queued == n } }
 	h.send(call("b", "block", `{}`))
-	waitFor(t, queued(1))
+	eventually.True(t, "b queued", queued(1))
 	h.send(cancelReq(`"b"`))
-	waitFor(t, queued(0))
+	eventually.True(t, "b cancelled in the queue", queued(0))
 	h.send(req("sync", "ping", `{}`))
-	waitFor(t, queued(1))
+	eventually.True(t, "sync queued", queued(1))
 	h.cat.Release()
 	for _, want := range []string{`"a"`, `"sync"`} {
 		if id := string(parse(t, h.line()).ID); id != want {

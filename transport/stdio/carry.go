@@ -9,11 +9,12 @@ import (
 	"github.com/snodod/snodod/internal/framing"
 )
 
-// A Reader's input can continue in another process (issue 15: a daemon
-// upgrade hands its sessions over). Detach stops the Reader without losing
-// a byte and returns what it read and the coordinator has not handled, as
-// a Carry; NewReaderFrom continues from it on the same device, so that the
-// next line the new process handles is the one the old would have.
+// A Reader's input can continue in another process (docs/transport.md §12.4:
+// a daemon upgrade hands its sessions over). Detach stops the Reader without
+// losing a byte and returns what it read and the coordinator has not
+// handled, as a Carry; NewReaderFrom continues from it on the same device,
+// so that the next line the new process handles is the one the old would
+// have.
 
 // Carry is the input a Reader read and nobody handled yet, as plain data
 // (it crosses a process boundary in JSON). In input order: Lines, then

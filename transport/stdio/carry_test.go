@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/framing"
 )
 
@@ -98,10 +99,7 @@ func TestDetachCarriesUnhandledInput(t *testing.T) {
 			}
 			if tt.partial != "" {
 				// The partial line is read once the Reader waits again.
-				deadline := time.Now().Add(10 * time.Second)
-				for r.BytesIn() < int64(len(tt.first)) && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
+				eventually.Within(eventually.Timeout, func() bool { return r.BytesIn() >= int64(len(tt.first)) })
 			}
 			c, err := r.Detach()
 			if err != nil {

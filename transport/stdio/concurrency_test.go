@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // Case 26: a duplicate in-flight id is refused at once; the original is not
@@ -105,7 +107,7 @@ func TestQueueOrder(t *testing.T) {
 	h.send(call("a", "block", `{}`))
 	<-h.cat.started
 	h.send(call("b", "echo", `{"text":"b"}`), call("c", "echo", `{"text":"c"}`))
-	waitFor(t, func() bool { return h.exec.Stats().Queued == 2 })
+	eventually.True(t, "two queued calls", func() bool { return h.exec.Stats().Queued == 2 })
 	h.noOutput(50 * time.Millisecond)
 	h.cat.Release()
 	for _, want := range []string{`"a"`, `"b"`, `"c"`} {

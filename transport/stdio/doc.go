@@ -12,8 +12,8 @@
 // coordinator writes them and routes the client's responses back
 // (docs/transport.md §7.1).
 //
-// Two shortcuts of DESIGN.md skip hops between goroutines where they cost
-// more than the work (issue 13):
+// Two shortcuts (docs/architecture.md §4.1, §4.2) skip hops between
+// goroutines where they cost more than the work:
 //
 //   - A Dispatcher that is a server.InlineDispatcher answers the methods
 //     that never block (the runtime's ping, lists and server/discover) on

@@ -8,9 +8,9 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// A connection handed to another process (issue 15: a daemon upgrade;
-// docs/operations.md) pauses instead of ending. Serve's ctx ends with
-// ErrHandOver as its cause; then:
+// A connection handed to another process (docs/transport.md §12.4: a daemon
+// upgrade; docs/operations.md) pauses instead of ending. Serve's ctx ends
+// with ErrHandOver as its cause; then:
 //
 //  1. No line is read or handled any more: what the Reader holds, and what
 //     the device still buffers, is the successor's (Reader.Detach).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -96,7 +97,7 @@ func TestHandoffContinuesInANewTransport(t *testing.T) {
 		}
 		io.WriteString(ep.w, lreq(1, "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{}})+"\n"+
 			lreq(2, "tools/call", map[string]any{"name": "stuck", "arguments": map[string]any{}})+"\n")
-		waitFor(t, func() bool { return exec.Stats().Running == 2 })
+		eventually.True(t, "two running calls", func() bool { return exec.Stats().Running == 2 })
 
 		cancel(stdio.ErrHandOver)
 		// Sent during the pause: for the successor.

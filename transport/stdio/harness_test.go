@@ -348,18 +348,6 @@ func mustUnmarshal(t *testing.T, raw []byte, v any) {
 	}
 }
 
-// waitFor polls cond until it holds, failing after 10 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func goleakCheck(t *testing.T) {
 	t.Helper()
 	goleak.VerifyNone(t)

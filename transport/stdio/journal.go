@@ -5,8 +5,9 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// Journal keeps, for an owner that must survive its own crash (issue 15:
-// the daemon under systemd keeps a record of each session in a memfd), the
+// Journal keeps, for an owner that must survive its own crash
+// (docs/operations.md: the daemon under systemd keeps a record of each
+// session in a memfd), the
 // part of a connection's state that only the coordinator knows: the ids of
 // the requests admitted and not yet answered, and the listen streams open.
 //

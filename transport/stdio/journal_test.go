@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -59,17 +60,17 @@ func TestJournalHooks(t *testing.T) {
 	go func() { served <- tr.Serve(context.Background()) }()
 
 	io.WriteString(ep.w, call(1, "slow", `{}`)+"\n"+call(2, "stuck", `{}`)+"\n")
-	waitFor(t, func() bool { return j.has(idOf(1)) && j.has(idOf(2)) })
+	eventually.True(t, "1 and 2 journaled", func() bool { return j.has(idOf(1)) && j.has(idOf(2)) })
 	io.WriteString(ep.w, cancelReq("2")+"\n")
-	waitFor(t, func() bool { return !j.has(idOf(2)) })
+	eventually.True(t, "2 out of the journal", func() bool { return !j.has(idOf(2)) })
 	close(release)
 	r.next(t) // the answer to 1: written, then released
-	waitFor(t, func() bool { return !j.has(idOf(1)) })
+	eventually.True(t, "1 out of the journal", func() bool { return !j.has(idOf(1)) })
 	io.WriteString(ep.w, req("L", "subscriptions/listen", `{"notifications":{"toolsListChanged":true}}`)+"\n")
 	r.next(t) // the acknowledgement
-	waitFor(t, func() bool { j.mu.Lock(); defer j.mu.Unlock(); return j.streams == 1 })
+	eventually.True(t, "the stream journaled", func() bool { j.mu.Lock(); defer j.mu.Unlock(); return j.streams == 1 })
 	io.WriteString(ep.w, cancelReq(`"L"`)+"\n")
-	waitFor(t, func() bool { j.mu.Lock(); defer j.mu.Unlock(); return j.streams == 0 })
+	eventually.True(t, "the stream out of the journal", func() bool { j.mu.Lock(); defer j.mu.Unlock(); return j.streams == 0 })
 	ep.closeInput()
 	if err := <-served; err != nil {
 		t.Fatal(err)

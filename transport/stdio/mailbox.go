@@ -8,7 +8,8 @@ import (
 
 // mailbox carries everything that reaches the coordinator besides lines:
 // outcomes, progress reports, request-scoped notifications, stream events
-// and requests to the client. Posting never blocks (issue 9, bug 9): an
+// and requests to the client. Posting never blocks (docs/architecture.md
+// §3.4): an
 // executor worker that delivers an outcome to a connection whose writer is
 // stuck must not wait on it, or that worker, and the next queued job it was
 // already handed (perhaps another connection's), would wait for the write

@@ -10,9 +10,9 @@ import (
 )
 
 // output is a connection's write path, shared by the coordinator and the
-// executor's workers: DESIGN.md's second shortcut, where the worker that
-// finished a request hands its final frame straight to the writer instead
-// of waking the coordinator to write it (issue 13). Its rules:
+// executor's workers: the second shortcut of docs/architecture.md (§4.2),
+// where the worker that finished a request hands its final frame straight
+// to the writer instead of waking the coordinator to write it. Its rules:
 //
 //   - One writer at a time owns the device (writing): frames are written
 //     whole, in the order they were committed, never interleaved.

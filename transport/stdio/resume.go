@@ -8,10 +8,10 @@ import (
 )
 
 // Resume continues, in this process, a connection another process served
-// (issue 15): after an upgrade handed it over, or after a crash. The
-// Transport's Reader continues the device's input (NewReaderFrom) and its
-// State the runtime state (server.SessionState.Restore); Resume says what
-// else the first instance does before it reads a line.
+// (docs/transport.md §12.4): after an upgrade handed it over, or after a
+// crash. The Transport's Reader continues the device's input (NewReaderFrom)
+// and its State the runtime state (server.SessionState.Restore); Resume says
+// what else the first instance does before it reads a line.
 type Resume struct {
 	// Lost are the ids of requests the previous process admitted and never
 	// answered (it crashed): each is answered -32603 "snodod restarted;

@@ -8,14 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
-// DESIGN.md's two shortcuts (issue 13): the runtime's own non-blocking
-// methods are answered on the coordinator, and the worker that finished a
-// request commits its final frame itself. These pin what they must keep.
+// The two shortcuts of docs/architecture.md §4.1 and §4.2: the runtime's own
+// non-blocking methods are answered on the coordinator, and the worker that
+// finished a request commits its final frame itself. These pin what they
+// must keep.
 
 // The runtime's ping, list methods and server/discover never enter the
 // executor: with every slot and queue place taken they are still
@@ -47,7 +49,7 @@ func TestInlineMethodsSkipTheExecutor(t *testing.T) {
 	for i := 1; i <= 2; i++ { // one runs, one waits
 		ep.w.Write([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"block",%s}}`+"\n", i, modern)))
 	}
-	waitFor(t, func() bool { return exec.Stats().Queued == 1 })
+	eventually.True(t, "one queued call", func() bool { return exec.Stats().Queued == 1 })
 	ep.w.Write([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"block",` + modern + `}}` + "\n"))
 	if l := r.next(t); l != errLine("3", -32603, "Server execution capacity exhausted") {
 		t.Fatalf("got %s", l)
@@ -98,12 +100,12 @@ func TestCountersFollowWorkers(t *testing.T) {
 	}
 	h.cat.Release()
 	h.line()
-	waitFor(t, func() bool { return counters.InFlight() == 0 })
+	eventually.True(t, "nothing in flight", func() bool { return counters.InFlight() == 0 })
 	h.send(call(2, "echo", `{"text":"x"}`))
 	if got := resultText(t, h.line()); got != "x" {
 		t.Fatalf("got %q", got)
 	}
-	waitFor(t, func() bool { return counters.InFlight() == 0 })
+	eventually.True(t, "nothing in flight", func() bool { return counters.InFlight() == 0 })
 	h.finish()
 }
 

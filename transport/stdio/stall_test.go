@@ -13,12 +13,14 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
-// TestStalledSessionDoesNotStallOthers is issue 9, bug 9: a client that
+// TestStalledSessionDoesNotStallOthers pins a bug (docs/architecture.md
+// §3.4): a client that
 // pipelines 200 calls with large results and stops reading must not delay
 // an unrelated session sharing the executor. Its coordinator is stuck in a
 // write; the workers finishing its calls must hand their outcomes over
@@ -72,7 +74,7 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	}
 	// Wait until the stalled session has more finished calls than it can
 	// write: its executor share is done, its coordinator stuck.
-	waitFor(t, func() bool { return exec.Stats() == server.ExecutorStats{} }) // the stalled session's calls all ran
+	eventually.True(t, "the stalled session's calls all ran", func() bool { return exec.Stats() == server.ExecutorStats{} })
 
 	healthy := socketPair(t)
 	healthyDone := serve(healthy, 0)

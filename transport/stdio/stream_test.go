@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -100,7 +101,7 @@ func TestListenBackPressure(t *testing.T) {
 			t.Fatalf("first line %s", l)
 		}
 	}
-	waitFor(t, func() bool { return len(src.asked) == 4 })
+	eventually.True(t, "four events asked for", func() bool { return len(src.asked) == 4 })
 	s.ep.closeInput()
 	if err := s.wait(); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/tools/txtar"
 
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
@@ -31,8 +32,9 @@ import (
 //
 // # Format
 //
-// A transcript is a txtar-like archive: free text (the comment: which cases
-// of docs/protocol.md §14 or docs/transport.md §16 it pins), then the sections
+// A transcript is a txtar archive (golang.org/x/tools/txtar): free text (the
+// comment: which cases of docs/protocol.md §14 or docs/transport.md §16 it
+// pins), then the sections
 //
 //	-- config --   a transcriptConfig (JSON)
 //	-- in --       the input, one line at a time
@@ -139,11 +141,11 @@ func TestTranscripts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ar, err := parseArchive(data)
+			ar, err := readArchive(data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			known := strings.Contains(ar.comment, knownFailMark)
+			known := bytes.Contains(ar.Comment, []byte(knownFailMark))
 			if known && os.Getenv("SNODOD_SKIP_KNOWN") != "" {
 				t.Skip("KNOWN-FAIL and SNODOD_SKIP_KNOWN is set")
 			}
@@ -158,8 +160,8 @@ func TestTranscripts(t *testing.T) {
 						if known {
 							t.Logf("KNOWN-FAIL: not rewritten; actual output:\n%s", strings.Join(got, "\n"))
 						} else {
-							ar.set("out", joinLines(got))
-							if err := os.WriteFile(file, ar.format(), 0o644); err != nil {
+							setSection(ar, "out", joinLines(got))
+							if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
 								t.Fatal(err)
 							}
 							return
@@ -177,85 +179,68 @@ func TestTranscripts(t *testing.T) {
 	}
 }
 
-// archive is a parsed transcript file: the comment and named sections in
-// file order.
-type archive struct {
-	comment  string
-	sections []section
-}
-
-type section struct {
-	name, body string
-}
-
-var sectionHeader = regexp.MustCompile(`^-- (\S+) --$`)
-
-// parseArchive reads the txtar format: lines "-- name --" start sections;
-// the text before the first is the comment.
-func parseArchive(data []byte) (*archive, error) {
-	ar := &archive{}
-	var cur *section
-	var text strings.Builder
-	flush := func() {
-		if cur == nil {
-			ar.comment = text.String()
-		} else {
-			cur.body = text.String()
-			ar.sections = append(ar.sections, *cur)
-		}
-		text.Reset()
+// TestTranscriptsAreCanonical: every transcript is what txtar.Format
+// writes for it, so that -update rewrites only the -- out -- sections it
+// changes, and no byte of a file that passes.
+func TestTranscriptsAreCanonical(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(transcriptDir, "*", "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts: %v", err)
 	}
-	for _, line := range strings.SplitAfter(string(data), "\n") {
-		if line == "" {
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ar, err := readArchive(data)
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
 			continue
 		}
-		if m := sectionHeader.FindStringSubmatch(strings.TrimRight(line, "\n")); m != nil {
-			flush()
-			cur = &section{name: m[1]}
-			continue
+		if len(ar.Files) == 0 {
+			t.Errorf("%s has no sections", file)
 		}
-		text.WriteString(line)
-		if !strings.HasSuffix(line, "\n") {
-			text.WriteString("\n")
+		if got := txtar.Format(ar); !bytes.Equal(got, data) {
+			t.Errorf("%s is not in txtar's canonical form (a section marker inside a body, or no final newline)", file)
 		}
 	}
-	flush()
+}
+
+// readArchive parses a transcript with the format's reference parser
+// (golang.org/x/tools/txtar), refusing a section named twice: the runner
+// reads each by name.
+func readArchive(data []byte) (*txtar.Archive, error) {
+	ar := txtar.Parse(data)
 	seen := map[string]bool{}
-	for _, s := range ar.sections {
-		if seen[s.name] {
-			return nil, fmt.Errorf("section %q appears twice", s.name)
+	for _, f := range ar.Files {
+		if seen[f.Name] {
+			return nil, fmt.Errorf("section %q appears twice", f.Name)
 		}
-		seen[s.name] = true
+		seen[f.Name] = true
 	}
 	return ar, nil
 }
 
-func (ar *archive) get(name string) (string, bool) {
-	for _, s := range ar.sections {
-		if s.name == name {
-			return s.body, true
+// section returns the body of the section called name.
+func section(ar *txtar.Archive, name string) (string, bool) {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return string(f.Data), true
 		}
 	}
 	return "", false
 }
 
-func (ar *archive) set(name, body string) {
-	for i, s := range ar.sections {
-		if s.name == name {
-			ar.sections[i].body = body
+// setSection replaces the body of the section called name, or adds the
+// section at the end.
+func setSection(ar *txtar.Archive, name, body string) {
+	for i, f := range ar.Files {
+		if f.Name == name {
+			ar.Files[i].Data = []byte(body)
 			return
 		}
 	}
-	ar.sections = append(ar.sections, section{name, body})
-}
-
-func (ar *archive) format() []byte {
-	var b bytes.Buffer
-	b.WriteString(ar.comment)
-	for _, s := range ar.sections {
-		fmt.Fprintf(&b, "-- %s --\n%s", s.name, s.body)
-	}
-	return b.Bytes()
+	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(body)})
 }
 
 func joinLines(lines []string) string {
@@ -272,8 +257,8 @@ type transcript struct {
 	out []string
 }
 
-func loadTranscript(ar *archive) (*transcript, error) {
-	cfgText, ok := ar.get("config")
+func loadTranscript(ar *txtar.Archive) (*transcript, error) {
+	cfgText, ok := section(ar, "config")
 	if !ok {
 		return nil, fmt.Errorf("no -- config -- section")
 	}
@@ -281,7 +266,7 @@ func loadTranscript(ar *archive) (*transcript, error) {
 	if err != nil {
 		return nil, err
 	}
-	inText, ok := ar.get("in")
+	inText, ok := section(ar, "in")
 	if !ok {
 		return nil, fmt.Errorf("no -- in -- section")
 	}
@@ -292,7 +277,7 @@ func loadTranscript(ar *archive) (*transcript, error) {
 		}
 		tr.in = append(tr.in, l)
 	}
-	outText, _ := ar.get("out")
+	outText, _ := section(ar, "out")
 	for _, l := range strings.Split(outText, "\n") {
 		if l != "" {
 			tr.out = append(tr.out, l)

@@ -64,11 +64,11 @@ func transcriptInputs(t testing.TB) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ar, err := parseArchive(b)
+		ar, err := readArchive(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if in, ok := ar.get("in"); ok {
+		if in, ok := section(ar, "in"); ok {
 			ins = append(ins, in)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
@@ -115,7 +116,7 @@ func TestWriteTimeoutIsTerminal(t *testing.T) {
 		io.WriteString(s.ep.w, "{invalid}\n{also-invalid}\n")
 		s.ep.closeInput()
 		err := s.wait()
-		if !errors.Is(err, stdio.ErrWriteTimeout) || err.Error() != "output failed: timeout" {
+		if !errors.Is(err, stdio.ErrWriteTimeout) || err.Error() != "output failed: write timed out" {
 			t.Fatalf("Serve returned %v", err)
 		}
 		if n := s.out.writes.Load(); n != 1 {
@@ -171,7 +172,7 @@ func TestWriteFailureCancelsWork(t *testing.T) {
 	io.WriteString(ep.w, call("running", "block", `{}`)+"\n")
 	<-cat.started
 	io.WriteString(ep.w, req("queued", "tools/list", `{}`)+"\n")
-	waitFor(t, func() bool { return exec.Stats().Queued == 1 })
+	eventually.True(t, "one queued call", func() bool { return exec.Stats().Queued == 1 })
 	fill(t, out)
 	io.WriteString(ep.w, "{invalid}\n")
 	if err := <-served; !errors.Is(err, stdio.ErrWriteTimeout) {
@@ -180,7 +181,7 @@ func TestWriteFailureCancelsWork(t *testing.T) {
 	if got := <-cat.ctxEnded; got != `"running"` {
 		t.Fatalf("context ended for %s", got)
 	}
-	waitFor(t, func() bool { s := exec.Stats(); return s.Running == 0 && s.Queued == 0 })
+	eventually.True(t, "nothing running or queued", func() bool { s := exec.Stats(); return s.Running == 0 && s.Queued == 0 })
 	if _, ran := cat.ran.Load(idOf("queued")); ran {
 		t.Fatal("queued work ran")
 	}
@@ -244,7 +245,7 @@ func TestReadyFramesShareAWrite(t *testing.T) {
 		<-s.cat.started
 	}
 	io.WriteString(s.ep.w, "{invalid}\n")
-	waitFor(t, func() bool { return s.out.writes.Load() == 1 }) // blocked on the full device
+	eventually.True(t, "the first write, blocked on the full device", func() bool { return s.out.writes.Load() == 1 })
 	s.cat.Release()
 	// The handlers return at once; their outcomes wait in the coordinator's
 	// inbox while it is blocked. There is no signal for "delivered", so

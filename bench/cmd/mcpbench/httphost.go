@@ -10,7 +10,7 @@ import (
 	"github.com/snodod/snodod/bench/internal/report"
 )
 
-// runHTTPHosting runs issue 12's hosting scenario of repeat r: one stdio
+// runHTTPHosting runs the hosting scenario of repeat r: one stdio
 // server (upstream, the raw peer: the fastest, so that what is measured
 // is the hosts) served over Streamable HTTP by snodod serve (passed
 // through at http.path/up) and by the npm gateways supergateway and

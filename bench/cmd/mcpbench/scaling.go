@@ -16,7 +16,7 @@ import (
 	"github.com/snodod/snodod/bench/internal/wire"
 )
 
-// runCurves runs the scaling curves of repeat r (issue 13): snodod stdio
+// runCurves runs the scaling curves of repeat r: snodod stdio
 // and the floor at each level of requests in flight, at every version, and
 // snodod serve at each number of sessions.
 func runCurves(rep *report.Report, servers []load.Server, serveOK bool, snodod string, r, repeats int) {

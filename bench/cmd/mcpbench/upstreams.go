@@ -9,7 +9,7 @@ import (
 	"github.com/snodod/snodod/bench/internal/wire"
 )
 
-// runHosted runs the hosted-server scenarios (issue 10) of repeat r: the
+// runHosted runs the hosted-server scenarios of repeat r: the
 // relay overhead of each upstream (the raw peer, the hardest case: it
 // costs almost nothing itself; and the Go SDK's, a real server) at every
 // version, the order rotating, and, once, the sharing of the sharer (the

@@ -1,7 +1,7 @@
-// Command upgradebench measures the pause a client sees while the daemon
-// is upgraded (issue 15): `snodod serve` with 1,000 sessions, each sending
-// a tools/call echo at its own steady pace (one at a time), and `snodod
-// upgrade` in the middle. It prints, and with -docs writes to
+// Command upgradebench measures the pause a client sees while the daemon is
+// upgraded (docs/operations.md): `snodod serve` with 1,000 sessions, each
+// sending a tools/call echo at its own steady pace (one at a time), and
+// `snodod upgrade` in the middle. It prints, and with -docs writes to
 // docs/bench-upgrade.md, the latencies of the calls sent before the upgrade
 // and of those sent while it ran (p50, p99, the longest), how long the
 // upgrade took, and whether any call failed (none may).
@@ -89,8 +89,8 @@ func markdown(runs []load.UpgradePause, sessions int, every, took time.Duration,
 		calls += r.CallsBefore + r.CallsAcross
 	}
 	f("# Benchmark: the pause of an upgrade\n\n")
-	f("What a client sees while `snodod upgrade` replaces the daemon (issue 15;\n")
-	f("docs/operations.md): %d sessions of `snodod serve --demo`, each sending a\n", sessions)
+	f("What a client sees while `snodod upgrade` replaces the daemon\n")
+	f("(docs/operations.md): %d sessions of `snodod serve --demo`, each sending a\n", sessions)
 	f("2025-06-18 `tools/call echo` every %s, one at a time, on the session\n", every)
 	f("socket, and `snodod upgrade` in the middle (the same binary: the new\n")
 	f("process takes the sockets and every session). This page is written by\n")

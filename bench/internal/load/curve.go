@@ -7,7 +7,7 @@ import (
 	"github.com/snodod/snodod/bench/internal/wire"
 )
 
-// The scaling curves (issue 13): how CPU per call and latency grow with
+// The scaling curves: how CPU per call and latency grow with
 // the work at hand, requests in flight on one connection or sessions at
 // once on one daemon.
 

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Hosting one stdio server over Streamable HTTP (issue 12's second half):
+// Hosting one stdio server over Streamable HTTP:
 // snodod serve with it as an upstream passed through at http.path/NAME,
 // and the npm gateways supergateway and mcp-proxy in front of the same
 // command. Their clients speak a legacy version with sessions, the one

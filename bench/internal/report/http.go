@@ -15,7 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// httpSection is the section of the HTTP scenarios (issue 12): snodod
+// httpSection is the section of the HTTP scenarios: snodod
 // against the SDKs' streamable servers, and one stdio server hosted over
 // HTTP by snodod and the gateways; "" when neither ran.
 func (r *Report) httpSection() string {
@@ -113,11 +113,10 @@ func httpMedian(results []load.HTTPResult, server string, get func(load.HTTPResu
 	return stats.Median(v)
 }
 
-// httpGoals are issue 12's goals of one HTTP scenario (what prefixes
-// their labels): snodod's calls/s
-// at least twice the best other's (of kind, "peer" or "gateway"), its CPU
-// per call at most half of that one's; none when the scenario did not
-// run.
+// httpGoals are the goals of one HTTP scenario (docs/bench.md, "Goals"),
+// what prefixes their labels: snodod's calls/s at least twice the best
+// other's (of kind, "peer" or "gateway"), its CPU per call at most half of
+// that one's; none when the scenario did not run.
 func httpGoals(what, kind string, results []load.HTTPResult) []string {
 	if len(results) == 0 {
 		return nil

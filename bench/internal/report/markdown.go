@@ -14,7 +14,7 @@ func (r *Report) Console() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nmedians of %d repeat(s); (r×) = snodod ÷ that server\n\n", r.Config.Repeats)
 	b.WriteString(r.Table().Markdown())
-	b.WriteString("\nGoals (issue 13; hosted servers issue 10; HTTP issue 12):\n")
+	b.WriteString("\nGoals:\n")
 	for _, g := range r.Goals() {
 		b.WriteString("  - " + strings.ReplaceAll(g, "**", "") + "\n")
 	}
@@ -39,8 +39,8 @@ func (r *Report) Markdown(chart, scaling, httpChart string) string {
 snodod against the MCP SDKs that serve the same tools over stdio, and
 against a raw NDJSON loop that is the floor of this harness. This page is
 written by `+"`make bench`"+` (bench/cmd/mcpbench): rerun it rather than edit it.
-The goals are those of issue 13 (the hosted servers' of issue 10, HTTP's of
-issue 12).
+The goals, under "Goals", are the project's speed and memory goals
+(bench/internal/report holds them).
 
 Latest: %s, %s; the harness took %s.
 

@@ -39,7 +39,7 @@ type Report struct {
 	// and the Go micro-benchmarks of the hot path (once).
 	Curves []load.Curve
 	HTTP   []load.HTTPResult
-	// HTTPHosted is issue 12's hosting scenario (every repeat): one stdio
+	// HTTPHosted is the hosting scenario (every repeat): one stdio
 	// server over HTTP behind snodod and behind the npm gateways.
 	HTTPHosted []load.HTTPResult
 	HTTPHosts  []Serving // what each host of HTTPHosted is
@@ -297,8 +297,7 @@ func (r *Report) sessionRows() []Row {
 	return rows
 }
 
-// The goals of issue 13 (and, for the hosted servers, issue 10; for
-// HTTP, issue 12).
+// The goals (docs/bench.md, "Goals").
 const (
 	goalFloorCalls  = 0.8 // pipelined calls/s ≥ 0.8× the floor's
 	goalFloorCPU    = 2   // CPU per call ≤ 2× the floor's

@@ -180,7 +180,7 @@ func (r *Report) timeGoes() string {
 }
 
 // extraGoals are the goals outside the main table: the hosted servers'
-// (issue 10) and HTTP's (issue 12).
+// and HTTP's.
 func (r *Report) extraGoals() []string {
 	out := r.relayGoals()
 	out = append(out, httpGoals("HTTP ", "peer", r.HTTP)...)

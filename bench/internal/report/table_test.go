@@ -110,7 +110,7 @@ func TestGoalsAndMedians(t *testing.T) {
 	}
 }
 
-// The hosted servers' goals (issue 10) and HTTP's (issue 12) join the
+// The hosted servers' goals and HTTP's join the
 // list, from the medians of their repeats.
 func TestExtraGoals(t *testing.T) {
 	r := &Report{Versions: []string{wire.V20250618}}
@@ -175,7 +175,7 @@ func TestCompact(t *testing.T) {
 	}
 }
 
-// Issue 12's hosting scenario: its table (a gateway that could not run is
+// The HTTP hosting scenario: its table (a gateway that could not run is
 // n/a with its reason, not dropped), its goals against the best gateway
 // that ran, and the HTTP chart.
 func TestHTTPHosting(t *testing.T) {

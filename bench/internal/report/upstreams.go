@@ -62,7 +62,8 @@ func (r *Report) relayRows() []relayRow {
 	return out
 }
 
-// relayGoals are issue 10's goals, per upstream and version.
+// relayGoals are the hosted servers' goals (docs/bench.md, "Goals"), per
+// upstream and version.
 func (r *Report) relayGoals() []string {
 	var out []string
 	for _, x := range r.relayRows() {
@@ -75,7 +76,7 @@ func (r *Report) relayGoals() []string {
 	return out
 }
 
-// hosted is the section of the hosted-server scenarios (issue 10): the
+// hosted is the section of the hosted-server scenarios: the
 // relay's overhead and the sharing's savings, medians over the repeats;
 // "" when they did not run.
 func (r *Report) hosted() string {
@@ -83,7 +84,7 @@ func (r *Report) hosted() string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("\n## Hosted servers (issue 10)\n\n")
+	b.WriteString("\n## Hosted servers\n\n")
 	if rows := r.relayRows(); len(rows) > 0 {
 		fmt.Fprintf(&b, "Each upstream spawned directly, and hosted by `snodod serve` behind `snodod connect NAME`: the raw peer (the hardest case: it costs almost nothing itself, so snodod's share shows whole) and the Go SDK's (a real server). Medians of %d repeat(s); the added p50 and the ratios are medians of each repeat's. CPU, context switches and read/write system calls per call are over the whole relayed run (handshake, warm-up, sequential and pipelined calls), from schedstat, status and io of every thread.\n\n",
 			rows[0].Repeats)
