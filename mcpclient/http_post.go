@@ -90,7 +90,7 @@ func visibleASCII(s string) bool {
 func (s *httpStream) readEvents(p *post, resp *http.Response) {
 	r := newSSEReader(resp.Body, s.limit)
 	body := resp.Body
-	defer func() { body.Close() }()
+	defer func() { finishBody(body) }()
 	empty := 0 // resumptions in a row that brought nothing
 	for {
 		progressed, over := s.drain(p, r)
@@ -216,6 +216,16 @@ func (s *httpStream) resume(p *post, lastID string) (*http.Response, bool) {
 		p.m.Fail(e)
 	}
 	return nil, false
+}
+
+// finishBody reads what is left of a response stream after its answer
+// (the server ends it there), for a moment at most, and closes it: a body
+// read to its end lets its connection serve the next request.
+func finishBody(body io.ReadCloser) {
+	t := time.AfterFunc(time.Second, func() { body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	t.Stop()
+	body.Close()
 }
 
 // isClosed reports whether ch is closed.

@@ -21,8 +21,13 @@ import (
 func remoteServer(t testing.TB, mode string) (*fakeremote.Server, *httptest.Server) {
 	t.Helper()
 	fr := fakeremote.New("remote")
-	ts := httptest.NewServer(fr.Handler(mode))
-	t.Cleanup(ts.Close)
+	ts := httptest.NewUnstartedServer(fr.Handler(mode))
+	ts.Config.ConnState = fr.ConnState
+	ts.Start()
+	t.Cleanup(func() {
+		ts.Close()
+		fr.Close()
+	})
 	return fr, ts
 }
 

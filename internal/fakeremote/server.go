@@ -11,7 +11,9 @@ package fakeremote
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -39,12 +41,19 @@ type Server struct {
 	// Name is the serverInfo name, and the echo tool's prefix.
 	Name string
 
+	srv      *mcp.Server // one for every session: Close ends them all
+	quit     chan struct{}
+	quitOnce sync.Once
 	mu       sync.Mutex
-	handlers map[string]*mcp.StreamableHTTPHandler // the streamable handler, to expire sessions
 	sessions []string
 
-	// Calls counts the tools/call requests it served.
-	Calls atomic.Int64
+	// Calls counts the tools/call requests it served; Cancelled the calls
+	// of slow that ended by their cancellation; Deletes the DELETE
+	// requests; Resumes the GET requests with Last-Event-ID; Connections
+	// the TCP connections its server saw (ConnState).
+	Calls, Cancelled, Deletes, Resumes, Connections atomic.Int64
+	// Header is the last request's headers.
+	lastHeader atomic.Pointer[http.Header]
 	// FailNext, when set, makes the next requests answer this HTTP status
 	// (Fail counts them down).
 	failStatus atomic.Int64
@@ -54,7 +63,20 @@ type Server struct {
 }
 
 // New returns a test server named name.
-func New(name string) *Server { return &Server{Name: name, expired: map[string]bool{}} }
+func New(name string) *Server {
+	s := &Server{Name: name, expired: map[string]bool{}, quit: make(chan struct{})}
+	s.srv = s.mcpServer()
+	return s
+}
+
+// Close ends every session the server has (their goroutines end), and
+// the calls of slow.
+func (s *Server) Close() {
+	s.quitOnce.Do(func() { close(s.quit) })
+	for ss := range s.srv.Sessions() {
+		_ = ss.Close()
+	}
+}
 
 // FailNext makes the next n requests answer status (a 5xx, say).
 func (s *Server) FailNext(status, n int) {
@@ -70,18 +92,23 @@ func (s *Server) ExpireSessions() {
 	for _, id := range s.sessions {
 		s.expired[id] = true
 	}
+	for ss := range s.srv.Sessions() {
+		if s.expired[ss.ID()] {
+			_ = ss.Close()
+		}
+	}
 }
 
 // Handler serves the server in mode (ModeStreamable, ModeStateless,
 // ModeSSE).
 func (s *Server) Handler(mode string) http.Handler {
-	getServer := func(*http.Request) *mcp.Server { return s.mcpServer() }
+	getServer := func(*http.Request) *mcp.Server { return s.srv }
 	var inner http.Handler
 	switch mode {
 	case ModeSSE:
 		inner = mcp.NewSSEHandler(getServer, nil)
 	case ModeStateless:
-		inner = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true})
+		inner = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
 	default:
 		inner = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
 	}
@@ -90,6 +117,14 @@ func (s *Server) Handler(mode string) http.Handler {
 			status := int(s.failStatus.Load())
 			http.Error(w, fmt.Sprintf("fakeremote: failing on purpose (%d)", status), status)
 			return
+		}
+		h := r.Header.Clone()
+		s.lastHeader.Store(&h)
+		switch {
+		case r.Method == http.MethodDelete:
+			s.Deletes.Add(1)
+		case r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "":
+			s.Resumes.Add(1)
 		}
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 			s.mu.Lock()
@@ -102,6 +137,21 @@ func (s *Server) Handler(mode string) http.Handler {
 		}
 		inner.ServeHTTP(&sessionWatch{ResponseWriter: w, s: s}, r)
 	})
+}
+
+// LastHeader is the headers of the last request served.
+func (s *Server) LastHeader() http.Header {
+	if h := s.lastHeader.Load(); h != nil {
+		return *h
+	}
+	return nil
+}
+
+// ConnState counts connections: an http.Server's ConnState hook.
+func (s *Server) ConnState(_ net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		s.Connections.Add(1)
+	}
 }
 
 // sessionWatch records the session ids the handler hands out.
@@ -201,7 +251,10 @@ func (s *Server) mcpServer() *mcp.Server {
 		select {
 		case <-time.After(time.Duration(in.DelayMs) * time.Millisecond):
 			return text("slept"), nil, nil
+		case <-s.quit:
+			return nil, nil, errors.New("the server is closing")
 		case <-ctx.Done():
+			s.Cancelled.Add(1)
 			return nil, nil, ctx.Err()
 		}
 	})
@@ -233,6 +286,17 @@ func (s *Server) mcpServer() *mcp.Server {
 			v = req.Extra.Header.Get("X-Test")
 		}
 		return text(v), nil, nil
+	})
+	region := &mcp.Tool{Name: "region", Description: "Answers the Mcp-Param-Region header.", InputSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"region": map[string]any{"type": "string", "x-mcp-header": "Region"}},
+	}}
+	srv.AddTool(region, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		count()
+		v := ""
+		if req.Extra != nil && req.Extra.Header != nil {
+			v = req.Extra.Header.Get("Mcp-Param-Region") + " " + req.Extra.Header.Get("Mcp-Name")
+		}
+		return text(v), nil
 	})
 	srv.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://hello", MIMEType: "text/plain", Text: "hello from " + s.Name}}}, nil
