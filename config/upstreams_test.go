@@ -130,7 +130,7 @@ roots = ["https://example.com"]
 		`mcpServers.c.restart.max_delay: must not be shorter than restart.initial_delay ("2m"), got "1m"`,
 		`mcpServers.c.timeout: is an alias of request_timeout; keep one of them`,
 		`mcpServers.c.tools: must be a list of globs (include) or a table {include = [globs], exclude = [globs]}, got 3`,
-		`mcpServers.d.url: is a remote server (url); snodod hosts only local servers started with command and args for now: remove the entry, or run the server locally with command and args`,
+		`mcpServers.d.command: is a field of a server snodod starts; a remote server (url) has none: remove it, or remove url`,
 		`mcpServers.e.env.K: must be a string, got a number`,
 		`mcpServers.e.inherit_env: must be true (every variable), false (none) or a list of variable names (a trailing * matches a prefix), got "all"`,
 		`mcpServers.e.roots: entries must be paths or file:// URIs, got "https://example.com"`,
@@ -327,8 +327,11 @@ command = "own-fs"
 	for _, u := range c.MCPServers {
 		names = append(names, u.Name)
 	}
-	if !slices.Equal(names, []string{"fs", "git", "memory"}) {
-		t.Fatalf("entries %v, want fs git memory", names)
+	if !slices.Equal(names, []string{"fs", "git", "memory", "remote"}) {
+		t.Fatalf("entries %v, want fs git memory remote", names)
+	}
+	if u := c.Upstream("remote"); u.Remote == nil || u.Remote.URL != "https://example.com/mcp" || u.Remote.SSE || !u.Imported {
+		t.Errorf("the imported remote server: %+v", u)
 	}
 	if u := c.Upstream("fs"); u.Command != "own-fs" || u.Imported {
 		t.Errorf("snodod's own entry must win: %+v", u)
@@ -338,7 +341,6 @@ command = "own-fs"
 	}
 	w := strings.Join(warningLines(c), "\n")
 	for _, want := range []string{
-		"mcpServers.remote: is a remote server (url); snodod hosts only local servers started with command and args for now; the entry is skipped (imported from " + claude + ")",
 		"upstreams.import: names ", "absent.json, which does not exist; it is skipped",
 	} {
 		if !strings.Contains(w, want) {
