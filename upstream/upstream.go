@@ -27,6 +27,8 @@ type upstream struct {
 	// a change restarts, anything else is a view change.
 	fingerprint string
 	ring        *mcpclient.StderrRing
+	// remote reaches a remote server (remote.go); unused otherwise.
+	remote *remote
 	// cacheSwept is set by u's first cache.store, which removes the files
 	// of its earlier fingerprints.
 	cacheSwept atomic.Bool
@@ -48,7 +50,7 @@ type instanceSlot struct {
 
 func newUpstream(m *Manager, cfg config.Upstream, ring *mcpclient.StderrRing) *upstream {
 	u := &upstream{m: m, name: cfg.Name, fingerprint: fingerprint(&cfg), ring: ring,
-		instances: map[string]*instanceSlot{}}
+		instances: map[string]*instanceSlot{}, remote: &remote{}}
 	u.cfg.Store(&cfg)
 	u.sup = suture.New("upstream "+cfg.Name, suture.Spec{EventHook: m.supervisorEvent, Timeout: m.stopGrace() + drainMargin})
 	if cat, ok := m.cache.load(u); ok {
@@ -167,12 +169,18 @@ func sessionInstanceKey(id uint64) string { return "session " + strconv.FormatUi
 // addInstanceLocked creates the instance of key and starts its loop under
 // the upstream's supervisor; u.mu is held (or u not yet shared).
 func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
-	r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
-	roots := r.Roots
-	if len(roots) == 0 && u.conf().Share != "all" {
-		roots = []string{"file://" + cwd}
+	var cmd mcpclient.Command
+	var roots []string
+	if u.isRemote() {
+		roots = u.conf().Roots // a remote server reads none of the client's files
+	} else {
+		r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
+		roots = r.Roots
+		if len(roots) == 0 && u.conf().Share != "all" {
+			roots = []string{"file://" + cwd}
+		}
+		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
 	}
-	cmd := mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
 	in := newInstance(u, key, label, cwd, cmd, roots)
 	u.instances[key] = &instanceSlot{in: in, token: u.sup.Add(in)}
 	return in
@@ -252,5 +260,24 @@ func fingerprint(u *config.Upstream) string {
 	field(u.Cwd)
 	field(u.Share)
 	field(u.Protocol)
+	if r := u.Remote; r != nil {
+		// A remote server: what reaches it (header values hashed, never
+		// stored), and who it authorizes as.
+		field("remote")
+		field(r.URL)
+		field(fmt.Sprint(r.SSE, r.AllowInsecureHTTP))
+		field(r.TLSCAFile)
+		names := make([]string, 0, len(r.Headers))
+		for k := range r.Headers {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			v := sha256.Sum256([]byte(r.Headers[k]))
+			field(k + "=" + hex.EncodeToString(v[:]))
+		}
+		o := r.OAuth
+		field(fmt.Sprint(o.ClientID, o.ClientSecretFile, o.PrivateKeyFile, o.SigningAlg, o.KeyID, o.ClientMetadataURL, o.Scopes, o.Grant, o.DPoP, o.RedirectPort))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
