@@ -114,6 +114,7 @@ func TestHTTPErrorStatus(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			fr, ts := remoteServer(t, mode)
 			c := dialRemote(t, HTTP{URL: ts.URL}, Options{})
+			toolText(t, c, "echo", nil, CallOptions{}) // the handshake's notification is through
 			fr.FailNext(http.StatusBadGateway, 1)
 			_, err := c.Call(context.Background(), "tools/call", toolParams(t, "echo", nil, nil), CallOptions{})
 			var re *RemoteError

@@ -60,6 +60,11 @@ type httpStream struct {
 	endErr   error
 	mode     int
 	posts    map[*Outgoing]*post // requests under way
+	// barrier is closed once the last notification sent (other than a
+	// cancellation) was acknowledged: what is sent after it waits, so
+	// that notifications/initialized reaches the server before the
+	// requests that follow (separate POSTs are not ordered otherwise).
+	barrier chan struct{}
 	waiting  map[int64]*post     // the same, by id, until answered
 	sess     legacySession
 	endpoint *url.URL                       // 2024-11-05
@@ -208,11 +213,27 @@ func (s *httpStream) Send(m *Outgoing) bool {
 	case s.mode == modeUnknown && m.ID != 0 && m.Method != "server/discover":
 		s.mode = modeModern // the Conn chose 2026: its requests after the probe
 	}
+	wait := s.barrier
+	var done chan struct{}
+	if m.ID == 0 && m.Method != "" && m.Method != "notifications/cancelled" {
+		done = make(chan struct{})
+		s.barrier = done
+	}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
+		if wait != nil {
+			select {
+			case <-wait:
+			case <-s.ctx.Done():
+				return
+			}
+		}
 		if p == nil {
+			if done != nil {
+				defer close(done)
+			}
 			s.deliverMessage(m)
 			return
 		}

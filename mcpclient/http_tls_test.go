@@ -85,7 +85,9 @@ func TestHTTPPrivateCA(t *testing.T) {
 	}
 }
 
-// Over HTTP/1.1 too, sequential calls reuse one kept-alive connection.
+// Over HTTP/1.1 too, sequential calls reuse kept-alive connections (a
+// call may start while the previous answer's stream is still being read
+// to its end: a second connection, then both reused).
 func TestHTTPConnectionReuse(t *testing.T) {
 	for _, mode := range []string{fakeremote.ModeStateless, fakeremote.ModeSSE} {
 		t.Run(mode, func(t *testing.T) {
@@ -95,7 +97,7 @@ func TestHTTPConnectionReuse(t *testing.T) {
 			for range 20 {
 				toolText(t, c, "echo", map[string]any{"text": "x"}, CallOptions{})
 			}
-			if n := fr.Connections.Load() - before; n > 1 {
+			if n := fr.Connections.Load() - before; n > 2 {
 				t.Errorf("%d new connections for 20 sequential calls", n)
 			}
 		})

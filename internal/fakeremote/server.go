@@ -54,8 +54,8 @@ type Server struct {
 	Calls, Cancelled, Deletes, Resumes, Connections atomic.Int64
 	// Header is the last request's headers.
 	lastHeader atomic.Pointer[http.Header]
-	// FailNext, when set, makes the next requests answer this HTTP status
-	// (Fail counts them down).
+	// failStatus is what the next failCount POST requests answer
+	// (FailNext).
 	failStatus atomic.Int64
 	failCount  atomic.Int64
 	// expire, when set, makes every known session unknown (404).
@@ -78,7 +78,7 @@ func (s *Server) Close() {
 	}
 }
 
-// FailNext makes the next n requests answer status (a 5xx, say).
+// FailNext makes the next n POST requests answer status (a 5xx, say).
 func (s *Server) FailNext(status, n int) {
 	s.failStatus.Store(int64(status))
 	s.failCount.Store(int64(n))
@@ -113,7 +113,7 @@ func (s *Server) Handler(mode string) http.Handler {
 		inner = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n := s.failCount.Load(); n > 0 && s.failCount.CompareAndSwap(n, n-1) {
+		if n := s.failCount.Load(); r.Method == http.MethodPost && n > 0 && s.failCount.CompareAndSwap(n, n-1) {
 			status := int(s.failStatus.Load())
 			http.Error(w, fmt.Sprintf("fakeremote: failing on purpose (%d)", status), status)
 			return
