@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,5 +265,51 @@ func TestHTTPModernErrorBody(t *testing.T) {
 	var perr *protocol.Error
 	if !errors.As(err, &perr) || perr.Code != protocol.CodeMethodNotFound {
 		t.Errorf("an unknown method: %v", err)
+	}
+}
+
+// notifications/initialized is acknowledged before the first request
+// after the handshake is sent: separate POSTs are not ordered, and a
+// server that processes the request first (server-everything's HTTP+SSE
+// transport) answers it as for an uninitialized client.
+func TestHTTPInitializedFirst(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) {
+		mu.Lock()
+		order = append(order, s)
+		mu.Unlock()
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		switch req.Method {
+		case "notifications/initialized":
+			time.Sleep(200 * time.Millisecond) // a slow acknowledgement
+			note("initialized")
+			w.WriteHeader(http.StatusAccepted)
+			return
+		case "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"slow","version":"1"}}}`, req.ID)
+			return
+		case "tools/list":
+			note("tools/list")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`, req.ID)
+	}))
+	t.Cleanup(ts.Close)
+	c := dialRemote(t, HTTP{URL: ts.URL}, Options{Protocol: "2025-11-25"})
+	if _, err := c.List(context.Background(), "tools/list"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 2 || order[0] != "initialized" {
+		t.Errorf("the server saw %v, want initialized first", order)
 	}
 }
