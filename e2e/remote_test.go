@@ -6,12 +6,16 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,5 +214,78 @@ url = %q
 	out, err := d.command("status").Output()
 	if err != nil || !strings.Contains(string(out), "go-legacy: remote "+legacy) {
 		t.Errorf("snodod status: %v\n%s", err, out)
+	}
+}
+
+// TestRemoteProxy: the daemon reaches a remote server through the proxy
+// HTTP_PROXY names (a host only the proxy can resolve), and directly for a
+// host NO_PROXY lists.
+func TestRemoteProxy(t *testing.T) {
+	target := startFakeRemote(t, "-name", "proxied")
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proxied atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// An absolute-form request for mcp.test: sent on to the server.
+		if r.URL.Hostname() != "mcp.test" {
+			http.Error(w, "this proxy serves mcp.test only", http.StatusBadGateway)
+			return
+		}
+		proxied.Add(1)
+		out := r.Clone(r.Context())
+		out.RequestURI = ""
+		out.URL.Host, out.Host = u.Host, u.Host // the server guards its loopback Host
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		flusher, _ := w.(http.Flusher)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				_, _ = w.Write(buf[:n])
+				if flusher != nil {
+					flusher.Flush()
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(proxy.Close)
+	config := fmt.Sprintf(`
+[mcpServers.proxied]
+url = "http://mcp.test:%s/mcp"
+allow_insecure_http = true
+[mcpServers.direct]
+url = "http://mcp-direct.test:%s/mcp"
+allow_insecure_http = true
+`, u.Port(), u.Port())
+	d := &npmDaemon{daemonProc: startDaemon(t, config, []string{"HTTP_PROXY=" + proxy.URL, "NO_PROXY=mcp-direct.test"})}
+	c := d.connect(t, "", "2025-11-25", "")
+	if got := resultText(c.call(t, "proxied__echo", map[string]any{"text": "via the proxy"})); got != "proxied: via the proxy" {
+		t.Errorf("through the proxy: %q", got)
+	}
+	if proxied.Load() == 0 {
+		t.Error("no request went through the proxy")
+	}
+	before := proxied.Load()
+	res, err := c.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "direct__echo"})
+	msg := fmt.Sprint(err)
+	if res != nil {
+		msg = resultText(res)
+	}
+	if !strings.Contains(msg, "cannot reach http://mcp-direct.test:") || proxied.Load() != before {
+		t.Errorf("a NO_PROXY host went through the proxy, or: %s", msg)
 	}
 }

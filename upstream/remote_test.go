@@ -347,3 +347,39 @@ func TestRemoteAuthServerBroken(t *testing.T) {
 		})
 	}
 }
+
+// A server that accepts connections and never answers: the start ends at
+// start_timeout, and the call's failure names the server and the limit.
+func TestRemoteSilent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	h := newHarness(t, fmt.Sprintf("[mcpServers.far]\nurl = \"http://%s/mcp\"\nstart_timeout = \"500ms\"\n", ln.Addr()))
+	c := h.connect("", "", "2025-11-25")
+	msg := failureText(t, c.call("tools/call", fakeTool("far__echo", "")))
+	if !strings.Contains(msg, `upstream "far"`) || !strings.Contains(msg, "within 500ms (start_timeout)") {
+		t.Errorf("a silent server: %s", msg)
+	}
+}
