@@ -381,23 +381,37 @@ func TestUpstreamCommandOnPath(t *testing.T) {
 	}
 }
 
-// TestDocsUpstreamsExample loads the mcpServers example of docs/config.md.
+// TestDocsUpstreamsExample loads the mcpServers examples of
+// docs/config.md: the started servers' and the remote servers'.
 func TestDocsUpstreamsExample(t *testing.T) {
 	b, err := os.ReadFile(docsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	examples := fenced(string(b), "toml mcpServers")
-	if len(examples) != 1 {
-		t.Fatalf("found %d mcpServers examples, want 1", len(examples))
+	if len(examples) != 2 {
+		t.Fatalf("found %d mcpServers examples, want 2", len(examples))
 	}
 	home := t.TempDir()
-	writeAt(t, filepath.Join(home, ".config", "snodod", "secrets", "github"), "ghp_example\n")
-	c := mustLoad(t, Options{File: writeFile(t, "config.toml", examples[0]), Env: []string{"HOME=" + home, "XDG_RUNTIME_DIR=/run/test", "XDG_CONFIG_HOME=" + t.TempDir()}})
+	for _, f := range []string{"secrets/github", "secrets/linear", "secrets/corp"} {
+		writeAt(t, filepath.Join(home, ".config", "snodod", f), "ghp_example\n")
+	}
+	env := []string{"HOME=" + home, "XDG_RUNTIME_DIR=/run/test", "XDG_CONFIG_HOME=" + t.TempDir()}
+	c := mustLoad(t, Options{File: writeFile(t, "config.toml", examples[0]), Env: env})
 	if gh := c.Upstream("github"); gh == nil || gh.Prefix != "gh" || gh.Tools.Allows("delete_repo") {
 		t.Errorf("github entry %+v", gh)
 	}
 	if b := c.Upstream("browser"); b == nil || b.Share != "session" || b.MaxInstances != 4 {
 		t.Errorf("browser entry %+v", b)
+	}
+	c = mustLoad(t, Options{File: writeFile(t, "config.toml", examples[1]), Env: env})
+	if l := c.Upstream("linear"); l == nil || l.Remote == nil || !l.Remote.SSE || l.Remote.Headers["Authorization"] != "ghp_example" {
+		t.Errorf("linear entry %+v", l)
+	}
+	if i := c.Upstream("internal"); i == nil || i.Remote == nil || i.Remote.OAuth.Grant != "client_credentials" || i.Remote.TLSCAFile == "" {
+		t.Errorf("internal entry %+v", i)
+	}
+	if w := warningLines(c); len(w) != 0 {
+		t.Errorf("warnings %q", w)
 	}
 }
