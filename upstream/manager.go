@@ -176,6 +176,9 @@ func (m *Manager) Serve(ctx context.Context) error {
 	}
 	err := m.sup.Serve(ctx)
 	close(m.done)
+	for _, u := range m.sorted() {
+		u.remote.close()
+	}
 	m.mu.Lock()
 	if m.record != nil {
 		_ = m.record.Close()

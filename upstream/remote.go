@@ -25,10 +25,12 @@ import (
 
 // remote is an upstream's means of reaching its server, made at the first
 // need and kept while the upstream lives (a reload that changes the
-// entry makes a new upstream, and a new remote).
+// entry makes a new upstream, and a new remote). One that could not be
+// made (a CA file or a secret not readable yet) is tried again at the next
+// need.
 type remote struct {
-	once  sync.Once
-	err   error
+	mu    sync.Mutex
+	made  bool
 	base  *http.Transport
 	authz *oauth.Authorizer
 	http  mcpclient.HTTP
@@ -38,8 +40,15 @@ type remote struct {
 // the entry could not be used (a CA file, a client secret, a key).
 func (u *upstream) remoteOf() (*remote, error) {
 	r := u.remote
-	r.once.Do(func() { r.err = r.make(u) })
-	return r, r.err
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.made {
+		if err := r.make(u); err != nil {
+			return nil, err
+		}
+		r.made = true
+	}
+	return r, nil
 }
 
 func (r *remote) make(u *upstream) error {
@@ -69,6 +78,8 @@ func (r *remote) make(u *upstream) error {
 
 // close ends a renewal in progress and the idle connections.
 func (r *remote) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.authz != nil {
 		_ = r.authz.Close()
 	}
