@@ -139,6 +139,14 @@ func TestImportClientShapes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
+			for name, want := range remoteShapes {
+				if !strings.Contains(shape.content, `"`+name+`"`) {
+					continue
+				}
+				if u := cfg.Upstream(name); u == nil || u.Remote == nil || u.Remote.URL != want.url || u.Remote.SSE != want.sse || !want.header(u.Remote.Headers) {
+					t.Errorf("%s: %+v", name, u)
+				}
+			}
 			switch shape.name {
 			case "Claude Desktop":
 				if m := cfg.Upstream("memory"); m == nil || m.Env["MEMORY_FILE_PATH"] != home+"/memory.json" || m.Env["LOG_LEVEL"] != "debug" {
