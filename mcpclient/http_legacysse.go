@@ -103,14 +103,8 @@ func (s *httpStream) serveSSE(resp *http.Response, ready chan<- error) {
 			}
 			return
 		}
-		switch {
-		case ev.tooLong:
-			id, ok := longLineID(ev.head, ev.tail)
-			s.tooLong(TooLongError{ID: id, HasID: ok})
-		case ev.typ == "message" && len(bytes.TrimSpace(ev.data)) > 0:
-			if !s.dispatch(ev.data, nil) {
-				return
-			}
+		if !s.handOn(ev) {
+			return
 		}
 	}
 }

@@ -25,13 +25,10 @@ func (s *httpStream) post(ctx context.Context, m *Outgoing, p *post) (*http.Resp
 	if mode == modeSSE {
 		target = endpoint.String()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(m.Data))
+	req, err := s.newPost(ctx, target, m.Data)
 	if err != nil {
 		return nil, 0, err
 	}
-	s.headers(req)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	switch mode {
 	case modeSSE:
 	case modeLegacy:
@@ -60,6 +57,19 @@ func (s *httpStream) post(ctx context.Context, m *Outgoing, p *post) (*http.Resp
 		s.mu.Unlock()
 	}
 	return resp, sess.gen, nil
+}
+
+// newPost is a POST of body to target with the configured headers and
+// those of every MCP POST.
+func (s *httpStream) newPost(ctx context.Context, target string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	s.headers(req)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	return req, nil
 }
 
 // headers sets the configured headers on req.
@@ -199,7 +209,7 @@ func (s *httpStream) resume(p *post, lastID string) (*http.Response, bool) {
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		s.failedRequest(p, err)
+		s.failed(p.ctx, p.m, err)
 		return nil, false
 	}
 	switch {

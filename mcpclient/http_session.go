@@ -125,13 +125,10 @@ func (s *httpStream) renewSession(gen int) error {
 func (s *httpStream) openSession(frame []byte, id int64) (sid, version string, err error) {
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url.String(), bytes.NewReader(frame))
+	req, err := s.newPost(ctx, s.url.String(), frame)
 	if err != nil {
 		return "", "", err
 	}
-	s.headers(req)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return "", "", s.describe(err)
@@ -158,13 +155,10 @@ func (s *httpStream) openSession(frame []byte, id int64) (sid, version string, e
 		return "", "", fmt.Errorf("%s refused initialize: %s", s.shown, printableText(answer, 200))
 	}
 	note := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	nreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url.String(), bytes.NewReader(note))
+	nreq, err := s.newPost(ctx, s.url.String(), note)
 	if err != nil {
 		return "", "", err
 	}
-	s.headers(nreq)
-	nreq.Header.Set("Content-Type", "application/json")
-	nreq.Header.Set("Accept", "application/json, text/event-stream")
 	if sid != "" {
 		nreq.Header.Set("Mcp-Session-Id", sid)
 	}
@@ -300,16 +294,24 @@ func (s *httpStream) readListen(r *sseReader) bool {
 			return got
 		}
 		got = true
-		switch {
-		case ev.tooLong:
-			id, ok := longLineID(ev.head, ev.tail)
-			s.tooLong(TooLongError{ID: id, HasID: ok})
-		case ev.typ == "message" && len(bytes.TrimSpace(ev.data)) > 0:
-			if !s.dispatch(ev.data, nil) {
-				return got
-			}
+		if !s.handOn(ev) {
+			return got
 		}
 	}
+}
+
+// handOn hands on an event of a stream that belongs to no request (the
+// GET stream, the 2024-11-05 stream): its message, or its id when it was
+// over the limit. It reports false once the stream is ending.
+func (s *httpStream) handOn(ev sseEvent) bool {
+	switch {
+	case ev.tooLong:
+		id, ok := longLineID(ev.head, ev.tail)
+		s.tooLong(TooLongError{ID: id, HasID: ok})
+	case ev.typ == "message" && len(bytes.TrimSpace(ev.data)) > 0:
+		return s.dispatch(ev.data, nil)
+	}
+	return true
 }
 
 // deleteSession ends the session at the server (2025-11-25: a client that

@@ -54,18 +54,18 @@ type httpStream struct {
 	done     chan struct{}
 	err      error // set before done closes
 
-	mu       sync.Mutex
-	wg       sync.WaitGroup
-	closing  bool
-	endErr   error
-	mode     int
-	posts    map[*Outgoing]*post // requests under way
+	mu      sync.Mutex
+	wg      sync.WaitGroup
+	closing bool
+	endErr  error
+	mode    int
+	posts   map[*Outgoing]*post // requests under way
 	// barrier is closed once the last notification sent (other than a
 	// cancellation) was acknowledged: what is sent after it waits, so
 	// that notifications/initialized reaches the server before the
 	// requests that follow (separate POSTs are not ordered otherwise).
-	barrier chan struct{}
-	waiting  map[int64]*post     // the same, by id, until answered
+	barrier  chan struct{}
+	waiting  map[int64]*post // the same, by id, until answered
 	sess     legacySession
 	endpoint *url.URL                       // 2024-11-05
 	params   map[string]map[string][]string // 2026: each tool's Mcp-Param headers
@@ -309,7 +309,7 @@ func (s *httpStream) deliverMessage(m *Outgoing) {
 	for attempt := 0; ; attempt++ {
 		resp, gen, err := s.post(s.ctx, m, nil)
 		if err != nil {
-			s.failedMessage(m, err)
+			s.failed(s.ctx, m, err)
 			return
 		}
 		discardBody(resp)
@@ -333,19 +333,6 @@ func (s *httpStream) deliverMessage(m *Outgoing) {
 	}
 }
 
-// failedMessage handles a notification or an answer that could not be
-// POSTed.
-func (s *httpStream) failedMessage(m *Outgoing, err error) {
-	var oe *oauth.Error
-	switch {
-	case s.ctx.Err() != nil:
-	case errors.As(err, &oe):
-		s.log.Warn("remote server message not sent", "method", m.Method, "err", err)
-	default:
-		s.lost(err)
-	}
-}
-
 // deliverRequest POSTs a request and reads its answer, resuming its
 // stream, renewing an expired session, or failing the call.
 func (s *httpStream) deliverRequest(p *post) {
@@ -353,7 +340,7 @@ func (s *httpStream) deliverRequest(p *post) {
 	for attempt := 0; ; attempt++ {
 		resp, gen, err := s.post(p.ctx, m, p)
 		if err != nil {
-			s.failedRequest(p, err)
+			s.failed(p.ctx, m, err)
 			return
 		}
 		if s.fallBackToSSE(p, resp) {
@@ -375,16 +362,18 @@ func (s *httpStream) deliverRequest(p *post) {
 	}
 }
 
-// failedRequest handles a request whose POST failed: its context ended
-// (the call was cancelled, the stream closed), its authorization failed
-// (the call fails, the stream stays), or the server is unreachable (the
-// stream ends).
-func (s *httpStream) failedRequest(p *post, err error) {
+// failed handles a message whose POST (under ctx) failed: its context
+// ended (the call was cancelled, the stream closed), its authorization
+// failed (a request's call fails, the stream stays), or the server is
+// unreachable (the stream ends).
+func (s *httpStream) failed(ctx context.Context, m *Outgoing, err error) {
 	var oe *oauth.Error
 	switch {
-	case p.ctx.Err() != nil:
+	case ctx.Err() != nil:
+	case errors.As(err, &oe) && m.ID != 0:
+		m.Fail(&RemoteError{URL: s.shown, Message: oe.Error(), Err: oe})
 	case errors.As(err, &oe):
-		p.m.Fail(&RemoteError{URL: s.shown, Message: oe.Error(), Err: oe})
+		s.log.Warn("remote server message not sent", "method", m.Method, "err", err)
 	default:
 		s.lost(err)
 	}

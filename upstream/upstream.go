@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,16 +247,15 @@ func fingerprint(u *config.Upstream) string {
 	for _, a := range u.Args {
 		field(a)
 	}
+	// hashed fields a table of secrets: the names, and each value's digest.
+	hashed := func(m map[string]string) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			v := sha256.Sum256([]byte(m[k]))
+			field(k + "=" + hex.EncodeToString(v[:]))
+		}
+	}
 	field("env")
-	keys := make([]string, 0, len(u.Env))
-	for k := range u.Env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := sha256.Sum256([]byte(u.Env[k]))
-		field(k + "=" + hex.EncodeToString(v[:]))
-	}
+	hashed(u.Env)
 	field(fmt.Sprint(u.InheritEnv.All, u.InheritEnv.Names))
 	field(u.Cwd)
 	field(u.Share)
@@ -267,15 +267,7 @@ func fingerprint(u *config.Upstream) string {
 		field(r.URL)
 		field(fmt.Sprint(r.SSE, r.AllowInsecureHTTP))
 		field(r.TLSCAFile)
-		names := make([]string, 0, len(r.Headers))
-		for k := range r.Headers {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			v := sha256.Sum256([]byte(r.Headers[k]))
-			field(k + "=" + hex.EncodeToString(v[:]))
-		}
+		hashed(r.Headers)
 		o := r.OAuth
 		field(fmt.Sprint(o.ClientID, o.ClientSecretFile, o.PrivateKeyFile, o.SigningAlg, o.KeyID, o.ClientMetadataURL, o.Scopes, o.Grant, o.DPoP, o.RedirectPort))
 	}
