@@ -164,3 +164,22 @@ func TestHTTPEras(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHTTPCall is one tools/call to the Go SDK's server on loopback
+// through the HTTP transport, per era (compare the go-sdk's own client:
+// the remote hop's cost is what this adds to it).
+func BenchmarkHTTPCall(b *testing.B) {
+	for _, mode := range []string{fakeremote.ModeStreamable, fakeremote.ModeStateless} {
+		b.Run(mode, func(b *testing.B) {
+			_, ts := remoteServer(b, mode)
+			c := dialRemote(b, HTTP{URL: ts.URL}, Options{})
+			params := toolParams(b, "echo", map[string]any{"text": "x"}, nil)
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := c.Call(context.Background(), "tools/call", params, CallOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
