@@ -163,8 +163,10 @@ func (x *expander) fileRefused(inner string) string {
 			"pass the secret in env instead, env = { NAME = \"${" + inner + "}\" }, for the program to read there"
 	case "cwd", "roots", "env_file":
 		return "uses ${" + inner + "} in " + x.field + ", a path that status and logs show: only env values may hold a secret, env = { NAME = \"${" + inner + "}\" }"
+	case "url", "tls_ca_file", "client_secret_file", "private_key_file":
+		return "uses ${" + inner + "} in " + x.field + ", which status and logs show: only env and headers values may hold a secret, headers = { NAME = \"${" + inner + "}\" }"
 	}
-	return "uses ${" + inner + "}, which only env values may use (a secret anywhere else could be read by other local users)"
+	return "uses ${" + inner + "}, which only env values and a remote server's headers may use (a secret anywhere else could be read by other local users)"
 }
 
 // file reads a ${file:PATH} secret. Its content is never shown.

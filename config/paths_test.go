@@ -56,7 +56,7 @@ func TestSocketExpansion(t *testing.T) {
 		{name: "a bare variable", socket: "$XDG_RUNTIME_DIR/s.sock",
 			wantProblem: `daemon.socket: writes $XDG_RUNTIME_DIR, which is not expanded: write ${XDG_RUNTIME_DIR}, got "$XDG_RUNTIME_DIR/s.sock" (env SNODOD_DAEMON__SOCKET)`},
 		{name: "a secret", socket: "/run/${file:/etc/hostname}.sock",
-			wantProblem: `daemon.socket: uses ${file:/etc/hostname}, which only env values may use (a secret anywhere else could be read by other local users), got "/run/${file:/etc/hostname}.sock" (env SNODOD_DAEMON__SOCKET)`},
+			wantProblem: `daemon.socket: uses ${file:/etc/hostname}, which only env values and a remote server's headers may use (a secret anywhere else could be read by other local users), got "/run/${file:/etc/hostname}.sock" (env SNODOD_DAEMON__SOCKET)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := append(slices.Clone(base), tc.env...)

@@ -72,8 +72,10 @@ type Upstream struct {
 	Name string
 	// Program is the server's command, arguments, environment and working
 	// directory; Cwd "" means the default of Share ($HOME for "all", the
-	// client's working directory otherwise).
+	// client's working directory otherwise). A remote server has none.
 	Program
+	// Remote is set for a remote server (url): how to reach it.
+	Remote *Remote
 	// Disabled entries are configured but never started or listed.
 	Disabled bool
 	// Prefix names the upstream's tools and prompts in the aggregated

@@ -14,11 +14,11 @@ import (
 // a client's JSON loads unchanged.
 type serverEntry struct {
 	programEntry
-	// Type is the transport: "stdio", the only one snodod hosts for now.
+	// Type is the transport: "stdio" (a server snodod starts, the default
+	// without url), "http" (the default with url; "streamable-http" and
+	// "streamableHttp" are its other spellings) or "sse".
 	Type string `key:"type"`
-	// remoteEntry holds the fields of a remote server: an entry with any
-	// of them is refused (skipped when imported) until snodod hosts
-	// remote servers, whose fields (headers, oauth) join it there.
+	// remoteEntry holds the fields of a remote server (url).
 	remoteEntry
 	Disabled       *bool          `key:"disabled"`
 	Enabled        *bool          `key:"enabled"`
@@ -46,12 +46,6 @@ type serverEntry struct {
 	WatchPaths    ignoredKey `key:"watchPaths"`
 }
 
-// remoteEntry marks a remote server's entry.
-type remoteEntry struct {
-	URL       ignoredKey `key:"url"`
-	ServerURL ignoredKey `key:"serverUrl"` // Windsurf's
-}
-
 func (e *serverEntry) setDefaults() {
 	e.programEntry.setDefaults()
 	e.Type, e.Share, e.Start, e.Protocol = "stdio", DefaultShare, DefaultStart, DefaultProtocol
@@ -60,27 +54,9 @@ func (e *serverEntry) setDefaults() {
 	e.Restart = DefaultRestart
 }
 
-// remoteTypes are the type values of remote servers' entries.
-var remoteTypes = []string{"http", "sse", "streamable-http", "streamableHttp"}
-
-// RemoteKey returns the key that makes a client's server entry a remote
-// server, which snodod cannot host yet: url, serverUrl, or a remote type
-// ("http", "sse"); "" for a local server.
-func RemoteKey(fields map[string]any) string {
-	for _, k := range []string{"url", "serverUrl"} {
-		if _, ok := fields[k]; ok {
-			return k
-		}
-	}
-	if t, _ := fields["type"].(string); slices.Contains(remoteTypes, t) {
-		return "type"
-	}
-	return ""
-}
-
 // decodeServer decodes, provisions and validates the entry name, every
-// problem recorded in d. ok is false for an entry that is not one
-// (a bad name, not a table, a remote server).
+// problem recorded in d. ok is false for an entry that is not one (a bad
+// name, not a table).
 func decodeServer(d *entryDecoder, ctx entryContext, name string, raw any, src Source, imported bool) (Upstream, bool) {
 	u := Upstream{Name: name, Source: src, Imported: imported}
 	f := serverField(d, u, "")
@@ -89,25 +65,39 @@ func decodeServer(d *entryDecoder, ctx entryContext, name string, raw any, src S
 		return u, false
 	}
 	fields, isTable := raw.(map[string]any)
-	if key := RemoteKey(fields); key != "" {
-		msg := "is a remote server (" + key + "); snodod hosts only local servers started with command and args for now"
-		if imported {
-			f.warn(msg + "; the entry is skipped")
-		} else {
-			f.child(key).problem(msg + ": remove the entry, or run the server locally with command and args")
-		}
-		return u, false
-	}
 	if !isTable {
-		f.problem("must be a table of fields (command, args, env, …), got " + literal(raw))
+		f.problem("must be a table of fields (command, args, env, …, or url for a remote server), got " + literal(raw))
 		return u, false
 	}
 	var e serverEntry
 	e.setDefaults()
+	if RemoteKey(fields) != "" && !hasKey(fields, "type") {
+		e.Type = "http"
+	}
 	f.table(raw, &e)
 	u.written = fields
 	r := ctx.rules(true)
 	r.base = filepath.Dir(src.Name)
+	if e.Type == "streamable-http" || e.Type == "streamableHttp" {
+		e.Type = "http"
+	}
+	if _, hasURL := e.urlValue(); hasURL || e.Type == "http" || e.Type == "sse" {
+		if !hasURL && !hasKey(fields, "url") && !hasKey(fields, "serverUrl") {
+			f.child("url").problem(fmt.Sprintf("is required with type = %q: the remote server's URL, such as \"https://example.com/mcp\"", e.Type))
+		} else if e.Type == "stdio" {
+			f.child("type").problem(`must be "http" or "sse" with url ("stdio" is a server snodod starts), got "stdio"`)
+		}
+		u.Remote = e.remote(f, r, fields)
+		u.Roots = e.roots(f, r)
+		e.settle(f, &u)
+		serverWarnings(f, &u, &e)
+		return u, true
+	}
+	for _, k := range []string{"headers", "tls_ca_file", "allow_insecure_http", "oauth"} {
+		if hasKey(fields, k) {
+			f.child(k).problem("is a field of a remote server; add its url, or remove it")
+		}
+	}
 	// Provisioning: the expansions, and what config check looks up.
 	u.Program = e.provision(f, r)
 	u.Roots = e.roots(f, r)

@@ -58,6 +58,9 @@ func importFile(d *entryDecoder, ctx entryContext, p string, seen map[string]boo
 				continue
 			}
 			mapped, skip := MapClientEntry(fields)
+			if skip == "" && MCPRemoteSecret(mapped) {
+				skip = "passes a client secret on mcp-remote's command line (--static-oauth-client-info); snodod reads it from a file: move the entry into snodod's configuration with snodod import FILE"
+			}
 			if skip != "" {
 				serverField(d, u, "").warn(skip + "; the entry is skipped")
 				continue
@@ -92,13 +95,20 @@ var clientVariables = map[string]string{
 }
 
 // MapClientEntry rewrites a client's server entry into snodod's syntax:
-// ${env:NAME} becomes ${NAME}, ${workspaceFolder} ${client.cwd} (the
-// folder of the client the instance serves) and ${userHome} ${HOME}, in
-// command, args, env, envFile and cwd. skip, when not "", says why the
+// an entry that runs mcp-remote becomes the url entry it stands for
+// (mapMCPRemote); ${env:NAME} becomes ${NAME}, ${workspaceFolder}
+// ${client.cwd} (the folder of the client the instance serves) and
+// ${userHome} ${HOME}, in command, args, env, envFile, cwd, url and
+// headers. skip, when not "", says why the
 // entry cannot be hosted as it is written: it uses a client's variable
 // snodod has no equivalent of, such as VS Code's ${input:ID}, which asks
 // the user. fields is not modified.
 func MapClientEntry(fields map[string]any) (mapped map[string]any, skip string) {
+	if args, ok := mcpRemoteArgs(fields); ok {
+		if fields, skip = mapMCPRemote(fields, args); skip != "" {
+			return nil, skip
+		}
+	}
 	mapped = maps.Clone(fields)
 	text := func(s string) string {
 		s = strings.ReplaceAll(s, "$$", "$$$$") // a client passes $$ as it is
@@ -120,7 +130,7 @@ func MapClientEntry(fields map[string]any) (mapped map[string]any, skip string) 
 		}
 		return s
 	}
-	for _, k := range []string{"command", "args", "env", "cwd", "envFile", "env_file"} {
+	for _, k := range []string{"command", "args", "env", "cwd", "envFile", "env_file", "url", "serverUrl", "headers", "tls_ca_file"} {
 		if v, ok := mapped[k]; ok {
 			mapped[k] = mapStrings(v, text)
 		}

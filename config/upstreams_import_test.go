@@ -43,8 +43,11 @@ func TestUpstreamImportClientSyntax(t *testing.T) {
 	for _, u := range c.MCPServers {
 		names = append(names, u.Name)
 	}
-	if !slices.Equal(names, []string{"fs", "git", "mixed", "own"}) {
-		t.Errorf("entries %v, want fs git mixed own", names)
+	if !slices.Equal(names, []string{"fs", "git", "mixed", "own", "remote"}) {
+		t.Errorf("entries %v, want fs git mixed own remote", names)
+	}
+	if r := c.Upstream("remote"); r == nil || r.Remote == nil || !r.Remote.SSE || r.Remote.URL != "https://example.com/sse" {
+		t.Errorf("remote: %+v", r)
 	}
 	fs := c.Upstream("fs")
 	if fs == nil || fs.Args[2] != ClientCwd || fs.Share != "cwd" || fs.Env["TOKEN"] != "from-env-file" || fs.Env["QUOTED"] != "a b" || fs.Env["HOMEDIR"] != "/home/me" {
@@ -64,7 +67,6 @@ func TestUpstreamImportClientSyntax(t *testing.T) {
 		"mcpServers.gh: uses ${input:token}, a value the client asks the user for; snodod cannot ask",
 		"the entry is skipped (imported from " + vscode + ")",
 		`mcpServers.broken.share: must be "all", "cwd" or "session", got "everyone"; the entry is skipped (imported from ` + vscode + ")",
-		"mcpServers.remote: is a remote server (url); snodod hosts only local servers started with command and args for now; the entry is skipped (imported from " + vscode + ")",
 		"upstreams.import: names a file that cannot be read as a client configuration, so it is skipped: config file " + unparsable,
 	} {
 		if !strings.Contains(w, want) {

@@ -30,19 +30,40 @@ func printFields(base string, fields map[string]any, src string) []printEntry {
 	var out []printEntry
 	for _, f := range slices.Sorted(maps.Keys(fields)) {
 		v := fields[f]
-		if env, ok := v.(map[string]any); ok && f == "env" {
+		if env, ok := v.(map[string]any); ok && (f == "env" || f == "headers") {
 			for _, k := range slices.Sorted(maps.Keys(env)) {
 				s, isText := env[k].(string)
 				if !isText || SecretLooking(k, s) {
 					s = secretShown
 				}
-				out = append(out, printEntry{key: base + ".env." + tomlKey(k), text: quote(s), source: src, value: s})
+				out = append(out, printEntry{key: base + "." + f + "." + tomlKey(k), text: quote(s), source: src, value: s})
 			}
+			continue
+		}
+		if s, ok := v.(string); ok && (f == "url" || f == "serverUrl") {
+			s = redactQuery(s)
+			out = append(out, printEntry{key: base + "." + tomlKey(f), text: quote(s), source: src, value: s})
 			continue
 		}
 		out = append(out, printEntry{key: base + "." + tomlKey(f), text: literal(v), source: src, value: v})
 	}
 	return out
+}
+
+// redactQuery shows a URL's query values that look like secrets (an API
+// key, say) as <set>: a URL as written may carry one.
+func redactQuery(s string) string {
+	base, query, ok := strings.Cut(s, "?")
+	if !ok {
+		return s
+	}
+	parts := strings.Split(query, "&")
+	for i, p := range parts {
+		if name, value, ok := strings.Cut(p, "="); ok && SecretLooking(name, value) {
+			parts[i] = name + "=" + secretShown
+		}
+	}
+	return base + "?" + strings.Join(parts, "&")
 }
 
 // TOMLKey writes k as a TOML key part: bare when TOML allows it, else a

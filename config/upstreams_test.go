@@ -130,7 +130,7 @@ roots = ["https://example.com"]
 		`mcpServers.c.restart.max_delay: must not be shorter than restart.initial_delay ("2m"), got "1m"`,
 		`mcpServers.c.timeout: is an alias of request_timeout; keep one of them`,
 		`mcpServers.c.tools: must be a list of globs (include) or a table {include = [globs], exclude = [globs]}, got 3`,
-		`mcpServers.d.url: is a remote server (url); snodod hosts only local servers started with command and args for now: remove the entry, or run the server locally with command and args`,
+		`mcpServers.d.command: is a field of a server snodod starts; a remote server (url) has none: remove it, or remove url`,
 		`mcpServers.e.env.K: must be a string, got a number`,
 		`mcpServers.e.inherit_env: must be true (every variable), false (none) or a list of variable names (a trailing * matches a prefix), got "all"`,
 		`mcpServers.e.roots: entries must be paths or file:// URIs, got "https://example.com"`,
@@ -327,8 +327,11 @@ command = "own-fs"
 	for _, u := range c.MCPServers {
 		names = append(names, u.Name)
 	}
-	if !slices.Equal(names, []string{"fs", "git", "memory"}) {
-		t.Fatalf("entries %v, want fs git memory", names)
+	if !slices.Equal(names, []string{"fs", "git", "memory", "remote"}) {
+		t.Fatalf("entries %v, want fs git memory remote", names)
+	}
+	if u := c.Upstream("remote"); u.Remote == nil || u.Remote.URL != "https://example.com/mcp" || u.Remote.SSE || !u.Imported {
+		t.Errorf("the imported remote server: %+v", u)
 	}
 	if u := c.Upstream("fs"); u.Command != "own-fs" || u.Imported {
 		t.Errorf("snodod's own entry must win: %+v", u)
@@ -338,7 +341,6 @@ command = "own-fs"
 	}
 	w := strings.Join(warningLines(c), "\n")
 	for _, want := range []string{
-		"mcpServers.remote: is a remote server (url); snodod hosts only local servers started with command and args for now; the entry is skipped (imported from " + claude + ")",
 		"upstreams.import: names ", "absent.json, which does not exist; it is skipped",
 	} {
 		if !strings.Contains(w, want) {
@@ -379,23 +381,37 @@ func TestUpstreamCommandOnPath(t *testing.T) {
 	}
 }
 
-// TestDocsUpstreamsExample loads the mcpServers example of docs/config.md.
+// TestDocsUpstreamsExample loads the mcpServers examples of
+// docs/config.md: the started servers' and the remote servers'.
 func TestDocsUpstreamsExample(t *testing.T) {
 	b, err := os.ReadFile(docsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	examples := fenced(string(b), "toml mcpServers")
-	if len(examples) != 1 {
-		t.Fatalf("found %d mcpServers examples, want 1", len(examples))
+	if len(examples) != 2 {
+		t.Fatalf("found %d mcpServers examples, want 2", len(examples))
 	}
 	home := t.TempDir()
-	writeAt(t, filepath.Join(home, ".config", "snodod", "secrets", "github"), "ghp_example\n")
-	c := mustLoad(t, Options{File: writeFile(t, "config.toml", examples[0]), Env: []string{"HOME=" + home, "XDG_RUNTIME_DIR=/run/test", "XDG_CONFIG_HOME=" + t.TempDir()}})
+	for _, f := range []string{"secrets/github", "secrets/linear", "secrets/corp"} {
+		writeAt(t, filepath.Join(home, ".config", "snodod", f), "ghp_example\n")
+	}
+	env := []string{"HOME=" + home, "XDG_RUNTIME_DIR=/run/test", "XDG_CONFIG_HOME=" + t.TempDir()}
+	c := mustLoad(t, Options{File: writeFile(t, "config.toml", examples[0]), Env: env})
 	if gh := c.Upstream("github"); gh == nil || gh.Prefix != "gh" || gh.Tools.Allows("delete_repo") {
 		t.Errorf("github entry %+v", gh)
 	}
 	if b := c.Upstream("browser"); b == nil || b.Share != "session" || b.MaxInstances != 4 {
 		t.Errorf("browser entry %+v", b)
+	}
+	c = mustLoad(t, Options{File: writeFile(t, "config.toml", examples[1]), Env: env})
+	if l := c.Upstream("linear"); l == nil || l.Remote == nil || !l.Remote.SSE || l.Remote.Headers["Authorization"] != "ghp_example" {
+		t.Errorf("linear entry %+v", l)
+	}
+	if i := c.Upstream("internal"); i == nil || i.Remote == nil || i.Remote.OAuth.Grant != "client_credentials" || i.Remote.TLSCAFile == "" {
+		t.Errorf("internal entry %+v", i)
+	}
+	if w := warningLines(c); len(w) != 0 {
+		t.Errorf("warnings %q", w)
 	}
 }

@@ -100,6 +100,15 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		d.sessions.endHandshake()
 		handshaking = false
 		d.upgradeFor(c, req, peer)
+	case control.OpLogin:
+		// A login waits for a person: a waiter, not a handshake.
+		d.waiters.Add(1)
+		defer d.waiters.Done()
+		d.sessions.endHandshake()
+		handshaking = false
+		d.serveLogin(c, req, peer)
+	case control.OpLogout:
+		d.logout(c, req, peer)
 	case control.OpFault:
 		reply(c, d.fault(req.Session))
 	case control.OpUpstream:

@@ -160,7 +160,7 @@ func (c *Conn) roundTrip(ctx context.Context, id int64, method string, params js
 // begin puts request id in flight; its outcome arrives on the call's resp.
 func (c *Conn) begin(id int64, method string, params json.RawMessage, owner any, progress func(json.RawMessage)) (*call, error) {
 	cl := &call{c: c, id: id, owner: owner, progress: progress, resp: make(chan response, 1)}
-	cl.out = &Outgoing{Data: requestFrame(id, method, params), ID: id, call: cl}
+	cl.out = &Outgoing{Data: requestFrame(id, method, params), ID: id, Method: method, call: cl}
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -402,7 +402,7 @@ func (c *Conn) Notify(method string, params any) error {
 		b = append(b, p...)
 	}
 	b = append(b, '}')
-	if !c.s.Send(&Outgoing{Data: b}) {
+	if !c.s.Send(&Outgoing{Data: b, Method: method}) {
 		return ErrClosed
 	}
 	return nil

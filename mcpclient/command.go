@@ -73,8 +73,10 @@ const (
 // stderrTailBytes is how much of its stderr an ExitError quotes.
 const stderrTailBytes = 2 << 10
 
-// ExitError is how a Command's process ended: the end error of its
-// stream, which the calls in flight get.
+// ExitError is how a stream ended, the error the calls in flight get: for
+// a Command, how its process ended; for a remote server (HTTP), Code -1
+// and Err saying why the connection ended (it could not reach the server,
+// or it was closed).
 type ExitError struct {
 	Code   int            // exit status, -1 when killed by a signal or not started
 	Signal syscall.Signal // the signal that killed it, 0 otherwise

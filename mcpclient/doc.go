@@ -21,12 +21,17 @@
 // stdout NDJSON (read and written with internal/framing, as the session
 // transport does), its stderr kept in a StderrRing within a StderrBudget
 // and logged, its stop graceful (stdin closed, SIGTERM, SIGKILL to the
-// group). Remote servers are transports of their own beside it.
+// group). HTTP is the transport of a remote server: Streamable HTTP in
+// both eras (2026-07-28's stateless POSTs; the 2025 eras' sessions, GET
+// stream and resumption) and the HTTP+SSE transport of 2024-11-05, over an
+// http.Client whose transport carries TLS, proxies and, through
+// mcpclient/oauth, the server's authorization.
 //
 // The package knows nothing of sessions, views, the runtime or the
 // configuration: who a call is for is an opaque CallOptions.Owner handed
 // back with the server's requests, for the caller (upstream/) to decide
-// whose they are. It imports protocol, limits and internal/ only.
+// whose they are. It imports protocol, limits, internal/ and its own
+// oauth package only.
 //
 // Tests: the package's only TestMain is in conn_main_test.go (it builds
 // internal/fakeupstream once into fakePath, makes the test a child

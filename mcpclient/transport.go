@@ -77,6 +77,10 @@ type Outgoing struct {
 	// ID is a request's id (the Conn's own: integers from 1), 0 for
 	// anything else.
 	ID int64
+	// Method is a request's or a notification's method, "" for an
+	// answer: what a transport that routes by method (an HTTP one: its
+	// headers, its sessions) needs without decoding Data.
+	Method string
 	// Reply marks the answer to a request of the server's: it counts
 	// against Options.MaxServerRequests until it is written.
 	Reply bool
@@ -93,6 +97,18 @@ type Outgoing struct {
 func (m *Outgoing) Dropped() {
 	if m.call != nil {
 		m.call.fail(ErrClosed)
+	}
+}
+
+// Fail tells the Conn that the stream could not deliver request m, or
+// could not get its answer, for a reason of its own that leaves the stream
+// usable (an HTTP status, an authorization the server refused): the
+// request's call fails with err. Nothing happens for a message that is not
+// a request, or whose call has ended. A Stream calls it at most once per
+// message; it never blocks.
+func (m *Outgoing) Fail(err error) {
+	if m.call != nil {
+		m.call.fail(err)
 	}
 }
 

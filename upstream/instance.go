@@ -27,7 +27,8 @@ const (
 )
 
 // instance is one child process of an upstream over its life, for one
-// share key (docs/upstreams.md §3): its state, its process when running, its
+// share key (docs/upstreams.md §3), or one connection to a remote server
+// (remote.go): its state, its process or connection when running, its
 // restart history and its gate. The supervision loop (instance_run.go)
 // runs as a suture service under the upstream's supervisor and is the
 // only writer of state transitions other than draining; requests read
@@ -73,6 +74,8 @@ type instance struct {
 	lastAttempt  time.Time
 	readySince   time.Time
 	restarts     int
+	starts       int  // starts attempted, for a request's one attempt of a failed one
+	loginNeeded  bool // the last start failed for want of a login (a remote server)
 	manual       bool // held stopped by start = "manual" or snodod upstream stop
 	lastUsed     time.Time
 	relaying     int            // relayed requests between acquire and their end
@@ -138,10 +141,11 @@ type stateSnapshot struct {
 	retryIn     time.Duration
 	lastExit    string
 	stderrTail  string // snapshot's: at most maxStderrTail bytes, from a rune boundary
+	loginNeeded bool
 }
 
 func (in *instance) snapshotLocked(now time.Time) *stateSnapshot {
-	s := &stateSnapshot{state: in.state, manual: in.manual, cause: in.cause, failures: in.failures}
+	s := &stateSnapshot{state: in.state, manual: in.manual, cause: in.cause, failures: in.failures, loginNeeded: in.loginNeeded}
 	if in.failures > 0 {
 		s.failureSpan = now.Sub(in.firstFailure)
 	}
@@ -173,6 +177,9 @@ func (in *instance) snapshot() *stateSnapshot {
 // unavailable is the failure of a request this instance cannot serve now.
 func (in *instance) unavailable() *failure {
 	s := in.snapshot()
+	if s.loginNeeded && s.state == StateFailed {
+		return in.failure(CodeUnavailable, loginHint(in.u.name), s)
+	}
 	return in.failure(CodeUnavailable, unavailableMessage(in.u.name, s), s)
 }
 
@@ -211,10 +218,11 @@ const forever = time.Duration(math.MaxInt64)
 // ctx ends gets ctx's error; the start goes on.
 func (in *instance) acquire(ctx context.Context, backoff time.Duration) (conn *mcpclient.Conn, waited bool, err error) {
 	reported, started := false, false
+	firstStart := -1 // in.starts when the request first looked
 	// demand asks the loop for a start, unless upstreams.max_children
 	// processes run; in.mu is held, and released on failure.
 	demand := func() error {
-		if in.u.m.atChildLimit() {
+		if !in.u.isRemote() && in.u.m.atChildLimit() {
 			in.mu.Unlock()
 			return in.u.m.childrenFull(in)
 		}
@@ -225,6 +233,9 @@ func (in *instance) acquire(ctx context.Context, backoff time.Duration) (conn *m
 		now := time.Now()
 		in.mu.Lock()
 		state, changed := in.state, in.changed
+		if firstStart < 0 {
+			firstStart = in.starts
+		}
 		if in.gone {
 			in.mu.Unlock()
 			return nil, waited, errStopped
@@ -253,7 +264,11 @@ func (in *instance) acquire(ctx context.Context, backoff time.Duration) (conn *m
 				return nil, waited, in.unavailable()
 			}
 		case StateFailed:
-			if now.Sub(in.lastAttempt) < in.u.conf().Restart.MaxDelay {
+			// A server that needs a login is tried again at each request
+			// (once per request: the authorization fails at once, without
+			// traffic, until a login, here or in another process, is done).
+			retryLogin := in.loginNeeded && in.starts == firstStart
+			if !retryLogin && now.Sub(in.lastAttempt) < in.u.conf().Restart.MaxDelay {
 				in.mu.Unlock()
 				return nil, waited, in.unavailable()
 			}

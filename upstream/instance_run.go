@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/thejerf/suture/v4"
@@ -135,7 +136,8 @@ var (
 // spawn starts the process and lists its catalog, within start_timeout.
 func (in *instance) spawn(ctx context.Context) (*mcpclient.Conn, error) {
 	m := in.u.m
-	if !m.reserveChild() {
+	remote := in.u.isRemote()
+	if !remote && !m.reserveChild() {
 		in.mu.Lock()
 		in.setLocked(in.state) // waiters re-check, and find the limit
 		in.mu.Unlock()
@@ -148,6 +150,7 @@ func (in *instance) spawn(ctx context.Context) (*mcpclient.Conn, error) {
 	defer abort(nil)
 	in.mu.Lock()
 	in.lastAttempt = time.Now()
+	in.starts++
 	in.abortStart = abort
 	in.setLocked(StateStarting)
 	in.mu.Unlock()
@@ -168,18 +171,24 @@ func (in *instance) spawn(ctx context.Context) (*mcpclient.Conn, error) {
 			in.u.listed(cat)
 			in.mu.Lock()
 			in.conn, in.readySince, in.lastUsed = conn, time.Now(), time.Now()
-			in.pid, in.abortStart = 0, nil
+			in.pid, in.abortStart, in.loginNeeded = 0, nil, false
 			in.setLocked(StateReady)
 			in.mu.Unlock()
 			in.resubscribe(conn)
-			in.u.ring.Mark(fmt.Sprintf("snodod: %s ready (pid %d)", in.u.name, conn.PID()))
+			where := fmt.Sprintf("pid %d", conn.PID())
+			if remote {
+				where = mcpclient.RedactURL(in.u.conf().Remote.URL)
+			}
+			in.u.ring.Mark(fmt.Sprintf("snodod: %s ready (%s)", in.u.name, where))
 			m.log.Info("upstream ready", "upstream", in.u.name, "instance", in.label, "pid", conn.PID(),
 				"era", conn.Era(), "version", conn.Version())
 			return conn, nil
 		}
 		stopNow(conn)
 	}
-	m.releaseChild()
+	if !remote {
+		m.releaseChild()
+	}
 	if cause := context.Cause(startCtx); errors.Is(cause, errRetired) || errors.Is(cause, errStopOrdered) {
 		m.log.Info("upstream start aborted", "upstream", in.u.name, "instance", in.label, "cause", cause)
 		return nil, cause
@@ -195,7 +204,9 @@ func (in *instance) spawn(ctx context.Context) (*mcpclient.Conn, error) {
 // should end.
 func (in *instance) serve(ctx context.Context, conn *mcpclient.Conn) bool {
 	cfg := in.u.conf()
-	defer in.u.m.releaseChild()
+	if !in.u.isRemote() {
+		defer in.u.m.releaseChild()
+	}
 	var idle, ping <-chan time.Time
 	if cfg.IdleTimeout > 0 {
 		t := time.NewTicker(min(max(cfg.IdleTimeout/8, 10*time.Millisecond), time.Minute))
@@ -343,7 +354,14 @@ func (in *instance) failed(err error, conn *mcpclient.Conn) {
 	var exit *mcpclient.ExitError
 	errors.As(err, &exit)
 	in.lastExit, in.cause, in.conn = exit, err.Error(), nil
-	if exit != nil && conn != nil {
+	in.loginNeeded = conn == nil && loginRequired(err)
+	switch {
+	case in.loginNeeded:
+		in.cause = strings.TrimPrefix(loginHint(in.u.name), "snodod: ")
+	case exit != nil && conn != nil && in.u.isRemote():
+		in.cause = "lost its connection: " + exit.Error()
+		in.restarts++
+	case exit != nil && conn != nil:
 		in.cause = "exited with " + exitWords(exit)
 		in.restarts++
 	}
@@ -352,6 +370,13 @@ func (in *instance) failed(err error, conn *mcpclient.Conn) {
 		in.firstFailure = now
 	}
 	in.failures++
+	if in.loginNeeded {
+		// Nobody but a person can help: no automatic attempts; a
+		// request, or a login (LoggedIn), tries again.
+		in.setLocked(StateFailed)
+		in.u.m.log.Warn("remote server needs a login", "upstream", in.u.name, "instance", in.label, "hint", "snodod login "+in.u.name)
+		return
+	}
 	if in.failures >= cfg.MaxAttempts {
 		in.setLocked(StateFailed)
 		in.u.m.log.Error("upstream failed: no more automatic restarts", "upstream", in.u.name, "instance", in.label,

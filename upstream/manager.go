@@ -19,6 +19,7 @@ import (
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/mcpclient"
+	"github.com/snodod/snodod/mcpclient/oauth"
 	"github.com/snodod/snodod/server"
 )
 
@@ -85,6 +86,10 @@ type Manager struct {
 
 	childMu  sync.Mutex
 	children int
+
+	// store is the token store of remote servers (oauthStore).
+	storeOnce sync.Once
+	store     *oauth.Store
 
 	mu        sync.Mutex
 	cfg       *config.Config
@@ -171,6 +176,9 @@ func (m *Manager) Serve(ctx context.Context) error {
 	}
 	err := m.sup.Serve(ctx)
 	close(m.done)
+	for _, u := range m.sorted() {
+		u.remote.close()
+	}
 	m.mu.Lock()
 	if m.record != nil {
 		_ = m.record.Close()
@@ -304,6 +312,7 @@ func (m *Manager) retire(old *upstream) {
 			}
 		}
 		_ = m.sup.Remove(old.token)
+		old.remote.close()
 	}()
 }
 

@@ -329,6 +329,8 @@ func (in *instance) callOnce(ctx context.Context, conn *mcpclient.Conn, o *owner
 			return nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: perr.Message, Data: perr.Data}
 		}
 		return nil, perr
+	case errors.As(err, new(*mcpclient.RemoteError)):
+		return nil, in.remoteFailure(err)
 	case errors.Is(err, mcpclient.ErrResponseTooLong):
 		f := in.failureNow(CodeTooLong, fmt.Sprintf("snodod: upstream %q answered with a line over the %d-byte limit (session.max_line_bytes); the answer was dropped",
 			in.u.name, in.u.m.opts.MaxLineBytes))

@@ -13,8 +13,9 @@ import (
 	"github.com/snodod/snodod/server"
 )
 
-// connect starts the instance's Conn: its command with the upstream's
-// shared stderr ring and the daemon's group record, and the Conn's
+// connect starts the instance's Conn: its transport (remote.go: a
+// remote server's connection, or the command with the upstream's shared
+// stderr ring and the daemon's group record), and the Conn's
 // options: snodod's clientInfo, the capabilities it can honour (roots
 // only when it has an answer; sampling and elicitation, relayed to an
 // attributed session, docs/upstreams.md §5), the era the cache knows, and
@@ -34,12 +35,11 @@ func (in *instance) connect(ctx context.Context, spawned func(pid int)) (*mcpcli
 	if cat := in.u.currentCatalog(); cat != nil && cfg.Protocol == "auto" {
 		known = cat.Era
 	}
-	cmd := in.cmd
-	cmd.Stderr, cmd.Spawned = in.u.ring, spawned
-	if rec := in.u.m.groupRecord(); rec != nil {
-		cmd.Record = rec
+	t, err := in.transport(spawned)
+	if err != nil {
+		return nil, err
 	}
-	return mcpclient.Connect(ctx, cmd, mcpclient.Options{
+	return mcpclient.Connect(ctx, t, mcpclient.Options{
 		Name: in.u.name, Protocol: cfg.Protocol, KnownEra: known, MaxLineBytes: in.u.m.opts.MaxLineBytes,
 		ClientInfo:         protocol.Implementation{Name: "snodod", Version: in.u.m.opts.Version},
 		ClientCapabilities: rawCaps,

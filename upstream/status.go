@@ -3,6 +3,8 @@ package upstream
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/snodod/snodod/mcpclient"
 )
 
 // Status is one row of `snodod status` (docs/upstreams.md §8): one per
@@ -18,6 +20,11 @@ type Status struct {
 	Share    string `json:"share"`
 	Start    string `json:"start"`
 	PID      int    `json:"pid,omitempty"`
+	// URL is a remote server's (its query's values hidden), instead of a
+	// process; Auth its authorization: "ok (expires in 52m)", "login
+	// required", "refresh failed: <reason>", "" when it asked for none.
+	URL  string `json:"url,omitempty"`
+	Auth string `json:"auth,omitempty"`
 	// Era is "legacy" or "2026"; Version the protocol version spoken.
 	Era     string `json:"era,omitempty"`
 	Version string `json:"version,omitempty"`
@@ -76,6 +83,9 @@ func (m *Manager) Status() []Status {
 	for _, u := range m.sorted() {
 		cfg := u.conf()
 		base := Status{Name: u.name, Share: cfg.Share, Start: cfg.Start, Collided: collided[u.name], Shortened: shortened[u.name]}
+		if cfg.Remote != nil {
+			base.URL, base.Auth = mcpclient.RedactURL(cfg.Remote.URL), u.authStatus()
+		}
 		u.mu.Lock()
 		cat, cached := u.catalog, u.cached
 		u.mu.Unlock()

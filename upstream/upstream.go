@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,8 @@ type upstream struct {
 	// a change restarts, anything else is a view change.
 	fingerprint string
 	ring        *mcpclient.StderrRing
+	// remote reaches a remote server (remote.go); unused otherwise.
+	remote *remote
 	// cacheSwept is set by u's first cache.store, which removes the files
 	// of its earlier fingerprints.
 	cacheSwept atomic.Bool
@@ -48,7 +51,7 @@ type instanceSlot struct {
 
 func newUpstream(m *Manager, cfg config.Upstream, ring *mcpclient.StderrRing) *upstream {
 	u := &upstream{m: m, name: cfg.Name, fingerprint: fingerprint(&cfg), ring: ring,
-		instances: map[string]*instanceSlot{}}
+		instances: map[string]*instanceSlot{}, remote: &remote{}}
 	u.cfg.Store(&cfg)
 	u.sup = suture.New("upstream "+cfg.Name, suture.Spec{EventHook: m.supervisorEvent, Timeout: m.stopGrace() + drainMargin})
 	if cat, ok := m.cache.load(u); ok {
@@ -167,12 +170,18 @@ func sessionInstanceKey(id uint64) string { return "session " + strconv.FormatUi
 // addInstanceLocked creates the instance of key and starts its loop under
 // the upstream's supervisor; u.mu is held (or u not yet shared).
 func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
-	r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
-	roots := r.Roots
-	if len(roots) == 0 && u.conf().Share != "all" {
-		roots = []string{"file://" + cwd}
+	var cmd mcpclient.Command
+	var roots []string
+	if u.isRemote() {
+		roots = u.conf().Roots // a remote server reads none of the client's files
+	} else {
+		r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
+		roots = r.Roots
+		if len(roots) == 0 && u.conf().Share != "all" {
+			roots = []string{"file://" + cwd}
+		}
+		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
 	}
-	cmd := mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
 	in := newInstance(u, key, label, cwd, cmd, roots)
 	u.instances[key] = &instanceSlot{in: in, token: u.sup.Add(in)}
 	return in
@@ -238,19 +247,29 @@ func fingerprint(u *config.Upstream) string {
 	for _, a := range u.Args {
 		field(a)
 	}
+	// hashed fields a table of secrets: the names, and each value's digest.
+	hashed := func(m map[string]string) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			v := sha256.Sum256([]byte(m[k]))
+			field(k + "=" + hex.EncodeToString(v[:]))
+		}
+	}
 	field("env")
-	keys := make([]string, 0, len(u.Env))
-	for k := range u.Env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := sha256.Sum256([]byte(u.Env[k]))
-		field(k + "=" + hex.EncodeToString(v[:]))
-	}
+	hashed(u.Env)
 	field(fmt.Sprint(u.InheritEnv.All, u.InheritEnv.Names))
 	field(u.Cwd)
 	field(u.Share)
 	field(u.Protocol)
+	if r := u.Remote; r != nil {
+		// A remote server: what reaches it (header values hashed, never
+		// stored), and who it authorizes as.
+		field("remote")
+		field(r.URL)
+		field(fmt.Sprint(r.SSE, r.AllowInsecureHTTP))
+		field(r.TLSCAFile)
+		hashed(r.Headers)
+		o := r.OAuth
+		field(fmt.Sprint(o.ClientID, o.ClientSecretFile, o.PrivateKeyFile, o.SigningAlg, o.KeyID, o.ClientMetadataURL, o.Scopes, o.Grant, o.DPoP, o.RedirectPort))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

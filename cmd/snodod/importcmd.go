@@ -30,8 +30,14 @@ or its text: docs/config.md, "Secrets") is never printed: it is written to
 a file of its own, mode 0600, in DIR (default
 $XDG_CONFIG_HOME/snodod/secrets), which the entry reads with ${file:...};
 other values are copied. A value VS Code asks the user for (${input:ID})
-gets an empty such file to fill in, which config check warns about. A
-remote server (url) is skipped, with a line saying so.
+gets an empty such file to fill in, which config check warns about.
+
+Remote servers are kept: url (Windsurf's serverUrl), type "http" or "sse",
+and headers (a secret-looking value in a file of its own, as for env). An
+entry that runs mcp-remote (npx -y mcp-remote URL [PORT] --header "K: V"
+...) becomes the url entry it stands for (its --header, --transport,
+--allow-http, --ignore-tool and --static-oauth-client-info included), so
+that snodod reaches the server once, with one login, for every client.
 
 --write does it all: it appends the entries to snodod's configuration file
 (--config FILE, default $XDG_CONFIG_HOME/snodod/config.toml, made if absent;

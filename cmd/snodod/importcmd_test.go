@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/snodod/snodod/config"
@@ -15,8 +14,7 @@ import (
 // What snodod import prints loads back as the same entry: a name that is
 // no bare TOML key is quoted, and a control character in an argument is
 // escaped as TOML allows (strconv.Quote's \a is no TOML escape), and a
-// remote server (url, or Windsurf's serverUrl) is a comment, not an empty
-// table that would not load.
+// remote server (url, or Windsurf's serverUrl) is its url entry.
 func TestImportPrintsLoadableTOML(t *testing.T) {
 	dir := t.TempDir()
 	client := filepath.Join(dir, "client.json")
@@ -51,13 +49,13 @@ func TestImportPrintsLoadableTOML(t *testing.T) {
 	if u == nil {
 		t.Fatalf("no entry files.v2 in\n%s", out.Bytes())
 	}
-	for _, remote := range []string{"web (url)", "windsurf (serverUrl)"} {
-		if !strings.Contains(out.String(), "# mcpServers."+strings.Replace(remote, " ", " skipped: a remote server ", 1)) {
-			t.Errorf("no line saying %s is skipped in\n%s", remote, out.Bytes())
+	for _, remote := range []string{"web", "windsurf"} {
+		if r := cfg.Upstream(remote); r == nil || r.Remote == nil || r.Remote.URL != "https://example.com/mcp" {
+			t.Errorf("%s: %+v in\n%s", remote, r, out.Bytes())
 		}
 	}
-	if len(cfg.MCPServers) != 1 {
-		t.Errorf("entries %v, want files.v2 alone: remote servers are skipped", cfg.MCPServers)
+	if len(cfg.MCPServers) != 3 {
+		t.Errorf("entries %v, want files.v2, web and windsurf", cfg.MCPServers)
 	}
 	if want := []string{"bell\a", `quote" and \`, "é"}; u.Command != "/bin/true" || !slices.Equal(u.Args, want) {
 		t.Errorf("command %q args %q, want /bin/true %q", u.Command, u.Args, want)

@@ -25,8 +25,8 @@ type imported struct {
 	// toml is the [mcpServers.NAME] table; empty when the entry is
 	// skipped.
 	toml string
-	// skipped says why the entry is not imported ("a remote server
-	// (url)"); such an entry stays in the client's file as it is.
+	// skipped says why the entry is not imported ("uses ${input:…} in
+	// args"); such an entry stays in the client's file as it is.
 	skipped string
 }
 
@@ -64,8 +64,9 @@ func (im *importer) convert() ([]imported, error) {
 	return out, nil
 }
 
-// entry turns one client entry. A remote server is skipped, to be
-// imported once snodod hosts remote servers: that is the branch to extend.
+// entry turns one client entry: a server the client starts, a remote one
+// (url, serverUrl), or one that runs mcp-remote (turned into the url
+// entry it stands for by config.MapClientEntry).
 func (im *importer) entry(name string, raw any) (imported, error) {
 	e := imported{name: name}
 	fields, ok := raw.(map[string]any)
@@ -75,10 +76,6 @@ func (im *importer) entry(name string, raw any) (imported, error) {
 		return e, nil
 	case config.IsSnododConnect(fields):
 		e.skipped = "snodod connect already: the client uses snodod for it"
-		return e, nil
-	}
-	if key := config.RemoteKey(fields); key != "" {
-		e.skipped = "a remote server (" + key + "); snodod hosts only local servers for now"
 		return e, nil
 	}
 	fields, err := im.inputs(name, fields)
@@ -126,9 +123,25 @@ func (im *importer) entry(name string, raw any) (imported, error) {
 				b.WriteString("request_timeout = " + tomlValue(v) + "\n")
 			}
 		case "type":
-			if v != "stdio" {
+			if !slices.Contains([]any{"stdio", "http", "streamable-http", "streamableHttp"}, v) {
 				b.WriteString("type = " + tomlValue(v) + "\n")
 			}
+		case "url", "serverUrl":
+			b.WriteString("url = " + tomlValue(v) + "\n")
+		case "headers":
+			headers, err := im.headers(name, v)
+			if err != nil {
+				return e, err
+			}
+			b.WriteString(headers)
+		case "oauth":
+			oauth, err := im.oauth(name, v)
+			if err != nil {
+				return e, err
+			}
+			b.WriteString(oauth)
+		case "allow_insecure_http", "tls_ca_file", "tools":
+			b.WriteString(k + " = " + tomlValue(v) + "\n")
 		default:
 			comments = append(comments, "# "+k+": a client key snodod does not use")
 		}
@@ -147,7 +160,7 @@ func (im *importer) entry(name string, raw any) (imported, error) {
 // importOrder lists an entry's keys in the order snodod's tables write
 // them: the program first, then the rest sorted.
 func importOrder(fields map[string]any) []string {
-	first := []string{"command", "args", "env", "envFile", "env_file", "cwd"}
+	first := []string{"command", "args", "env", "envFile", "env_file", "cwd", "url", "serverUrl", "type", "headers"}
 	var out []string
 	for _, k := range first {
 		if _, ok := fields[k]; ok {
@@ -188,12 +201,23 @@ func (im *importer) env(entry string, v any) (string, error) {
 	return "env = { " + strings.Join(parts, ", ") + " }\n", nil
 }
 
-// inputs replaces the ${input:ID} of an entry's env values (VS Code asks
-// the user for them) by ${file:…} of a file to fill in, made empty. One in
-// another field is left for MapClientEntry, which skips the entry: a
-// secret cannot be in argv.
+// inputs replaces the ${input:ID} of an entry's env and headers values
+// (VS Code asks the user for them) by ${file:…} of a file to fill in, made
+// empty. One in another field is left for MapClientEntry, which skips the
+// entry: a secret cannot be in argv.
 func (im *importer) inputs(entry string, fields map[string]any) (map[string]any, error) {
-	env, ok := fields["env"].(map[string]any)
+	for _, table := range []string{"env", "headers"} {
+		var err error
+		if fields, err = im.inputsOf(entry, fields, table); err != nil {
+			return nil, err
+		}
+	}
+	return fields, nil
+}
+
+// inputsOf is inputs for the table field of fields.
+func (im *importer) inputsOf(entry string, fields map[string]any, field string) (map[string]any, error) {
+	env, ok := fields[field].(map[string]any)
 	if !ok {
 		return fields, nil
 	}
@@ -222,8 +246,56 @@ func (im *importer) inputs(entry string, fields map[string]any) (map[string]any,
 		}
 	}
 	fields = maps.Clone(fields)
-	fields["env"] = out
+	fields[field] = out
 	return fields, nil
+}
+
+// headers writes a remote entry's headers as env is written: a value that
+// looks like a secret (its header's name, such as Authorization, or its
+// text) goes to a file of its own, read with ${file:…}, unless it names a
+// variable ("Bearer ${TOKEN}"): the secret is then the variable's, and the
+// daemon's environment gives it, as the client's did.
+func (im *importer) headers(entry string, v any) (string, error) {
+	headers, ok := v.(map[string]any)
+	if !ok {
+		return "", fmt.Errorf("mcpServers.%s.headers is not a table of headers", entry)
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		s, ok := headers[k].(string)
+		if !ok {
+			s = fmt.Sprint(headers[k])
+		}
+		if config.SecretLooking(k, s) && !strings.Contains(s, "${") {
+			path, err := im.keep(entry+"."+k, s, "headers."+k, false)
+			if err != nil {
+				return "", err
+			}
+			s = "${file:" + path + "}"
+		}
+		parts = append(parts, config.TOMLKey(k)+" = "+config.TOMLString(s))
+	}
+	return "headers = { " + strings.Join(parts, ", ") + " }\n", nil
+}
+
+// oauth writes a remote entry's oauth table; a client secret (from
+// mcp-remote's --static-oauth-client-info) goes to a file of its own,
+// named by client_secret_file.
+func (im *importer) oauth(entry string, v any) (string, error) {
+	o, ok := v.(map[string]any)
+	if !ok {
+		return "", fmt.Errorf("mcpServers.%s.oauth is not a table", entry)
+	}
+	o = maps.Clone(o)
+	if secret, ok := o["client_secret"].(string); ok {
+		path, err := im.keep(entry+".client_secret", secret, "the client secret of mcp-remote's --static-oauth-client-info", false)
+		if err != nil {
+			return "", err
+		}
+		delete(o, "client_secret")
+		o["client_secret_file"] = path
+	}
+	return "oauth = " + tomlValue(o) + "\n", nil
 }
 
 // keep writes value to the secrets directory as name (mode 0600, the

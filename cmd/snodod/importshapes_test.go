@@ -38,18 +38,21 @@ var clientShapes = []struct {
   "globalShortcut": "Ctrl+Space",
   "mcpServers": {
     "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory@2026.8.31"], "env": {"MEMORY_FILE_PATH": "${env:HOME}/memory.json", "LOG_LEVEL": "debug"}},
-    "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github@2025.4.8"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}}
+    "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github@2025.4.8"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}},
+    "linear": {"command": "npx", "args": ["-y", "mcp-remote", "https://mcp.linear.example/sse", "--header", "Authorization:${AUTH_HEADER}"], "env": {"AUTH_HEADER": "Bearer lin_api_0123456789abcdefghijkl"}}
   }
 }`},
 	{name: "Claude Code", file: ".mcp.json", content: `{
   "mcpServers": {
-    "fetch": {"type": "stdio", "command": "uvx", "args": ["mcp-server-fetch==2025.4.7"], "env": {"API_KEY": "${API_KEY:-none}", "MODE": "plain value"}}
+    "fetch": {"type": "stdio", "command": "uvx", "args": ["mcp-server-fetch==2025.4.7"], "env": {"API_KEY": "${API_KEY:-none}", "MODE": "plain value"}},
+    "sentry": {"type": "http", "url": "https://mcp.sentry.example/mcp", "headers": {"Authorization": "Bearer ${SENTRY_TOKEN:-none}"}},
+    "old": {"type": "sse", "url": "https://old.example.com/sse"}
   }
 }`},
 	{name: "Cursor", file: "mcp.json", content: `{
   "mcpServers": {
     "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "${workspaceFolder}"], "envFile": "${userHome}/.env.mcp", "env": {"LOG_LEVEL": "debug"}},
-    "docs": {"url": "https://docs.example.com/mcp"}
+    "docs": {"url": "https://docs.example.com/mcp", "headers": {"X-Api-Key": "${env:DOCS_KEY}", "X-Client": "cursor"}}
   }
 }`},
 	{name: "VS Code", file: "mcp.json", vscode: true, content: `{
@@ -65,7 +68,8 @@ var clientShapes = []struct {
       "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${input:gh-token}", "GITHUB_HOST": "${env:GITHUB_HOST}"},
     },
     /* a remote one */
-    "remote": {"type": "http", "url": "https://api.example.com/mcp"},
+    "remote": {"type": "http", "url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer ${input:gh-token}"}},
+    "events": {"type": "sse", "url": "https://events.example.com/sse"},
   },
 }`},
 	{name: "Windsurf", file: "mcp_config.json", content: `{
@@ -74,6 +78,22 @@ var clientShapes = []struct {
     "cloud": {"serverUrl": "https://cloud.example.com/mcp"}
   }
 }`},
+}
+
+// remoteShapes are the remote servers of clientShapes, as snodod hosts
+// them.
+var remoteShapes = map[string]struct {
+	url    string
+	sse    bool
+	header func(map[string]string) bool
+}{
+	"linear": {"https://mcp.linear.example/sse", false, func(h map[string]string) bool { return h["Authorization"] == "Bearer lin_api_0123456789abcdefghijkl" }},
+	"sentry": {"https://mcp.sentry.example/mcp", false, func(h map[string]string) bool { return h["Authorization"] == "Bearer none" }},
+	"old":    {"https://old.example.com/sse", true, func(h map[string]string) bool { return len(h) == 0 }},
+	"docs":   {"https://docs.example.com/mcp", false, func(h map[string]string) bool { return h["X-Api-Key"] == "k" && h["X-Client"] == "cursor" }},
+	"remote": {"https://api.example.com/mcp", false, func(h map[string]string) bool { _, ok := h["Authorization"]; return ok }},
+	"events": {"https://events.example.com/sse", true, func(h map[string]string) bool { return len(h) == 0 }},
+	"cloud":  {"https://cloud.example.com/mcp", false, func(h map[string]string) bool { return len(h) == 0 }},
 }
 
 func TestImportClientShapes(t *testing.T) {
@@ -92,7 +112,7 @@ func TestImportClientShapes(t *testing.T) {
 			if err := os.WriteFile(client, []byte(shape.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			env := isolated(dir, "PATH="+bin+":/usr/bin:/bin", "HOME="+home, "GITHUB_HOST=github.com", "API_KEY=x")
+			env := isolated(dir, "PATH="+bin+":/usr/bin:/bin", "HOME="+home, "GITHUB_HOST=github.com", "API_KEY=x", "DOCS_KEY=k")
 			secrets := filepath.Join(dir, "secrets")
 			r := runIn(t, env, "", "import", "--secrets", secrets, client)
 			if r.status != 0 {
@@ -105,7 +125,7 @@ func TestImportClientShapes(t *testing.T) {
 			if c := runIn(t, env, "", "config", "check", out); c.status != 0 {
 				t.Errorf("config check of the output: %d\n%s\n%s", c.status, c.stderr, r.stdout)
 			}
-			for _, bad := range []string{"${env:", "${workspaceFolder}", "${userHome}", "${input:", "ghp_0123456789", "client key snodod does not use them"} {
+			for _, bad := range []string{"${env:", "${workspaceFolder}", "${userHome}", "${input:", "ghp_0123456789", "lin_api_", "client key snodod does not use them", "mcp-remote"} {
 				if strings.Contains(r.stdout, bad) {
 					t.Errorf("the output holds %q:\n%s", bad, r.stdout)
 				}
@@ -118,6 +138,14 @@ func TestImportClientShapes(t *testing.T) {
 			cfg, err := config.Load(config.Options{File: out, Env: env})
 			if err != nil {
 				t.Fatalf("load: %v", err)
+			}
+			for name, want := range remoteShapes {
+				if !strings.Contains(shape.content, `"`+name+`"`) {
+					continue
+				}
+				if u := cfg.Upstream(name); u == nil || u.Remote == nil || u.Remote.URL != want.url || u.Remote.SSE != want.sse || !want.header(u.Remote.Headers) {
+					t.Errorf("%s: %+v", name, u)
+				}
 			}
 			switch shape.name {
 			case "Claude Desktop":
@@ -138,7 +166,7 @@ func TestImportClientShapes(t *testing.T) {
 				}
 			case "Cursor":
 				fs := cfg.Upstream("fs")
-				if fs == nil || fs.Share != "cwd" || fs.Args[2] != config.ClientCwd || fs.Env["A"] != "1" || cfg.Upstream("docs") != nil {
+				if fs == nil || fs.Share != "cwd" || fs.Args[2] != config.ClientCwd || fs.Env["A"] != "1" || cfg.Upstream("docs") == nil {
 					t.Errorf("fs: %+v", fs)
 				}
 			case "VS Code":
@@ -147,7 +175,7 @@ func TestImportClientShapes(t *testing.T) {
 					t.Errorf("github: %+v\n%s", gh, r.stdout)
 				}
 			case "Windsurf":
-				if g := cfg.Upstream("git"); g == nil || g.Disabled || cfg.Upstream("cloud") != nil {
+				if g := cfg.Upstream("git"); g == nil || g.Disabled || cfg.Upstream("cloud") == nil {
 					t.Errorf("git: %+v", g)
 				}
 			}
@@ -157,8 +185,8 @@ func TestImportClientShapes(t *testing.T) {
 
 // snodod import --write rewrites the client's file in place: its other
 // keys (and comments) as they were, the imported servers replaced by
-// snodod connect in the client's own shape, a remote one left as it was,
-// a backup beside it; snodod's configuration gets the entries, and passes
+// snodod connect in the client's own shape (remote ones too: snodod
+// reaches them, once for every client), a backup beside it; snodod's configuration gets the entries, and passes
 // config check. An entry snodod's configuration has already refuses the
 // whole, writing nothing.
 func TestImportWrite(t *testing.T) {
@@ -217,16 +245,13 @@ func TestImportWrite(t *testing.T) {
 			}
 			for name, raw := range cf.Entries {
 				e, _ := raw.(map[string]any)
-				if config.RemoteKey(e) != "" {
-					continue
-				}
 				if !config.IsSnododConnect(e) || shape.vscode != (e["type"] == "stdio") {
 					t.Errorf("%s in the rewritten file: %v", name, e)
 				}
 			}
 			keep := []string{`"globalShortcut": "Ctrl+Space"`, "\n  \"mcpServers\": {"}
 			if shape.vscode {
-				keep = []string{"// VS Code's own file: comments and trailing commas", `"id": "gh-token"`, `"remote": {"type": "http", "url": "https://api.example.com/mcp"}`}
+				keep = []string{"// VS Code's own file: comments and trailing commas", `"id": "gh-token"`}
 			}
 			for _, k := range keep {
 				if !strings.Contains(text, k) {

@@ -12,6 +12,8 @@
 //	kill      end one session of the daemon
 //	config    check a configuration file, or print the effective configuration
 //	stdio     serve one MCP session on this process's standard input and output
+//	login     log the daemon in to a remote server that asks for OAuth
+//	logout    make the daemon forget (and revoke) its tokens for a remote server
 //	version   print the snodod version
 //	help      show the commands, or one command's flags
 //
@@ -73,6 +75,8 @@ func init() {
 		{"stdio", "serve one MCP session on this process's standard input and output", runStdio, stdioUsage},
 		{"upstream", "start, stop or restart a hosted server: snodod upstream restart NAME", runUpstream, upstreamUsage},
 		{"logs", "print a hosted server's standard error: snodod logs NAME [-f]", runLogs, logsUsage},
+		{"login", "log the daemon in to a remote server that asks for OAuth: snodod login NAME", runLogin, loginUsage},
+		{"logout", "make the daemon forget (and revoke) its tokens for a remote server: snodod logout NAME", runLogout, logoutUsage},
 		{"import", "print a client's MCP servers as snodod configuration, or move them into it (--write): snodod import FILE", runImport, importUsage},
 		{"version", "print the snodod version", runVersion, versionUsage},
 		{"help", "show the commands, or one command's flags: snodod help <command>", runHelp, helpUsage},

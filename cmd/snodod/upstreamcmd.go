@@ -204,8 +204,11 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 	fmt.Fprintln(tw, "UPSTREAM\tSTATE\tINSTANCE\tPID\tERA\tUPTIME\tRESTARTS\tIN-FLIGHT\tSESSIONS\tTOOLS\tPROMPTS\tRESOURCES\tLAST EXIT")
 	for _, r := range rows {
 		pid, up, era := "-", "-", "-"
-		if r.PID != 0 {
+		switch {
+		case r.PID != 0:
 			pid = fmt.Sprint(r.PID)
+		case r.URL != "":
+			pid = "remote" // its URL and authorization below
 		}
 		if !r.Since.IsZero() {
 			up = age(now, r.Since)
@@ -225,6 +228,16 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 	}
 	tw.Flush()
 	for _, r := range rows {
+		if r.URL != "" {
+			auth := ""
+			if r.Auth != "" {
+				auth = "; auth " + r.Auth
+				if strings.HasPrefix(r.Auth, "login required") {
+					auth += " (snodod login " + r.Name + ")"
+				}
+			}
+			fmt.Fprintf(w, "%s: remote %s%s\n", r.Name, r.URL, auth)
+		}
 		switch r.State {
 		case control.StateStarting:
 			if !r.StartingSince.IsZero() {

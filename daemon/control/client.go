@@ -309,3 +309,79 @@ func sendWithFiles(c *net.UnixConn, line []byte, files []*os.File) error {
 	}
 	return err
 }
+
+// Login is a login to a remote server under way in the daemon: URL is the
+// authorization URL a person opens; the daemon waits for the browser's
+// redirect on its loopback listener, or for Complete.
+type Login struct {
+	URL string
+	c   *net.UnixConn
+	r   *bufio.Reader
+}
+
+// Login begins a login to the remote server name (snodod login NAME). The
+// login runs in the daemon, which holds the server's tokens: the one login
+// every client's requests then use. Close the Login when done.
+func (c *Client) Login(ctx context.Context, name string) (*Login, error) {
+	conn, err := Dial(ctx, c.Socket)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	var head Reply
+	r, err := roundTrip(conn, Request{Op: OpLogin, Name: name}, &head)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &Login{URL: head.URL, c: conn, r: r}, nil
+}
+
+// Complete gives the daemon the URL the browser was redirected to, as a
+// person pasted it, when the redirect could not reach the daemon (a
+// browser on another machine).
+func (l *Login) Complete(redirect string) error {
+	line, err := json.Marshal(Request{Op: OpLogin, Redirect: redirect})
+	if err != nil {
+		return err
+	}
+	_, err = l.c.Write(append(line, '\n'))
+	return err
+}
+
+// Wait waits for the login's outcome: what it got ("logged in at …"), or
+// a *RefusedError saying why it failed; ctx ending abandons the login.
+func (l *Login) Wait(ctx context.Context) (string, error) {
+	stop := context.AfterFunc(ctx, func() { l.c.Close() })
+	defer stop()
+	b, err := l.r.ReadBytes('\n')
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", ErrDaemonGone
+	}
+	var r Reply
+	if err := json.Unmarshal(b, &r); err != nil {
+		return "", fmt.Errorf("the daemon's answer: %w", err)
+	}
+	if !r.OK {
+		return "", &RefusedError{Message: r.Error}
+	}
+	return r.Result, nil
+}
+
+// Close abandons the login if it is not over.
+func (l *Login) Close() error { return l.c.Close() }
+
+// Logout makes the daemon forget the remote server name's tokens, revoked
+// first where its authorization server offers it (revoked says so; note,
+// when not "", says what went wrong with a revocation).
+func (c *Client) Logout(ctx context.Context, name string) (revoked bool, note string, err error) {
+	var r Reply
+	if err := c.ask(ctx, Request{Op: OpLogout, Name: name}, &r); err != nil {
+		return false, "", err
+	}
+	return r.Revoked, r.Result, nil
+}

@@ -24,6 +24,12 @@
 //	                                         once the action is done (start, stop, restart)
 //	{"op":"logs","name":"gh","follow":true} → {"ok":true}, then {"log":"…"} lines;
 //	                                         name "" is the daemon's own log
+//	{"op":"login","name":"gh"}             → {"ok":true,"url":"https://…"} (the authorization
+//	                                         URL), then, once the browser's redirect reached the
+//	                                         daemon's loopback listener (or the client sent
+//	                                         {"redirect":"http://127.0.0.1:…/callback?code=…"},
+//	                                         pasted), {"ok":true,"result":"logged in at …"}
+//	{"op":"logout","name":"gh"}            → {"ok":true,"revoked":true}
 //	{"op":"fault","session":7}             → {"ok":true}   (a test hook: SNODOD_TEST_FAULTS=1 only)
 //
 // A connect's descriptors ride on the first byte of its request line, in
@@ -38,7 +44,8 @@
 //
 // Peers are checked as on the session socket (the daemon's uid or
 // daemon.allowed_uids); an upgrade, which runs a binary as the daemon,
-// only from the daemon's own uid. During a drain only "status" is
+// and a login or logout, which act on the daemon's user's accounts at
+// remote servers, only from the daemon's own uid. During a drain only "status" is
 // answered; the rest is refused with a reason.
 //
 // The wire is kept compatible across versions: an upgrade hands a waiting

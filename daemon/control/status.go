@@ -142,6 +142,12 @@ type Upstream struct {
 	Share    string `json:"share"`
 	Start    string `json:"start"`
 	PID      int    `json:"pid,omitempty"`
+	// URL is a remote server's (the values of its query hidden), which
+	// has no process; Auth its authorization: "ok (expires in 52m)",
+	// "login required", "refresh failed: <reason>", "" when it asked for
+	// none.
+	URL  string `json:"url,omitempty"`
+	Auth string `json:"auth,omitempty"`
 	// Era is "legacy" or "2026"; Version the protocol version spoken.
 	Era     string `json:"era,omitempty"`
 	Version string `json:"version,omitempty"`

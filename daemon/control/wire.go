@@ -8,6 +8,8 @@ const (
 	OpUpgrade  = "upgrade"
 	OpUpstream = "upstream"
 	OpLogs     = "logs"
+	OpLogin    = "login"
+	OpLogout   = "logout"
 	// OpFault is a test hook (SNODOD_TEST_FAULTS=1): it makes a session's
 	// coordinator fail once, as a bug would.
 	OpFault = "fault"
@@ -15,7 +17,7 @@ const (
 
 // Ops lists every op, in the order the daemon's refusal of an unknown one
 // names them.
-var Ops = []string{OpConnect, OpStatus, OpKill, OpUpgrade, OpUpstream, OpLogs, OpFault}
+var Ops = []string{OpConnect, OpStatus, OpKill, OpUpgrade, OpUpstream, OpLogs, OpLogin, OpLogout, OpFault}
 
 // Upstream actions (Request.Action of OpUpstream).
 const (
@@ -46,6 +48,9 @@ type Request struct {
 	// Binary is the executable an upgrade starts (an absolute path); ""
 	// is the daemon's own.
 	Binary string `json:"binary,omitempty"`
+	// Redirect is the second line of a login: the URL the person's
+	// browser was sent back to, pasted (snodod login --no-browser).
+	Redirect string `json:"redirect,omitempty"`
 }
 
 // Reply is the first line of every answer (a status reply carries the
@@ -61,6 +66,13 @@ type Reply struct {
 	// Instances are what an upstream action left of the upstream's
 	// instances (a daemon older than this field sends none).
 	Instances []Instance `json:"instances,omitempty"`
+	// URL is a login's authorization URL (its first reply); Result what
+	// the login got (its last: "logged in at …, token valid for 1h").
+	URL    string `json:"url,omitempty"`
+	Result string `json:"result,omitempty"`
+	// Revoked says that a logout revoked the tokens at the authorization
+	// server (else they are forgotten only).
+	Revoked bool `json:"revoked,omitempty"`
 }
 
 // Instance is one instance of a hosted server after an upstream action.
