@@ -147,7 +147,7 @@ type Daemon struct {
 	fdLastShort atomic.Int64
 	// budget bounds the unfinished lines of every session together
 	// (daemon.max_buffered_bytes); a reload changes its size.
-	budget *stdio.LineBudget
+	budget *stdio.Budget
 }
 
 // generation is one configuration and what was built from it.
@@ -206,7 +206,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		d.host.Close()
 		return nil, err
 	}
-	d.budget = stdio.NewLineBudget(g.limits.MaxBufferedBytes)
+	d.budget = stdio.NewBudget(g.limits.MaxBufferedBytes)
 	d.gen.Store(g)
 	d.first = cfg
 	return d, nil
