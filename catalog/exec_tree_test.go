@@ -13,6 +13,7 @@ import (
 
 	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/server"
 )
 
@@ -40,12 +41,12 @@ func TestExecRunLeavesNothing(t *testing.T) {
 	if res := callTool(t, c, t.Context(), "exits", nil); res.IsError {
 		t.Fatalf("exits: %+v", res)
 	}
-	expectGone(t, []int{readPid(t, pidfile("exits"))})
+	expectGone(t, []int{proctest.ReadPIDFile(t, pidfile("exits"))})
 
 	if res := callTool(t, c, t.Context(), "slow", nil); !res.IsError {
 		t.Fatalf("slow: %+v, want it timed out", res)
 	}
-	expectGone(t, []int{readPid(t, pidfile("slow"))})
+	expectGone(t, []int{proctest.ReadPIDFile(t, pidfile("slow"))})
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan server.Outcome, 1)
@@ -100,25 +101,12 @@ func recorded(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSpace(string(b)), "\n")[3:] // after the header, boot and daemon lines
 }
 
-func readPid(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
 func awaitPid(t *testing.T, path string) int {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			return readPid(t, path)
+			return proctest.ReadPIDFile(t, path)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no pid in %s", path)

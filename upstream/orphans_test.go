@@ -83,7 +83,7 @@ func TestKillOrphansAfterDaemonCrash(t *testing.T) {
 		t.Fatalf("daemon helper: %q, %v", line, err)
 	}
 	leader, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
-	grandchild := readPIDFile(t, pidfile)
+	grandchild := proctest.ReadPIDFile(t, pidfile)
 
 	if err := daemon.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -102,19 +102,6 @@ func TestKillOrphansAfterDaemonCrash(t *testing.T) {
 	if n, err := proc.KillOrphans(record, quiet); err != nil || n != 0 {
 		t.Errorf("second KillOrphans = %d, %v; want 0 (the record was emptied)", n, err)
 	}
-}
-
-func readPIDFile(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
 }
 
 // The Conn records its group from the spawn to the reap.
