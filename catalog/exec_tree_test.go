@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/catalog"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/server"
@@ -35,7 +36,7 @@ func TestExecRunLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := func(name string) string { return filepath.Join(dir, name+".pid") }
 	c := execHost(t, dir, escapeeTool("exits", pidfile("exits"), false, "")+
-		escapeeTool("slow", pidfile("slow"), true, `timeout = "300ms"`)+
+		escapeeTool("slow", pidfile("slow"), true, `timeout = "1s"`)+
 		escapeeTool("patient", pidfile("patient"), true, ""))
 
 	if res := callTool(t, c, t.Context(), "exits", nil); res.IsError {
@@ -76,8 +77,8 @@ func TestExecRunRecorded(t *testing.T) {
 	done := make(chan server.Outcome, 1)
 	go func() { done <- c.dispatch(ctx, "tools/call", map[string]any{"name": "patient"}) }()
 	escapee := awaitPid(t, filepath.Join(dir, "p.pid"))
-	groups := recorded(t, rec.Path())
-	if len(groups) != 1 {
+	var groups []string // recorded just after the start: soon
+	if !eventually.Within(eventually.Timeout, func() bool { groups = recorded(t, rec.Path()); return len(groups) == 1 }) {
 		t.Fatalf("record while the run runs: %q, want its group", groups)
 	}
 	leader, _ := strconv.Atoi(strings.Fields(groups[0])[0])
@@ -103,14 +104,11 @@ func recorded(t *testing.T, path string) []string {
 
 func awaitPid(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			return proctest.ReadPIDFile(t, path)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually.Within(30*time.Second, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	}) {
+		t.Fatalf("no pid in %s", path)
 	}
+	return proctest.ReadPIDFile(t, path)
 }
