@@ -22,7 +22,8 @@ import (
 // process leaves the run's group and session) and writes the sleep's pid
 // to pidfile before it exits, or, with wait, before it waits for it.
 func escapeeTool(name, pidfile string, wait bool, extra string) string {
-	script := `setsid sh -c 'echo $$ > "$0"; exec sleep 300' "$1" & while [ ! -s "$1" ]; do sleep 0.01; done`
+	// $$$$ is the shell's $$: the configuration's expansion makes $$ a $.
+	script := `setsid sh -c 'echo $$$$ > "$0"; exec sleep 300' "$1" & while [ ! -s "$1" ]; do sleep 0.01; done`
 	if wait {
 		script += "; wait"
 	}

@@ -26,7 +26,8 @@ import (
 // file named by $1; with wait it also starts a sleep that stays in the
 // group, writing its pid to $1.group, and waits for both.
 func escapeScript(wait bool) string {
-	s := `setsid sh -c 'echo $$ > "$0"; exec sleep 300' "$1" & `
+	// $$$$ is the shell's $$: the configuration's expansion makes $$ a $.
+	s := `setsid sh -c 'echo $$$$ > "$0"; exec sleep 300' "$1" & `
 	if wait {
 		s = `sleep 300 & echo $! > "$1.group"; ` + s
 	}
