@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,12 +38,8 @@ import (
 func TestSoak(t *testing.T) {
 	dur := soakEnv(t, "SOAK_TIME", 10*time.Minute)
 	total := int(soakEnv(t, "SOAK_SESSIONS", 1000))
-	plain := filepath.Join(t.TempDir(), "snodod")
-	if out, err := exec.Command("go", "build", "-o", plain, "github.com/snodod/snodod/cmd/snodod").CombinedOutput(); err != nil {
-		t.Fatalf("build snodod: %v\n%s", err, out)
-	}
 	defer func(race string) { binary = race }(binary)
-	binary = plain
+	binary = plainBinary(t)
 
 	h := newSoakHarness(t)
 	d := startDaemon(t, h.config(false), []string{"XDG_STATE_HOME=" + filepath.Join(h.dir, "state")})
