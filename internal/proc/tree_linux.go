@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
@@ -71,14 +72,13 @@ func withMarker(env []string, marker string) []string {
 }
 
 // marked reports whether pid's environment holds MarkerEnv with a value
-// that is want, or starts with want and a dot when prefix is set.
+// that is want, or starts with want and a dot when prefix is set. The
+// environment is read whole (readEnviron): a process in execve reads empty
+// or cut short for a moment, and the marker, last in the environment Start
+// gives, is the first thing lost.
 func marked(pid int, want string, prefix bool) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
 	key := []byte(MarkerEnv + "=")
-	for kv := range bytes.SplitSeq(b, []byte{0}) {
+	for kv := range bytes.SplitSeq(readEnviron(pid), []byte{0}) {
 		v, ok := bytes.CutPrefix(kv, key)
 		if !ok {
 			continue
@@ -89,6 +89,93 @@ func marked(pid int, want string, prefix bool) bool {
 		return string(v) == want
 	}
 	return false
+}
+
+// environSettle bounds how long readEnviron waits for a process in execve
+// to have its environment again.
+const environSettle = 100 * time.Millisecond
+
+// readEnviron returns pid's environment (/proc/PID/environ) whole. While a
+// process execs there is a moment, from the switch to its new program's
+// memory until the kernel has laid out its stack, when the file reads
+// empty or stops short. So a read is kept only when /proc/PID/stat, read
+// after it, shows the program laid out (its start_code is set last) and
+// the environment's bounds of the length read; otherwise it is read again
+// while the process lives, for up to environSettle (then the last read is
+// returned). It returns nil for a process that is gone, has exited, is a
+// kernel thread (no environment) or cannot be read.
+func readEnviron(pid int) []byte {
+	dir := "/proc/" + strconv.Itoa(pid)
+	var first uint64 // the start time at the first look
+	delay := 50 * time.Microsecond
+	for i, deadline := 0, time.Now().Add(environSettle); ; i++ {
+		b, err := os.ReadFile(dir + "/environ")
+		if err != nil {
+			return nil
+		}
+		stat, err := os.ReadFile(dir + "/stat")
+		if err != nil {
+			return nil
+		}
+		e, err := parseEnvironStat(stat)
+		switch {
+		case err != nil:
+			return b // a kernel without the bounds: as read
+		case e.kthread || e.state == 'Z' || e.state == 'X':
+			return nil
+		case i == 0:
+			first = e.startTime
+		case e.startTime != first:
+			return nil // another process has the pid now
+		}
+		if e.startCode != 0 && uint64(len(b)) == e.envEnd-e.envStart {
+			return b
+		}
+		if time.Now().After(deadline) {
+			return b
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 10*time.Millisecond)
+	}
+}
+
+// environStat is what readEnviron needs of /proc/PID/stat.
+type environStat struct {
+	state     byte
+	kthread   bool   // flags (field 9) hold PF_KTHREAD
+	startTime uint64 // field 22
+	// startCode (field 26) is 0 until an exec has laid out the program;
+	// envStart and envEnd (fields 50 and 51, Linux 3.5) bound the
+	// environment.
+	startCode, envStart, envEnd uint64
+}
+
+// parseEnvironStat reads environStat from a /proc/PID/stat line, counting
+// fields from the command name's last ')' as parseStat does.
+func parseEnvironStat(b []byte) (environStat, error) {
+	const pfKthread = 0x00200000
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return environStat{}, errors.New("parse /proc stat: no command name")
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 49 {
+		return environStat{}, errors.New("parse /proc stat: no environment bounds")
+	}
+	var e environStat
+	var errs [5]error
+	var flags uint64
+	e.state = f[0][0]
+	flags, errs[0] = strconv.ParseUint(string(f[6]), 10, 64)
+	e.startTime, errs[1] = strconv.ParseUint(string(f[19]), 10, 64)
+	e.startCode, errs[2] = strconv.ParseUint(string(f[23]), 10, 64)
+	e.envStart, errs[3] = strconv.ParseUint(string(f[47]), 10, 64)
+	e.envEnd, errs[4] = strconv.ParseUint(string(f[48]), 10, 64)
+	if err := errors.Join(errs[:]...); err != nil {
+		return environStat{}, fmt.Errorf("parse /proc stat: %w", err)
+	}
+	e.kthread = flags&pfKthread != 0
+	return e, nil
 }
 
 // member is one process of a tree, named by pid and start time.
