@@ -32,7 +32,7 @@ func escapeeTool(name, pidfile string, wait bool, extra string) string {
 
 // TestExecRunLeavesNothing: a run's descendant that called setsid is ended
 // with the run: when the run exits, when it times out, and when its call
-// is cancelled (issue 20, item 4).
+// is cancelled (docs/architecture.md §6).
 func TestExecRunLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := func(name string) string { return filepath.Join(dir, name+".pid") }
@@ -64,7 +64,7 @@ func TestExecRunLeavesNothing(t *testing.T) {
 }
 
 // TestExecRunRecorded: a run's process group is in the daemon's record
-// while it runs, and out of it once it ended (issue 20, item 5).
+// while it runs, and out of it once it ended (docs/upstreams.md §4).
 func TestExecRunRecorded(t *testing.T) {
 	dir := t.TempDir()
 	rec, err := proc.OpenGroupRecord(filepath.Join(dir, "state", "groups"), slog.New(slog.DiscardHandler))

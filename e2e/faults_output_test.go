@@ -18,7 +18,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 )
 
-// The fault suite's output floods (issue 20, item 3): clients that ask for
+// The fault suite's output floods (docs/transport.md §11.5): clients that ask for
 // large answers and never read them, beside a client that reads.
 
 var plainBuild struct {

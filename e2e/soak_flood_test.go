@@ -21,7 +21,7 @@ import (
 // of them and refuses the rest at once; the other sessions' calls go on
 // being served, and the goroutines and RSS of the samples stay flat.
 //
-// The output flood (issue 20 item 3): every 45 s one client asks for
+// The output flood (docs/transport.md §11.5): every 45 s one client asks for
 // outputFloodCalls answers of 4 MB and never reads them; each must be cut
 // off at the write timeout, and the daemon's buffers stay within
 // daemon.max_buffered_bytes.
@@ -78,7 +78,7 @@ func (h *soakHarness) flood(t *testing.T) {
 const outputFloodCalls = 16
 
 // outputFlood is a client that asks for large answers and never reads
-// them (issue 20, item 3): its session must end at the write timeout, the
+// them (docs/transport.md §11.5): its session must end at the write timeout, the
 // daemon's buffers stay within their budget, and the other sessions go on.
 func (h *soakHarness) outputFlood(t *testing.T) {
 	h.outputFloods.Add(1)

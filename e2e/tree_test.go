@@ -16,7 +16,7 @@ import (
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
-// Children are the daemon's to end, whole (issue 20, items 4 and 5): what
+// Children are the daemon's to end, whole (docs/architecture.md §6): what
 // a hosted server or an exec tool starts is stopped with it, a process
 // that called setsid included, and what a daemon killed with SIGKILL left
 // running is ended by the next one.

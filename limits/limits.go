@@ -47,7 +47,7 @@ const (
 	// DefaultMaxPendingOutputBytes is four lines of the default line
 	// limit: a connection whose reader is slow keeps a few large answers
 	// waiting, and a worker with one more waits for room instead of
-	// growing the daemon (issue 20).
+	// growing the daemon (docs/transport.md §11.5).
 	DefaultMaxPendingOutputBytes = 8_000_000
 )
 

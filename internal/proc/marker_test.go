@@ -11,7 +11,7 @@ import (
 
 // A process in execve reads an empty or cut-short environment for a
 // moment; its marker must still be found then, or a group's escapee that
-// execs just as its leader exits is never killed (issue 20, item 4). Each
+// execs just as its leader exits is never killed (docs/architecture.md §6). Each
 // run reads the marker of a shell right after it printed its pid, while it
 // execs sleep; the runs are many so that some meet the exec.
 func TestMarkedDuringExec(t *testing.T) {

@@ -318,7 +318,7 @@ func TestPdeathsig(t *testing.T) {
 
 // A descendant that called setsid (it left the group and its session) and
 // ignores SIGTERM is stopped with its group, whether the leader obeys
-// SIGTERM or needs SIGKILL (issue 20, item 4).
+// SIGTERM or needs SIGKILL (docs/architecture.md §6).
 func TestStopKillsSetsidDescendant(t *testing.T) {
 	const escapee = `setsid sh -c 'trap "" TERM; echo $$; exec sleep 1000' & wait`
 	tests := []struct {

@@ -17,7 +17,7 @@ import (
 // A group is stopped by its whole tree, not only its process group: a
 // process that calls setsid() (gpg-agent, a language server, nohup and
 // `setsid cmd &` in a shell) leaves its group and its session, and
-// kill(-pgid) no longer reaches it (issue 20, item 4). The tree is found
+// kill(-pgid) no longer reaches it (docs/architecture.md §6). The tree is found
 // in /proc:
 //
 //   - the leader's descendants while it runs, from parent to child

@@ -19,10 +19,10 @@ import (
 	"github.com/snodod/snodod/transport/stdio"
 )
 
-// Output waiting for a slow reader is bounded (issue 20, item 3;
-// docs/transport.md §11.5): per connection by MaxPendingOutputBytes, where
-// a worker with a large answer waits holding its executor slot, and for
-// the daemon by the Budget its sessions share.
+// Output waiting for a slow reader is bounded (docs/transport.md §11.5):
+// per connection by MaxPendingOutputBytes, where a worker with a large
+// answer waits holding its executor slot, and for the daemon by the
+// Budget its sessions share.
 
 // bigFrame is the frame the test catalog's big tool answers id with for
 // n bytes (each a NUL, six bytes escaped), its newline included.

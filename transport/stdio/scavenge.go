@@ -7,10 +7,10 @@ import (
 )
 
 // A daemon that held a large amount of output for slow readers (answers of
-// many megabytes each, issue 20) keeps that memory from the OS after the
-// output is written: the runtime collects garbage only as the program
-// allocates, and an idle daemon allocates almost nothing, so the heap it
-// grew stays resident. Once a Budget's output is back at zero after
+// many megabytes each, docs/transport.md §11.5) keeps that memory from the
+// OS after the output is written: the runtime collects garbage only as the
+// program allocates, and an idle daemon allocates almost nothing, so the
+// heap it grew stays resident. Once a Budget's output is back at zero after
 // holding scavengeAfter or more, the runtime is asked to return what is
 // free (debug.FreeOSMemory: a collection, then the free pages to the OS),
 // at most once per scavengeGap, so that a daemon serving large answers all
