@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/server"
 )
 
@@ -21,16 +22,17 @@ import (
 // calls, a folder's watch). One goroutine at a time calls apply and close
 // (Host serialises them).
 type configured struct {
-	srv *server.Server
-	log *slog.Logger
+	srv    *server.Server
+	log    *slog.Logger
+	record func() *proc.GroupRecord // exec tools' runs are recorded there
 
 	tools   map[string]*execTool
 	prompts map[string]config.Prompt
 	folders map[string]*folder
 }
 
-func newConfigured(srv *server.Server, log *slog.Logger) *configured {
-	return &configured{srv: srv, log: log, tools: map[string]*execTool{},
+func newConfigured(srv *server.Server, log *slog.Logger, record func() *proc.GroupRecord) *configured {
+	return &configured{srv: srv, log: log, record: record, tools: map[string]*execTool{},
 		prompts: map[string]config.Prompt{}, folders: map[string]*folder{}}
 }
 
@@ -44,7 +46,7 @@ func (c *configured) apply(cfg *config.Config) {
 	}
 	for _, t := range cfg.Tools {
 		if _, kept := c.tools[t.Name]; !kept {
-			et := newExecTool(t, c.log)
+			et := newExecTool(t, c.log, c.record)
 			c.srv.AddTool(et.definition(), et.call)
 			c.tools[t.Name] = et
 		}

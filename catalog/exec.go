@@ -39,13 +39,14 @@ const (
 // (exec_argv.go), at most max_concurrency runs at once. call may be called
 // concurrently.
 type execTool struct {
-	cfg   config.Tool
-	slots chan struct{}
-	log   *slog.Logger
+	cfg    config.Tool
+	slots  chan struct{}
+	log    *slog.Logger
+	record func() *proc.GroupRecord // nil, or returning nil: no record
 }
 
-func newExecTool(cfg config.Tool, log *slog.Logger) *execTool {
-	return &execTool{cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrency), log: log.With("tool", cfg.Name)}
+func newExecTool(cfg config.Tool, log *slog.Logger, record func() *proc.GroupRecord) *execTool {
+	return &execTool{cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrency), log: log.With("tool", cfg.Name), record: record}
 }
 
 // definition is the tool as tools/list shows it.
@@ -96,6 +97,10 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 			return nil, fmt.Errorf("%s: open the progress pipe: %w", t.cfg.Name, err)
 		}
 	}
+	// The record is opened before the start: its daemon line names the
+	// marker by which the next daemon finds what this run leaves, even if
+	// a crash comes before the group itself is recorded.
+	rec := t.groupRecord()
 	g, err := proc.Start(cmd)
 	if progress != nil {
 		progress.started() // closes this process's copy of the write end
@@ -110,6 +115,7 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		}
 		return errorResult(fmt.Sprintf("%s: cannot start %s: %v", t.cfg.Name, t.cfg.Path, err)), nil
 	}
+	defer t.recorded(rec, g)()
 	t.waitOnChild(ctx)
 	timer := time.NewTimer(t.cfg.Timeout)
 	defer timer.Stop()
@@ -137,6 +143,31 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		return t.failure(exitText(werr), stdout, stderr), nil
 	}
 	return t.success(stdout)
+}
+
+// groupRecord is the daemon's record of process groups, or nil.
+func (t *execTool) groupRecord() *proc.GroupRecord {
+	if t.record == nil {
+		return nil
+	}
+	return t.record()
+}
+
+// recorded records g in rec, the daemon's record of process groups, if
+// there is one, and returns what forgets it once g has been reaped.
+func (t *execTool) recorded(rec *proc.GroupRecord, g *proc.Group) (forget func()) {
+	if rec == nil {
+		return func() {}
+	}
+	if err := rec.Add(g); err != nil {
+		t.log.Warn("cannot record the run's process group; a daemon crash would leave it running", "pid", g.PID(), "err", err)
+	}
+	return func() {
+		<-g.Done()
+		if err := rec.Remove(g); err != nil {
+			t.log.Warn("cannot remove the run's process group from the record", "pid", g.PID(), "err", err)
+		}
+	}
 }
 
 // success shapes the output of a run that exited 0.

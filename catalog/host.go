@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/server"
 )
 
@@ -29,6 +30,7 @@ type Host struct {
 	build    Build
 	register func(*server.Server)
 	attach   func(*server.Server)
+	record   func() *proc.GroupRecord
 	log      *slog.Logger
 
 	mu  sync.Mutex
@@ -58,6 +60,11 @@ type HostOptions struct {
 	// same name, which the daemon's own catalog keeps, and the view lists
 	// the relayed one as collided (docs/upstreams.md §2).
 	Attach func(*server.Server)
+	// Record, when set, is the daemon's record of process groups: each
+	// exec tool run is recorded there from its start to its end, so that
+	// the next daemon ends what a crash left running (proc.KillOrphans).
+	// It is called at each run's start and may return nil (no record).
+	Record func() *proc.GroupRecord
 	// Logger receives the catalog's warnings; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -68,7 +75,7 @@ func NewHost(o HostOptions) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Host{build: o.Build, register: o.Register, attach: o.Attach, log: log}
+	h := &Host{build: o.Build, register: o.Register, attach: o.Attach, record: o.Record, log: log}
 	h.build.Warnings = h.Warnings // the status tool shows them
 	return h
 }
@@ -131,7 +138,7 @@ func (h *Host) Apply(cfg *config.Config) (*server.Server, error) {
 		if h.items != nil {
 			h.items.close()
 		}
-		h.srv, h.own, h.key, h.items = srv, own, key, newConfigured(srv, h.log)
+		h.srv, h.own, h.key, h.items = srv, own, key, newConfigured(srv, h.log, h.record)
 	}
 	h.items.apply(cfg)
 	if fresh && h.attach != nil {

@@ -22,7 +22,7 @@ var wantDefaults = Config{
 		RequestTimeout: 30 * time.Second, RestartIntensity: 5, RestartWindow: 10 * time.Second,
 		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, MaxSessionsPerUID: 256, InitializeTimeout: 30 * time.Second,
 		ShutdownGrace: 10 * time.Second, UpgradeGrace: 10 * time.Second,
-		MaxBufferedBytes: 64000000,
+		MaxBufferedBytes: 64000000, MaxPendingOutputBytes: 8000000,
 	},
 	Daemon: Daemon{
 		Socket: "/run/test/snodod/snodod.sock", ControlSocket: "/run/test/snodod/control.sock",

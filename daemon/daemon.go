@@ -147,7 +147,7 @@ type Daemon struct {
 	fdLastShort atomic.Int64
 	// budget bounds the unfinished lines of every session together
 	// (daemon.max_buffered_bytes); a reload changes its size.
-	budget *stdio.LineBudget
+	budget *stdio.Budget
 }
 
 // generation is one configuration and what was built from it.
@@ -200,13 +200,15 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Name: opts.Name, Version: d.version(), Started: d.started},
-		Register: opts.Catalog, Attach: d.attachUpstreams, Logger: d.log})
+		Register: opts.Catalog, Attach: d.attachUpstreams,
+		// Exec tools' runs share the hosted servers' record of groups.
+		Record: d.ups.GroupRecord, Logger: d.log})
 	g, err := d.build(cfg, nil)
 	if err != nil {
 		d.host.Close()
 		return nil, err
 	}
-	d.budget = stdio.NewLineBudget(g.limits.MaxBufferedBytes)
+	d.budget = stdio.NewBudget(g.limits.MaxBufferedBytes)
 	d.gen.Store(g)
 	d.first = cfg
 	return d, nil

@@ -144,7 +144,7 @@ func (d *Daemon) sessionConfig(e *entry, g *generation, files []*os.File, jf *os
 		Dispatcher: disp,
 		Executor:   g.exec,
 		Limits:     g.limits,
-		LineBudget: d.budget,
+		Budget:     d.budget,
 		Logger:     d.log, // the session adds its id
 		Ended: func(s *session.Session) {
 			end()

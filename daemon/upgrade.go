@@ -14,6 +14,7 @@ import (
 
 	"github.com/thejerf/suture/v4"
 
+	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/session"
 )
 
@@ -243,7 +244,7 @@ func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*newProce
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{theirs} // descriptor 3
 	cmd.Env = append(os.Environ(), UpgradeEnv+"=3")
-	err = cmd.Start()
+	err = proc.StartCommand(cmd) // not an orphan to reap (internal/proc)
 	theirs.Close()
 	if err != nil {
 		w.close()
@@ -251,7 +252,7 @@ func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*newProce
 	}
 	s := &newProcess{cmd: cmd, wire: w, notify: d.notify, log: d.log, exited: make(chan struct{})}
 	go func() {
-		s.status = cmd.Wait()
+		s.status = proc.WaitCommand(cmd)
 		close(s.exited)
 	}()
 	d.log.Info("upgrade: the new process started", "binary", binary, "pid", s.pid())

@@ -160,7 +160,7 @@ func runWithin(cmd *exec.Cmd, d time.Duration) (string, error) {
 // either refused its line or served it, and all are served afterwards.
 func TestUnfinishedLinesBudget(t *testing.T) {
 	d := startDaemon(t, "[daemon]\nmax_buffered_bytes = 3000000\n", nil)
-	refusal := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Message refused: the unfinished lines of all connections passed daemon.max_buffered_bytes (3000000 bytes) and this one was the longest; send it again"}}`
+	refusal := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Message refused: the unfinished lines and pending output of all connections passed daemon.max_buffered_bytes (3000000 bytes) and this line was the longest unfinished one; send it again"}}`
 	a, g := mustDial(t, d.socket), mustDial(t, d.socket)
 	for _, s := range []*sessionConn{a, g} {
 		if err := s.initialize("2025-06-18"); err != nil {

@@ -27,6 +27,7 @@ type soakHarness struct {
 	lost, wrong, expected, cancelled, stray, updates atomic.Int64
 	reloads, kills, touches, progress                atomic.Int64
 	floods, floodSent, floodRefused                  atomic.Int64 // soak_flood_test.go
+	outputFloods, outputFloodsCut, mostBuffered      atomic.Int64 // soak_flood_test.go
 	minUpdates                                       int64        // the fewest updates one session got
 
 	mu       sync.Mutex
@@ -309,8 +310,9 @@ func (h *soakHarness) report(dur time.Duration, total int, start, end, idle soak
 	fmt.Fprintf(&b, "%d sessions through `snodod serve`: %d on the session socket, %d handed over, %d ptys, %d over Streamable HTTP; ", total, h.kinds["socket"], h.kinds["hand-over"], h.kinds["pty"], h.kinds["http"])
 	fmt.Fprintf(&b, "each calls, every 1.5 to 4.5 s, the demo's echo and sleep (with progress, and cancelled), an exec tool, a file resource, tools/list and two hosted servers (the fake, and server-memory from npm), and holds a subscription to a file rewritten every 5 s. ")
 	fmt.Fprintf(&b, "The configuration was reloaded %d times (every 30 s) and a hosted server killed with SIGKILL %d times (every 60 s). ", h.reloads.Load(), h.kills.Load())
-	fmt.Fprintf(&b, "Every 60 s a third hosted server flooded a session that never answers with requests for 5 s (%d floods: %d requests, %d refused at once by upstreams.max_server_requests; at most %d daemon goroutines meanwhile).\n\n",
+	fmt.Fprintf(&b, "Every 60 s a third hosted server flooded a session that never answers with requests for 5 s (%d floods: %d requests, %d refused at once by upstreams.max_server_requests; at most %d daemon goroutines meanwhile). ",
 		h.floods.Load(), h.floodSent.Load(), h.floodRefused.Load(), h.floodPeak)
+	fmt.Fprintf(&b, "Every 45 s one more client asked for %d answers of 4 MB and never read them: %d such floods, %d of them cut off at the write timeout; the daemon's buffers (unfinished lines and pending output) held %.1f MB at most, against daemon.max_buffered_bytes of 64 MB.\n\n", outputFloodCalls, h.outputFloods.Load(), h.outputFloodsCut.Load(), float64(h.mostBuffered.Load())/(1<<20))
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| calls answered and right | %d |\n| responses lost | %d |\n| wrong answers | %d |\n", served, h.lost.Load(), h.wrong.Load())
 	fmt.Fprintf(&b, "| answers to cancelled or unknown requests, progress after a result | %d |\n| calls cancelled (never answered, as they must be) | %d |\n", h.stray.Load(), h.cancelled.Load())

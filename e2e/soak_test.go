@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,8 +24,9 @@ import (
 // tool, a file resource and two hosted servers (the fake, and
 // server-memory from npm) for SOAK_TIME (default 10m), with progress,
 // cancellations and a subscription each, while the configuration is
-// reloaded every 30 s, a hosted server is killed every 60 s, and a third
-// floods a session that never answers with requests (soak_flood_test.go). It
+// reloaded every 30 s, a hosted server is killed every 60 s, a third
+// floods a session that never answers with requests, and a client floods
+// the daemon with answers it never reads every 45 s (soak_flood_test.go). It
 // reports what docs/bench-soak.md shows and writes it to SOAK_DOCS when set.
 //
 // It lives here, behind the soak build tag, rather than in bench/: it
@@ -38,12 +38,8 @@ import (
 func TestSoak(t *testing.T) {
 	dur := soakEnv(t, "SOAK_TIME", 10*time.Minute)
 	total := int(soakEnv(t, "SOAK_SESSIONS", 1000))
-	plain := filepath.Join(t.TempDir(), "snodod")
-	if out, err := exec.Command("go", "build", "-o", plain, "github.com/snodod/snodod/cmd/snodod").CombinedOutput(); err != nil {
-		t.Fatalf("build snodod: %v\n%s", err, out)
-	}
 	defer func(race string) { binary = race }(binary)
-	binary = plain
+	binary = plainBinary(t)
 
 	h := newSoakHarness(t)
 	d := startDaemon(t, h.config(false), []string{"XDG_STATE_HOME=" + filepath.Join(h.dir, "state")})
@@ -66,6 +62,7 @@ func TestSoak(t *testing.T) {
 	bg.Go(func() { h.every(60*time.Second, stop, func(n int) { h.kill(t, n) }) })
 	bg.Go(func() { h.every(60*time.Second, stop, func(int) { h.flood(t) }) })
 	bg.Go(func() { h.every(5*time.Second, stop, func(int) { h.touch() }) })
+	bg.Go(func() { h.every(45*time.Second, stop, func(int) { h.outputFlood(t) }) })
 	bg.Go(func() { h.every(30*time.Second, stop, func(int) { h.sample(t, "") }) })
 	wg.Wait()
 	close(stop)
@@ -93,6 +90,9 @@ func TestSoak(t *testing.T) {
 	}
 	if h.lost.Load() != 0 || h.wrong.Load() != 0 || h.stray.Load() != 0 || len(left) != 0 {
 		t.Errorf("%d responses lost, %d wrong, %d stray answers, %d processes left", h.lost.Load(), h.wrong.Load(), h.stray.Load(), len(left))
+	}
+	if h.outputFloodsCut.Load() != h.outputFloods.Load() || h.mostBuffered.Load() > 64_000_000+int64(total)<<16 {
+		t.Errorf("%d of %d output floods cut off; the daemon buffered %d bytes at most", h.outputFloodsCut.Load(), h.outputFloods.Load(), h.mostBuffered.Load())
 	}
 }
 

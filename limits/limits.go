@@ -44,6 +44,11 @@ const (
 	// while a local user opening a thousand connections that each hold
 	// most of a line can no longer make the daemon hold two gigabytes.
 	DefaultMaxBufferedBytes = 64_000_000
+	// DefaultMaxPendingOutputBytes is four lines of the default line
+	// limit: a connection whose reader is slow keeps a few large answers
+	// waiting, and a worker with one more waits for room instead of
+	// growing the daemon (docs/transport.md §11.5).
+	DefaultMaxPendingOutputBytes = 8_000_000
 )
 
 // Limits are the limits of a session's transport, of the shared executor
@@ -93,11 +98,16 @@ type Limits struct {
 	// the new process; what still runs then is answered -32603 "snodod
 	// restarted; this request was cancelled".
 	UpgradeGrace time.Duration
-	// MaxBufferedBytes bounds the bytes of unfinished lines that all of
-	// the daemon's sessions hold together (transport/stdio.LineBudget). A
-	// line longer than it alone is refused too, so below MaxLineBytes it
-	// is the effective line limit.
+	// MaxBufferedBytes bounds the bytes that all of the daemon's sessions
+	// hold together in unfinished lines and in output waiting to be
+	// written (transport/stdio.Budget). A line longer than it alone is
+	// refused too, so below MaxLineBytes it is the effective line limit.
 	MaxBufferedBytes int
+	// MaxPendingOutputBytes bounds one connection's output committed and
+	// not yet written: a result that would pass it waits, holding its
+	// executor slot, until the writer has made room; a single result
+	// larger than it is written alone (docs/transport.md §11.5).
+	MaxPendingOutputBytes int
 }
 
 // Limit describes one field of Limits.
@@ -149,6 +159,9 @@ var all = []Limit{
 	{Key: "session.max_line_bytes", Flag: "max-line-bytes", Default: DefaultMaxLineBytes,
 		Description: "Longest request line accepted, in bytes, its newline included.",
 		field:       func(l *Limits) any { return &l.MaxLineBytes }},
+	{Key: "session.max_pending_output_bytes", Flag: "max-pending-output-bytes", Default: DefaultMaxPendingOutputBytes,
+		Description: "Per connection: bytes of answers waiting for a slow reader; a result past it waits for room (a larger one is written alone), and one not written within session.write_timeout ends the session.",
+		field:       func(l *Limits) any { return &l.MaxPendingOutputBytes }},
 	{Key: "session.max_subscriptions", Flag: "max-subscriptions", Default: DefaultMaxSubscriptions,
 		Description: "Per connection: open listen streams plus resource URIs subscribed with resources/subscribe.",
 		field:       func(l *Limits) any { return &l.MaxSubscriptions }},
@@ -168,7 +181,7 @@ var all = []Limit{
 		Description: "Requests that may wait for an executor slot in places every session shares; besides these, each session has 4 places of its own, so the queue holds up to max_queue + 4 × sessions and no session is refused while it has fewer than 4 waiting. A request beyond both is refused.",
 		field:       func(l *Limits) any { return &l.MaxQueue }},
 	{Key: "daemon.max_buffered_bytes", Flag: "max-buffered-bytes", Default: DefaultMaxBufferedBytes, Daemon: true,
-		Description: "Bytes of unfinished lines all sessions may hold together; past it, the connection holding the longest is refused that line (-32600) and its next line is served.",
+		Description: "Bytes all sessions may hold together in unfinished lines and in output waiting for slow readers; past it, the longest unfinished line is refused (-32600, its next line is served) and output waits for room.",
 		field:       func(l *Limits) any { return &l.MaxBufferedBytes }},
 	{Key: "daemon.max_sessions", Flag: "max-sessions", Default: DefaultMaxSessions, Daemon: true,
 		Description: "Sessions served at once; a client beyond it is refused with one line.",

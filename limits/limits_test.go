@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 		RequestTimeout: 30 * time.Second, RestartIntensity: 5, RestartWindow: 10 * time.Second,
 		MaxConcurrency: 32, MaxQueue: 256, MaxSessions: 1024, MaxSessionsPerUID: 256, InitializeTimeout: 30 * time.Second,
 		ShutdownGrace: 10 * time.Second, UpgradeGrace: 10 * time.Second,
-		MaxBufferedBytes: 64_000_000,
+		MaxBufferedBytes: 64_000_000, MaxPendingOutputBytes: 8_000_000,
 	}
 	if got := Defaults(); got != want {
 		t.Errorf("Defaults() = %+v, want %+v", got, want)

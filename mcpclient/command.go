@@ -50,7 +50,7 @@ type Command struct {
 }
 
 // GroupRecorder keeps the process groups a daemon runs, for its successor
-// to end after a crash (upstream.GroupRecord). Its methods may be called
+// to end after a crash (proc.GroupRecord). Its methods may be called
 // from any goroutine.
 type GroupRecorder interface {
 	Add(g *proc.Group) error

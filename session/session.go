@@ -37,11 +37,11 @@ type Config struct {
 	// ends the session.
 	Limits limits.Limits
 
-	// LineBudget, when set, is shared by the sessions of a daemon: their
-	// unfinished lines together stay within it (daemon.max_buffered_bytes,
-	// stdio.LineBudget). Nil: each session is bounded by its line limit
-	// alone.
-	LineBudget *stdio.LineBudget
+	// Budget, when set, is shared by the sessions of a daemon: their
+	// unfinished lines and pending output together stay within it
+	// (daemon.max_buffered_bytes, stdio.Budget). Nil: each session is
+	// bounded by its own limits alone.
+	Budget *stdio.Budget
 
 	// Logger receives the session's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
@@ -204,11 +204,11 @@ func (s *Session) start() bool {
 	var resume *stdio.Resume
 	s.mu.Lock()
 	if r := s.resume; r != nil {
-		s.ownReader = s.cfg.LineBudget.NewReaderFrom(s.dev.input(), s.cfg.Limits.MaxLineBytes, r.input)
+		s.ownReader = s.cfg.Budget.NewReaderFrom(s.dev.input(), s.cfg.Limits.MaxLineBytes, r.input)
 		resume = r.transport(s.log)
 		s.resume = nil
 	} else {
-		s.ownReader = s.cfg.LineBudget.NewReader(s.dev.input(), s.cfg.Limits.MaxLineBytes) // a nil budget is none
+		s.ownReader = s.cfg.Budget.NewReader(s.dev.input(), s.cfg.Limits.MaxLineBytes) // a nil budget is none
 	}
 	s.mu.Unlock()
 	// Every instance serves with the same Transport, kept in the Session

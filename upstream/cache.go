@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/snodod/snodod/internal/atomicfile"
 	"github.com/snodod/snodod/mcpclient"
 )
 
@@ -80,7 +81,7 @@ func (c *cache) store(u *upstream, cat *catalog) {
 		return
 	}
 	final := c.path(u)
-	if err := writeFileAtomic(final, b); err != nil {
+	if err := atomicfile.Write(final, b); err != nil {
 		c.failed("upstream catalog cache: cannot write", "upstream", u.name, "path", final, "err", err)
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/mcpclient/oauth"
@@ -32,7 +33,8 @@ type Options struct {
 	// StateDir is the daemon's state directory
 	// ($XDG_STATE_HOME/snodod): the catalog cache lives in
 	// StateDir/upstreams, the record of running process groups in
-	// StateDir/upstreams/<RecordName>. "" keeps neither.
+	// StateDir/upstreams/<RecordName>.<PID> (proc.GroupRecord), which the
+	// daemon's exec tools share (GroupRecord). "" keeps neither.
 	StateDir string
 	// RecordName names the record of process groups; "" is "groups". A
 	// daemon names it after its socket, so that two daemons of one user
@@ -102,7 +104,7 @@ type Manager struct {
 	aggregates   []aggregate
 	clients      map[*Client]struct{}
 	served       bool
-	record       *GroupRecord // opened at the first start (groupRecord)
+	record       *proc.GroupRecord // opened at the first start (GroupRecord)
 	recordFailed bool
 
 	viewMu sync.Mutex // one view refresh at a time
@@ -205,26 +207,28 @@ func (m *Manager) recordPath() string {
 // children.
 func (m *Manager) killOrphans() {
 	path := m.recordPath()
-	if n, err := KillOrphans(path, m.log); err != nil {
+	if n, err := proc.KillOrphans(path, m.log); err != nil {
 		m.log.Warn("upstream orphans: cannot read the record of a previous daemon", "path", path, "err", err)
 	} else if n > 0 {
 		m.log.Warn("killed upstream processes a previous daemon left running", "groups", n, "record", path)
 	}
 }
 
-// groupRecord opens the record of this manager's process groups at the
-// first start (a daemon without upstreams writes no file); nil without a
-// state directory or when it cannot be opened (logged once).
-func (m *Manager) groupRecord() *GroupRecord {
+// GroupRecord is the record of this process's groups: the manager's
+// instances and the daemon's exec tool runs. It is opened at the first
+// start (a daemon that starts no process writes no file); nil without a
+// state directory, with NoRecord, or when it cannot be opened (logged
+// once). It may be called from any goroutine.
+func (m *Manager) GroupRecord() *proc.GroupRecord {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.record != nil || m.cache.dir == "" || m.opts.NoRecord || m.recordFailed {
 		return m.record
 	}
-	rec, err := OpenGroupRecord(m.recordPath())
+	rec, err := proc.OpenGroupRecord(m.recordPath(), m.log)
 	if err != nil {
 		m.recordFailed = true
-		m.log.Error("cannot record upstream process groups; a crash of this daemon would leave them running", "path", m.recordPath(), "err", err)
+		m.log.Error("cannot record process groups; a crash of this daemon would leave them running", "path", m.recordPath(), "err", err)
 		return nil
 	}
 	m.record = rec

@@ -3,7 +3,6 @@ package upstream
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/snodod/snodod/internal/eventually"
@@ -39,7 +37,7 @@ func helperMain(role string) int {
 		return 2
 	}
 	args := strings.Split(os.Getenv(helperEnv), "\n")
-	rec, err := OpenGroupRecord(args[0])
+	rec, err := proc.OpenGroupRecord(args[0], nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -85,7 +83,7 @@ func TestKillOrphansAfterDaemonCrash(t *testing.T) {
 		t.Fatalf("daemon helper: %q, %v", line, err)
 	}
 	leader, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
-	grandchild := readPIDFile(t, pidfile)
+	grandchild := proctest.ReadPIDFile(t, pidfile)
 
 	if err := daemon.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -96,99 +94,23 @@ func TestKillOrphansAfterDaemonCrash(t *testing.T) {
 		t.Fatalf("grandchild %d died with the daemon: nothing left to test", grandchild)
 	}
 
-	n, err := KillOrphans(record, quiet)
+	n, err := proc.KillOrphans(record, quiet)
 	if err != nil || n != 1 {
 		t.Fatalf("KillOrphans = %d, %v; want 1 group killed", n, err)
 	}
 	eventually.True(t, "the orphaned grandchild's death", func() bool { return !proctest.Alive(grandchild) })
-	if n, err := KillOrphans(record, quiet); err != nil || n != 0 {
+	if n, err := proc.KillOrphans(record, quiet); err != nil || n != 0 {
 		t.Errorf("second KillOrphans = %d, %v; want 0 (the record was emptied)", n, err)
-	}
-}
-
-func readPIDFile(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-// A recorded pid now used by another process (another start time) is never
-// killed; the recorded process itself is.
-func TestKillOrphansMatchesStartTime(t *testing.T) {
-	proctest.Cleanup(t)
-	g, err := proc.Start(exec.Command("sleep", "1000"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Stop(0)
-	path := filepath.Join(t.TempDir(), "groups")
-	write := func(startTime uint64) {
-		body := fmt.Sprintf("%s\nboot %s\n%d %d\n", recordHeader, proc.BootID(), g.PID(), startTime)
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(g.StartTime() + 1)
-	if n, err := KillOrphans(path, quiet); err != nil || n != 0 {
-		t.Fatalf("KillOrphans on a recycled pid = %d, %v; want 0", n, err)
-	}
-	if !proctest.Alive(g.PID()) {
-		t.Fatal("a process with another start time was killed")
-	}
-	write(g.StartTime())
-	if n, err := KillOrphans(path, quiet); err != nil || n != 1 {
-		t.Fatalf("KillOrphans on the recorded process = %d, %v; want 1", n, err)
-	}
-	var ee *exec.ExitError
-	if err := g.Wait(); !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Errorf("recorded process ended with %v, want SIGKILL", err)
-	}
-}
-
-func TestKillOrphansRecordFiles(t *testing.T) {
-	dir := t.TempDir()
-	tests := []struct {
-		name, body string
-		want       string // error substring, "" for none
-	}{
-		{"missing", "", ""},
-		{"other boot", recordHeader + "\nboot not-this-boot\n2 1\n", ""},
-		{"not a record", "hello\n", "not a snodod group record"},
-		{"bad line", recordHeader + "\nboot x\nnonsense\n", `"nonsense" is not "PID STARTTIME"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
-			if tt.body != "" {
-				if err := os.WriteFile(path, []byte(tt.body), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			n, err := KillOrphans(path, quiet)
-			if tt.want == "" && (err != nil || n != 0) {
-				t.Errorf("KillOrphans = %d, %v; want 0, nil", n, err)
-			}
-			if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
-				t.Errorf("KillOrphans error = %v, want %q", err, tt.want)
-			}
-		})
 	}
 }
 
 // The Conn records its group from the spawn to the reap.
 func TestConnRecordsGroup(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "groups")
-	rec, err := OpenGroupRecord(path)
+	rec, err := proc.OpenGroupRecord(filepath.Join(t.TempDir(), "groups"), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
+	path := rec.Path()
 	c := startFake(t, mcpclient.Command{Record: rec})
 	start, err := proc.StartTime(c.PID())
 	if err != nil {
@@ -202,7 +124,6 @@ func TestConnRecordsGroup(t *testing.T) {
 	if b, _ := os.ReadFile(path); strings.Contains(string(b), entry) {
 		t.Errorf("record after Stop = %q, still holding the group", b)
 	}
-
 }
 
 var quiet = slog.New(slog.DiscardHandler)

@@ -154,7 +154,7 @@ func (in *instance) transport(spawned func(pid int)) (mcpclient.Transport, error
 	}
 	cmd := in.cmd
 	cmd.Stderr, cmd.Spawned = in.u.ring, spawned
-	if rec := in.u.m.groupRecord(); rec != nil {
+	if rec := in.u.m.GroupRecord(); rec != nil { // not a nil *GroupRecord in the interface
 		cmd.Record = rec
 	}
 	return cmd, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon"
+	"github.com/snodod/snodod/internal/proc"
 )
 
 func serveUsage(w io.Writer) {
@@ -66,6 +67,16 @@ func serveFlags() (*flag.FlagSet, *serveOptions) {
 	return fs, o
 }
 
+// subreaper makes the process a child subreaper before it starts any
+// child, so that what hosted servers and exec tools leave behind is
+// reparented to it, to be stopped with their group and reaped
+// (internal/proc). Where that fails, stops reach what stays in the tree.
+func subreaper() {
+	if err := proc.Subreaper(); err != nil {
+		slog.Warn("processes that leave their parent will be reparented to init, out of reach of their group's stop", "err", err)
+	}
+}
+
 func runServe(args []string) int {
 	fs, o := serveFlags()
 	if status, done := parseFlags(fs, args, serveUsage); done {
@@ -83,6 +94,7 @@ func runServe(args []string) int {
 	level := new(slog.LevelVar)
 	log := newLogger(cfg, level)
 	slog.SetDefault(log)
+	subreaper()
 
 	d, err := daemon.New(cfg, daemon.Options{
 		// A reload reads the same file and environment, and the flags

@@ -77,6 +77,7 @@ func runStdio(args []string) int {
 		return status
 	}
 	slog.SetDefault(newLogger(cfg, new(slog.LevelVar)))
+	subreaper()
 	if view != "" && cfg.Upstream(view) == nil {
 		return usageError(fs.Name(), unknownUpstream(cfg, view))
 	}

@@ -14,8 +14,8 @@ type Status struct {
 	Started     time.Time `json:"started"`
 	MaxSessions int       `json:"max_sessions"`
 	// Goroutines is the process's goroutine count, and BufferedBytes the
-	// bytes of unfinished lines its sessions hold (daemon.max_buffered_bytes):
-	// what a soak or a leak hunt watches.
+	// bytes of unfinished lines and pending output its sessions hold
+	// (daemon.max_buffered_bytes): what a soak or a leak hunt watches.
 	Goroutines    int   `json:"goroutines"`
 	BufferedBytes int64 `json:"buffered_bytes"`
 	// Sessions are ordered by id (oldest first).

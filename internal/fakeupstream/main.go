@@ -39,6 +39,8 @@
 //	-banner TEXT            write TEXT as a non-JSON line on stdout at start
 //	-grandchild PIDFILE     start a grandchild that ignores SIGTERM and sleeps,
 //	                        writing its pid to PIDFILE before serving
+//	-setsid                 the grandchild calls setsid: it leaves the group
+//	                        and the session (gpg-agent, a language server)
 //	-ignore-term            ignore SIGTERM itself
 //	-ignore-eof             keep running after stdin ends (until signalled)
 //	-no-strict-ids          accept a request id seen before (by default a
@@ -129,6 +131,7 @@ type options struct {
 	probeStderr    int
 	banner         string
 	grandchild     string
+	setsid         bool
 	ignoreTerm     bool
 	ignoreEOF      bool
 	noStrictIDs    bool
@@ -161,6 +164,7 @@ func main() {
 	flag.IntVar(&o.probeStderr, "probe-stderr", 0, "bytes of stderr when server/discover arrives")
 	flag.StringVar(&o.banner, "banner", "", "a non-JSON stdout line at start")
 	flag.StringVar(&o.grandchild, "grandchild", "", "start a grandchild ignoring SIGTERM; its pid goes to this file")
+	flag.BoolVar(&o.setsid, "setsid", false, "the grandchild calls setsid")
 	flag.BoolVar(&o.ignoreTerm, "ignore-term", false, "ignore SIGTERM")
 	flag.BoolVar(&o.ignoreEOF, "ignore-eof", false, "keep running after stdin ends")
 	flag.BoolVar(&o.noStrictIDs, "no-strict-ids", false, "accept reused request ids")
@@ -181,7 +185,7 @@ func main() {
 		os.Exit(o.exitAtStart)
 	}
 	if o.grandchild != "" {
-		if err := startGrandchild(o.grandchild); err != nil {
+		if err := startGrandchild(o.grandchild, o.setsid); err != nil {
 			fmt.Fprintln(os.Stderr, "grandchild:", err)
 			os.Exit(2)
 		}
@@ -201,13 +205,15 @@ func main() {
 }
 
 // startGrandchild starts this program as a process that ignores SIGTERM,
-// in this process's group, and writes its pid to pidfile.
-func startGrandchild(pidfile string) error {
+// in this process's group (or, with setsid, in a session of its own), and
+// writes its pid to pidfile.
+func startGrandchild(pidfile string, setsid bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(self, "-be-grandchild")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -10,7 +10,10 @@
 // connections; a Scanner is a Splitter read on its caller's goroutine.
 // Writing: a Writer writes frames whole to a device, trying a non-blocking
 // write first and waiting, within a timeout, only for what the device did
-// not take at once.
+// not take at once. A Budget counts, besides its Splitters' unfinished
+// lines, the output its callers have committed and not yet written; they
+// charge it themselves (stdio's output), so that lines and output share
+// one bound.
 //
 // It lives in the module's internal/ rather than transport/internal/
 // because mcpclient, outside transport/, imports it too.

@@ -1,14 +1,22 @@
-// Package proc starts and stops child processes as whole process groups, so
-// that nothing a child spawns outlives it (docs/upstreams.md §4: npx, uvx and
-// shell wrappers leave the real server as a grandchild). It is used for
-// hosted MCP servers (upstream/) and for exec tools (catalog/).
+// Package proc starts and stops child processes as whole trees, so that
+// nothing a child spawns outlives it (docs/upstreams.md §4: npx, uvx and
+// shell wrappers leave the real server as a grandchild; gpg-agent and
+// language servers call setsid). It is used for hosted MCP servers
+// (upstream/) and for exec tools (catalog/).
 //
-// Every child is the leader of a new process group (Setpgid) and gets
-// SIGKILL when the thread that started it exits (Pdeathsig). Signals go to
-// the group, never to the leader alone. The package never reads or writes
-// the child's stdio: the caller wires exec.Cmd's Stdin, Stdout and Stderr.
+// Every child is the leader of a new process group (Setpgid), gets SIGKILL
+// when the thread that started it exits (Pdeathsig), and carries its
+// group's marker in its environment (MarkerEnv). Signals go to the group
+// and to every descendant, those that left the group with setsid included
+// (tree_linux.go), never to the leader alone. A daemon is a child
+// subreaper (Subreaper), so that what a child leaves behind is
+// reparented to it, to be found and reaped (reaper_linux.go); its groups
+// are recorded (GroupRecord) for the next daemon to end after a crash
+// (KillOrphans). The package never reads or writes the child's stdio: the
+// caller wires exec.Cmd's Stdin, Stdout and Stderr.
 //
-// It is Linux-only (Pdeathsig, waitid WNOWAIT, /proc start times).
+// It is Linux-only (Pdeathsig, waitid WNOWAIT, /proc start times and
+// children, pidfds).
 package proc
 
 import (
@@ -26,6 +34,7 @@ type Group struct {
 	cmd       *exec.Cmd
 	pid       int
 	startTime uint64 // field 22 of /proc/PID/stat, read while the child is ours
+	marker    string // MarkerEnv's value in the tree
 
 	mu     sync.Mutex
 	exited bool // the leader has exited: the group is signalled no more
@@ -38,8 +47,10 @@ type Group struct {
 // the parent-death signal SIGKILL (Pdeathsig), returning the running group.
 // The caller supplies cmd.Stdin, cmd.Stdout and cmd.Stderr as for exec.Cmd;
 // cmd.SysProcAttr is replaced, except its namespace fields (Cloneflags, the
-// id maps, AmbientCaps: internal/sandbox.Wrap sets them). Start reaps the
-// leader itself (see Wait): the caller must not call cmd.Wait. Since exec.Cmd.Wait closes the pipes of
+// id maps, AmbientCaps: internal/sandbox.Wrap sets them), and cmd.Env gets
+// MarkerEnv (a nil Env is the daemon's environment, as for exec.Cmd, with
+// it). Start reaps the leader itself (see Wait): the caller must not call
+// cmd.Wait. Since exec.Cmd.Wait closes the pipes of
 // cmd.StdoutPipe and friends as soon as the child exits, callers that read
 // a child's output after its exit pass the write end of an os.Pipe instead
 // (or an io.Writer, which Wait finishes copying).
@@ -50,10 +61,11 @@ type Group struct {
 // runtime never retires that thread while the child runs (one thread per
 // running child, blocked in waitid). A daemon killed with SIGKILL thus kills
 // its direct children; their own children are not covered by Pdeathsig,
-// which is why the daemon records groups (KillOrphans in upstream/).
+// which is why the daemon records groups (KillOrphans).
 func Start(cmd *exec.Cmd) (*Group, error) {
 	cmd.SysProcAttr = sysProcAttr(cmd.SysProcAttr)
-	g := &Group{cmd: cmd, done: make(chan struct{})}
+	g := &Group{cmd: cmd, marker: newMarker(), done: make(chan struct{})}
+	cmd.Env = withMarker(cmd.Env, g.marker)
 	started := make(chan error, 1)
 	go g.run(started)
 	if err := <-started; err != nil {
@@ -66,7 +78,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 func (g *Group) run(started chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := g.cmd.Start(); err != nil {
+	if err := StartCommand(g.cmd); err != nil {
 		started <- err
 		return
 	}
@@ -76,13 +88,16 @@ func (g *Group) run(started chan<- error) {
 
 	// Wait for the leader's exit without reaping it: while it is a zombie
 	// its pid, and so the group id, cannot be reused, so what is left of
-	// the group can be killed without hitting a stranger.
+	// the group can be killed without hitting a stranger. Its children
+	// were reparented when it exited; those that left the group are found
+	// by their marker (killTree).
 	waitExited(g.pid)
 	g.mu.Lock()
 	_ = syscall.Kill(-g.pid, syscall.SIGKILL)
 	g.exited = true
 	g.mu.Unlock()
-	g.err = g.cmd.Wait()
+	g.killTree()
+	g.err = WaitCommand(g.cmd)
 	close(g.done)
 }
 
@@ -94,23 +109,31 @@ func (g *Group) PID() int { return g.pid }
 // the process across a pid's reuse (orphan matching).
 func (g *Group) StartTime() uint64 { return g.startTime }
 
-// Signal sends sig to the whole group (kill(-pgid)). Once the leader has
+// Marker is MarkerEnv's value in the group's tree.
+func (g *Group) Marker() string { return g.marker }
+
+// Signal sends sig to the whole group (kill(-pgid)) and to every process of
+// its tree outside it (the leader's descendants that called setsid, and
+// the orphans that carry its marker: tree_linux.go). Once the leader has
 // exited it returns os.ErrProcessDone and signals nothing, so a recycled
-// pgid is never hit.
+// pgid is never hit (what is left of the tree is killed then: Wait).
 func (g *Group) Signal(sig syscall.Signal) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.exited {
 		return os.ErrProcessDone
 	}
-	return syscall.Kill(-g.pid, sig)
+	err := syscall.Kill(-g.pid, sig)
+	g.signalTree(sig)
+	return err
 }
 
-// Stop ends the group: SIGTERM to the group, then SIGKILL to the group after
-// grace (at once when grace <= 0), then waits for the leader and returns its
-// wait status as Wait does. Members of the group that outlive the leader
-// get SIGKILL as soon as it exits (see Wait). Stop is safe to call more than
-// once and concurrently with Wait; every call returns the same result.
+// Stop ends the group: SIGTERM to the group and its tree (Signal), then
+// SIGKILL to them after grace (at once when grace <= 0), then waits for the
+// leader and returns its wait status as Wait does. What outlives the
+// leader gets SIGKILL as soon as it exits (see Wait). Stop is safe to call
+// more than once and concurrently with Wait; every call returns the same
+// result.
 func (g *Group) Stop(grace time.Duration) error {
 	if grace > 0 {
 		_ = g.Signal(syscall.SIGTERM)
@@ -131,9 +154,9 @@ func (g *Group) Stop(grace time.Duration) error {
 // exec.Cmd.Wait's semantics (an *exec.ExitError for a non-zero status or a
 // signal; with non-*os.File stdio it also waits for the copying, bounded by
 // cmd.WaitDelay). The leader is reaped once, by the Group; every call
-// returns the same result. When the leader exits, the rest of its group is
-// killed (SIGKILL) before the leader is reaped, so no member outlives it
-// and nothing keeps the child's pipes open.
+// returns the same result. When the leader exits, the rest of its group and
+// of its tree is killed (SIGKILL) before the leader is reaped, so nothing
+// it started outlives it and nothing keeps the child's pipes open.
 func (g *Group) Wait() error {
 	<-g.done
 	return g.err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -42,6 +43,9 @@ func TestMain(m *testing.M) {
 // Role "thread-exit" starts it from a goroutine whose locked thread then
 // exits, which would fire Pdeathsig had Start forked on that thread.
 func helperMain(role string) int {
+	if role == "reaper" {
+		return reaperMain()
+	}
 	start := func() (*proc.Group, error) { return proc.Start(exec.Command("sleep", "1000")) }
 	var g *proc.Group
 	var err error
@@ -309,5 +313,190 @@ func TestPdeathsig(t *testing.T) {
 			_ = parent.Wait()
 			waitDead(t, child)
 		})
+	}
+}
+
+// A descendant that called setsid (it left the group and its session) and
+// ignores SIGTERM is stopped with its group, whether the leader obeys
+// SIGTERM or needs SIGKILL (docs/architecture.md §6).
+func TestStopKillsSetsidDescendant(t *testing.T) {
+	const escapee = `setsid sh -c 'trap "" TERM; echo $$; exec sleep 1000' & wait`
+	tests := []struct {
+		name   string
+		script string
+		grace  time.Duration
+	}{
+		{"leader obeys TERM", escapee, time.Minute},
+		{"leader ignores TERM", `trap "" TERM; ` + escapee, 20 * time.Millisecond},
+		{"no grace", escapee, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			proctest.Cleanup(t)
+			g, out := shell(t, tt.script)
+			gc := readPID(t, out)
+			if p, err := proc.ReadProcess(gc); err != nil || p.PGID == g.PID() {
+				t.Fatalf("the escapee %d is in the group (%+v, %v): nothing to test", gc, p, err)
+			}
+			_ = g.Stop(tt.grace)
+			waitDead(t, gc)
+		})
+	}
+}
+
+// A process that left the group with setsid, and whose parent exited
+// first, is reparented to the subreaper (the test, as the daemon): found
+// by its marker, it is killed when the leader exits, or stopped with a
+// leader that still runs (a double fork).
+func TestOrphanLeftBehindIsKilled(t *testing.T) {
+	t.Run("leader exits", func(t *testing.T) {
+		proctest.Cleanup(t)
+		// The leader exits once the orphan has left the group.
+		f := filepath.Join(t.TempDir(), "pid")
+		g, out := shell(t, `setsid sh -c 'echo $$ > `+f+`; exec sleep 1000' & while [ ! -s `+f+` ]; do sleep 0.01; done; cat `+f)
+		orphan := readPID(t, out)
+		if err := g.Wait(); err != nil {
+			t.Fatalf("Wait = %v", err)
+		}
+		waitDead(t, orphan)
+	})
+	t.Run("double fork", func(t *testing.T) {
+		proctest.Cleanup(t)
+		g, out := shell(t, `(setsid sh -c 'trap "" TERM; echo $$; exec sleep 1000' &); exec sleep 1000`)
+		orphan := readPID(t, out)
+		eventually.True(t, "the orphan's reparenting", func() bool { p, _ := proc.ReadProcess(orphan); return p.PPID == os.Getpid() })
+		if !proctest.Alive(orphan) {
+			t.Fatal("the orphan died before the stop: nothing to test")
+		}
+		_ = g.Stop(20 * time.Millisecond)
+		waitDead(t, orphan)
+	})
+}
+
+// A process of another origin, reparented to the subreaper too, is never
+// touched by a group's stop: it carries no marker of that group.
+func TestStopSparesOthers(t *testing.T) {
+	proctest.Cleanup(t)
+	other := exec.Command("sh", "-c", `setsid sleep 1000 >/dev/null 2>&1 & echo $!`)
+	b, err := other.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	t.Cleanup(func() { _ = syscall.Kill(stranger, syscall.SIGKILL) })
+	g, out := shell(t, `setsid sleep 1000 & echo $!; exec sleep 1000`)
+	ours := readPID(t, out)
+	_ = g.Stop(0)
+	waitDead(t, ours)
+	if !proctest.Alive(stranger) {
+		t.Fatal("a stop killed a process of another origin")
+	}
+}
+
+// Every child carries its group's marker, which its descendants inherit.
+func TestMarkerInEnvironment(t *testing.T) {
+	proctest.Cleanup(t)
+	for _, env := range [][]string{nil, {"A=1", proc.MarkerEnv + "=forged"}} {
+		cmd := exec.Command("sh", "-c", `echo "$`+proc.MarkerEnv+` $A"; sh -c 'echo $`+proc.MarkerEnv+`'`)
+		cmd.Env = env
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout = w
+		g, err := proc.Start(cmd)
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r)
+		r.Close()
+		_ = g.Wait()
+		wantA := ""
+		if env != nil {
+			wantA = "1"
+		}
+		if want := g.Marker() + " " + wantA + "\n" + g.Marker() + "\n"; string(b) != want || !strings.HasPrefix(g.Marker(), strconv.Itoa(os.Getpid())+".") {
+			t.Errorf("env %q: the child and its own child see %q, want %q", env, b, want)
+		}
+	}
+}
+
+// reaperMain is a subreaper daemon stand-in (role "reaper"): while orphans
+// are reparented to it and exit, the children it started itself keep
+// their exit status for WaitCommand, among them one that exited long
+// before it was waited for, and no zombie is left. It prints "ok" or what
+// went wrong.
+func reaperMain() int {
+	fail := func(format string, args ...any) int {
+		fmt.Printf(format+"\n", args...)
+		return 1
+	}
+	if err := proc.Subreaper(); err != nil {
+		return fail("%v", err)
+	}
+	if !proc.IsSubreaper() {
+		return fail("not a subreaper after Subreaper")
+	}
+	code := func(err error) int {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err == nil {
+			return 0
+		}
+		return -1
+	}
+	late := exec.Command("sh", "-c", "exit 7")
+	if err := proc.StartCommand(late); err != nil {
+		return fail("%v", err)
+	}
+	for i := range 100 {
+		// The inner sh outlives the outer one: reparented here, it exits.
+		orphaner := exec.Command("sh", "-c", "sh -c 'sleep 0.01' & exit 0")
+		own := exec.Command("sh", "-c", "exit 3")
+		if err := proc.StartCommand(orphaner); err != nil {
+			return fail("%v", err)
+		}
+		if err := proc.StartCommand(own); err != nil {
+			return fail("%v", err)
+		}
+		if err := proc.WaitCommand(orphaner); err != nil {
+			return fail("round %d: the orphaner: %v", i, err)
+		}
+		if err := proc.WaitCommand(own); code(err) != 3 {
+			return fail("round %d: a child's exit status was taken: %v", i, err)
+		}
+	}
+	if err := proc.WaitCommand(late); code(err) != 7 {
+		return fail("the child waited for last: %v, want exit status 7", err)
+	}
+	zombies := 0
+	if !eventually.Within(eventually.Timeout, func() bool {
+		zombies = 0
+		for _, c := range proctest.Children() {
+			if !proctest.Alive(c) {
+				zombies++
+			}
+		}
+		return zombies == 0 && len(proctest.Children()) == 0
+	}) {
+		return fail("%d children left, %d of them zombies", len(proctest.Children()), zombies)
+	}
+	fmt.Println("ok")
+	return 0
+}
+
+// TestReaper: the orphans reparented to a subreaper are reaped, and its
+// own children's exit statuses are never taken (reaperMain).
+func TestReaper(t *testing.T) {
+	proctest.Cleanup(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), roleEnv+"=reaper")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil || string(out) != "ok\n" {
+		t.Fatalf("the subreaper: %v\n%s", err, out)
 	}
 }

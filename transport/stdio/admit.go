@@ -141,9 +141,50 @@ func (c *coordinator) answerInline(id protocol.ID, o server.Outcome) {
 	}
 }
 
-// Run implements server.Task: the request's handler, on a worker.
+// Run implements server.Task: the request's handler, on a worker. Unless
+// its outcome goes to the coordinator (see Done), the worker then encodes
+// the final frame and, for a large one, makes room for it in the output
+// (output.reserve), still holding its executor slot: a connection whose
+// client does not read makes its workers wait here, within the executor's
+// bound, rather than pile up frames (docs/transport.md §11.5).
 func (w *work) Run(ctx context.Context) server.Outcome {
-	return w.sink.c.disp.Dispatch(ctx, &w.req)
+	o := w.sink.c.disp.Dispatch(ctx, &w.req)
+	if o.Stream != nil || w.sink.asked.Load() {
+		return o
+	}
+	w.prepare(ctx, o)
+	return server.Outcome{Result: preparedFrame{}}
+}
+
+// preparedFrame is the outcome Run hands the executor once w.frame holds
+// the final frame (or nil: there is nothing to write); an outcome the
+// executor makes itself (a deadline, a failed handler) is anything else.
+type preparedFrame struct{}
+
+// prepare encodes o as w's final frame into a pooled buffer and reserves
+// room for it when it is large; when that fails (the request ended, the
+// output failed) it leaves no frame.
+func (w *work) prepare(ctx context.Context, o server.Outcome) {
+	c := w.sink.c
+	buf := frameBuffers.Get().(*[]byte)
+	frame := encodeFinal((*buf)[:0], w.id, o, c)
+	if len(frame) > smallFrame && !c.out.reserve(ctx, w, len(frame)) {
+		putFrameBuffer(buf, frame)
+		return
+	}
+	w.buf, w.frame = buf, frame
+}
+
+// encodeFinal appends the final frame of outcome o to dst.
+func encodeFinal(dst []byte, id protocol.ID, o server.Outcome, c *coordinator) []byte {
+	if o.Err != nil {
+		return protocol.AppendError(dst, id, o.Err)
+	}
+	frame, ok := encodeResult(dst, id, o.Result, c)
+	if !ok {
+		frame = protocol.AppendError(dst, id, protocol.ErrInvalidResult)
+	}
+	return frame
 }
 
 // Done implements server.Task: the worker that finished the request
@@ -151,31 +192,44 @@ func (w *work) Run(ctx context.Context) server.Outcome {
 // output), and wakes the coordinator only when it must. A listen stream,
 // and a legacy request that sent requests to the client (their
 // cancellations precede its response), go to the coordinator. Delivering
-// never blocks the worker (see mailbox).
+// never blocks the worker (see mailbox). An outcome the executor made
+// (ErrTimedOut from its deadline timer, ErrWorkerFailed) is committed
+// without waiting for room: it is one small frame, and the timer must not
+// wait on a connection.
 func (w *work) Done(o server.Outcome) {
 	c := w.sink.c
-	if o.Stream != nil || w.sink.asked.Load() {
+	var buf *[]byte
+	var frame []byte
+	switch _, prepared := o.Result.(preparedFrame); {
+	case prepared:
+		buf, frame = w.buf, w.frame
+		w.buf, w.frame = nil, nil
+		if buf == nil {
+			return // ended while Run made room: nothing to write
+		}
+	case o.Stream != nil || w.sink.asked.Load():
 		w.outcome = o
 		c.mail.post(message{kind: msgOutcome, w: w})
 		return
-	}
-	buf := frameBuffers.Get().(*[]byte)
-	frame := (*buf)[:0]
-	if o.Err != nil {
-		frame = protocol.AppendError(frame, w.id, o.Err)
-	} else {
-		var ok bool
-		if frame, ok = encodeResult(frame, w.id, o.Result, c); !ok {
-			frame = protocol.AppendError(frame, w.id, protocol.ErrInvalidResult)
-		}
+	default:
+		buf = frameBuffers.Get().(*[]byte)
+		frame = encodeFinal((*buf)[:0], w.id, o, c)
 	}
 	wake, kept := c.out.finish(w, frame)
-	if !kept && cap(frame) <= maxBatch {
-		*buf = frame
-		frameBuffers.Put(buf)
+	if !kept {
+		putFrameBuffer(buf, frame)
 	}
 	if wake {
 		c.nudge()
+	}
+}
+
+// putFrameBuffer gives buf, holding frame, back to frameBuffers unless it
+// grew large: a pool must not keep a large answer's memory.
+func putFrameBuffer(buf *[]byte, frame []byte) {
+	if cap(frame) <= maxBatch {
+		*buf = frame[:0]
+		frameBuffers.Put(buf)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/snodod/snodod/internal/framing"
 )
 
-// budgetPeer is one connection drawing on a LineBudget: a pipe the test
+// budgetPeer is one connection drawing on a Budget: a pipe the test
 // writes to, read by a Reader of the budget.
 type budgetPeer struct {
 	t *testing.T
@@ -18,7 +18,7 @@ type budgetPeer struct {
 	r *Reader
 }
 
-func newBudgetPeer(t *testing.T, b *LineBudget, limit int) *budgetPeer {
+func newBudgetPeer(t *testing.T, b *Budget, limit int) *budgetPeer {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -67,7 +67,7 @@ func (p *budgetPeer) nothing() {
 
 // awaitUsed waits until the budget accounts for exactly want bytes: the
 // Readers have taken in what was written.
-func awaitUsed(t *testing.T, b *LineBudget, want int64) {
+func awaitUsed(t *testing.T, b *Budget, want int64) {
 	t.Helper()
 	if !eventually.Within(eventually.Timeout, func() bool { return b.Used() == want }) {
 		t.Fatalf("budget uses %d bytes, want %d", b.Used(), want)
@@ -82,7 +82,7 @@ func x(n int) string { return string(bytes.Repeat([]byte("x"), n)) }
 // next sends (its rest is dropped) and served after it, while the
 // connection that grew keeps its line.
 func TestLineBudgetTakesTheLongest(t *testing.T) {
-	b := NewLineBudget(3000)
+	b := NewBudget(3000)
 	a, g := newBudgetPeer(t, b, 2000), newBudgetPeer(t, b, 2000)
 	a.write(x(2000))
 	awaitUsed(t, b, 2000)
@@ -110,7 +110,7 @@ func TestLineBudgetTakesTheLongest(t *testing.T) {
 // longest line (or ties for it), it is the one refused, at once, and the
 // others keep theirs.
 func TestLineBudgetRefusesTheGrower(t *testing.T) {
-	b := NewLineBudget(3000)
+	b := NewBudget(3000)
 	a, g := newBudgetPeer(t, b, 2000), newBudgetPeer(t, b, 2000)
 	a.write(x(1500))
 	awaitUsed(t, b, 1500)
@@ -135,7 +135,7 @@ func TestLineBudgetRefusesTheGrower(t *testing.T) {
 // TestLineBudgetLineLongerThanBudget: a budget below the line limit is the
 // effective limit: a line that alone passes it is refused.
 func TestLineBudgetLineLongerThanBudget(t *testing.T) {
-	b := NewLineBudget(100)
+	b := NewBudget(100)
 	p := newBudgetPeer(t, b, 1000)
 	p.write(x(100))
 	awaitUsed(t, b, 100)
@@ -153,7 +153,7 @@ func TestLineBudgetLineLongerThanBudget(t *testing.T) {
 // the Reader is closed, and a line taken from a connection whose input
 // then ends is still reported, before the end.
 func TestLineBudgetReleases(t *testing.T) {
-	b := NewLineBudget(1000)
+	b := NewBudget(1000)
 	a, c := newBudgetPeer(t, b, 1000), newBudgetPeer(t, b, 1000)
 	a.write(x(600))
 	c.write(x(300))
@@ -175,7 +175,7 @@ func TestLineBudgetReleases(t *testing.T) {
 // TestLineBudgetSetMax: a reload's smaller budget applies at the next
 // growth; zero means the default.
 func TestLineBudgetSetMax(t *testing.T) {
-	b := NewLineBudget(0)
+	b := NewBudget(0)
 	if b.Max() != 64_000_000 {
 		t.Fatalf("default budget %d", b.Max())
 	}

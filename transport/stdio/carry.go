@@ -121,7 +121,7 @@ func NewReaderFrom(in io.Reader, maxLineBytes int, c Carry) *Reader {
 }
 
 // newReaderFrom is NewReaderFrom drawing on budget (nil: none).
-func newReaderFrom(in io.Reader, maxLineBytes int, c Carry, budget *LineBudget) *Reader {
+func newReaderFrom(in io.Reader, maxLineBytes int, c Carry, budget *Budget) *Reader {
 	r := newReader(in, maxLineBytes)
 	r.budget = budget
 	r.bytesIn.Store(c.BytesIn)

@@ -25,12 +25,24 @@ const maxBatch = 64 << 10
 // lets it wait. It reports false when nothing may be written: after the
 // first write failure (docs/transport.md §11.4), or for a request that has
 // ended.
+//
+// Past session.max_pending_output_bytes it writes what is pending first,
+// within the write timeout (docs/transport.md §11.5): the coordinator never
+// waits for room, it makes it, and meanwhile reads no more requests.
 func (c *coordinator) commit(w *work, final bool) bool {
 	var ok bool
-	if w != nil {
-		ok = c.out.commitFor(w, c.scratch, final)
-	} else {
-		ok = c.out.commit(c.scratch)
+	for {
+		var r int
+		if w != nil {
+			r = c.out.commitFor(w, c.scratch, final)
+		} else {
+			r = c.out.commit(c.scratch)
+		}
+		if r == crowded && c.flush() {
+			continue
+		}
+		ok = r == committed
+		break
 	}
 	c.scratch = c.scratch[:0]
 	if cap(c.scratch) > maxBatch || len(c.inflight) == 0 {

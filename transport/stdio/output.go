@@ -1,12 +1,14 @@
 package stdio
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/snodod/snodod/internal/framing"
+	"github.com/snodod/snodod/limits"
 )
 
 // output is a connection's write path, shared by the coordinator and the
@@ -32,6 +34,15 @@ import (
 //   - A request's progress and notifications are committed by the
 //     coordinator before it answers the handler, so they precede the final
 //     frame the worker commits after the handler returns.
+//   - What is committed and not yet written (held) is bounded
+//     (docs/transport.md §11.5): a worker whose final frame is larger than
+//     smallFrame first reserves room for it (reserve), waiting while the
+//     connection holds max bytes or more, and, past the first
+//     outputAllowance bytes, while the daemon's Budget is full; it waits in
+//     the handler's turn, holding its executor slot. The coordinator never
+//     waits for room: past max it writes what is pending before it commits
+//     more (room), and it is the writer, so that is its own wait on the
+//     device, bounded by the write timeout.
 //
 // After a write failure (failed) nothing is written again; once closed
 // (the coordinator returned) nothing is written at all, and close waits for
@@ -44,15 +55,26 @@ type output struct {
 	// counters, when set, are kept current by whoever ends a request.
 	counters *Counters
 
+	// max bounds held (session.max_pending_output_bytes); budget, when
+	// set, is the daemon's, which held draws on past outputAllowance.
+	max    int
+	budget *Budget
+
 	mu      sync.Mutex
 	idle    sync.Cond // signalled when writing ends
-	pending []byte    // committed frames not yet written
-	spare   []byte    // a written buffer, for pending's next turn
-	writing bool      // a goroutine is writing frames committed before pending
-	blocked bool      // the device would block: the coordinator drains pending
-	awake   bool      // the coordinator will look at pending before it waits
-	failed  error     // the terminal failure (docs/transport.md §11.4)
-	closed  bool
+	room    sync.Cond // signalled when held shrinks or a request ends, while waiters > 0
+	waiters int       // workers waiting in reserve
+	// held counts the bytes committed and not yet written (pending, and
+	// the buffer being written) and the room reserved for final frames
+	// (work.reserved); charged is what of it the budget was charged.
+	held, charged int
+	pending       []byte // committed frames not yet written
+	spare         []byte // a written buffer, for pending's next turn
+	writing       bool   // a goroutine is writing frames committed before pending
+	blocked       bool   // the device would block: the coordinator drains pending
+	awake         bool   // the coordinator will look at pending before it waits
+	failed        error  // the terminal failure (docs/transport.md §11.4)
+	closed        bool
 	// finished are the requests whose final frame a worker committed, for
 	// the coordinator to take out of its in-flight set; eager makes a
 	// worker wake the coordinator for each (it waits for them to end).
@@ -71,19 +93,37 @@ const (
 	dropped
 )
 
-func newOutput(w *framing.Writer, counters *Counters) *output {
-	o := &output{w: w, direct: w.Direct(), counters: counters, awake: true}
+// newOutput returns the write path of w, holding at most max bytes
+// (limits.Limits.MaxPendingOutputBytes; 0 or less means the default) and
+// drawing on budget (nil: none).
+func newOutput(w *framing.Writer, counters *Counters, max int, budget *Budget) *output {
+	if max <= 0 {
+		max = limits.DefaultMaxPendingOutputBytes
+	}
+	o := &output{w: w, direct: w.Direct(), counters: counters, awake: true, max: max, budget: budget}
 	o.idle.L = &o.mu
+	o.room.L = &o.mu
 	return o
 }
 
-// endLocked moves w out of live, and reports whether it was live.
+// endLocked moves w out of live, and reports whether it was live. The room
+// reserved for w's final frame is given back unless the frame is being
+// committed (finish took it).
 func (o *output) endLocked(w *work, state uint32) bool {
 	if w.state.Load() != live {
 		return false
 	}
 	w.state.Store(state)
 	o.counters.addInFlight(-1)
+	if w.reserved > 0 {
+		if o.failed == nil && !o.closed { // else dropHeldLocked forgot it
+			o.shrinkLocked(w.reserved)
+		}
+		w.reserved = 0
+	}
+	if o.waiters > 0 {
+		o.room.Broadcast() // a waiter may be waiting for its own request
+	}
 	return true
 }
 
@@ -95,33 +135,53 @@ func (o *output) end(w *work, state uint32) bool {
 	return o.endLocked(w, state)
 }
 
+// The results of commit and commitFor.
+const (
+	committed = iota
+	refused   // the write path failed or closed, or the request ended
+	crowded   // past max: write what is pending, then commit again
+)
+
 // commit appends a frame that belongs to no request, or to a request
-// whose frames the coordinator checked itself; false after a failure.
-func (o *output) commit(frame []byte) bool {
+// whose frames the coordinator checked itself. It reports crowded,
+// committing nothing, when the connection would pass max with it while
+// something is pending: the coordinator, which never waits for room,
+// makes it by writing first (docs/transport.md §11.5).
+func (o *output) commit(frame []byte) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.failed != nil || o.closed {
-		return false
+	switch {
+	case o.failed != nil || o.closed:
+		return refused
+	case o.crowdedLocked(len(frame)):
+		return crowded
 	}
-	o.roomLocked()
-	o.pending = append(o.pending, frame...)
-	return true
+	o.appendLocked(frame)
+	return committed
 }
 
 // commitFor appends one of w's frames while w is live; final makes it the
-// last (w is then done). It reports whether the frame was committed.
-func (o *output) commitFor(w *work, frame []byte, final bool) bool {
+// last (w is then done). It reports as commit does.
+func (o *output) commitFor(w *work, frame []byte, final bool) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.failed != nil || o.closed || w.state.Load() != live {
-		return false
+	switch {
+	case o.failed != nil || o.closed || w.state.Load() != live:
+		return refused
+	case o.crowdedLocked(len(frame)):
+		return crowded
 	}
 	if final {
 		o.endLocked(w, done)
 	}
-	o.roomLocked()
-	o.pending = append(o.pending, frame...)
-	return true
+	o.appendLocked(frame)
+	return committed
+}
+
+// crowdedLocked reports whether committing n more bytes would pass max
+// while something is pending (alone, any frame may go). o.mu is held.
+func (o *output) crowdedLocked(n int) bool {
+	return len(o.pending) > 0 && o.held+n > o.max
 }
 
 // finish is a worker handing over w's final frame. It leaves the frame in
@@ -131,20 +191,32 @@ func (o *output) commitFor(w *work, frame []byte, final bool) bool {
 // or a coordinator that waits for requests to end. kept reports that the
 // output keeps frame (the rest of a large frame the device did not take);
 // otherwise the caller may reuse it.
+//
+// The frame is counted in held from here on: in the room reserve made for
+// it, or added now (a small frame, or an error the executor made, which
+// never waits).
 func (o *output) finish(w *work, frame []byte) (wake, kept bool) {
 	o.mu.Lock()
-	if o.failed != nil || o.closed || !o.endLocked(w, done) {
+	if o.failed != nil || o.closed || w.state.Load() != live {
 		o.mu.Unlock()
 		return false, false
 	}
+	reserved := w.reserved
+	w.reserved = 0 // the frame takes the room (endLocked gives back the rest)
+	o.endLocked(w, done)
 	o.finished = append(o.finished, w)
 	o.hasFinished.Store(true)
+	if reserved != len(frame) {
+		if reserved > 0 {
+			o.shrinkLocked(reserved)
+		}
+		o.growLocked(len(frame))
+	}
 	wake = o.eager || !o.direct // without direct writes the coordinator writes it
 	if o.writing || o.blocked || o.awake || !o.direct {
-		o.roomLocked()
-		o.pending = append(o.pending, frame...)
+		kept = o.pendLocked(frame)
 		o.mu.Unlock()
-		return wake, false
+		return wake, kept
 	}
 	o.writing = true
 	if len(frame) >= directBatch && len(o.pending) == 0 {
@@ -176,6 +248,134 @@ const directBatch = 16 << 10
 // idle one holds none, and takes one again when it next commits, rather
 // than growing a new one each time it drains.
 var outBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// smallFrame is the largest final frame a worker commits without
+// reserving room first. Smaller frames never wait: what they add is
+// bounded by the requests a connection has in flight, and a connection
+// whose device would block stops reading (its coordinator is writing), so
+// it admits no more.
+const smallFrame = 4 << 10
+
+// outputAllowance is what a connection holds before its output draws on
+// the daemon's Budget: one write batch, so that the output of a
+// connection whose client reads never touches the shared budget (its
+// mutex), as its read buffer does not either.
+const outputAllowance = maxBatch
+
+// appendLocked commits frame, counting it in held. o.mu is held.
+func (o *output) appendLocked(frame []byte) {
+	o.growLocked(len(frame))
+	o.roomLocked()
+	o.pending = append(o.pending, frame...)
+}
+
+// pendLocked adds a final frame to pending, which held counts already:
+// a large frame becomes pending as it is, without a copy, when nothing
+// else is (kept: the output owns it now). o.mu is held.
+func (o *output) pendLocked(frame []byte) (kept bool) {
+	if len(frame) >= directBatch && len(o.pending) == 0 {
+		if o.pending != nil {
+			giveBack(o.pending)
+		}
+		o.pending = frame
+		return true
+	}
+	o.roomLocked()
+	o.pending = append(o.pending, frame...)
+	return false
+}
+
+// growLocked counts n more bytes in held, charging the budget for what
+// passes the allowance without waiting (the frames that never wait).
+// o.mu is held.
+func (o *output) growLocked(n int) {
+	o.held += n
+	o.counters.setPending(o.held)
+	if o.budget == nil {
+		return
+	}
+	if want := o.held - outputAllowance; want > o.charged {
+		o.budget.forceOutput(int64(want - o.charged))
+		o.charged = want
+	}
+}
+
+// shrinkLocked counts n bytes out of held (written, or room given back),
+// giving the budget back what is no longer past the allowance and waking
+// the workers waiting for room. o.mu is held.
+func (o *output) shrinkLocked(n int) {
+	o.held -= n
+	o.counters.setPending(o.held)
+	if o.budget != nil {
+		if want := max(0, o.held-outputAllowance); want < o.charged {
+			o.budget.releaseOutput(int64(o.charged - want))
+			o.charged = want
+		}
+	}
+	if o.waiters > 0 {
+		o.room.Broadcast()
+	}
+}
+
+// dropHeldLocked forgets everything held: the output failed or closed,
+// nothing will be written. o.mu is held.
+func (o *output) dropHeldLocked() {
+	if o.budget != nil && o.charged > 0 {
+		o.budget.releaseOutput(int64(o.charged))
+	}
+	o.held, o.charged = 0, 0
+	o.counters.setPending(0)
+	o.room.Broadcast()
+}
+
+// reserve is a worker making room for w's final frame of n bytes before
+// it commits it (finish), in the handler's turn: it waits while the
+// connection holds max bytes or more than max with it (a frame larger
+// than max alone waits until nothing is held), and then, for what passes
+// the allowance, for the daemon's budget. It reports false, having
+// reserved nothing, when w ended (cancelled, timed out), the write path
+// failed or closed, or ctx ended meanwhile; the frame is then not
+// written. The room is w's (w.reserved) until finish takes it or w ends.
+func (o *output) reserve(ctx context.Context, w *work, n int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for {
+		if o.failed != nil || o.closed || w.state.Load() != live || ctx.Err() != nil {
+			return false
+		}
+		if o.held > 0 && o.held+n > o.max {
+			o.waiters++
+			o.room.Wait()
+			o.waiters--
+			continue
+		}
+		if o.budget != nil {
+			if need := max(0, o.held+n-outputAllowance) - o.charged; need > 0 {
+				if !o.budget.tryOutput(int64(need)) {
+					// The daemon's turn order, without the connection's lock:
+					// its writer goes on meanwhile.
+					o.mu.Unlock()
+					ok := o.budget.awaitOutput(ctx, int64(need))
+					o.mu.Lock()
+					if !ok {
+						return false
+					}
+					if o.failed != nil || o.closed {
+						o.budget.releaseOutput(int64(need)) // dropHeldLocked ran without it
+						return false
+					}
+					o.charged += need
+					continue // held may have changed meanwhile
+				}
+				o.charged += need
+			}
+		}
+		o.held += n
+		o.counters.setPending(o.held)
+		w.reserved = n
+		return true
+	}
+}
 
 // roomLocked gives pending a buffer when it has none. o.mu is held.
 func (o *output) roomLocked() {
@@ -228,10 +428,12 @@ func (o *output) writeDirect(buf []byte, own bool) (wake bool) {
 		case n < len(buf):
 			// The rest goes first; the coordinator writes it and what
 			// follows, with the write timeout.
+			o.shrinkLocked(n)
 			o.pending = append(buf[n:], o.pending...)
 			o.blocked = true
 			wake = true
 		default:
+			o.shrinkLocked(len(buf))
 			if own {
 				o.keepLocked(buf)
 			}
@@ -277,6 +479,7 @@ func (o *output) flush() bool {
 		o.failLocked(err)
 		return false
 	}
+	o.shrinkLocked(len(buf))
 	o.keepLocked(buf)
 	if len(o.pending) == 0 {
 		o.blocked = false
@@ -293,6 +496,7 @@ func (o *output) failLocked(err error) {
 		o.failed = oe
 	}
 	o.pending, o.spare = nil, nil // an abandoned write may still be reading one
+	o.dropHeldLocked()
 }
 
 // err is the terminal failure, or nil.
@@ -366,5 +570,6 @@ func (o *output) close() {
 		o.idle.Wait()
 	}
 	o.pending, o.spare = nil, nil
+	o.dropHeldLocked()
 	o.mu.Unlock()
 }

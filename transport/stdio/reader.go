@@ -32,7 +32,7 @@ type Reader struct {
 	stop    chan struct{}
 	done    sync.WaitGroup // the goroutine
 	once    sync.Once      // Close or Detach
-	budget  *LineBudget    // nil: the line limit alone bounds what is held
+	budget  *Budget        // nil: the line limit alone bounds what is held
 	// detaching is set by Detach: the unfinished line is carried, not
 	// dropped from the budget, when the goroutine stops.
 	detaching atomic.Bool

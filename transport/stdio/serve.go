@@ -73,7 +73,7 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		log:       log,
 		disp:      t.Dispatcher,
 		exec:      exec.Conn(),
-		out:       newOutput(framing.NewWriter(t.Out, lim.WriteTimeout), t.Counters),
+		out:       newOutput(framing.NewWriter(t.Out, lim.WriteTimeout), t.Counters, lim.MaxPendingOutputBytes, reader.budget),
 		reader:    reader,
 		fault:     faults.From(ctx).C(),
 		sess:      t.State,
@@ -189,6 +189,11 @@ type work struct {
 	state atomic.Uint32
 	// outcome is set by the executor's worker before it posts msgOutcome.
 	outcome server.Outcome
+	// frame is the final frame Run encoded, in buf (from frameBuffers),
+	// for Done; reserved is the room it holds in the output (output.mu).
+	frame    []byte
+	buf      *[]byte
+	reserved int
 
 	stream server.Stream // set while a listen stream is open
 	cancel context.CancelFunc

@@ -10,6 +10,7 @@ import "sync/atomic"
 type Counters struct {
 	inFlight atomic.Int64
 	requests atomic.Int64
+	pending  atomic.Int64
 }
 
 // Requests is the number of requests received so far, each answered once
@@ -20,6 +21,11 @@ func (c *Counters) Requests() int64 { return c.requests.Load() }
 // InFlight is the number of admitted requests without a final line,
 // running or queued. Open listen streams are not counted here.
 func (c *Counters) InFlight() int { return int(c.inFlight.Load()) }
+
+// PendingOutput is the number of bytes of output committed and not yet
+// written, with the room workers reserved for their answers: what
+// session.max_pending_output_bytes bounds (docs/transport.md §11.5).
+func (c *Counters) PendingOutput() int64 { return c.pending.Load() }
 
 // The transport's side of Counters, on the one pointer the output holds
 // (output.counters; nil: nobody is looking). A request is counted when it
@@ -41,9 +47,17 @@ func (c *Counters) addInFlight(n int64) {
 	}
 }
 
+// setPending publishes the output's held bytes.
+func (c *Counters) setPending(n int) {
+	if c != nil {
+		c.pending.Store(int64(n))
+	}
+}
+
 // publishEnd leaves the Counters at zero once the coordinator has returned.
 func (c *coordinator) publishEnd() {
 	if c.out.counters != nil {
 		c.out.counters.inFlight.Store(0)
+		c.out.counters.pending.Store(0)
 	}
 }

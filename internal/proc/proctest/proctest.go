@@ -111,6 +111,21 @@ func Alive(pid int) bool {
 	return err == nil && !p.Exited()
 }
 
+// ReadPIDFile returns the pid written in the file at path (a test's
+// program writes its child's there), failing t when there is none.
+func ReadPIDFile(t testing.TB, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return pid
+}
+
 func cmdline(pid int) string {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
