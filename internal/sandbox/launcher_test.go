@@ -20,14 +20,17 @@ func sh(t *testing.T, p Policy, k func() Kernel, script string, env ...string) (
 	return start(t, p, k, []string{"/bin/sh", "-c", script}, append([]string{"PATH=/usr/bin:/bin"}, env...), t.TempDir())
 }
 
-// output reads the run's whole output and waits for its exit.
+// output ends the run's input, reads its whole output and waits for its
+// exit. The input ends first: a script that reads until the end of its
+// input (TestSignalForwarded's, when the signal came before its read
+// began) would otherwise wait for it forever.
 func (r *run) output(t *testing.T) (string, error) {
 	t.Helper()
+	r.stdin.Close()
 	b, err := io.ReadAll(r.out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.stdin.Close()
 	return string(b), r.launch.Exited(r.cmd.Wait())
 }
 
