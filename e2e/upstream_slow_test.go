@@ -89,6 +89,12 @@ func TestUpstreamHangAfterReload(t *testing.T) {
 	good := fmt.Sprintf("[upstreams]\nlist_wait = \"200ms\"\n[mcpServers.good]\ncommand = %q\n", fake)
 	d := startDaemon(t, good, nil)
 	c := connectGoVia(t, d, "2025-11-25")
+	// A call waits for good's start, however slow the machine: the first
+	// list then finds it listed, rather than racing its start against the
+	// 200 ms list_wait.
+	if res, err := c.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "good__echo", Arguments: map[string]any{"x": 1}}); err != nil || res.IsError {
+		t.Fatalf("good__echo: %v %+v", err, res)
+	}
 	if names := toolNames(t, c.cs); !slices.Contains(names, "good__echo") {
 		t.Fatalf("tools before the reload: %q", names)
 	}

@@ -55,6 +55,10 @@ command = "FAKE"
 `
 	h := newHarness(t, base)
 	legacy := h.connect("", "", "2025-11-25")
+	// A call waits for good's start, however slow the machine: the first
+	// list then finds it listed, rather than racing its start against the
+	// 50 ms list_wait.
+	result(t, legacy.call("tools/call", `{"name":"good__echo","arguments":{}}`))
 	if tools := names(t, legacy.call("tools/list", ""), "tools", "name"); !slices.Contains(tools, "good__echo") {
 		t.Fatalf("tools %v", tools)
 	}
