@@ -41,7 +41,7 @@ func TestDescriptorExhaustion(t *testing.T) {
 		conns = append(conns, s)
 	}
 	served, refused := 0, 0
-	var servedConns []*sessionConn
+	var servedConns, refusedConns []*sessionConn
 	for i, s := range conns {
 		_ = s.send(initializeLine(0, "2025-06-18")) // a refused client's connection may be closed already
 		r, line, err := s.next(answerWithin)
@@ -50,6 +50,7 @@ func TestDescriptorExhaustion(t *testing.T) {
 			t.Fatalf("client %d got no line: %v (%q)", i, err, line)
 		case r.Error != nil && r.Error.Code == -32603 && r.Error.Message == "Server "+outOfFDs:
 			refused++
+			refusedConns = append(refusedConns, s)
 		case r.Error == nil && string(r.ID) == "0":
 			served++
 			servedConns = append(servedConns, s)
@@ -62,7 +63,16 @@ func TestDescriptorExhaustion(t *testing.T) {
 		t.Fatalf("%d served and %d refused: the limit was not reached, or nothing was served", served, refused)
 	}
 	// The refused clients' descriptors are freed once they are told: more
-	// clients are served, one by one, until the daemon is full again.
+	// clients are served, one by one, until the daemon is full again. Each
+	// refused client is first seen closed by the daemon, so that no
+	// descriptor is freed after the daemon is found full again (a hand-over
+	// at the limit would then find the three it needs).
+	for i, s := range refusedConns {
+		_ = s.c.CloseWrite()
+		if err := s.drainToEOF(answerWithin); err != nil {
+			t.Fatalf("refused client %d: %v", i, err)
+		}
+	}
 	for full := false; !full; {
 		s, err := dialSession(d.socket)
 		if err != nil {

@@ -27,6 +27,12 @@ import (
 // without waiting on it, and take the next job, which may be the other
 // session's. The healthy session's echo is answered while the stalled
 // session's write timeout has not fired yet (its Serve has not returned).
+//
+// The stalled session's pending output limit is above what it asks for:
+// past that limit its workers wait for room on their slots by design
+// (docs/transport.md §11.5), which is not the bug pinned here, and with the
+// default limit (8,000,000 bytes against 200 × 64 KiB) whether they reach it
+// would depend on how much the socket's buffers took first.
 func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	srv, err := server.New(server.Options{Logger: discardLog})
 	if err != nil {
@@ -47,7 +53,7 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	}
 	serve := func(ep endpoints, writeTimeout time.Duration) chan error {
 		tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: srv, Executor: exec,
-			Limits: limits.Limits{WriteTimeout: writeTimeout}, Logger: discardLog}
+			Limits: limits.Limits{WriteTimeout: writeTimeout, MaxPendingOutputBytes: 64 << 20}, Logger: discardLog}
 		done := make(chan error, 1)
 		go func() { done <- tr.Serve(context.Background()) }()
 		return done
