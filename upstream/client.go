@@ -109,7 +109,7 @@ type Session struct {
 	srv    *server.Server
 }
 
-var _ server.Dispatcher = (*Session)(nil)
+var _ server.InlineDispatcher = (*Session)(nil)
 
 // Session returns the Dispatcher for session id, whose client works in cwd
 // and asked for view: "" is the aggregated view served by aggregated (the
@@ -265,6 +265,19 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 		}
 	}
 	return s.srv.Dispatch(ctx, req)
+}
+
+// DispatchInline is the view server's (docs/architecture.md §4.1), for
+// the methods that need no upstream started first: ping always, the lists
+// and server/discover once every upstream has a catalog. A list that must
+// first start an upstream waits for it, so it goes to the executor and
+// Dispatch. The runtime's inline methods read no Client, so ctx is not
+// tagged.
+func (s *Session) DispatchInline(ctx context.Context, req *server.Request) (server.Outcome, bool) {
+	if req.Method != "ping" && !s.Client.m.allListed.Load() {
+		return server.Outcome{}, false
+	}
+	return s.srv.DispatchInline(ctx, req)
 }
 
 // Close ends the session's hold on the upstreams: its share = "session"
