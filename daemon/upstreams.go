@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/server"
@@ -36,7 +37,7 @@ func (d *Daemon) openUpstreams(cfg *config.Config) error {
 	m, err := upstream.New(cfg, upstream.Options{
 		StateDir: stateDir, RecordName: "groups-" + hex.EncodeToString(sum[:6]),
 		Version: d.version(), MaxLineBytes: cfg.Limits.MaxLineBytes,
-		ShutdownGrace: cfg.Limits.ShutdownGrace, Logger: d.log,
+		ShutdownGrace: cfg.Limits.ShutdownGrace, Logger: d.log, ViewServer: catalog.ViewServer,
 	})
 	if err != nil {
 		return err

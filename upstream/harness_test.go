@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	snodcatalog "github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/protocol"
@@ -63,7 +64,7 @@ func newBenchHarness(b *testing.B) *harness {
 		b.Fatal(err)
 	}
 	h := &harness{logs: &logBuffer{}, served: make(chan struct{})}
-	if h.m, err = New(cfg, Options{Env: []string{"PATH=/usr/bin:/bin"}, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+	if h.m, err = New(cfg, Options{Env: []string{"PATH=/usr/bin:/bin"}, Logger: slog.New(slog.DiscardHandler), ViewServer: snodcatalog.ViewServer}); err != nil {
 		b.Fatal(err)
 	}
 	if h.agg, err = server.New(server.Options{Logger: slog.New(slog.DiscardHandler)}); err != nil {
@@ -95,7 +96,7 @@ func newHarness(t *testing.T, toml string, stateDir ...string) *harness {
 	cfg := loadConfig(t, toml)
 	var err error
 	h.m, err = New(cfg, Options{StateDir: h.stateDir, Home: t.TempDir(), Cwd: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"},
-		Version: "test", ShutdownGrace: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
+		Version: "test", ShutdownGrace: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(h.logs, nil)), ViewServer: snodcatalog.ViewServer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,12 @@ type Options struct {
 	// Logger receives the manager's log and the children's stderr, with
 	// upstream=NAME; nil means slog.Default().
 	Logger *slog.Logger
+	// ViewServer builds the server of upstream name's pass-through view
+	// under cfg, the manager's configuration then: catalog.ViewServer,
+	// the factory of the aggregated view's server, so that both sign with
+	// server.state_key_file. Without it a session cannot ask for a
+	// pass-through view.
+	ViewServer func(cfg *config.Config, name string, log *slog.Logger) (*server.Server, error)
 }
 
 // Manager runs every configured upstream of a daemon (or of one snodod

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"weak"
@@ -74,11 +75,10 @@ func (m *Manager) passThrough(name string) (*server.Server, error) {
 	if !configured {
 		return nil, m.unknown(name)
 	}
-	srv, err := server.New(server.Options{
-		Info:     protocol.Implementation{Name: name, Version: "unknown"},
-		Versions: cfg.Protocol.Versions, CacheTTL: cfg.Server.CacheTTL, CacheScope: cfg.Server.CacheScope,
-		Logger: m.log,
-	})
+	if m.opts.ViewServer == nil {
+		return nil, fmt.Errorf("upstream: no pass-through view of %s in this process (Options.ViewServer is not set)", name)
+	}
+	srv, err := m.opts.ViewServer(cfg, name, m.log)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/upstream"
@@ -42,7 +43,7 @@ func stdioUpstreams(cfg *config.Config, view string) (*stdioHosted, error) {
 	m, err := upstream.New(cfg, upstream.Options{
 		StateDir: config.StateDir(nil), NoRecord: true,
 		Version: buildVersion(), MaxLineBytes: cfg.Limits.MaxLineBytes,
-		ShutdownGrace: cfg.Limits.ShutdownGrace, Logger: slog.Default(),
+		ShutdownGrace: cfg.Limits.ShutdownGrace, Logger: slog.Default(), ViewServer: catalog.ViewServer,
 	})
 	if err != nil {
 		return nil, err
