@@ -51,7 +51,7 @@ max_instances = 2
 	if code != CodeLimit || !strings.Contains(msg, "max_instances = 2") {
 		t.Errorf("third session: %d %s", code, msg)
 	}
-	a.sess.Close()
+	a.release()
 	eventually.True(t, "a's instance gone", func() bool {
 		n := 0
 		for _, r := range h.m.Status() {
