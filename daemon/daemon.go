@@ -237,7 +237,7 @@ func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error
 		ConnQueue:      sessionQueue,
 		RequestTimeout: lim.RequestTimeout,
 	}
-	exec := (*server.Executor)(nil)
+	var exec *server.Executor
 	if prev != nil && prev.exec.Limits() == el {
 		exec = prev.exec
 	} else if exec, err = server.NewExecutor(el); err != nil {

@@ -129,7 +129,8 @@ func (v genRoutes) View(name string) (mcphttp.View, bool) {
 // resource subscriptions) is its own and released when it ends. 2026
 // POSTs keep nothing between requests, so all of them are served as one
 // long-lived caller of the view (stateless), registered at the view's
-// first request and released with the generation: a share = "session"
+// first request (which starts a pass-through view's server, as a connect
+// to the view does) and released with the generation: a share = "session"
 // upstream has one instance for every 2026 HTTP client of this node. HTTP
 // clients send no working directory: share = "cwd" and "session" upstreams
 // start in the daemon's (docs/upstreams.md §3).
@@ -174,6 +175,7 @@ func (r *route) open() *server.Caller {
 	}
 	r.end = end
 	r.stateless.Store(c)
+	r.d.ups.Warm(c) // a pass-through view's first request: its server is about to be used
 	return c
 }
 
