@@ -34,6 +34,17 @@ type Request struct {
 	State *SessionState
 }
 
+// RequestFrom is the request a transport hands to Dispatch for msg, a
+// decoded request: its id, method and params, with the decoder's split of
+// them copied into split, which the transport keeps in its per-request
+// state for as long as the request, so that the runtime splits nothing
+// again (docs/architecture.md §4.5). Every transport builds its requests
+// here; State and Header are the transport's to set.
+func RequestFrom(msg *protocol.Message, split *protocol.Split) Request {
+	*split = msg.Split
+	return Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Split: split}
+}
+
 // Outcome is what dispatching a request produced. Exactly one of Result, Err
 // and Stream is meaningful: Err when non-nil, else Stream when non-nil, else
 // Result (which must encode as a JSON object).

@@ -40,8 +40,7 @@ func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 		return
 	}
 	stream := sse && (listen || msg.ProgressToken != nil)
-	x := newExchange(msg.ID, msg.Method)
-	x.req.Params = msg.Params
+	x := newExchange(msg)
 	if v.Caller != nil {
 		// The state the runtime would make for a request without one,
 		// carrying who asks.

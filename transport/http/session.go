@@ -263,8 +263,8 @@ func (s *session) release(x *exchange) {
 func (s *session) serve(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message) {
 	h := s.t.h
 	timeout := h.o.WriteTimeout
-	x := newExchange(msg.ID, msg.Method)
-	x.req.Params, x.req.Header, x.req.State = msg.Params, s.header, s.state
+	x := newExchange(msg)
+	x.req.Header, x.req.State = s.header, s.state
 	x.cancelled = make(chan struct{})
 	if !s.admit(x) {
 		refuse(w, nethttp.StatusBadRequest, msg.ID, protocol.ErrDuplicateID, timeout)

@@ -92,9 +92,10 @@ func (c *coordinator) request(msg *protocol.Message) {
 		c.initialize(msg)
 		return
 	}
-	w := &work{id: msg.ID, split: msg.Split, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}}
+	w := &work{id: msg.ID}
+	w.req = server.RequestFrom(msg, &w.split)
 	req := &w.req
-	req.Split = &w.split // the decoder's split: the runtime splits nothing again
+	req.State = c.sess
 	w.sink.c, w.sink.w = c, w
 	w.ctx = server.RequestContext{Context: context.Background(), Notifier: &w.sink}
 	if !msg.Modern {
