@@ -20,7 +20,7 @@ type exchange struct {
 	id    protocol.ID
 	req   server.Request
 	split protocol.Split // req's: the decoder's (server.RequestFrom)
-	token protocol.ID // the progress token; set when progress streams
+	token protocol.ID    // the progress token; set when progress streams
 	// outcome receives the executor's one outcome; buffered, so the
 	// executor's worker never waits on a response.
 	outcome chan server.Outcome
