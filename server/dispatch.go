@@ -112,4 +112,17 @@ type Dispatcher interface {
 	// request is cancelled, times out or its connection ends. A panic is
 	// recovered by the executor and answered "Request worker failed".
 	Dispatch(ctx context.Context, req *Request) Outcome
+	// DispatchInline serves req at once, without the executor, when its
+	// method is one the dispatcher answers without ever blocking, and
+	// otherwise reports false having done nothing (docs/architecture.md
+	// §4.1: where the hop to a worker and back costs more than the work).
+	// A transport calls it on its own goroutine for each admitted request
+	// first, and submits the request to the executor only when it
+	// reports false; such a request never takes an executor slot, so it
+	// is answered even when the executor is full. It must not block: it
+	// runs on the connection's coordinator. ctx carries the transport's
+	// values. A dispatcher that serves nothing inline reports false; one
+	// that wraps another's Dispatch for some methods must wrap its
+	// DispatchInline for them too.
+	DispatchInline(ctx context.Context, req *Request) (Outcome, bool)
 }

@@ -108,13 +108,11 @@ func (c *coordinator) request(msg *protocol.Message) {
 			w.ctx.Progress = &w.sink
 		}
 	}
-	if c.inline != nil {
-		// The runtime's own methods that never block are answered here
-		// (docs/architecture.md §4.1): no hop to a worker and back.
-		if o, ok := c.inline.DispatchInline(&w.ctx, req); ok {
-			c.answerInline(msg.ID, o)
-			return
-		}
+	// The runtime's own methods that never block are answered here
+	// (docs/architecture.md §4.1): no hop to a worker and back.
+	if o, ok := c.disp.DispatchInline(&w.ctx, req); ok {
+		c.answerInline(msg.ID, o)
+		return
 	}
 	// Counted before it is submitted: a worker may run and end it (and
 	// uncount it) before SubmitJob returns.

@@ -85,7 +85,6 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		ownExec:   ownExec,
 		ownReader: ownReader,
 	}
-	c.inline, _ = t.Dispatcher.(server.InlineDispatcher)
 	if c.journal != nil {
 		// The journal hears of each answer from the coordinator, soon
 		// after it is written: workers wake it for every request they end.
@@ -126,7 +125,6 @@ func (c *coordinator) release() {
 type coordinator struct {
 	log    *slog.Logger
 	disp   server.Dispatcher
-	inline server.InlineDispatcher // disp, when it serves some methods inline
 	exec   *server.ExecConn
 	out    *output
 	sess   *server.SessionState
