@@ -122,15 +122,21 @@ func (m *Manager) Warm(caller *server.Caller) {
 	}
 }
 
-// clientOf is the Client of caller, nil for none (a request from no
-// session Open registered: a process's own, or one after its release).
+// clientOf is the Client of caller, nil for none (a process's own
+// requests). A caller Open no longer holds (its session ended while a
+// request of it was still on its way) is a closed Client, as its own was:
+// it starts no instance of its own and holds nothing.
 func (m *Manager) clientOf(caller *server.Caller) *Client {
 	if caller == nil {
 		return nil
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.clients[caller]
+	c := m.clients[caller]
+	m.mu.Unlock()
+	if c == nil {
+		c = &Client{ID: caller.Session, Cwd: caller.Cwd, View: caller.View, m: m, closed: true}
+	}
+	return c
 }
 
 // warm starts a pass-through session's upstream without waiting for its

@@ -123,12 +123,12 @@ func (c *coordinator) release() {
 // commit themselves (output), and writes what may not be written without
 // waiting (see commit for when frames share a write).
 type coordinator struct {
-	log    *slog.Logger
-	disp   server.Dispatcher
-	exec   *server.ExecConn
-	out    *output
-	sess   *server.SessionState
-	grace  time.Duration
+	log   *slog.Logger
+	disp  server.Dispatcher
+	exec  *server.ExecConn
+	out   *output
+	sess  *server.SessionState
+	grace time.Duration
 
 	reader *Reader
 	fault  <-chan struct{} // a test's injected failure (internal/faults); nil otherwise
