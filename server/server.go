@@ -64,6 +64,9 @@ type Server struct {
 	templateOrder []string
 	prompts       map[string]*promptEntry
 	ext           extensions // relay hooks (relay_hooks.go)
+	// start is SetStartHook's (caller.go), read without the lock on
+	// every request.
+	start atomic.Pointer[StartHook]
 }
 
 // Each entry is a registered item, or a relayed one (relay non-nil: the
