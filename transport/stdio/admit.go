@@ -167,20 +167,23 @@ type preparedFrame struct{}
 func (w *work) prepare(ctx context.Context, o server.Outcome) {
 	c := w.sink.c
 	buf := frameBuffers.Get().(*[]byte)
-	frame := encodeFinal((*buf)[:0], w.id, o, c)
-	if len(frame) > smallFrame && !c.out.reserve(ctx, w, len(frame)) {
+	frame := encodeFinal((*buf)[:0], w.id, o, c, &w.splices)
+	if size := len(frame) + w.splices.Len(); size > smallFrame && !c.out.reserve(ctx, w, size) {
 		putFrameBuffer(buf, frame)
+		w.splices = nil
 		return
 	}
 	w.buf, w.frame = buf, frame
 }
 
-// encodeFinal appends the final frame of outcome o to dst.
-func encodeFinal(dst []byte, id protocol.ID, o server.Outcome, c *coordinator) []byte {
+// encodeFinal appends the final frame of outcome o to dst, leaving its
+// large texts to sp when sp is not nil (protocol.Splices: written from
+// their own memory, never copied into the frame).
+func encodeFinal(dst []byte, id protocol.ID, o server.Outcome, c *coordinator, sp *protocol.Splices) []byte {
 	if o.Err != nil {
 		return protocol.AppendError(dst, id, o.Err)
 	}
-	frame, ok := encodeResult(dst, id, o.Result, c)
+	frame, ok := encodeResult(dst, id, o.Result, c, sp)
 	if !ok {
 		frame = protocol.AppendError(dst, id, protocol.ErrInvalidResult)
 	}
@@ -207,13 +210,24 @@ func (w *work) Done(o server.Outcome) {
 		if buf == nil {
 			return // ended while Run made room: nothing to write
 		}
+		if sp := w.splices; len(sp) > 0 {
+			w.splices = nil
+			wake, kept := c.out.finishParts(w, sp.Parts(nil, frame), len(frame)+sp.Len())
+			if !kept {
+				putFrameBuffer(buf, frame)
+			}
+			if wake {
+				c.nudge()
+			}
+			return
+		}
 	case o.Stream != nil || w.sink.asked.Load():
 		w.outcome = o
 		c.mail.post(message{kind: msgOutcome, w: w})
 		return
 	default:
 		buf = frameBuffers.Get().(*[]byte)
-		frame = encodeFinal((*buf)[:0], w.id, o, c)
+		frame = encodeFinal((*buf)[:0], w.id, o, c, nil)
 	}
 	wake, kept := c.out.finish(w, frame)
 	if !kept {

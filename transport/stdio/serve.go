@@ -190,10 +190,13 @@ type work struct {
 	// outcome is set by the executor's worker before it posts msgOutcome.
 	outcome server.Outcome
 	// frame is the final frame Run encoded, in buf (from frameBuffers),
-	// for Done; reserved is the room it holds in the output (output.mu).
+	// for Done; reserved is the room it holds in the output (output.mu),
+	// splices included.
 	frame    []byte
 	buf      *[]byte
 	reserved int
+	// splices are frame's large texts, left out of buf (protocol.Splices).
+	splices protocol.Splices
 
 	stream server.Stream // set while a listen stream is open
 	cancel context.CancelFunc
