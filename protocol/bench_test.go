@@ -95,7 +95,7 @@ func BenchmarkDecodeStrict(b *testing.B) {
 			b.SetBytes(int64(len(bc.line)))
 			line := bc.line[:len(bc.line)-1]
 			for b.Loop() {
-				if m := decodeStrict(line, false); m.Kind != KindRequest {
+				if m := decodeStrict(line, false, nil); m.Kind != KindRequest {
 					b.Fatalf("kind %d err %v", m.Kind, m.Err)
 				}
 			}

@@ -19,7 +19,16 @@ import (
 // is not a finite float64, or arrays nested in arrays (or objects in objects)
 // more than 1,000 deep. The Split and ProgressToken are set only for
 // KindRequest and KindNotification.
-func Decode(line []byte) Message { return decode(line, false) }
+func Decode(line []byte) Message { return decode(line, false, nil) }
+
+// DecodeInto is Decode with the members of the Split (params', _meta's and
+// arguments') stored in members' backing array when it has room for them
+// all, so that a caller that keeps the message in a struct of its own
+// (the transport's request) can hold them there, in the same allocation;
+// without room they get one of their own, as with Decode. The caller owns
+// members: it must not use that array for anything else while the
+// message is in use.
+func DecodeInto(line []byte, members Object) Message { return decode(line, false, members[:0]) }
 
 // DecodeFromServer is Decode in client mode: it judges a line a server sent
 // to snodod as its client (a hosted server's stdout, read by mcpclient),
@@ -31,22 +40,23 @@ func Decode(line []byte) Message { return decode(line, false) }
 // MCP client reads, not the runtime: Members is set, but params._meta and
 // params.arguments are not split (Meta, Arguments and their flags stay
 // zero), no era is judged (Modern is false) and no ProgressToken is read.
-func DecodeFromServer(line []byte) Message { return decode(line, true) }
+func DecodeFromServer(line []byte) Message { return decode(line, true, nil) }
 
-// decode is Decode, in client mode when fromServer.
-func decode(line []byte, fromServer bool) Message {
+// decode is Decode, in client mode when fromServer, the Split's members in
+// dst when it has room (DecodeInto).
+func decode(line []byte, fromServer bool, dst Object) Message {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
-	if m, ok := decodeFast(line, fromServer); ok {
+	if m, ok := decodeFast(line, fromServer, dst); ok {
 		return m
 	}
-	return decodeStrict(line, fromServer)
+	return decodeStrict(line, fromServer, dst)
 }
 
 // decodeStrict is decode without the fast path: the reference the fast
 // path is checked against (FuzzFastPath). line's LF is already cut.
-func decodeStrict(line []byte, fromServer bool) Message {
+func decodeStrict(line []byte, fromServer bool, dst Object) Message {
 	line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
 	if isBlank(line) {
 		return Message{Kind: KindBlank}
@@ -54,7 +64,7 @@ func decodeStrict(line []byte, fromServer bool) Message {
 	s := scannerPool.Get().(*scanner)
 	defer s.release()
 	s.reset(line)
-	s.fromServer = fromServer
+	s.fromServer, s.dst = fromServer, dst
 	s.skipSpace()
 	v, ok := s.value(roleTop)
 	if ok {
@@ -126,12 +136,21 @@ func (s *scanner) withParams(m Message) Message {
 	np, nm, na := len(s.params), len(s.meta), len(s.args)
 	var all Object
 	if np+nm+na > 0 {
-		all = make(Object, np+nm+na)
+		all = s.members(np + nm + na)
 		copy(all, s.params)
 		copy(all[np:], s.meta)
 		copy(all[np+nm:], s.args)
 	}
 	return s.split(m, all, np, nm)
+}
+
+// members returns room for n members: in s.dst when it has it
+// (DecodeInto), else a new array.
+func (s *scanner) members(n int) Object {
+	if n <= cap(s.dst) {
+		return s.dst[:n]
+	}
+	return make(Object, n)
 }
 
 // split gives m its Split from all, params' np members, then _meta's nm,

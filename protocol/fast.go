@@ -63,12 +63,12 @@ type fastScanner struct {
 // decodeFast decodes line (its LF already cut) as decode would, and
 // reports false when the line is not one it takes (see above): the caller
 // then decodes it strictly.
-func decodeFast(line []byte, fromServer bool) (Message, bool) {
+func decodeFast(line []byte, fromServer bool, dst Object) (Message, bool) {
 	if len(line) == 0 || line[0] != '{' || len(line) > math.MaxInt32 {
 		return Message{}, false
 	}
 	var f fastScanner
-	f.data, f.fromServer = line, fromServer
+	f.data, f.fromServer, f.dst = line, fromServer, dst
 	if !f.object(roleTop) || f.pos != len(line) {
 		return Message{}, false
 	}
@@ -258,16 +258,16 @@ func (f *fastScanner) withParams(m Message) Message {
 	np, nm, na := f.np, f.nm, f.na
 	var all Object
 	if np+nm+na > 0 {
-		all = make(Object, np+nm+na)
-		f.members(all, f.params[:np])
-		f.members(all[np:], f.meta[:nm])
-		f.members(all[np+nm:], f.args[:na])
+		all = f.scanner.members(np + nm + na)
+		f.fill(all, f.params[:np])
+		f.fill(all[np:], f.meta[:nm])
+		f.fill(all[np+nm:], f.args[:na])
 	}
 	return f.split(m, all, np, nm)
 }
 
-// members fills dst with the members recorded in src.
-func (f *fastScanner) members(dst Object, src []fastMember) {
+// fill fills dst with the members recorded in src.
+func (f *fastScanner) fill(dst Object, src []fastMember) {
 	for i, r := range src {
 		if r.nameEnd > r.nameStart {
 			dst[i].Name = unsafe.String(&f.data[r.nameStart], r.nameEnd-r.nameStart)

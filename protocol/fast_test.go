@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/tools/txtar"
 )
@@ -75,8 +76,8 @@ func decodeBoth(line []byte, fromServer bool) (fast Message, taken bool, strict 
 	if n := len(text); n > 0 && text[n-1] == '\n' {
 		text = text[:n-1]
 	}
-	fast, taken = decodeFast(text, fromServer)
-	return fast, taken, decodeStrict(text, fromServer)
+	fast, taken = decodeFast(text, fromServer, nil)
+	return fast, taken, decodeStrict(text, fromServer, nil)
 }
 
 // sameMessage reports how a and b differ, or "" when they are the same:
@@ -117,8 +118,11 @@ func FuzzFastPath(f *testing.F) {
 					t.Fatalf("fromServer %v, %q: the fast path took it, %s:\nfast   %+v\nstrict %+v", fromServer, line, diff, fast, strict)
 				}
 			}
-			if diff := sameMessage(decode(line, fromServer), strict); diff != "" {
+			if diff := sameMessage(decode(line, fromServer, nil), strict); diff != "" {
 				t.Fatalf("fromServer %v, %q: decode and the strict decoder: %s", fromServer, line, diff)
+			}
+			if diff := sameMessage(decode(line, fromServer, make(Object, 0, 8)), strict); diff != "" {
+				t.Fatalf("fromServer %v, %q: decode into an array and the strict decoder: %s", fromServer, line, diff)
 			}
 		}
 	})
@@ -194,4 +198,28 @@ func membersN(n int) string {
 		b.WriteString(`"m` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `":1`)
 	}
 	return b.String()
+}
+
+// TestDecodeInto checks that DecodeInto gives Decode's message, its
+// Split's members in the array it was given when it has room for them
+// all, and in an array of their own otherwise.
+func TestDecodeInto(t *testing.T) {
+	for _, line := range []string{string(harnessCall), string(typicalCall), " " + string(harnessCall)} {
+		want := Decode([]byte(line))
+		n := len(want.Members) + len(want.Meta) + len(want.Arguments)
+		for _, room := range []int{n, n - 1} {
+			members := make(Object, 0, room)
+			got := DecodeInto([]byte(line), members)
+			if diff := sameMessage(got, want); diff != "" {
+				t.Fatalf("room %d, %.40q: %s", room, line, diff)
+			}
+			inside := unsafe.SliceData(got.Members) == unsafe.SliceData(members[:1])
+			if inside != (room == n) {
+				t.Errorf("room %d of %d, %.40q: members in the given array %v", room, n, line, inside)
+			}
+		}
+	}
+	if m := DecodeInto([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), nil); m.Kind != KindRequest || m.Members != nil {
+		t.Errorf("no params, no room: %+v", m)
+	}
 }

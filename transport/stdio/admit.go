@@ -64,21 +64,35 @@ func (c *coordinator) handleLine(ev framing.Event) {
 }
 
 func (c *coordinator) handleData(line []byte) {
-	msg := protocol.Decode(line)
+	// The request's work is allocated before its line is decoded, so that
+	// the decoder's split lands in it (protocol.DecodeInto): one
+	// allocation for both. A line that needs none leaves it for the next.
+	w := c.nextWork
+	if w == nil {
+		w = new(work)
+	}
+	c.nextWork = nil
+	msg := protocol.DecodeInto(line, w.members[:0])
 	switch msg.Kind {
 	case protocol.KindInvalid:
 		c.writeError(msg.ID, msg.Err)
 	case protocol.KindNotification:
 		c.notification(&msg)
 	case protocol.KindRequest:
-		c.request(&msg)
+		c.request(&msg, w)
+		return
 	case protocol.KindResponse:
 		c.clientResponse(&msg)
 	}
 	// Blank lines are dropped silently (§3.3).
+	if msg.Members == nil && msg.Meta == nil && msg.Arguments == nil {
+		c.nextWork = w // untouched
+	}
 }
 
-func (c *coordinator) request(msg *protocol.Message) {
+// request admits msg, whose work w is new (zero but for the members its
+// split holds).
+func (c *coordinator) request(msg *protocol.Message, w *work) {
 	c.out.counters.request()
 	if w, ok := c.inflight[msg.ID]; ok && w.inFlight() {
 		c.writeError(msg.ID, protocol.ErrDuplicateID)
@@ -92,7 +106,8 @@ func (c *coordinator) request(msg *protocol.Message) {
 		c.initialize(msg)
 		return
 	}
-	w := &work{id: msg.ID, split: msg.Split, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}}
+	w.id, w.split = msg.ID, msg.Split
+	w.req = server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}
 	req := &w.req
 	req.Split = &w.split // the decoder's split: the runtime splits nothing again
 	w.sink.c, w.sink.w = c, w
