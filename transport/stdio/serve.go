@@ -179,7 +179,7 @@ type coordinator struct {
 
 // workMembers is how many members of a request's params, params._meta
 // and params.arguments its work holds: the 6 of a 2026 tools/call with
-// one argument, and one more, in the size class work had without them.
+// one argument, and one more within work's size class (1,024 bytes).
 const workMembers = 7
 
 // work is one admitted request, and later possibly its listen stream.
