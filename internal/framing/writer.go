@@ -36,6 +36,7 @@ type Writer struct {
 	// raw is the device's descriptor when it is in the runtime's poller:
 	// Try writes without waiting.
 	raw     syscall.RawConn
+	now     nowWriter // Try's writes to raw
 	frames  chan []byte
 	results chan error
 	timer   *time.Timer
@@ -49,6 +50,7 @@ func NewWriter(out io.Writer, timeout time.Duration) *Writer {
 	if d, ok := out.(writeDeadliner); ok && d.SetWriteDeadline(time.Time{}) == nil {
 		w.deadlines = true
 		w.raw = rawConn(out)
+		w.now.raw = w.raw
 	}
 	return w
 }
@@ -59,7 +61,7 @@ func (w *Writer) Direct() bool { return w.raw != nil }
 // Try writes what the device takes of b at once, without waiting: n <
 // len(b) with a nil error means it would block. Only for a Direct Writer;
 // its caller owns the device's output.
-func (w *Writer) Try(b []byte) (n int, err error) { return WriteNow(w.raw, b) }
+func (w *Writer) Try(b []byte) (n int, err error) { return w.now.try(b) }
 
 // Write writes frames whole, or returns ErrWriteTimeout or the device's
 // error (syscall.EPIPE, syscall.ENOSPC, …). After an error the Writer must
