@@ -79,3 +79,26 @@ func BenchmarkEncode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeStrict is BenchmarkDecode without the fast path, to set
+// beside it in one run.
+func BenchmarkDecodeStrict(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		line []byte
+	}{
+		{"typical", typicalCall},
+		{"harness", harnessCall},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.line)))
+			line := bc.line[:len(bc.line)-1]
+			for b.Loop() {
+				if m := decodeStrict(line, false, nil); m.Kind != KindRequest {
+					b.Fatalf("kind %d err %v", m.Kind, m.Err)
+				}
+			}
+		})
+	}
+}

@@ -19,7 +19,16 @@ import (
 // is not a finite float64, or arrays nested in arrays (or objects in objects)
 // more than 1,000 deep. The Split and ProgressToken are set only for
 // KindRequest and KindNotification.
-func Decode(line []byte) Message { return decode(line, false) }
+func Decode(line []byte) Message { return decode(line, false, nil) }
+
+// DecodeInto is Decode with the members of the Split (params', _meta's and
+// arguments') stored in members' backing array when it has room for them
+// all, so that a caller that keeps the message in a struct of its own
+// (the transport's request) can hold them there, in the same allocation;
+// without room they get one of their own, as with Decode. The caller owns
+// members: it must not use that array for anything else while the
+// message is in use.
+func DecodeInto(line []byte, members Object) Message { return decode(line, false, members[:0]) }
 
 // DecodeFromServer is Decode in client mode: it judges a line a server sent
 // to snodod as its client (a hosted server's stdout, read by mcpclient),
@@ -31,13 +40,23 @@ func Decode(line []byte) Message { return decode(line, false) }
 // MCP client reads, not the runtime: Members is set, but params._meta and
 // params.arguments are not split (Meta, Arguments and their flags stay
 // zero), no era is judged (Modern is false) and no ProgressToken is read.
-func DecodeFromServer(line []byte) Message { return decode(line, true) }
+func DecodeFromServer(line []byte) Message { return decode(line, true, nil) }
 
-// decode is Decode, in client mode when fromServer.
-func decode(line []byte, fromServer bool) Message {
+// decode is Decode, in client mode when fromServer, the Split's members in
+// dst when it has room (DecodeInto).
+func decode(line []byte, fromServer bool, dst Object) Message {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
+	if m, ok := decodeFast(line, fromServer, dst); ok {
+		return m
+	}
+	return decodeStrict(line, fromServer, dst)
+}
+
+// decodeStrict is decode without the fast path: the reference the fast
+// path is checked against (FuzzFastPath). line's LF is already cut.
+func decodeStrict(line []byte, fromServer bool, dst Object) Message {
 	line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
 	if isBlank(line) {
 		return Message{Kind: KindBlank}
@@ -45,7 +64,7 @@ func decode(line []byte, fromServer bool) Message {
 	s := scannerPool.Get().(*scanner)
 	defer s.release()
 	s.reset(line)
-	s.fromServer = fromServer
+	s.fromServer, s.dst = fromServer, dst
 	s.skipSpace()
 	v, ok := s.value(roleTop)
 	if ok {
@@ -58,45 +77,51 @@ func decode(line []byte, fromServer bool) Message {
 	if v.kind != kindObject {
 		return Message{Kind: KindInvalid, Err: ErrInvalidRequest}
 	}
-	return s.classify()
+	m, params := s.classify()
+	if params {
+		m = s.withParams(m)
+	}
+	return m
 }
 
-// classify applies docs/transport.md §5 rows 1 to 8 to a decoded top-level object.
-func (s *scanner) classify() Message {
+// classify applies docs/transport.md §5 rows 1 to 8 to a decoded top-level
+// object, and reports whether the message is a request or a notification,
+// which then gets its params (withParams).
+func (s *scanner) classify() (Message, bool) {
 	t := &s.top
 	jsonrpc, id, method, params := t[fieldJSONRPC], t[fieldID], t[fieldMethod], t[fieldParams]
 	switch {
 	case method.kind == kindNone && (t[fieldResult].kind != kindNone || t[fieldError].kind != kindNone):
-		return s.response()
+		return s.response(), false
 	case method.kind != kindNone && t[fieldResult].kind != kindNone && t[fieldError].kind != kindNone:
 		// JSON-RPC 2.0 §5 forbids result and error together; with a
 		// method as well, serving it as a request would guess.
 		echo, _ := s.boundedID(id)
-		return Message{Kind: KindInvalid, ID: echo, Err: ErrAmbiguous}
+		return Message{Kind: KindInvalid, ID: echo, Err: ErrAmbiguous}, false
 	case method.kind == kindString && id.kind == kindNone:
-		return s.withParams(Message{Kind: KindNotification, Method: s.method(method)})
+		return Message{Kind: KindNotification, Method: s.method(method)}, true
 	}
 	if jsonrpc.kind != kindString || string(s.unescaped(jsonrpc)) != "2.0" {
 		echo, _ := s.boundedID(id)
-		return Message{Kind: KindInvalid, ID: echo, Err: ErrNotJSONRPC2}
+		return Message{Kind: KindInvalid, ID: echo, Err: ErrNotJSONRPC2}, false
 	}
 	var echo ID
 	if id.kind != kindNone {
 		if id.kind != kindString && id.kind != kindInt {
-			return Message{Kind: KindInvalid, Err: ErrIDType}
+			return Message{Kind: KindInvalid, Err: ErrIDType}, false
 		}
 		var bad *Error
 		if echo, bad = s.checkedID(id); bad != nil {
-			return Message{Kind: KindInvalid, Err: bad}
+			return Message{Kind: KindInvalid, Err: bad}, false
 		}
 	}
 	if method.kind != kindString {
-		return Message{Kind: KindInvalid, ID: echo, Err: ErrMethodType}
+		return Message{Kind: KindInvalid, ID: echo, Err: ErrMethodType}, false
 	}
 	if params.kind != kindNone && params.kind != kindObject {
-		return Message{Kind: KindInvalid, ID: echo, Err: ErrParamsType}
+		return Message{Kind: KindInvalid, ID: echo, Err: ErrParamsType}, false
 	}
-	return s.withParams(Message{Kind: KindRequest, ID: echo, Method: s.method(method)})
+	return Message{Kind: KindRequest, ID: echo, Method: s.method(method)}, true
 }
 
 // withParams gives m its params (when an object) and their Split: the
@@ -109,11 +134,30 @@ func (s *scanner) withParams(m Message) Message {
 	}
 	m.Params = s.data[p.start:p.end:p.end]
 	np, nm, na := len(s.params), len(s.meta), len(s.args)
+	var all Object
 	if np+nm+na > 0 {
-		all := make(Object, np+nm+na)
+		all = s.members(np + nm + na)
 		copy(all, s.params)
 		copy(all[np:], s.meta)
 		copy(all[np+nm:], s.args)
+	}
+	return s.split(m, all, np, nm)
+}
+
+// members returns room for n members: in s.dst when it has it
+// (DecodeInto), else a new array.
+func (s *scanner) members(n int) Object {
+	if n <= cap(s.dst) {
+		return s.dst[:n]
+	}
+	return make(Object, n)
+}
+
+// split gives m its Split from all, params' np members, then _meta's nm,
+// then arguments': nil for none of them.
+func (s *scanner) split(m Message, all Object, np, nm int) Message {
+	if len(all) > 0 {
+		na := len(all) - np - nm
 		if np > 0 {
 			m.Members = all[:np:np]
 		}

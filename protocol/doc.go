@@ -22,5 +22,8 @@
 // and UTF-8 are all checked in one pass), so that Message.Params may then be
 // decoded with encoding/json by handlers without surprises. The same pass
 // splits params, params._meta and params.arguments into members (Split)
-// and applies the era rule, so that no later step splits them again.
+// and applies the era rule, so that no later step splits them again. A
+// compact line takes a fast path (fast.go) that only ever accepts, and
+// only what the strict pass accepts, with the same parts: every other
+// line, and every refusal, is the strict pass's (FuzzFastPath checks it).
 package protocol

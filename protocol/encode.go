@@ -209,12 +209,10 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	last := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
+		if i += plainPrefix(s[i:]); i >= len(s) {
+			break
+		}
+		if c := s[i]; c < utf8.RuneSelf {
 			b = append(b, s[last:i]...)
 			switch c {
 			case '"', '\\':
@@ -236,16 +234,13 @@ func AppendString(b []byte, s string) []byte {
 			last = i
 			continue
 		}
+		// plainPrefix stopped at invalid UTF-8, U+2028 or U+2029.
 		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[last:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[last:i]...), `\u202`...)
-			b = append(b, hexDigits[r&0xF])
-		default:
-			i += size
-			continue
+		b = append(b, s[last:i]...)
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(append(b, `\u202`...), hexDigits[r&0xF])
 		}
 		i += size
 		last = i

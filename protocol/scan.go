@@ -118,6 +118,8 @@ type scanner struct {
 	// fromServer: DecodeFromServer's scan, which splits params into
 	// members but neither _meta nor arguments.
 	fromServer bool
+	// dst is where the Split's members go when it has room (DecodeInto).
+	dst Object
 }
 
 var scannerPool = sync.Pool{New: func() any { return new(scanner) }}
@@ -137,7 +139,7 @@ func (s *scanner) release() {
 	clear(s.params)
 	clear(s.meta)
 	clear(s.args)
-	s.data = nil
+	s.data, s.dst = nil, nil
 	scannerPool.Put(s)
 }
 

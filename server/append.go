@@ -13,7 +13,12 @@ import (
 // holds them to it).
 
 // AppendJSON implements protocol.Appender.
-func (w callToolWire) AppendJSON(b []byte) ([]byte, error) {
+func (w callToolWire) AppendJSON(b []byte) ([]byte, error) { return w.AppendJSONSpliced(b, nil) }
+
+// AppendJSONSpliced implements protocol.SplicingAppender: a large text
+// block's text may be spliced into the frame as it is written instead of
+// copied into it.
+func (w callToolWire) AppendJSONSpliced(b []byte, sp *protocol.Splices) ([]byte, error) {
 	var err error
 	b = append(b, '{')
 	if w.ResultType != "" {
@@ -26,7 +31,7 @@ func (w callToolWire) AppendJSON(b []byte) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = c.appendJSON(b); err != nil {
+		if b, err = c.appendJSON(b, sp); err != nil {
 			return nil, err
 		}
 	}
@@ -59,14 +64,14 @@ func (w callToolWire) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendJSON appends a text block directly and any other block through
-// its MarshalJSON.
-func (c Content) appendJSON(b []byte) ([]byte, error) {
+// appendJSON appends a text block directly (its text spliced into sp when
+// large) and any other block through its MarshalJSON.
+func (c Content) appendJSON(b []byte, sp *protocol.Splices) ([]byte, error) {
 	if c.Type != "text" || c.Annotations != nil || c.Meta != nil {
 		return protocol.AppendValue(b, contentValue{c})
 	}
 	b = append(b, `{"type":"text","text":`...)
-	b = protocol.AppendString(b, c.Text)
+	b = protocol.AppendStringSpliced(b, c.Text, sp)
 	return append(b, '}'), nil
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -79,6 +80,51 @@ func TestStructuredContentNotHTMLEscaped(t *testing.T) {
 	for _, want := range []string{`"structuredContent":{"h":"<b>&"}`, `"text":"{\"h\":\"<b>&\"}"`} {
 		if !strings.Contains(string(frame), want) {
 			t.Errorf("result %s lacks %s", frame, want)
+		}
+	}
+}
+
+// TestToolResultSplicesLargeText: a tool's large text result, in either
+// era, is spliced into its frame (protocol.Splices) instead of copied,
+// and the spliced frame is the one AppendResult writes.
+func TestToolResultSplicesLargeText(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := strings.Repeat("plain text, ", protocol.SpliceMin/12+1)
+	AddTool(s, &Tool{Name: "large"}, func(_ context.Context, _ *CallToolRequest, _ struct{}) (*CallToolResult, any, error) {
+		return &CallToolResult{Content: []Content{TextContent("small"), TextContent(large)}}, nil, nil
+	})
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"large","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"large","arguments":{}}}`,
+	} {
+		msg := protocol.Decode([]byte(line))
+		sess := NewSessionState(0)
+		req := &Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Split: &msg.Split, State: sess}
+		if !msg.Modern {
+			sess.SetNegotiated(protocol.Version20250618)
+			req.Header = map[string][]string{HeaderProtocolVersion: {protocol.Version20250618}}
+		}
+		o := s.Dispatch(context.Background(), req)
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		want, err := protocol.AppendResult(nil, msg.ID, o.Result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sp protocol.Splices
+		buf, err := protocol.AppendResultSpliced(nil, msg.ID, o.Result, &sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sp) != 1 || sp[0].Text != large {
+			t.Fatalf("modern %v: %d splices, want the large text's", msg.Modern, len(sp))
+		}
+		if got := bytes.Join(sp.Parts(nil, buf), nil); !bytes.Equal(got, want) {
+			t.Fatalf("modern %v: the spliced frame differs from AppendResult's", msg.Modern)
 		}
 	}
 }

@@ -420,9 +420,13 @@ type withMembers struct {
 
 // AppendJSON writes the object into dst, as frames are encoded: no
 // intermediate buffer, and no second pass of encoding/json over it.
-func (w withMembers) AppendJSON(dst []byte) ([]byte, error) {
+func (w withMembers) AppendJSON(dst []byte) ([]byte, error) { return w.AppendJSONSpliced(dst, nil) }
+
+// AppendJSONSpliced implements protocol.SplicingAppender: what v splices
+// stays spliced (the members follow it).
+func (w withMembers) AppendJSONSpliced(dst []byte, sp *protocol.Splices) ([]byte, error) {
 	start := len(dst)
-	b, err := protocol.AppendValue(dst, w.v)
+	b, err := protocol.AppendValueSpliced(dst, w.v, sp)
 	if err != nil {
 		return dst, err
 	}

@@ -72,6 +72,11 @@ type pooledSource struct {
 	held *[]byte // the buffer of the last read, until the next wait
 	big  int     // the size class of held (index into readBuffers)
 	full bool    // the last read filled held
+	// read is readFD, bound once: a closure made for each Read would be
+	// an allocation per read. n and err are its results.
+	read func(fd uintptr) bool
+	n    int
+	err  error
 }
 
 func (s *pooledSource) Read() ([]byte, error) {
@@ -80,26 +85,13 @@ func (s *pooledSource) Read() ([]byte, error) {
 		readBuffers[0].put(s.held)
 		s.held, s.big = nil, 1
 	}
-	var n int
-	var err error
-	rerr := s.rc.Read(func(fd uintptr) bool {
-		if s.held == nil {
-			s.held = readBuffers[s.big].get()
-		}
-		for {
-			n, err = syscall.Read(int(fd), (*s.held)[:min(len(*s.held), s.max)])
-			if err != syscall.EINTR {
-				break
-			}
-		}
-		if err == syscall.EAGAIN {
-			readBuffers[s.big].put(s.held)
-			s.held, s.big = nil, 0
-			return false // wait until the descriptor is readable
-		}
-		return true
-	})
-	n = max(n, 0)
+	if s.read == nil {
+		s.read = s.readFD
+	}
+	s.n, s.err = 0, nil
+	rerr := s.rc.Read(s.read)
+	n, err := max(s.n, 0), s.err
+	s.err = nil
 	var buf []byte
 	if s.held != nil {
 		buf = (*s.held)[:n]
@@ -118,4 +110,24 @@ func (s *pooledSource) Read() ([]byte, error) {
 		return nil, io.EOF
 	}
 	return buf, nil
+}
+
+// readFD is one read(2) of fd into held, for rc.Read: it reports false,
+// giving the buffer back, when the poller must wait for input.
+func (s *pooledSource) readFD(fd uintptr) bool {
+	if s.held == nil {
+		s.held = readBuffers[s.big].get()
+	}
+	for {
+		s.n, s.err = syscall.Read(int(fd), (*s.held)[:min(len(*s.held), s.max)])
+		if s.err != syscall.EINTR {
+			break
+		}
+	}
+	if s.err == syscall.EAGAIN {
+		readBuffers[s.big].put(s.held)
+		s.held, s.big = nil, 0
+		return false // wait until the descriptor is readable
+	}
+	return true
 }

@@ -82,3 +82,34 @@ func TestIdleSplitterHoldsNoReadBuffer(t *testing.T) {
 		})
 	}
 }
+
+// TestReadAndTryDoNotAllocate: a read of a descriptor with input waiting,
+// and a non-blocking write that the descriptor takes, allocate nothing
+// (each would otherwise make a closure for the runtime's poller, once per
+// batch of lines and per batch of frames).
+func TestReadAndTryDoNotAllocate(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	src := newSource(r, 1<<20)
+	out := NewWriter(w, 0)
+	if !out.Direct() {
+		t.Fatal("a pipe is not written directly")
+	}
+	line := []byte("{}\n")
+	step := func() {
+		if n, err := out.Try(line); n != len(line) || err != nil {
+			t.Fatalf("Try: %d, %v", n, err)
+		}
+		if b, err := src.Read(); string(b) != string(line) || err != nil {
+			t.Fatalf("Read: %q, %v", b, err)
+		}
+	}
+	step() // the first read binds its function
+	if n := testing.AllocsPerRun(100, step); n != 0 {
+		t.Fatalf("%v allocations per write and read, want 0", n)
+	}
+}

@@ -1,6 +1,7 @@
 package framing
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -35,6 +36,7 @@ type Writer struct {
 	// raw is the device's descriptor when it is in the runtime's poller:
 	// Try writes without waiting.
 	raw     syscall.RawConn
+	now     nowWriter // Try's writes to raw
 	frames  chan []byte
 	results chan error
 	timer   *time.Timer
@@ -48,6 +50,7 @@ func NewWriter(out io.Writer, timeout time.Duration) *Writer {
 	if d, ok := out.(writeDeadliner); ok && d.SetWriteDeadline(time.Time{}) == nil {
 		w.deadlines = true
 		w.raw = rawConn(out)
+		w.now.raw = w.raw
 	}
 	return w
 }
@@ -58,7 +61,7 @@ func (w *Writer) Direct() bool { return w.raw != nil }
 // Try writes what the device takes of b at once, without waiting: n <
 // len(b) with a nil error means it would block. Only for a Direct Writer;
 // its caller owns the device's output.
-func (w *Writer) Try(b []byte) (n int, err error) { return WriteNow(w.raw, b) }
+func (w *Writer) Try(b []byte) (n int, err error) { return w.now.try(b) }
 
 // Write writes frames whole, or returns ErrWriteTimeout or the device's
 // error (syscall.EPIPE, syscall.ENOSPC, …). After an error the Writer must
@@ -72,6 +75,53 @@ func (w *Writer) Write(frames []byte) error {
 		return err
 	}
 	return w.writeWithWait(frames)
+}
+
+// WriteParts writes the parts of one frame (docs/transport.md §11.1), in
+// order, as Write writes a frame: whole within the timeout, or an error,
+// after which the Writer must not be used again. On a device with
+// deadlines the parts are written from their own memory, under one
+// deadline; any other device is given one buffer holding them all.
+func (w *Writer) WriteParts(parts [][]byte) error {
+	if !w.deadlines {
+		return w.Write(bytes.Join(parts, nil))
+	}
+	if w.raw != nil {
+		// As writeWithDeadline: what is taken at once needs no deadline.
+		for len(parts) > 0 {
+			n, err := w.Try(parts[0])
+			if err != nil {
+				return err
+			}
+			if n < len(parts[0]) {
+				parts[0] = parts[0][n:]
+				break
+			}
+			parts = parts[1:]
+		}
+		if len(parts) == 0 {
+			return nil
+		}
+	}
+	d := w.out.(writeDeadliner)
+	if w.timeout > 0 {
+		if err := d.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+			return err
+		}
+	}
+	var err error
+	for _, p := range parts {
+		if _, err = w.out.Write(p); err != nil {
+			break
+		}
+	}
+	if w.timeout > 0 && w.raw != nil && err == nil {
+		err = d.SetWriteDeadline(time.Time{})
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return ErrWriteTimeout
+	}
+	return err
 }
 
 func (w *Writer) writeWithDeadline(frame []byte) error {

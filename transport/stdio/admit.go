@@ -64,21 +64,35 @@ func (c *coordinator) handleLine(ev framing.Event) {
 }
 
 func (c *coordinator) handleData(line []byte) {
-	msg := protocol.Decode(line)
+	// The request's work is allocated before its line is decoded, so that
+	// the decoder's split lands in it (protocol.DecodeInto): one
+	// allocation for both. A line that needs none leaves it for the next.
+	w := c.nextWork
+	if w == nil {
+		w = new(work)
+	}
+	c.nextWork = nil
+	msg := protocol.DecodeInto(line, w.members[:0])
 	switch msg.Kind {
 	case protocol.KindInvalid:
 		c.writeError(msg.ID, msg.Err)
 	case protocol.KindNotification:
 		c.notification(&msg)
 	case protocol.KindRequest:
-		c.request(&msg)
+		c.request(&msg, w)
+		return
 	case protocol.KindResponse:
 		c.clientResponse(&msg)
 	}
 	// Blank lines are dropped silently (§3.3).
+	if msg.Members == nil && msg.Meta == nil && msg.Arguments == nil {
+		c.nextWork = w // untouched
+	}
 }
 
-func (c *coordinator) request(msg *protocol.Message) {
+// request admits msg, whose work w is new (zero but for the members its
+// split holds).
+func (c *coordinator) request(msg *protocol.Message, w *work) {
 	c.out.counters.request()
 	if w, ok := c.inflight[msg.ID]; ok && w.inFlight() {
 		c.writeError(msg.ID, protocol.ErrDuplicateID)
@@ -92,8 +106,8 @@ func (c *coordinator) request(msg *protocol.Message) {
 		c.initialize(msg)
 		return
 	}
-	w := &work{id: msg.ID}
-	w.req = server.RequestFrom(msg, &w.split)
+	w.id = msg.ID
+	w.req = server.RequestFrom(msg, &w.split) // the decoder's split, decoded into w's members
 	req := &w.req
 	req.State = c.sess
 	w.sink.c, w.sink.w = c, w
@@ -166,20 +180,23 @@ type preparedFrame struct{}
 func (w *work) prepare(ctx context.Context, o server.Outcome) {
 	c := w.sink.c
 	buf := frameBuffers.Get().(*[]byte)
-	frame := encodeFinal((*buf)[:0], w.id, o, c)
-	if len(frame) > smallFrame && !c.out.reserve(ctx, w, len(frame)) {
+	frame := encodeFinal((*buf)[:0], w.id, o, c, &w.splices)
+	if size := len(frame) + w.splices.Len(); size > smallFrame && !c.out.reserve(ctx, w, size) {
 		putFrameBuffer(buf, frame)
+		w.splices = nil
 		return
 	}
 	w.buf, w.frame = buf, frame
 }
 
-// encodeFinal appends the final frame of outcome o to dst.
-func encodeFinal(dst []byte, id protocol.ID, o server.Outcome, c *coordinator) []byte {
+// encodeFinal appends the final frame of outcome o to dst, leaving its
+// large texts to sp when sp is not nil (protocol.Splices: written from
+// their own memory, never copied into the frame).
+func encodeFinal(dst []byte, id protocol.ID, o server.Outcome, c *coordinator, sp *protocol.Splices) []byte {
 	if o.Err != nil {
 		return protocol.AppendError(dst, id, o.Err)
 	}
-	frame, ok := encodeResult(dst, id, o.Result, c)
+	frame, ok := encodeResult(dst, id, o.Result, c, sp)
 	if !ok {
 		frame = protocol.AppendError(dst, id, protocol.ErrInvalidResult)
 	}
@@ -206,13 +223,24 @@ func (w *work) Done(o server.Outcome) {
 		if buf == nil {
 			return // ended while Run made room: nothing to write
 		}
+		if sp := w.splices; len(sp) > 0 {
+			w.splices = nil
+			wake, kept := c.out.finishParts(w, sp.Parts(nil, frame), len(frame)+sp.Len())
+			if !kept {
+				putFrameBuffer(buf, frame)
+			}
+			if wake {
+				c.nudge()
+			}
+			return
+		}
 	case o.Stream != nil || w.sink.asked.Load():
 		w.outcome = o
 		c.mail.post(message{kind: msgOutcome, w: w})
 		return
 	default:
 		buf = frameBuffers.Get().(*[]byte)
-		frame = encodeFinal((*buf)[:0], w.id, o, c)
+		frame = encodeFinal((*buf)[:0], w.id, o, c, nil)
 	}
 	wake, kept := c.out.finish(w, frame)
 	if !kept {

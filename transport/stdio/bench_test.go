@@ -140,3 +140,63 @@ func BenchmarkRuntimePipelined(b *testing.B) {
 		received++
 	}
 }
+
+// largeDispatcher answers every request with one 1,000,000-byte text
+// block, spliced into its frame (plainText) or copied into it (copied).
+type largeDispatcher struct{ spliced bool }
+
+var largeText = string(bytes.Repeat([]byte("lorem ipsum dolor sit amet, "), 1_000_000/28+1)[:1_000_000])
+
+func (largeDispatcher) Notify(*server.SessionState, string, json.RawMessage) {}
+
+func (largeDispatcher) Initialize(*server.SessionState, json.RawMessage) (any, string, *protocol.Error) {
+	return map[string]any{}, "2025-06-18", nil
+}
+
+func (largeDispatcher) DispatchInline(context.Context, *server.Request) (server.Outcome, bool) {
+	return server.Outcome{}, false
+}
+
+func (d largeDispatcher) Dispatch(context.Context, *server.Request) server.Outcome {
+	if d.spliced {
+		return server.Outcome{Result: plainText(largeText)}
+	}
+	return server.Outcome{Result: copiedText(largeText)}
+}
+
+// copiedText is plainText without splicing: its text is copied into the
+// frame, as every result was before protocol.Splices.
+type copiedText string
+
+func (c copiedText) AppendJSON(dst []byte) ([]byte, error) {
+	return plainText(c).AppendJSONSpliced(dst, nil)
+}
+
+// BenchmarkLargeResult is one 1,000,000-byte result at a time over a pipe
+// pair, its text written from the string (spliced) or copied into the
+// frame first (copied): run together, the two compare in one run.
+func BenchmarkLargeResult(b *testing.B) {
+	for _, spliced := range []bool{false, true} {
+		name := map[bool]string{false: "copied", true: "spliced"}[spliced]
+		b.Run(name, func(b *testing.B) {
+			w, r, stop := serveOnPipes(b, largeDispatcher{spliced: spliced})
+			defer stop()
+			b.ReportAllocs()
+			b.SetBytes(int64(len(largeText)))
+			for i := 0; b.Loop(); i++ {
+				if _, err := w.Write(benchLine(i)); err != nil {
+					b.Fatal(err)
+				}
+				for {
+					line, err := r.ReadSlice('\n')
+					if err == nil {
+						break
+					}
+					if err != bufio.ErrBufferFull || len(line) == 0 {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -94,6 +94,19 @@ func text(s string) map[string]any {
 	return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}, "isError": false}
 }
 
+// plainText is text(s) as a result that splices its text
+// (protocol.SplicingAppender), as the runtime's tool results do: encoded,
+// it is text(s)'s frame, byte for byte.
+type plainText string
+
+func (p plainText) AppendJSON(dst []byte) ([]byte, error) { return p.AppendJSONSpliced(dst, nil) }
+
+func (p plainText) AppendJSONSpliced(dst []byte, sp *protocol.Splices) ([]byte, error) {
+	dst = append(dst, `{"content":[{"text":`...)
+	dst = protocol.AppendStringSpliced(dst, string(p), sp)
+	return append(dst, `,"type":"text"}],"isError":false}`...), nil
+}
+
 func (tc *testCatalog) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
 	var p callParams
 	if req.Params != nil {
@@ -149,6 +162,8 @@ func (tc *testCatalog) call(ctx context.Context, req *server.Request, p callPara
 		return server.Outcome{Result: text(a.Text)}
 	case "big":
 		return server.Outcome{Result: text(string(make([]byte, a.Bytes)))}
+	case "plain":
+		return server.Outcome{Result: plainText(strings.Repeat("x", a.Bytes))}
 	case "failing":
 		return server.Outcome{Result: map[string]any{"content": []any{map[string]any{"type": "text", "text": "Actionable domain failure"}}, "isError": true}}
 	case "raising":

@@ -2,8 +2,12 @@ package stdio_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snodod/snodod/protocol"
 )
 
 // Case 49: compact, envelope members in order, one line.
@@ -42,6 +46,39 @@ func TestLargeResult(t *testing.T) {
 		h.send(call(1, "big", `{"bytes":1000000}`))
 		if got := resultText(t, h.line()); len(got) != 1_000_000 {
 			t.Fatalf("got %d bytes", len(got))
+		}
+		h.finish()
+	})
+}
+
+// TestLargeSplicedResult: a large text that needs no escaping, which a
+// worker writes from the string itself (protocol.Splices), arrives whole
+// on every device, the frame AppendResult would write, beside smaller
+// answers written at the same time, each whole.
+func TestLargeSplicedResult(t *testing.T) {
+	sizes := map[int]int{1: 10, 2: 1_000_000, 3: protocol.SpliceMin}
+	onDevices(t, func(t *testing.T, open func(*testing.T) endpoints) {
+		h := start(t, open)
+		for id := 1; id <= 3; id++ {
+			h.send(call(id, "plain", fmt.Sprintf(`{"bytes":%d}`, sizes[id])))
+		}
+		seen := map[int]bool{}
+		for range sizes {
+			line := h.line()
+			raw, _, _ := strings.Cut(strings.TrimPrefix(line, `{"jsonrpc":"2.0","id":`), ",")
+			id, _ := strconv.Atoi(raw)
+			n, ok := sizes[id]
+			if !ok || seen[id] {
+				t.Fatalf("an answer to id %s: %.100s", raw, line)
+			}
+			seen[id] = true
+			want, err := protocol.AppendResult(nil, protocol.IntID(int64(id)), text(strings.Repeat("x", n)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if line+"\n" != string(want) {
+				t.Fatalf("answer %d differs from AppendResult's frame (%d bytes, want %d)", id, len(line)+1, len(want))
+			}
 		}
 		h.finish()
 	})

@@ -109,7 +109,7 @@ func (c *coordinator) writeResultFor(w *work, id protocol.ID, result any) bool {
 	if c.failed != nil {
 		return false
 	}
-	frame, ok := encodeResult(c.scratch[:0], id, result, c)
+	frame, ok := encodeResult(c.scratch[:0], id, result, c, nil)
 	if !ok {
 		return c.writeErrorFor(w, id, protocol.ErrInvalidResult)
 	}
@@ -117,14 +117,15 @@ func (c *coordinator) writeResultFor(w *work, id protocol.ID, result any) bool {
 	return c.commit(w, w != nil)
 }
 
-// encodeResult appends a response frame to dst, or reports false (logged)
-// when result is nil or cannot be encoded.
-func encodeResult(dst []byte, id protocol.ID, result any, c *coordinator) ([]byte, bool) {
+// encodeResult appends a response frame to dst, its large texts spliced
+// into sp when sp is not nil, or reports false (logged) when result is nil
+// or cannot be encoded.
+func encodeResult(dst []byte, id protocol.ID, result any, c *coordinator, sp *protocol.Splices) ([]byte, bool) {
 	if result == nil {
 		c.log.Error("handler produced no result", "id", id)
 		return dst, false
 	}
-	frame, err := protocol.AppendResult(dst, id, result)
+	frame, err := protocol.AppendResultSpliced(dst, id, result, sp)
 	if err != nil {
 		c.log.Error("result cannot be encoded", "id", id, "err", err)
 		return dst, false

@@ -69,12 +69,17 @@ type output struct {
 	// (work.reserved); charged is what of it the budget was charged.
 	held, charged int
 	pending       []byte // committed frames not yet written
-	spare         []byte // a written buffer, for pending's next turn
-	writing       bool   // a goroutine is writing frames committed before pending
-	blocked       bool   // the device would block: the coordinator drains pending
-	awake         bool   // the coordinator will look at pending before it waits
-	failed        error  // the terminal failure (docs/transport.md §11.4)
-	closed        bool
+	// parts are the rest of a spliced final frame (finishParts) the
+	// device did not take at once, written before pending; partsLen is
+	// their length. Only while blocked or writing.
+	parts    [][]byte
+	partsLen int
+	spare    []byte // a written buffer, for pending's next turn
+	writing  bool   // a goroutine is writing frames committed before pending
+	blocked  bool   // the device would block: the coordinator drains pending
+	awake    bool   // the coordinator will look at pending before it waits
+	failed   error  // the terminal failure (docs/transport.md §11.4)
+	closed   bool
 	// finished are the requests whose final frame a worker committed, for
 	// the coordinator to take out of its in-flight set; eager makes a
 	// worker wake the coordinator for each (it waits for them to end).
@@ -181,7 +186,7 @@ func (o *output) commitFor(w *work, frame []byte, final bool) int {
 // crowdedLocked reports whether committing n more bytes would pass max
 // while something is pending (alone, any frame may go). o.mu is held.
 func (o *output) crowdedLocked(n int) bool {
-	return len(o.pending) > 0 && o.held+n > o.max
+	return (len(o.pending) > 0 || o.partsLen > 0) && o.held+n > o.max
 }
 
 // finish is a worker handing over w's final frame. It leaves the frame in
@@ -237,6 +242,88 @@ func (o *output) finish(w *work, frame []byte) (wake, kept bool) {
 	buf := o.takeLocked()
 	o.mu.Unlock()
 	return o.writeDirect(buf, true) || wake, false
+}
+
+// finishParts is finish for a spliced final frame (protocol.Splices) of
+// size bytes in parts, whose texts alias their strings: while the worker
+// may write, it writes them from their own memory, and what the device
+// does not take at once stays in parts (kept) for the coordinator, before
+// pending; otherwise they are copied into pending, as finish copies a
+// frame.
+func (o *output) finishParts(w *work, parts [][]byte, size int) (wake, kept bool) {
+	o.mu.Lock()
+	if o.failed != nil || o.closed || w.state.Load() != live {
+		o.mu.Unlock()
+		return false, false
+	}
+	reserved := w.reserved
+	w.reserved = 0
+	o.endLocked(w, done)
+	o.finished = append(o.finished, w)
+	o.hasFinished.Store(true)
+	if reserved != size {
+		if reserved > 0 {
+			o.shrinkLocked(reserved)
+		}
+		o.growLocked(size)
+	}
+	wake = o.eager || !o.direct
+	if o.writing || o.blocked || o.awake || !o.direct || len(o.pending) > 0 {
+		o.roomLocked()
+		for _, p := range parts {
+			o.pending = append(o.pending, p...)
+		}
+		o.mu.Unlock()
+		return wake, false
+	}
+	o.writing = true
+	o.mu.Unlock()
+	more, kept := o.writeParts(parts)
+	return more || wake, kept
+}
+
+// writeParts writes parts with non-blocking writes; o.writing is set by
+// the caller. When the device does not take them all, the rest stays in
+// o.parts for the coordinator (kept: parts' memory is the output's now)
+// and wake is set; else it goes on with what was committed meanwhile, as
+// writeDirect does.
+func (o *output) writeParts(parts [][]byte) (wake, kept bool) {
+	written := 0
+	for i, p := range parts {
+		n, err := o.w.Try(p)
+		written += n
+		if err == nil && n == len(p) {
+			continue
+		}
+		o.mu.Lock()
+		o.shrinkLocked(written)
+		if err != nil {
+			o.failLocked(err)
+		} else {
+			parts[i] = p[n:]
+			o.parts = parts[i:]
+			for _, rest := range o.parts {
+				o.partsLen += len(rest)
+			}
+			o.blocked = true
+			kept = true
+		}
+		o.writing = false
+		o.idle.Broadcast()
+		o.mu.Unlock()
+		return true, kept
+	}
+	o.mu.Lock()
+	o.shrinkLocked(written)
+	if len(o.pending) > 0 && !o.closed {
+		buf := o.takeLocked()
+		o.mu.Unlock()
+		return o.writeDirect(buf, true), false
+	}
+	o.writing = false
+	o.idle.Broadcast()
+	o.mu.Unlock()
+	return false, false
 }
 
 // directBatch is the size from which a worker writes its frame at once,
@@ -462,6 +549,23 @@ func (o *output) flush() bool {
 		o.mu.Unlock()
 		return false
 	}
+	if o.partsLen > 0 && !o.closed {
+		// A spliced frame's rest goes first, from its own memory.
+		parts, n := o.parts, o.partsLen
+		o.parts, o.partsLen = nil, 0
+		o.writing = true
+		o.mu.Unlock()
+		err := o.w.WriteParts(parts)
+		o.mu.Lock()
+		o.writing = false
+		o.idle.Broadcast()
+		if err != nil {
+			o.failLocked(err)
+			o.mu.Unlock()
+			return false
+		}
+		o.shrinkLocked(n)
+	}
 	if len(o.pending) == 0 || o.closed {
 		o.blocked = false
 		o.mu.Unlock()
@@ -496,6 +600,7 @@ func (o *output) failLocked(err error) {
 		o.failed = oe
 	}
 	o.pending, o.spare = nil, nil // an abandoned write may still be reading one
+	o.parts, o.partsLen = nil, 0
 	o.dropHeldLocked()
 }
 
@@ -511,13 +616,13 @@ func (o *output) err() error {
 func (o *output) waiting() (n int, blocked bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.pending), o.blocked
+	return len(o.pending) + o.partsLen, o.blocked
 }
 
 // release gives back the buffers of a connection with nothing in flight.
 func (o *output) release() {
 	o.mu.Lock()
-	if len(o.pending) == 0 && !o.writing && o.failed == nil {
+	if len(o.pending) == 0 && o.partsLen == 0 && !o.writing && o.failed == nil {
 		giveBack(o.pending)
 		giveBack(o.spare)
 		o.pending, o.spare = nil, nil
@@ -540,7 +645,7 @@ func (o *output) takeFinished(spare []*work) []*work {
 func (o *output) sleep() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.pending) > 0 {
+	if len(o.pending) > 0 || o.partsLen > 0 {
 		return false
 	}
 	o.awake = false
@@ -570,6 +675,7 @@ func (o *output) close() {
 		o.idle.Wait()
 	}
 	o.pending, o.spare = nil, nil
+	o.parts, o.partsLen = nil, 0
 	o.dropHeldLocked()
 	o.mu.Unlock()
 }

@@ -38,6 +38,26 @@ func bigFrame(t *testing.T, id string, n int) int {
 	return len(b)
 }
 
+// toolFrame is the frame of the test catalog's tool ("big" or "plain",
+// whose text is spliced) answering id with n bytes, its newline included.
+func toolFrame(t *testing.T, tool, id string, n int) int {
+	if tool == "big" {
+		return bigFrame(t, id, n)
+	}
+	b, err := protocol.AppendResult(nil, protocol.StringID(id), text(strings.Repeat("x", n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
+}
+
+// pendingTools are the tools the bound is checked with, and the size of
+// their answers: an escaped text, and one spliced into its frame.
+var pendingTools = []struct {
+	tool string
+	n    int
+}{{"big", 2000}, {"plain", protocol.SpliceMin}}
+
 // smallSocketPair is socketPair with small socket buffers, as a client
 // that set a small receive buffer: a few KiB fill it.
 func smallSocketPair(t *testing.T) endpoints {
@@ -62,8 +82,13 @@ func smallSocketPair(t *testing.T) endpoints {
 // client reads, every answer arrives whole and in order, and nothing is
 // held any more.
 func TestPendingOutputBoundary(t *testing.T) {
-	const n = 2000 // 12 KB frames: larger than what commits without room
-	f := bigFrame(t, "a1", n)
+	for _, tool := range pendingTools {
+		t.Run(tool.tool, func(t *testing.T) { testPendingOutputBoundary(t, tool.tool, tool.n) })
+	}
+}
+
+func testPendingOutputBoundary(t *testing.T, tool string, n int) {
+	f := toolFrame(t, tool, "a1", n) // larger than what commits without room
 	for _, tt := range []struct {
 		max     int
 		held    int // answers held while the client does not read
@@ -81,7 +106,7 @@ func TestPendingOutputBoundary(t *testing.T) {
 			// it writes (and then reads nothing while it writes).
 			var lines string
 			for _, id := range []string{"a1", "a2", "a3"} {
-				lines += call(id, "big", fmt.Sprintf(`{"bytes":%d}`, n)) + "\n"
+				lines += call(id, tool, fmt.Sprintf(`{"bytes":%d}`, n)) + "\n"
 			}
 			io.WriteString(s.ep.w, lines)
 			settled := func() bool {
@@ -120,14 +145,19 @@ func TestPendingOutputBoundary(t *testing.T) {
 // at once, with nothing written for them, and the connection holds
 // nothing.
 func TestPendingOutputWriteTimeout(t *testing.T) {
-	const n = 2000
-	f := bigFrame(t, "a1", n)
+	for _, tool := range pendingTools {
+		t.Run(tool.tool, func(t *testing.T) { testPendingOutputWriteTimeout(t, tool.tool, tool.n) })
+	}
+}
+
+func testPendingOutputWriteTimeout(t *testing.T, tool string, n int) {
+	f := toolFrame(t, tool, "a1", n)
 	counters := &stdio.Counters{}
 	s := startStalled(t, smallSocketPair, stdio.Transport{Counters: counters,
 		Limits: limits.Limits{MaxPendingOutputBytes: f, WriteTimeout: 200 * time.Millisecond}},
 		server.ExecutorLimits{MaxConcurrency: 8})
 	for i := range 8 {
-		io.WriteString(s.ep.w, call(fmt.Sprintf("a%d", i), "big", fmt.Sprintf(`{"bytes":%d}`, n))+"\n")
+		io.WriteString(s.ep.w, call(fmt.Sprintf("a%d", i), tool, fmt.Sprintf(`{"bytes":%d}`, n))+"\n")
 	}
 	if err := s.wait(); !errors.Is(err, stdio.ErrWriteTimeout) {
 		t.Fatalf("Serve returned %v, want the write timeout", err)

@@ -134,7 +134,10 @@ type coordinator struct {
 	fault  <-chan struct{} // a test's injected failure (internal/faults); nil otherwise
 	mail   mailbox
 	spare  []message // the mailbox's other slice (see take)
-	pumps  sync.WaitGroup
+	// nextWork is a work a line did not need, for the next; dropped
+	// whenever the coordinator waits, so that an idle session holds none.
+	nextWork *work
+	pumps    sync.WaitGroup
 
 	inflight map[protocol.ID]*work // admitted requests and open listen streams
 	// calls are the requests sent to the client and not yet answered,
@@ -172,26 +175,36 @@ type coordinator struct {
 	streams int
 }
 
+// workMembers is how many members of a request's params, params._meta
+// and params.arguments its work holds: the 6 of a 2026 tools/call with
+// one argument, and one more within work's size class (1,024 bytes).
+const workMembers = 7
+
 // work is one admitted request, and later possibly its listen stream.
 // Its request, context, sink and outcome live in it, one allocation for
 // all; it is the executor's Task.
 type work struct {
 	id    protocol.ID
 	split protocol.Split // the decoder's, for req.Split
-	req   server.Request
-	ctx   server.RequestContext
-	job   server.Job // the executor's record of it
-	sink  requestSink
+	// members hold split's members, when they fit (protocol.DecodeInto).
+	members [workMembers]protocol.Member
+	req     server.Request
+	ctx     server.RequestContext
+	job     server.Job // the executor's record of it
+	sink    requestSink
 	// state is live until the request's final frame is committed (done)
 	// or it is cancelled or ended (dropped); it changes under output.mu.
 	state atomic.Uint32
 	// outcome is set by the executor's worker before it posts msgOutcome.
 	outcome server.Outcome
 	// frame is the final frame Run encoded, in buf (from frameBuffers),
-	// for Done; reserved is the room it holds in the output (output.mu).
+	// for Done; reserved is the room it holds in the output (output.mu),
+	// splices included.
 	frame    []byte
 	buf      *[]byte
 	reserved int
+	// splices are frame's large texts, left out of buf (protocol.Splices).
+	splices protocol.Splices
 
 	stream server.Stream // set while a listen stream is open
 	cancel context.CancelFunc
@@ -223,6 +236,7 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 		if !c.out.sleep() {
 			continue // a worker committed a frame meanwhile
 		}
+		c.nextWork = nil
 		if c.phase.shuttingDown() {
 			closed := c.waitClosing(batches)
 			c.out.wake()
