@@ -1,0 +1,195 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/snodod/snodod/daemon/control"
+)
+
+// The sandbox through the daemon (docs/security.md, "Sandbox"): a hosted
+// server of the test's own (internal/sandbox/attacker in its MCP mode)
+// tries what a hostile server would, as the daemon starts it, beside a
+// healthy session that keeps working.
+
+var (
+	attackerOnce sync.Once
+	attackerBin  string
+	attackerErr  error
+)
+
+// attacker builds internal/sandbox/attacker once per test run.
+func attacker(t *testing.T) string {
+	t.Helper()
+	attackerOnce.Do(func() {
+		attackerBin = filepath.Join(filepath.Dir(binary), "attacker")
+		out, err := exec.Command("go", "build", "-o", attackerBin, "github.com/snodod/snodod/internal/sandbox/attacker").CombinedOutput()
+		if err != nil {
+			attackerErr = fmt.Errorf("build the attacker: %v\n%s", err, out)
+		}
+	})
+	if attackerErr != nil {
+		t.Fatal(attackerErr)
+	}
+	return attackerBin
+}
+
+// attackResult is the attacker's line.
+type attackResult struct {
+	OK     bool   `json:"ok"`
+	Errno  string `json:"errno"`
+	Detail string `json:"detail"`
+	Count  int64  `json:"count"`
+}
+
+// attack calls the server's attack tool with args, on session s.
+func attack(t *testing.T, s *sessionConn, id int, tool string, args map[string]string) attackResult {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	if err := s.send(callLine(id, tool, string(b))); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.answer(strconv.Itoa(id), answerWithin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := toolText(r)
+	if err != nil {
+		t.Fatalf("%s %v: %v", tool, args, err)
+	}
+	var res attackResult
+	if err := json.Unmarshal([]byte(text), &res); err != nil {
+		t.Fatalf("%s %v: %q: %v", tool, args, text, err)
+	}
+	return res
+}
+
+// TestSandboxAttacksThroughDaemon: under standard, the hosted server
+// cannot read a planted ~/.ssh key or the state directory's token files,
+// write outside its paths, read the daemon's environment or ptrace it, nor
+// allocate past its memory limit, and a fork bomb is bounded; under
+// strict it cannot reach a loopback port. Each time the healthy session
+// beside it still gets its answers, and the server still answers after.
+func TestSandboxAttacksThroughDaemon(t *testing.T) {
+	bin := attacker(t)
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	home := filepath.Join(dir, "home")
+	key := filepath.Join(home, ".ssh", "id_ed25519")
+	token := filepath.Join(dir, "state", "snodod", "oauth", "github.json")
+	work := filepath.Join(dir, "work")
+	outside := filepath.Join(dir, "outside")
+	for _, d := range []string{filepath.Dir(key), filepath.Dir(token), work, outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{key, token} {
+		if err := os.WriteFile(f, []byte("SECRET\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	config := fmt.Sprintf(`
+[sandbox]
+limits = { memory = "256MiB", processes = 64 }
+
+[mcpServers.evil]
+command = %q
+args = ["mcp", %q]
+start = "eager"
+
+[mcpServers.tight]
+command = %q
+args = ["mcp"]
+sandbox = "strict"
+start = "eager"
+`, bin, work, bin)
+	d := startDaemonIn(t, dir, config, []string{"HOME=" + home})
+	st := d.awaitStatus(t, "both servers ready", answerWithin, func(st *control.Status) bool {
+		return len(st.Upstreams) == 2 && st.Upstreams[0].State == "ready" && st.Upstreams[1].State == "ready"
+	})
+	_ = st
+	daemonPID := strconv.Itoa(d.cmd.Process.Pid)
+
+	healthy := mustDial(t, d.socket)
+	defer healthy.Close()
+	if err := healthy.initialize("2025-06-18"); err != nil {
+		t.Fatal(err)
+	}
+	s := mustDial(t, d.socket)
+	defer s.Close()
+	if err := s.initialize("2025-06-18"); err != nil {
+		t.Fatal(err)
+	}
+	id := 10
+	for _, tc := range []struct {
+		what string
+		tool string
+		args map[string]string
+		ok   bool
+	}{
+		{"write its argument's directory (the control)", "evil__attack", map[string]string{"mode": "write", "path": filepath.Join(work, "f")}, true},
+		{"read the planted ssh key", "evil__attack", map[string]string{"mode": "read", "path": key}, false},
+		{"read the state directory's token", "evil__attack", map[string]string{"mode": "read", "path": token}, false},
+		{"write outside its paths", "evil__attack", map[string]string{"mode": "write", "path": filepath.Join(outside, "f")}, false},
+		{"write into the user's home", "evil__attack", map[string]string{"mode": "write", "path": filepath.Join(home, ".bashrc")}, false},
+		{"read the daemon's environment", "evil__attack", map[string]string{"mode": "environ", "pid": daemonPID}, false},
+		{"ptrace the daemon", "evil__attack", map[string]string{"mode": "ptrace", "pid": daemonPID}, false},
+		{"allocate past the memory limit", "evil__attack", map[string]string{"mode": "alloc"}, false},
+		{"a fork bomb", "evil__attack", map[string]string{"mode": "forkbomb"}, false},
+		{"connect to a loopback port under strict", "tight__attack", map[string]string{"mode": "connect", "addr": ln.Addr().String()}, false},
+	} {
+		id++
+		r := attack(t, s, id, tc.tool, tc.args)
+		if r.OK != tc.ok {
+			t.Errorf("%s: ok = %t (%s %s), want %t", tc.what, r.OK, r.Errno, r.Detail, tc.ok)
+		}
+		if strings.Contains(r.Detail, "SECRET") {
+			t.Errorf("%s: the secret reached the server: %+v", tc.what, r)
+		}
+		if tc.args["mode"] == "forkbomb" && (r.Count == 0 || r.Count > 64+300) {
+			t.Errorf("fork bomb: %d processes before the refusal (%s), want a bound near processes = 64", r.Count, r.Errno)
+		}
+		t.Logf("%s: %s %s", tc.what, r.Errno, r.Detail)
+		id++
+		if err := healthy.echo(id, "still here "+strconv.Itoa(id)); err != nil {
+			t.Fatalf("the healthy session after %q: %v", tc.what, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "f")); err != nil || string(b) != "pwned\n" {
+		t.Errorf("the allowed write: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+		t.Error("the write outside its paths landed")
+	}
+	// The server itself is unharmed by its own attempts.
+	id++
+	if r := attack(t, s, id, "evil__attack", map[string]string{"mode": "write", "path": filepath.Join(work, "g")}); !r.OK {
+		t.Errorf("after the attacks: %+v", r)
+	}
+}
