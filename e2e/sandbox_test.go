@@ -130,10 +130,9 @@ sandbox = "strict"
 start = "eager"
 `, bin, work, bin)
 	d := startDaemonIn(t, dir, config, []string{"HOME=" + home})
-	st := d.awaitStatus(t, "both servers ready", answerWithin, func(st *control.Status) bool {
+	d.awaitStatus(t, "both servers ready", answerWithin, func(st *control.Status) bool {
 		return len(st.Upstreams) == 2 && st.Upstreams[0].State == "ready" && st.Upstreams[1].State == "ready"
 	})
-	_ = st
 	daemonPID := strconv.Itoa(d.cmd.Process.Pid)
 
 	healthy := mustDial(t, d.socket)
@@ -191,5 +190,19 @@ start = "eager"
 	id++
 	if r := attack(t, s, id, "evil__attack", map[string]string{"mode": "write", "path": filepath.Join(work, "g")}); !r.OK {
 		t.Errorf("after the attacks: %+v", r)
+	}
+
+	// status: the level in force, nothing missing on this kernel, and
+	// the whole tree's CPU time and memory.
+	st := d.statusJSON(t)
+	for i, want := range []string{"standard", "strict"} {
+		r := st.Upstreams[i]
+		if r.Sandbox != want || len(r.Unenforced) != 0 || r.RSSBytes <= 0 || r.CPUMs < 0 {
+			t.Errorf("status of %s: sandbox %q, unenforced %q, rss %d, cpu %dms; want %s, none, some memory", r.Name, r.Sandbox, r.Unenforced, r.RSSBytes, r.CPUMs, want)
+		}
+	}
+	out, err := d.command("status").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SANDBOX") || !strings.Contains(string(out), " strict ") {
+		t.Errorf("snodod status: %v\n%s", err, out)
 	}
 }
