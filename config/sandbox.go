@@ -46,6 +46,7 @@ type sandboxEntry struct {
 	Required *bool          `key:"required"`
 	Network  *networkValue  `key:"network"`
 	Paths    *pathList      `key:"paths"`
+	ReadOnly *pathList      `key:"read_only"`
 	Limits   *sandboxLimits `key:"limits"`
 }
 
@@ -63,7 +64,7 @@ type entrySandbox struct {
 	sandboxEntry
 }
 
-const entrySandboxRule = `must be a level ("standard", "strict" or "off") or a table of level, required, network, paths and limits`
+const entrySandboxRule = `must be a level ("standard", "strict" or "off") or a table of level, required, network, paths, read_only and limits`
 
 func (s *entrySandbox) decodeEntry(f field, raw any) {
 	s.given = true
@@ -228,31 +229,38 @@ func formatSize(n int64) string {
 	return strconv.FormatInt(n, 10) + "B"
 }
 
-// paths expands and resolves e's paths (nil when it gives none): ~ and
-// ${VAR}, relative ones from the entry's file's directory.
-func (e sandboxEntry) paths(f field, r programRules) []string {
-	if e.Paths == nil {
-		return nil
-	}
+// resolvedPaths are an entry's paths and read_only, resolved (nil: not
+// given).
+type resolvedPaths struct{ rw, ro []string }
+
+// paths expands and resolves e's paths and read_only: ~ and ${VAR},
+// relative ones from the entry's file's directory.
+func (e sandboxEntry) paths(f field, r programRules) resolvedPaths {
 	x := &expander{env: r.env, base: r.base, field: "paths"}
-	out := []string{}
-	for _, raw := range e.Paths.raw {
-		v, problem := x.expand(raw, 0)
-		switch {
-		case problem != "":
-			f.child("paths").problem(problem)
-		case v == "":
-			f.child("paths").problem(`entries must be paths, got ""`)
-		default:
-			out = append(out, resolvePath(v, r.env["HOME"], r.base))
+	one := func(key string, list *pathList) []string {
+		if list == nil {
+			return nil
 		}
+		out := []string{}
+		for _, raw := range list.raw {
+			v, problem := x.expand(raw, 0)
+			switch {
+			case problem != "":
+				f.child(key).problem(problem)
+			case v == "":
+				f.child(key).problem(`entries must be paths, got ""`)
+			default:
+				out = append(out, resolvePath(v, r.env["HOME"], r.base))
+			}
+		}
+		return out
 	}
-	return out
+	return resolvedPaths{rw: one("paths", e.Paths), ro: one("read_only", e.ReadOnly)}
 }
 
-// over lays e's given fields over base; paths are e's, resolved (nil:
-// base's).
-func (e sandboxEntry) over(base sandbox.Policy, paths []string) sandbox.Policy {
+// over lays e's given fields over base; paths are e's, resolved (nil
+// lists: base's).
+func (e sandboxEntry) over(base sandbox.Policy, paths resolvedPaths) sandbox.Policy {
 	p := base
 	if e.Level != nil {
 		p.Level = sandbox.Level(*e.Level)
@@ -263,8 +271,11 @@ func (e sandboxEntry) over(base sandbox.Policy, paths []string) sandbox.Policy {
 	if e.Network != nil {
 		p.Network = e.Network.net
 	}
-	if paths != nil {
-		p.Paths = paths
+	if paths.rw != nil {
+		p.Paths = paths.rw
+	}
+	if paths.ro != nil {
+		p.ReadOnly = paths.ro
 	}
 	if l := e.Limits; l != nil {
 		if l.Memory != nil {
@@ -327,7 +338,7 @@ func settleSandboxes(c *Config) {
 type settledSandbox struct {
 	given bool
 	entry sandboxEntry
-	paths []string
+	paths resolvedPaths
 }
 
 func (s settledSandbox) policy(base sandbox.Policy) sandbox.Policy {
@@ -373,6 +384,9 @@ func printSandbox(c *Config) []printEntry {
 	}
 	if p.Paths != nil {
 		out = append(out, line("paths", p.Paths))
+	}
+	if p.ReadOnly != nil {
+		out = append(out, line("read_only", p.ReadOnly))
 	}
 	l := p.Limits
 	count := func(n, def int64) any {

@@ -73,7 +73,7 @@ sandbox = "strict"
 
 [mcpServers.own]
 command = "/bin/cat"
-sandbox = { paths = ["~/notes", "data", "${NOTES}/x"], network = ["example.com:443", 8080, ":22"], limits = { open_files = 100, memory = "unlimited" } }
+sandbox = { paths = ["~/notes", "data", "${NOTES}/x"], read_only = ["~/ref"], network = ["example.com:443", 8080, ":22"], limits = { open_files = 100, memory = "unlimited" } }
 
 [tools.t]
 command = ["/bin/echo"]
@@ -95,6 +95,7 @@ sandbox = { level = "off", required = false }
 	}
 	own := base
 	own.Paths = []string{filepath.Join(home, "notes"), filepath.Join(dir, "data"), "/n/x"}
+	own.ReadOnly = []string{filepath.Join(home, "ref")}
 	own.Network = sandbox.Network{Mode: sandbox.NetworkPorts, Allow: []sandbox.Endpoint{{Host: "example.com", Port: 443}, {Port: 8080}, {Port: 22}}}
 	own.Limits = sandbox.Limits{MemoryBytes: sandbox.Unlimited, OpenFiles: 100, Processes: 64}
 	if got := c.Upstream("own").Sandbox; !reflect.DeepEqual(got, own) {
@@ -196,7 +197,7 @@ command = ["/bin/echo"]
 sandbox = "tight"
 `)
 	want := []string{
-		`mcpServers.a.sandbox: must be a level ("standard", "strict" or "off") or a table of level, required, network, paths and limits, got 3`,
+		`mcpServers.a.sandbox: must be a level ("standard", "strict" or "off") or a table of level, required, network, paths, read_only and limits, got 3`,
 		`mcpServers.b.sandbox.level: must be "standard", "strict" or "off", got "tight"`,
 		`mcpServers.b.sandbox.network: must be "none", "loopback", "all" or a list of "host:port" or ports, got [] (write "none" for no network)`,
 		`mcpServers.c.sandbox.network[0]: must be "host:port", ":port" or a port from 1 to 65535, got 0`,
@@ -209,7 +210,7 @@ sandbox = "tight"
 		`sandbox.network: must be "none", "loopback", "all" or a list of "host:port" or ports, got "some"`,
 		`sandbox.paths: must be a list of paths, got "/tmp"`,
 		`sandbox.required: must be true or false, got "yes"`,
-		`tools.t.sandbox: must be a level ("standard", "strict" or "off") or a table of level, required, network, paths and limits, got "tight"`,
+		`tools.t.sandbox: must be a level ("standard", "strict" or "off") or a table of level, required, network, paths, read_only and limits, got "tight"`,
 	}
 	var paths []string
 	got = slices.DeleteFunc(got, func(l string) bool {
