@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/snodod/snodod/daemon/control"
 )
@@ -204,5 +205,70 @@ start = "eager"
 	out, err := d.command("status").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "SANDBOX") || !strings.Contains(string(out), " strict ") {
 		t.Errorf("snodod status: %v\n%s", err, out)
+	}
+}
+
+// TestSandboxNPXUncached: `npx -y` of a package not yet in its cache
+// downloads it under standard (its cache is in its private home), and
+// under strict fails with a message that says why: no network.
+func TestSandboxNPXUncached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads a package from the npm registry (a minute)")
+	}
+	if _, err := exec.LookPath("npx"); err != nil {
+		t.Skip("no npx on PATH")
+	}
+	if c, err := net.DialTimeout("tcp", "registry.npmjs.org:443", 5*time.Second); err != nil {
+		t.Skipf("the npm registry is not reachable from here: %v", err)
+	} else {
+		c.Close()
+	}
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	const pkg = "@modelcontextprotocol/server-memory@2026.8.31"
+	config := fmt.Sprintf(`
+[sandbox]
+
+[mcpServers.online]
+command = "npx"
+args = ["-y", %q]
+start = "eager"
+start_timeout = "5m"
+
+[mcpServers.offline]
+command = "npx"
+args = ["-y", %q]
+sandbox = "strict"
+start = "eager"
+restart = { max_attempts = 1 }
+`, pkg, pkg)
+	d := startDaemonIn(t, dir, config, nil)
+	st := d.awaitStatus(t, "online ready and offline failed", 5*time.Minute, func(st *control.Status) bool {
+		return len(st.Upstreams) == 2 && st.Upstreams[1].State == "ready" && st.Upstreams[0].State == "failed"
+	})
+	if cause := st.Upstreams[0].Cause; !strings.Contains(cause, "its sandbox, strict, has no network: npx cannot download a package it has not cached") {
+		t.Errorf("offline's cause does not say why: %q", cause)
+	}
+	cache := filepath.Join(dir, "state", "snodod", "sandbox", "mcpServers.online", ".npm")
+	if entries, err := os.ReadDir(cache); err != nil || len(entries) == 0 {
+		t.Errorf("online's npm cache %s: %v, %v; want its downloads there", cache, entries, err)
+	}
+	s := mustDial(t, d.socket)
+	defer s.Close()
+	if err := s.initialize("2025-06-18"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.send(callLine(1, "online__read_graph", "{}")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.answer("1", answerWithin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, err := toolText(r); err != nil || !strings.Contains(text, "entities") {
+		t.Errorf("online read_graph: %q, %v", text, err)
 	}
 }

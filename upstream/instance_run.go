@@ -365,6 +365,9 @@ func (in *instance) failed(err error, conn *mcpclient.Conn) {
 		in.cause = "exited with " + exitWords(exit)
 		in.restarts++
 	}
+	if conn == nil && !in.loginNeeded {
+		in.cause += in.u.offlineHint()
+	}
 	in.u.ring.Mark(fmt.Sprintf("snodod: %s %s", in.u.name, in.cause))
 	if in.failures == 0 {
 		in.firstFailure = now

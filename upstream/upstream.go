@@ -75,6 +75,24 @@ func newUpstream(m *Manager, cfg config.Upstream, ring *mcpclient.StderrRing) *u
 // sandboxed reports whether u's processes start in a sandbox.
 func (u *upstream) sandboxed() bool { return u.sandbox.Level != "" && u.sandbox.Level != sandbox.Off }
 
+// downloaders are the commands that fetch a package at their first run.
+var downloaders = []string{"npx", "uvx", "bunx", "pnpx", "pnpm", "pipx", "uv", "npm", "yarn", "deno"}
+
+// offlineHint is what a failed start of u adds to its cause when u's
+// sandbox has no network and its command downloads what it runs (npx -y
+// of a package not yet in its cache): the likely reason, and the fix.
+func (u *upstream) offlineHint() string {
+	if !u.sandboxed() {
+		return ""
+	}
+	network := config.NetworkText(u.sandbox)
+	if network != "none" && network != "loopback" || !slices.Contains(downloaders, filepath.Base(u.conf().Command)) {
+		return ""
+	}
+	return fmt.Sprintf(" (its sandbox, %s, has no network: %s cannot download a package it has not cached; set sandbox.network = \"all\" or a list of hosts in mcpServers.%s, or install the package and run it by path)",
+		u.sandbox.Level, filepath.Base(u.conf().Command), u.name)
+}
+
 // home is the $HOME u's processes are rendered with: its private home
 // when sandboxed (a share = "all" server without cwd starts there, not in
 // the daemon's home, which the sandbox would grant whole), else the
