@@ -193,6 +193,34 @@ start = "eager"
 		t.Errorf("after the attacks: %+v", r)
 	}
 
+	// setsid and an ignored SIGTERM: the escapee outlives its parent
+	// inside the sandbox, and ends with the server's tree at a stop.
+	marker := fmt.Sprintf("escapee-%d", os.Getpid())
+	id++
+	if r := attack(t, s, id, "evil__attack", map[string]string{"mode": "escape", "marker": marker}); !r.OK || !strings.Contains(r.Detail, "escaped") {
+		t.Fatalf("escape: %+v", r)
+	}
+	escapee := markedPID(t, marker)
+	if escapee == 0 {
+		t.Fatal("no escapee running after the escape")
+	}
+	if out, err := d.command("upstream", "stop", "evil").CombinedOutput(); err != nil {
+		t.Fatalf("upstream stop evil: %v\n%s", err, out)
+	}
+	if !waitGone(escapee, answerWithin) {
+		t.Errorf("the escapee %d (setsid, SIGTERM ignored) outlived its server's stop", escapee)
+	}
+	id++
+	if err := healthy.echo(id, "after the stop"); err != nil {
+		t.Fatalf("the healthy session after the stop: %v", err)
+	}
+	if out, err := d.command("upstream", "start", "evil").CombinedOutput(); err != nil {
+		t.Fatalf("upstream start evil: %v\n%s", err, out)
+	}
+	d.awaitStatus(t, "evil ready again", answerWithin, func(st *control.Status) bool {
+		return len(st.Upstreams) == 2 && st.Upstreams[0].State == "ready"
+	})
+
 	// status: the level in force, nothing missing on this kernel, and
 	// the whole tree's CPU time and memory.
 	st := d.statusJSON(t)
@@ -271,4 +299,20 @@ restart = { max_attempts = 1 }
 	if text, err := toolText(r); err != nil || !strings.Contains(text, "entities") {
 		t.Errorf("online read_graph: %q, %v", text, err)
 	}
+}
+
+// markedPID is the pid of the process whose command line holds marker, or 0.
+func markedPID(t *testing.T, marker string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), marker) {
+			return pid
+		}
+	}
+	return 0
 }

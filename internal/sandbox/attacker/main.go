@@ -9,7 +9,8 @@
 //
 // "attacker mcp" is the same as a hosted MCP server (NDJSON on stdin and
 // stdout), for the suite run through the daemon: its one tool, attack,
-// runs the attacker again as a child with {"mode", "path", "addr", "pid"}
+// runs the attacker again as a child with {"mode", "path", "addr", "pid",
+// "marker"}
 // as its ATTACK_* variables and answers with the child's JSON line.
 package main
 
@@ -253,7 +254,7 @@ func serveMCP() {
 		case "tools/call":
 			a := req.Params.Arguments
 			cmd := exec.Command("/proc/self/exe", a["mode"])
-			cmd.Env = append(os.Environ(), "ATTACK_PATH="+a["path"], "ATTACK_ADDR="+a["addr"], "ATTACK_PID="+a["pid"])
+			cmd.Env = append(os.Environ(), "ATTACK_PATH="+a["path"], "ATTACK_ADDR="+a["addr"], "ATTACK_PID="+a["pid"], "ATTACK_MARKER="+a["marker"])
 			text, err := runAttack(cmd)
 			if err != nil {
 				b, _ := json.Marshal(result{Errno: "other", Detail: "run: " + err.Error()})
