@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -474,12 +473,11 @@ func (c *Config) SandboxFor(p sandbox.Policy, stateDir, kind, name string) sandb
 }
 
 // SandboxRun completes an exec tool's policy p (from SandboxFor) for its
-// runs, and returns the runs' working directory. Under standard without
-// paths, the guess is made here from the tool's fixed arguments (absolute
-// directories among the elements that hold no placeholder) and its cwd,
-// never from what a call's arguments name: a client would choose what the
-// run may write. A tool without cwd runs in its private home rather than
-// the daemon's $HOME, which the guess would grant whole.
+// runs, and returns the runs' working directory. Standard's guess reads
+// the tool's fixed arguments (the elements that hold no placeholder),
+// never what a call's arguments name: a client would choose what the run
+// may read and write. A tool without cwd runs in its private home rather
+// than the daemon's $HOME, which the guess would grant whole.
 func (t *Tool) SandboxRun(p sandbox.Policy) (sandbox.Policy, string) {
 	dir := t.Dir
 	if p.Level == sandbox.Off || p.Level == "" {
@@ -488,18 +486,10 @@ func (t *Tool) SandboxRun(p sandbox.Policy) (sandbox.Policy, string) {
 	if t.Program.Cwd == "" {
 		dir = p.Home
 	}
-	if p.Paths == nil && p.Level == sandbox.Standard {
-		p.Paths = []string{}
-		for _, a := range t.Args {
-			if len(a) != 1 || a[0].Arg != "" || !filepath.IsAbs(a[0].Literal) {
-				continue
-			}
-			if fi, err := os.Stat(a[0].Literal); err == nil && fi.IsDir() {
-				p.Paths = append(p.Paths, a[0].Literal)
-			}
-		}
-		if t.Program.Cwd != "" {
-			p.Paths = append(p.Paths, dir)
+	p.GuessFrom = []string{}
+	for _, a := range t.Args {
+		if len(a) == 1 && a[0].Arg == "" {
+			p.GuessFrom = append(p.GuessFrom, a[0].Literal)
 		}
 	}
 	return p, dir

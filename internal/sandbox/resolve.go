@@ -125,7 +125,11 @@ func resolve(p Policy, argv, env []string, dir string) (string, []Grant, error) 
 		r.add(root, true, "root", false)
 	}
 	if p.Level == Standard {
-		for _, arg := range argv[1:] {
+		args := argv[1:]
+		if p.GuessFrom != nil {
+			args = p.GuessFrom
+		}
+		for _, arg := range args {
 			r.argument(arg, guess)
 		}
 	}
