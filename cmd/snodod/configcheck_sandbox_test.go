@@ -48,7 +48,7 @@ input.dir = {}
 		"  network: none\n  read-write: " + filepath.Join(home, "mcpServers.tight") + " (private home)\n",
 		"sandbox: mcpServers.loose: off: runs with the daemon user's rights\n",
 		"sandbox: tools.ls: standard\n",
-		"  read-write: " + notes + " (argument), " + filepath.Join(home, "tools.ls") + " (private home)\n",
+		"  read-write: " + notes + " (argument), " + filepath.Join(home, "tools.ls") + " (working directory)\n",
 		"ok: " + path + "\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
