@@ -444,8 +444,10 @@ const SandboxDir = "sandbox"
 // SandboxFor completes p, an entry's sandbox, with what the daemon knows:
 // the private home of the entry (kind "mcpServers" or "tools") under
 // stateDir, and the paths it must never see: the state directory (tokens,
-// records, the other children's homes) and the directories of the
-// daemon's sockets. A zero Level is off (a hand-built Config).
+// records, the other children's homes), the directories of the daemon's
+// sockets, and the directory of secrets `snodod import` writes (even under
+// a directory the child is granted). A zero Level is off (a hand-built
+// Config).
 func (c *Config) SandboxFor(p sandbox.Policy, stateDir, kind, name string) sandbox.Policy {
 	if p.Level == "" {
 		p.Level = sandbox.Off
@@ -458,6 +460,9 @@ func (c *Config) SandboxFor(p sandbox.Policy, stateDir, kind, name string) sandb
 	}
 	p.Home = filepath.Join(stateDir, SandboxDir, kind+"."+name)
 	hide := []string{stateDir}
+	if d := defaultFile(c.env); d != "" {
+		hide = append(hide, filepath.Join(filepath.Dir(d), "secrets"))
+	}
 	for _, s := range []string{c.Daemon.Socket, c.Daemon.ControlSocket, strings.TrimPrefix(c.HTTP.Listen, "unix:")} {
 		if filepath.IsAbs(s) {
 			hide = append(hide, filepath.Dir(s))

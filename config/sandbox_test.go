@@ -284,3 +284,21 @@ func TestDocsSandboxExample(t *testing.T) {
 		t.Errorf("fetch: %+v", f)
 	}
 }
+
+// TestSandboxFor: the daemon's completion of a policy: the entry's private
+// home under the state directory, and the hidden paths (the state
+// directory, the sockets' directories, the secrets directory).
+func TestSandboxFor(t *testing.T) {
+	c := loadServers(t, "[sandbox]\n[daemon]\nsocket = \"/run/me/snodod/s.sock\"\ncontrol_socket = \"/run/me/ctl/c.sock\"\n", "XDG_CONFIG_HOME=/home/me/.config")
+	p := c.SandboxFor(c.Sandbox, "/state", "mcpServers", "fs")
+	if p.Home != "/state/sandbox/mcpServers.fs" {
+		t.Errorf("home %q", p.Home)
+	}
+	want := []string{"/state", "/home/me/.config/snodod/secrets", "/run/me/snodod", "/run/me/ctl"}
+	if !slices.Equal(p.Hide, want) {
+		t.Errorf("hidden %q, want %q", p.Hide, want)
+	}
+	if off := c.SandboxFor(sandbox.Policy{}, "/state", "tools", "t"); off.Level != sandbox.Off || off.Home != "" {
+		t.Errorf("a zero policy: %+v, want off", off)
+	}
+}
