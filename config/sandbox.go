@@ -356,6 +356,10 @@ func (e *entrySandbox) settle(f field, r programRules) settledSandbox {
 	return settledSandbox{given: true, entry: e.sandboxEntry, paths: e.sandboxEntry.paths(f.child("sandbox"), r)}
 }
 
+// SandboxWritten reports whether the configuration file has a [sandbox]
+// table.
+func (c *Config) SandboxWritten() bool { return c.sandboxWritten }
+
 // printSandbox is the [sandbox] defaults in effect, for config print,
 // when they are not what the file's lack of a table says already (a file
 // without [sandbox]: off).

@@ -16,8 +16,9 @@ import (
 // kernel: what is enforced and what is not (the kernel probe's answer,
 // docs/security.md, "Sandbox"), its network, and the paths it may write
 // and read beyond the system's. Nothing is started but the probe. A
-// configuration whose children all run unconfined (a file without a
-// [sandbox] table, docs/config.md, "Sandbox") prints nothing.
+// configuration whose children all run unconfined prints one line saying
+// so (for a file without a [sandbox] table, docs/config.md, "Sandbox",
+// with what to add), or nothing when it has no child.
 func printSandboxes(w io.Writer, cfg *config.Config) {
 	type child struct {
 		key    string
@@ -58,7 +59,15 @@ func printSandboxes(w io.Writer, cfg *config.Config) {
 		children = append(children, child{"tools." + t.Name, p, cmd})
 		confined = confined || p.Level != sandbox.Off
 	}
+	if len(children) == 0 {
+		return
+	}
 	if !confined {
+		why := "every one's sandbox is off"
+		if !cfg.SandboxWritten() && cfg.File() != "" {
+			why = "this file has no [sandbox] table (it was written before the sandbox); add [sandbox] to run them in the standard one (docs/security.md, \"Sandbox\")"
+		}
+		fmt.Fprintf(w, "sandbox: off for every hosted server and exec tool: %s\n", why)
 		return
 	}
 	for _, c := range children {

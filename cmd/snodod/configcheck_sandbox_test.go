@@ -10,7 +10,8 @@ import (
 // TestConfigCheckSandbox: config check says, per server and tool, the
 // level in force, what this kernel enforces and what not, the network and
 // the paths it may write; a tool's guess never takes a call's argument;
-// a file without [sandbox] says nothing (its children run as before).
+// a file without [sandbox] says in one line that its children run as
+// before, and what to add.
 func TestConfigCheckSandbox(t *testing.T) {
 	dir := sockDir(t)
 	notes := filepath.Join(dir, "notes")
@@ -62,7 +63,8 @@ input.dir = {}
 	old := filepath.Join(dir, "old.toml")
 	os.WriteFile(old, []byte("[mcpServers.a]\ncommand = \"/bin/cat\"\n"), 0o600)
 	r = runIn(t, isolated(dir), "", "config", "check", old)
-	if r.status != 0 || r.stdout != "ok: "+old+"\n" {
+	wantOld := `sandbox: off for every hosted server and exec tool: this file has no [sandbox] table (it was written before the sandbox); add [sandbox] to run them in the standard one (docs/security.md, "Sandbox")` + "\n" + "ok: " + old + "\n"
+	if r.status != 0 || r.stdout != wantOld {
 		t.Errorf("a file without [sandbox]: %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
 }
