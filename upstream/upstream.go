@@ -72,6 +72,45 @@ func newUpstream(m *Manager, cfg config.Upstream, ring *mcpclient.StderrRing) *u
 	return u
 }
 
+// sandboxFor is the policy and working directory of an instance whose
+// roots (file:// URIs) are roots, defaulted (the client's directory, not
+// the configuration's) when implicit, rendered in dir. The roots it is
+// told are the roots it may use, except a client's directory that is /,
+// the user's home or above it: a client started there (a desktop app in
+// $HOME) would otherwise hand the server the whole home, ~/.ssh and all.
+// Such a directory is neither granted nor, unless cwd names it, the
+// server's working directory: it starts in its private home instead.
+func (u *upstream) sandboxFor(roots []string, implicit bool, dir string) (sandbox.Policy, string) {
+	p := u.sandbox
+	p.Roots = nil
+	for _, root := range roots {
+		path, ok := strings.CutPrefix(root, "file://")
+		if !ok || !filepath.IsAbs(path) {
+			continue
+		}
+		if implicit && u.tooWide(path) {
+			u.m.log.Warn("upstream sandboxed: the client's directory is not given to it (it holds the user's home)", "upstream", u.name, "dir", path)
+			continue
+		}
+		p.Roots = append(p.Roots, path)
+	}
+	if u.conf().Cwd == "" && u.tooWide(dir) {
+		dir = p.Home
+	}
+	return p, dir
+}
+
+// tooWide reports whether dir is /, the user's home, or holds it.
+func (u *upstream) tooWide(dir string) bool {
+	dir = filepath.Clean(dir)
+	home := filepath.Clean(u.m.opts.Home)
+	if dir == "/" || dir == home {
+		return true
+	}
+	rel, err := filepath.Rel(dir, home)
+	return err == nil && !strings.HasPrefix(rel, "..")
+}
+
 // sandboxed reports whether u's processes start in a sandbox.
 func (u *upstream) sandboxed() bool { return u.sandbox.Level != "" && u.sandbox.Level != sandbox.Off }
 
@@ -223,14 +262,7 @@ func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
 		}
 		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
 		if u.sandboxed() {
-			// The roots it is told are the roots it may use.
-			cmd.Sandbox = u.sandbox
-			cmd.Sandbox.Roots = nil
-			for _, root := range roots {
-				if p, ok := strings.CutPrefix(root, "file://"); ok && filepath.IsAbs(p) {
-					cmd.Sandbox.Roots = append(cmd.Sandbox.Roots, p)
-				}
-			}
+			cmd.Sandbox, cmd.Dir = u.sandboxFor(roots, len(r.Roots) == 0, r.Dir)
 		}
 	}
 	in := newInstance(u, key, label, cwd, cmd, roots)
