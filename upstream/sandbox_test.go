@@ -19,7 +19,8 @@ func TestSandboxClientDirectory(t *testing.T) {
 	if k := sandbox.Probe(); !k.Namespaces || !k.View {
 		t.Skipf("no namespaces for a filesystem view here: %+v", k)
 	}
-	h := newHarness(t, "[sandbox]\n[mcpServers.fake]\ncommand = \"FAKE\"\nshare = \"cwd\"\n")
+	h := newHarness(t, "[sandbox]\n[mcpServers.fake]\ncommand = \"FAKE\"\nshare = \"cwd\"\n"+
+		"[mcpServers.named]\ncommand = \"FAKE\"\nshare = \"cwd\"\ncwd = \"${client.cwd}\"\nroots = [\"${client.cwd}\"]\n")
 	home := h.m.opts.Home
 	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
 		t.Fatal(err)
@@ -32,19 +33,20 @@ func TestSandboxClientDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name, cwd string
-		sees      string // a file the server's view holds
-		hidden    string // one it must not
+		name, server, cwd string
+		sees              string // a file the server's view holds
+		hidden            string // one it must not
 	}{
-		{"a project", project, filepath.Join(project, "notes.txt"), filepath.Join(home, ".ssh", "id_ed25519")},
-		{"the home", home, "", filepath.Join(home, ".ssh", "id_ed25519")},
+		{"a project", "fake", project, filepath.Join(project, "notes.txt"), filepath.Join(home, ".ssh", "id_ed25519")},
+		{"the home", "fake", home, "", filepath.Join(home, ".ssh", "id_ed25519")},
+		{"the home through ${client.cwd}", "named", home, "", filepath.Join(home, ".ssh", "id_ed25519")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := h.connect("fake", tc.cwd, "2025-06-18")
+			c := h.connect(tc.server, tc.cwd, "2025-06-18")
 			if got := text(t, c.call("tools/call", fakeTool("echo", `{"text":"hi"}`))); !strings.Contains(got, "hi") {
 				t.Fatalf("echo: %q", got)
 			}
-			r := h.row("fake", tc.cwd)
+			r := h.row(tc.server, tc.cwd)
 			if r.PID == 0 || r.Sandbox != "standard" {
 				t.Fatalf("row %+v: want a sandboxed process", r)
 			}
@@ -63,7 +65,7 @@ func TestSandboxClientDirectory(t *testing.T) {
 			}
 			want := tc.cwd
 			if tc.cwd == home {
-				want = filepath.Join(h.stateDir, "sandbox", "mcpServers.fake")
+				want = filepath.Join(h.stateDir, "sandbox", "mcpServers."+tc.server)
 			}
 			if cwd != want {
 				t.Errorf("its working directory %s, want %s", cwd, want)

@@ -73,14 +73,15 @@ func newUpstream(m *Manager, cfg config.Upstream, ring *mcpclient.StderrRing) *u
 }
 
 // sandboxFor is the policy and working directory of an instance whose
-// roots (file:// URIs) are roots, defaulted (the client's directory, not
-// the configuration's) when implicit, rendered in dir. The roots it is
-// told are the roots it may use, except a client's directory that is /,
-// the user's home or above it: a client started there (a desktop app in
-// $HOME) would otherwise hand the server the whole home, ~/.ssh and all.
-// Such a directory is neither granted nor, unless cwd names it, the
-// server's working directory: it starts in its private home instead.
-func (u *upstream) sandboxFor(roots []string, implicit bool, dir string) (sandbox.Policy, string) {
+// roots (file:// URIs) are roots, rendered in dir. The roots it is told
+// are the roots it may use, except one that comes from its client (the
+// default root, ${client.cwd}) and is /, the user's home or above it: a
+// client started there (a desktop app in $HOME) would otherwise hand the
+// server the whole home, ~/.ssh and all. Such a directory is neither
+// granted nor, unless cwd names it literally, the server's working
+// directory: it starts in its private home instead.
+func (u *upstream) sandboxFor(roots []string, dir string) (sandbox.Policy, string) {
+	conf := u.conf()
 	p := u.sandbox
 	p.Roots = nil
 	for _, root := range roots {
@@ -88,13 +89,13 @@ func (u *upstream) sandboxFor(roots []string, implicit bool, dir string) (sandbo
 		if !ok || !filepath.IsAbs(path) {
 			continue
 		}
-		if implicit && u.tooWide(path) {
-			u.m.log.Warn("upstream sandboxed: the client's directory is not given to it (it holds the user's home)", "upstream", u.name, "dir", path)
+		if u.tooWide(path) && !slices.Contains(conf.Roots, root) { // not written so in the configuration
+			u.m.log.Warn("upstream sandboxed: its client's directory is not given to it (it holds the user's home)", "upstream", u.name, "dir", path)
 			continue
 		}
 		p.Roots = append(p.Roots, path)
 	}
-	if u.conf().Cwd == "" && u.tooWide(dir) {
+	if (conf.Cwd == "" || strings.Contains(conf.Cwd, config.ClientCwd)) && u.tooWide(dir) {
 		dir = p.Home
 	}
 	return p, dir
@@ -262,7 +263,7 @@ func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
 		}
 		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
 		if u.sandboxed() {
-			cmd.Sandbox, cmd.Dir = u.sandboxFor(roots, len(r.Roots) == 0, r.Dir)
+			cmd.Sandbox, cmd.Dir = u.sandboxFor(roots, r.Dir)
 		}
 	}
 	in := newInstance(u, key, label, cwd, cmd, roots)
