@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -45,6 +46,7 @@ type execTool struct {
 	// its working directory.
 	policy sandbox.Policy
 	dir    string
+	warned sync.Once // what its sandbox lacks, logged at the first run
 	slots  chan struct{}
 	log    *slog.Logger
 	record func() *proc.GroupRecord // nil, or returning nil: no record
@@ -130,7 +132,7 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		if rep, err = launch.Started(); err != nil {
 			_ = g.Stop(0) // the launcher refused or failed, and has exited or is exiting
 		} else if w := rep.Warning(); w != "" {
-			t.log.Warn("exec tool run with parts of its sandbox missing", "missing", w)
+			t.warned.Do(func() { t.log.Warn("exec tool runs with parts of its sandbox missing", "missing", w) })
 		}
 	} else if launch != nil {
 		launch.Close()
