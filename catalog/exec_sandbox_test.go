@@ -10,7 +10,8 @@ import (
 	"github.com/snodod/snodod/internal/sandbox"
 )
 
-// TestExecSandboxed: an exec tool under the standard sandbox reads and
+// TestExecSandboxed: an exec tool under the standard sandbox ([sandbox]
+// names the level: without one, tools are off) reads and
 // writes what its fixed arguments name, runs in its private home (not
 // the daemon's $HOME, which it cannot see: a planted ssh key there is
 // not readable), cannot write where a call's argument points (the guess
@@ -31,6 +32,7 @@ func TestExecSandboxed(t *testing.T) {
 	}
 	text := `
 [sandbox]
+level = "standard" # exec tools get it too
 
 [tools.notes]
 command = ["/bin/sh", "-c", "cat \"$0\"/a.txt && pwd && echo ok > \"$0\"/b.txt", "` + filepath.Dir(notes) + `"]

@@ -48,9 +48,12 @@ type Config struct {
 
 	file           string
 	sandboxWritten bool // the file has a [sandbox] table
-	sources        map[string]Source
-	warnings       []Problem
-	env            map[string]string // the environment Load read, for DefaultSocketDirs
+	// sandboxLevelWritten: the table names a level, which exec tools get
+	// too (without one they are off).
+	sandboxLevelWritten bool
+	sources             map[string]Source
+	warnings            []Problem
+	env                 map[string]string // the environment Load read, for DefaultSocketDirs
 	// written holds the file's entry sections as written, for Print.
 	written map[string]map[string]any
 }

@@ -311,13 +311,21 @@ func decodeSandbox(ctx entryContext, table map[string]any, c *Config) []Problem 
 	f.table(table, &e)
 	c.Sandbox = e.over(c.Sandbox, e.paths(f, ctx.rules(false)))
 	c.sandboxWritten = true
+	c.sandboxLevelWritten = e.Level != nil
 	return d.problems
 }
 
 // settleSandboxes gives every hosted server (not a remote one: it runs
 // nowhere here) and exec tool its sandbox: the [sandbox] defaults with
-// the entry's own over them.
+// the entry's own over them. An exec tool's level is off unless
+// [sandbox] names one (its user wrote the command; a hosted server is
+// usually registry code nobody here has read): its own sandbox, or
+// [sandbox]'s level, confines it.
 func settleSandboxes(c *Config) {
+	tools := c.Sandbox
+	if !c.sandboxLevelWritten {
+		tools.Level = sandbox.Off
+	}
 	for i := range c.MCPServers {
 		u := &c.MCPServers[i]
 		if u.Remote != nil {
@@ -328,7 +336,7 @@ func settleSandboxes(c *Config) {
 	}
 	for i := range c.Tools {
 		t := &c.Tools[i]
-		t.Sandbox = t.sandbox.policy(c.Sandbox)
+		t.Sandbox = t.sandbox.policy(tools)
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 
 // TestSandboxLevels: a configuration written for the sandbox (a [sandbox]
 // table, or no file) gets standard; a file without the table, written
-// before it, keeps its children unconfined; a remote server has none.
+// before it, keeps its children unconfined; a remote server has none; an
+// exec tool is off unless [sandbox] names a level (or the tool its own).
 func TestSandboxLevels(t *testing.T) {
 	if c := mustLoad(t, Options{Env: testEnv(t)}); c.Sandbox.Level != sandbox.Standard {
 		t.Errorf("no file: level %q, want standard", c.Sandbox.Level)
@@ -29,11 +30,13 @@ command = ["/bin/echo"]
 `
 	for _, tc := range []struct {
 		name, content string
-		want          sandbox.Level
+		want, tool    sandbox.Level
 	}{
-		{"no table", servers, sandbox.Off},
-		{"empty table", "[sandbox]\n" + servers, sandbox.Standard},
-		{"strict", "[sandbox]\nlevel = \"strict\"\n" + servers, sandbox.Strict},
+		{"no table", servers, sandbox.Off, sandbox.Off},
+		{"empty table", "[sandbox]\n" + servers, sandbox.Standard, sandbox.Off},
+		{"standard", "[sandbox]\nlevel = \"standard\"\n" + servers, sandbox.Standard, sandbox.Standard},
+		{"strict", "[sandbox]\nlevel = \"strict\"\n" + servers, sandbox.Strict, sandbox.Strict},
+		{"the tool's own", "[sandbox]\n" + servers + "sandbox = \"strict\"\n", sandbox.Standard, sandbox.Strict},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := loadServers(t, tc.content)
@@ -43,8 +46,8 @@ command = ["/bin/echo"]
 			if got := c.Upstream("local").Sandbox.Level; got != tc.want {
 				t.Errorf("local server: level %q, want %q", got, tc.want)
 			}
-			if got := c.Tools[0].Sandbox.Level; got != tc.want {
-				t.Errorf("tool: level %q, want %q", got, tc.want)
+			if got := c.Tools[0].Sandbox.Level; got != tc.tool {
+				t.Errorf("tool: level %q, want %q", got, tc.tool)
 			}
 			if got := c.Upstream("remote").Sandbox.Level; got != sandbox.Off {
 				t.Errorf("remote server: level %q, want off", got)

@@ -36,6 +36,10 @@ sandbox = "off"
 [tools.ls]
 command = ["/bin/ls", "--", "`+notes+`", "{{dir}}"]
 input.dir = {}
+sandbox = "standard"
+
+[tools.plain]
+command = ["/bin/true"]
 `), 0o600)
 	r := runIn(t, isolated(dir), "", "config", "check", path)
 	if r.status != 0 {
@@ -49,6 +53,7 @@ input.dir = {}
 		"  network: none\n  read-write: " + filepath.Join(home, "mcpServers.tight") + " (private home)\n",
 		"sandbox: mcpServers.loose: off: runs with the daemon user's rights\n",
 		"sandbox: tools.ls: standard\n",
+		"sandbox: tools.plain: off: runs with the daemon user's rights\n",
 		"  read-write: " + notes + " (argument), " + filepath.Join(home, "tools.ls") + " (working directory)\n",
 		"ok: " + path + "\n",
 	} {
