@@ -370,34 +370,49 @@ func (c *Config) SandboxWritten() bool { return c.sandboxWritten }
 
 // printSandbox is the [sandbox] defaults in effect, for config print,
 // when they are not what the file's lack of a table says already (a file
-// without [sandbox]: off).
+// without [sandbox]: off). Each line names where it came from; the level
+// and the network are printed only as written (or with no file at all),
+// since writing their defaults would change what they mean: a level
+// written confines exec tools too, and a network written holds for a
+// strict entry as well.
 func printSandbox(c *Config) []printEntry {
 	if !c.sandboxWritten && c.file != "" {
 		return nil
 	}
-	src := Source{Kind: FromDefault}.String()
-	if c.sandboxWritten {
-		src = Source{Kind: FromFile, Name: c.file}.String()
-	}
-	p := c.Sandbox
-	line := func(key string, v any) printEntry {
-		return printEntry{key: "sandbox." + key, text: literal(v), source: src, value: v}
-	}
-	out := []printEntry{line("level", string(p.Level)), line("required", p.Required)}
-	if p.Network.Mode == sandbox.NetworkPorts {
-		allow := make([]string, len(p.Network.Allow))
-		for i, e := range p.Network.Allow {
-			allow[i] = e.String()
+	written := c.written["sandbox"]
+	limits, _ := written["limits"].(map[string]any)
+	source := func(given bool) string {
+		if given {
+			return Source{Kind: FromFile, Name: c.file}.String()
 		}
-		out = append(out, line("network", allow))
-	} else {
-		out = append(out, line("network", NetworkText(p)))
+		return Source{Kind: FromDefault}.String()
+	}
+	has := func(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+	p := c.Sandbox
+	var out []printEntry
+	line := func(key string, given bool, v any) {
+		out = append(out, printEntry{key: "sandbox." + key, text: literal(v), source: source(given), value: v})
+	}
+	if has(written, "level") || c.file == "" {
+		line("level", has(written, "level"), string(p.Level))
+	}
+	line("required", has(written, "required"), p.Required)
+	if has(written, "network") {
+		if p.Network.Mode == sandbox.NetworkPorts {
+			allow := make([]string, len(p.Network.Allow))
+			for i, e := range p.Network.Allow {
+				allow[i] = e.String()
+			}
+			line("network", true, allow)
+		} else {
+			line("network", true, NetworkText(p))
+		}
 	}
 	if p.Paths != nil {
-		out = append(out, line("paths", p.Paths))
+		line("paths", true, p.Paths)
 	}
 	if p.ReadOnly != nil {
-		out = append(out, line("read_only", p.ReadOnly))
+		line("read_only", true, p.ReadOnly)
 	}
 	l := p.Limits
 	count := func(n, def int64) any {
@@ -409,9 +424,9 @@ func printSandbox(c *Config) []printEntry {
 		}
 		return int(n)
 	}
-	out = append(out, line("limits.memory", LimitText(l.MemoryBytes, sandbox.DefaultMemoryBytes, true)),
-		line("limits.open_files", count(l.OpenFiles, sandbox.DefaultOpenFiles)),
-		line("limits.processes", count(l.Processes, sandbox.DefaultProcesses)))
+	line("limits.memory", has(limits, "memory"), LimitText(l.MemoryBytes, sandbox.DefaultMemoryBytes, true))
+	line("limits.open_files", has(limits, "open_files"), count(l.OpenFiles, sandbox.DefaultOpenFiles))
+	line("limits.processes", has(limits, "processes"), count(l.Processes, sandbox.DefaultProcesses))
 	return out
 }
 

@@ -259,6 +259,31 @@ limits = { memory = "512MiB", processes = "unlimited" }
 	if !reflect.DeepEqual(again.Sandbox, want) {
 		t.Errorf("reloaded:\n got %+v\nwant %+v", again.Sandbox, want)
 	}
+	// Only what was written is said to come from the file, and a level
+	// or network not written is not printed: written, it would mean more
+	// (a level confines exec tools too; a network holds for strict
+	// entries), so the printed file loads back the same.
+	b.Reset()
+	c = loadServers(t, "[sandbox]\nlimits = { memory = \"2GiB\" }\n[mcpServers.a]\ncommand = \"/bin/cat\"\nsandbox = \"strict\"\n[tools.t]\ncommand = [\"/bin/true\"]\n")
+	if err := c.Print(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "sandbox.level") || strings.Contains(b.String(), "sandbox.network") {
+		t.Errorf("a level or network not written is printed:\n%s", b.String())
+	}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "sandbox.limits.open_files") && !strings.HasSuffix(l, "# default") ||
+			strings.HasPrefix(l, "sandbox.limits.memory") && strings.HasSuffix(l, "# default") {
+			t.Errorf("the wrong source: %q", l)
+		}
+	}
+	again = mustLoad(t, Options{File: writeFile(t, "printed2.toml", b.String()), Env: testEnv(t)})
+	if a := again.Upstream("a").Sandbox; a.Network.Mode != "" || a.Level != sandbox.Strict {
+		t.Errorf("the strict entry after the round trip: %+v", a)
+	}
+	if tl := again.Tools[0].Sandbox.Level; tl != sandbox.Off {
+		t.Errorf("the tool after the round trip: level %q, want off", tl)
+	}
 	// A file without [sandbox] prints none: its lack says off already.
 	b.Reset()
 	if err := loadServers(t, "").Print(&b); err != nil {
