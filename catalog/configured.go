@@ -25,14 +25,16 @@ type configured struct {
 	srv    *server.Server
 	log    *slog.Logger
 	record func() *proc.GroupRecord // exec tools' runs are recorded there
+	// stateDir holds the exec tools' private homes (HostOptions.StateDir).
+	stateDir string
 
 	tools   map[string]*execTool
 	prompts map[string]config.Prompt
 	folders map[string]*folder
 }
 
-func newConfigured(srv *server.Server, log *slog.Logger, record func() *proc.GroupRecord) *configured {
-	return &configured{srv: srv, log: log, record: record, tools: map[string]*execTool{},
+func newConfigured(srv *server.Server, log *slog.Logger, record func() *proc.GroupRecord, stateDir string) *configured {
+	return &configured{srv: srv, log: log, record: record, stateDir: stateDir, tools: map[string]*execTool{},
 		prompts: map[string]config.Prompt{}, folders: map[string]*folder{}}
 }
 
@@ -46,7 +48,7 @@ func (c *configured) apply(cfg *config.Config) {
 	}
 	for _, t := range cfg.Tools {
 		if _, kept := c.tools[t.Name]; !kept {
-			et := newExecTool(t, c.log, c.record)
+			et := newExecTool(t, cfg.SandboxFor(t.Sandbox, c.stateDir, "tools", t.Name), c.log, c.record)
 			c.srv.AddTool(et.definition(), et.call)
 			c.tools[t.Name] = et
 		}

@@ -11,12 +11,14 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/internal/tailbuf"
 	"github.com/snodod/snodod/server"
 )
@@ -39,15 +41,24 @@ const (
 // (exec_argv.go), at most max_concurrency runs at once. call may be called
 // concurrently.
 type execTool struct {
-	cfg    config.Tool
+	cfg config.Tool
+	// policy is the sandbox of each run (config.Tool.SandboxRun), dir
+	// its working directory.
+	policy sandbox.Policy
+	dir    string
+	warned sync.Once // what its sandbox lacks, logged at the first run
 	slots  chan struct{}
 	log    *slog.Logger
 	record func() *proc.GroupRecord // nil, or returning nil: no record
 }
 
-func newExecTool(cfg config.Tool, log *slog.Logger, record func() *proc.GroupRecord) *execTool {
-	return &execTool{cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrency), log: log.With("tool", cfg.Name), record: record}
+func newExecTool(cfg config.Tool, policy sandbox.Policy, log *slog.Logger, record func() *proc.GroupRecord) *execTool {
+	policy, dir := cfg.SandboxRun(policy)
+	return &execTool{cfg: cfg, policy: policy, dir: dir, slots: make(chan struct{}, cfg.MaxConcurrency), log: log.With("tool", cfg.Name), record: record}
 }
+
+// sandboxed reports whether t's runs start in a sandbox.
+func (t *execTool) sandboxed() bool { return t.policy.Level != "" && t.policy.Level != sandbox.Off }
 
 // definition is the tool as tools/list shows it.
 func (t *execTool) definition() *server.Tool {
@@ -79,7 +90,7 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		return errorResult(fmt.Sprintf("%s: an argument holds a NUL byte (\\u0000), which a program's arguments cannot carry; the tool was not run", t.cfg.Name)), nil
 	}
 	cmd := exec.Command(t.cfg.Path, args...)
-	cmd.Dir = t.cfg.Dir
+	cmd.Dir = t.dir
 	cmd.Env = append([]string{}, t.cfg.Env...) // never nil: nil would be the daemon's whole environment
 	if t.cfg.HasStdin {
 		cmd.Stdin = strings.NewReader(expandStdin(t.cfg.Stdin, values))
@@ -101,9 +112,30 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 	// marker by which the next daemon finds what this run leaves, even if
 	// a crash comes before the group itself is recorded.
 	rec := t.groupRecord()
+	var launch *sandbox.Launch
+	if t.sandboxed() {
+		var err error
+		if launch, err = sandbox.Wrap(cmd, t.policy); err != nil {
+			if progress != nil {
+				progress.started()
+				progress.wait()
+			}
+			return errorResult(fmt.Sprintf("%s: cannot start %s: %v", t.cfg.Name, t.cfg.Path, err)), nil
+		}
+	}
 	g, err := proc.Start(cmd)
 	if progress != nil {
 		progress.started() // closes this process's copy of the write end
+	}
+	if err == nil && launch != nil {
+		var rep sandbox.Report
+		if rep, err = launch.Started(); err != nil {
+			_ = g.Stop(0) // the launcher refused or failed, and has exited or is exiting
+		} else if w := rep.Warning(); w != "" {
+			t.warned.Do(func() { t.log.Warn("exec tool runs with parts of its sandbox missing", "missing", w) })
+		}
+	} else if launch != nil {
+		launch.Close()
 	}
 	if err != nil {
 		if progress != nil {
@@ -133,6 +165,9 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 		_ = g.Stop(StopGrace)
 	}
 	werr := g.Wait()
+	if launch != nil {
+		werr = launch.Exited(werr)
+	}
 	if progress != nil {
 		progress.wait() // every report precedes the result
 	}
@@ -209,6 +244,13 @@ func (t *execTool) failure(why string, stdout *headBuffer, stderr *tailbuf.Buffe
 // exitText says how a run ended: "exited with status 2", "killed by
 // signal 9 (killed)".
 func exitText(err error) string {
+	var se *sandbox.ExitError
+	if errors.As(err, &se) { // the program's own status, from its sandbox's init
+		if se.Signal != 0 {
+			return fmt.Sprintf("killed by signal %d (%s)", int(se.Signal), se.Signal)
+		}
+		return fmt.Sprintf("exited with status %d", se.Code)
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

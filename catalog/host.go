@@ -31,6 +31,7 @@ type Host struct {
 	register func(*server.Server)
 	attach   func(*server.Server)
 	record   func() *proc.GroupRecord
+	stateDir string
 	log      *slog.Logger
 
 	mu  sync.Mutex
@@ -65,6 +66,10 @@ type HostOptions struct {
 	// the next daemon ends what a crash left running (proc.KillOrphans).
 	// It is called at each run's start and may return nil (no record).
 	Record func() *proc.GroupRecord
+	// StateDir is the daemon's state directory, where sandboxed exec
+	// tools get their private homes (config.Config.SandboxFor); "" means
+	// config.StateDir's.
+	StateDir string
 	// Logger receives the catalog's warnings; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -75,7 +80,7 @@ func NewHost(o HostOptions) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Host{build: o.Build, register: o.Register, attach: o.Attach, record: o.Record, log: log}
+	h := &Host{build: o.Build, register: o.Register, attach: o.Attach, record: o.Record, stateDir: o.StateDir, log: log}
 	h.build.Warnings = h.Warnings // the status tool shows them
 	return h
 }
@@ -138,7 +143,7 @@ func (h *Host) Apply(cfg *config.Config) (*server.Server, error) {
 		if h.items != nil {
 			h.items.close()
 		}
-		h.srv, h.own, h.key, h.items = srv, own, key, newConfigured(srv, h.log, h.record)
+		h.srv, h.own, h.key, h.items = srv, own, key, newConfigured(srv, h.log, h.record, h.stateDir)
 	}
 	h.items.apply(cfg)
 	if fresh && h.attach != nil {

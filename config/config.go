@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/limits"
 )
 
@@ -29,7 +30,13 @@ type Config struct {
 	Log      Log      `koanf:"log"`
 	// Upstreams holds the settings of every hosted server; MCPServers
 	// the servers themselves (upstreams.go), sorted by name.
-	Upstreams  Upstreams `koanf:"upstreams"`
+	Upstreams Upstreams `koanf:"upstreams"`
+	// Sandbox is the [sandbox] table: the sandbox of every hosted server
+	// and exec tool, each entry's own laid over it (Upstream.Sandbox,
+	// Tool.Sandbox hold the result). Home and Hide are left to the
+	// daemon, which knows its state directory. Level is never empty in a
+	// Config from Load; a hand-built Config's zero Level is off.
+	Sandbox    sandbox.Policy
 	MCPServers []Upstream
 
 	// Tools, Resources and Prompts are the [tools.NAME], [resources.NAME]
@@ -39,10 +46,14 @@ type Config struct {
 	Resources []FileResource
 	Prompts   []Prompt
 
-	file     string
-	sources  map[string]Source
-	warnings []Problem
-	env      map[string]string // the environment Load read, for DefaultSocketDirs
+	file           string
+	sandboxWritten bool // the file has a [sandbox] table
+	// sandboxLevelWritten: the table names a level, which exec tools get
+	// too (without one they are off).
+	sandboxLevelWritten bool
+	sources             map[string]Source
+	warnings            []Problem
+	env                 map[string]string // the environment Load read, for DefaultSocketDirs
 	// written holds the file's entry sections as written, for Print.
 	written map[string]map[string]any
 }

@@ -415,6 +415,7 @@ func (l *loader) buildPartial() (*Config, error) {
 		l.problems = append(l.problems, entrySections[name].decode(ctx, l.entries[name], c)...)
 	}
 	if !l.socketsOnly {
+		settleSandboxes(c)
 		l.problems = append(l.problems, catalogWarnings(c)...)
 	}
 	for _, s := range specs {

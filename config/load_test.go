@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/limits"
 )
 
@@ -41,6 +42,7 @@ var wantDefaults = Config{
 		Import: []string{}, MaxChildren: 64, MaxInFlight: 32, MaxQueued: 64, MaxParked: 32, MaxServerRequests: 32,
 		StderrBytes: 65536, StderrTotalBytes: 8388608, DrainTimeout: time.Minute, ListWait: 5 * time.Second,
 	},
+	Sandbox: sandbox.Policy{Level: DefaultSandboxLevel}, // no file: the embedded defaults are a new configuration
 }
 
 // sections returns c's exported part, for comparisons.
@@ -100,6 +102,7 @@ daemon: {allowed_uids: [1000, 1001]}
 	want.Limits.WriteTimeout, want.Limits.MaxLineBytes = 2*time.Second, 1000
 	want.Protocol.Versions = []string{"2025-06-18", "2026-07-28"}
 	want.Daemon.AllowedUIDs = []int{1000, 1001}
+	want.Sandbox.Level = UnsetSandboxLevel // a file without [sandbox]
 	for name, content := range files {
 		t.Run(name, func(t *testing.T) {
 			path := writeFile(t, name, content)

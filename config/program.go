@@ -26,6 +26,8 @@ type programEntry struct {
 	EnvFile    *string    `key:"env_file,alias=envFile"`
 	InheritEnv InheritEnv `key:"inherit_env"`
 	Cwd        *string    `key:"cwd"`
+	// Sandbox is the entry's own sandbox, over [sandbox] (sandbox.go).
+	Sandbox entrySandbox `key:"sandbox"`
 }
 
 func (p *programEntry) setDefaults() { p.InheritEnv = InheritEnv{Names: DefaultInheritEnv} }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/snodod/snodod/internal/sandbox"
 )
 
 // The defaults of an exec tool's limits (docs/config.md, "Tools").
@@ -64,6 +66,10 @@ type Tool struct {
 	// Progress opens file descriptor 3 for progress lines.
 	Progress    bool
 	Annotations *ToolAnnotations
+	// Sandbox is how each run is confined: [sandbox] with the entry's own
+	// sandbox over it. Home and Hide are the daemon's to set.
+	Sandbox sandbox.Policy
+	sandbox settledSandbox
 }
 
 // Argument is one declared argument of a tool.
@@ -164,6 +170,7 @@ func (e *toolEntry) tool(f field, name string, ctx entryContext) *Tool {
 	if t.Program.Cwd != "" {
 		checkDir(f.child("cwd"), t.Dir)
 	}
+	t.sandbox = e.Sandbox.settle(f, r)
 	t.Arguments, t.InputSchema = e.input(f)
 	if e.OutputSchema != nil {
 		t.OutputSchema = e.OutputSchema.raw

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/snodod/snodod/internal/sandbox"
 )
 
 // This file holds the configuration of hosted MCP servers (docs/upstreams.md
@@ -108,6 +110,11 @@ type Upstream struct {
 	Source Source
 	// Imported is true for an entry read from an upstreams.import file.
 	Imported bool
+	// Sandbox is how the server is confined: [sandbox] with the entry's
+	// own sandbox over it; level off for a remote server. Home and Hide
+	// are the daemon's to set.
+	Sandbox sandbox.Policy
+	sandbox settledSandbox
 
 	// written is the entry's table as written, for Print (values before
 	// expansion, so a ${file:…} secret is shown by its path).

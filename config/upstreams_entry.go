@@ -87,12 +87,16 @@ func decodeServer(d *entryDecoder, ctx entryContext, name string, raw any, src S
 		} else if e.Type == "stdio" {
 			f.child("type").problem(`must be "http" or "sse" with url ("stdio" is a server snodod starts), got "stdio"`)
 		}
+		if e.Sandbox.given {
+			f.child("sandbox").problem("is a field of a server snodod starts: a remote server runs elsewhere")
+		}
 		u.Remote = e.remote(f, r, fields)
 		u.Roots = e.roots(f, r)
 		e.settle(f, &u)
 		serverWarnings(f, &u, &e)
 		return u, true
 	}
+	u.sandbox = e.Sandbox.settle(f, r)
 	for _, k := range []string{"headers", "tls_ca_file", "allow_insecure_http", "oauth"} {
 		if hasKey(fields, k) {
 			f.child(k).problem("is a field of a remote server; add its url, or remove it")

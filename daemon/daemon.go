@@ -199,7 +199,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Name: opts.Name, Version: d.version(), Started: d.started},
 		Register: opts.Catalog, Attach: d.attachUpstreams,
 		// Exec tools' runs share the hosted servers' record of groups.
-		Record: d.ups.GroupRecord, Logger: d.log})
+		Record: d.ups.GroupRecord, StateDir: d.ups.StateDir(), Logger: d.log})
 	g, err := d.build(cfg, nil)
 	if err != nil {
 		d.host.Close()

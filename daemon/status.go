@@ -80,6 +80,7 @@ func upstreamRows(in []upstream.Status) []control.Upstream {
 			Unattributed: r.Unattributed, Dropped: r.Dropped, Subscribed: r.Subscribed,
 			Refused:   r.Refused,
 			Truncated: r.Truncated,
+			Sandbox:   r.Sandbox, Unenforced: r.Unenforced, CPUMs: r.CPUMs, RSSBytes: r.RSSBytes,
 		}
 	}
 	return out

@@ -47,7 +47,11 @@ func npmServer(t *testing.T, pkg string) string {
 }
 
 // npmDaemon is a daemon hosting everything, memory (shared), mem-session
-// (one per session, its file in the client's directory) and fs.
+// (one per session, its file in the client's directory) and fs, each in
+// the standard sandbox (docs/security.md, "Sandbox"): memory is given the
+// directory of its file (an environment variable names it, which the
+// sandbox does not guess from), fs sees its argument's directory,
+// mem-session its client's directory (its root).
 type npmDaemon struct {
 	*daemonProc
 	files string // the directory fs serves
@@ -60,7 +64,12 @@ func startNPMDaemon(t *testing.T) *npmDaemon {
 	if err := os.WriteFile(filepath.Join(files, "a.txt"), []byte("hello from a file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	memoryFile := filepath.Join(t.TempDir(), "memory.jsonl")
 	config := fmt.Sprintf(`
+[sandbox]
+level = "standard"
+required = true
+
 [mcpServers.everything]
 command = "node"
 args = [%q]
@@ -69,6 +78,7 @@ args = [%q]
 command = "node"
 args = [%q]
 env = { MEMORY_FILE_PATH = %q }
+sandbox = { paths = [%q] }
 
 [mcpServers.mem-session]
 command = "node"
@@ -79,7 +89,7 @@ env = { MEMORY_FILE_PATH = "${client.cwd}/memory.jsonl" }
 [mcpServers.fs]
 command = "node"
 args = [%q, %q]
-`, everything, memory, filepath.Join(t.TempDir(), "memory.jsonl"), memory, fsServer, files)
+`, everything, memory, memoryFile, filepath.Dir(memoryFile), memory, fsServer, files)
 	d := &npmDaemon{daemonProc: startDaemon(t, config, nil, "--http", "127.0.0.1:0"), files: files}
 	t.Cleanup(func() {
 		select {
@@ -259,6 +269,7 @@ func TestUpstreamNPMServers(t *testing.T) {
 		if !strings.Contains(got, "hello from a file") {
 			t.Errorf("read_text_file %q", got)
 		}
+		sandboxedView(t, d)
 		res := c.call(t, "everything__trigger-elicitation-request", nil)
 		if c.mu.Lock(); !slices.Contains(c.asked, "elicitation") {
 			t.Errorf("the elicitation did not reach the client: %s", resultText(res))
@@ -305,9 +316,13 @@ func TestUpstreamNPMServers(t *testing.T) {
 		wg.Wait()
 		everything := 0
 		for _, pid := range children(t, d.cmd.Process.Pid) {
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if strings.Contains(string(cmdline), "server-everything") {
-				everything++
+			// A sandboxed server is the child of its launcher, the
+			// daemon's child.
+			for _, p := range append([]int{pid}, children(t, pid)...) {
+				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+				if strings.Contains(string(cmdline), "server-everything") {
+					everything++
+				}
 			}
 		}
 		if everything != 1 {
@@ -419,4 +434,48 @@ func everythingPassThrough(t *testing.T, c *npmClient) {
 		t.Errorf("no resources/updated for %s", first.URI)
 	}
 	c.call(t, "toggle-subscriber-updates", nil)
+}
+
+// sandboxedView checks what server-filesystem's process sees, through
+// /proc/PID/root (its mount namespace's root, as it sees it): its root
+// (the directory it serves) and nothing of the user's or the daemon's:
+// not the home, not the state directory's files, not the test's other
+// directories.
+func sandboxedView(t *testing.T, d *npmDaemon) {
+	t.Helper()
+	pid := 0
+	for _, c := range children(t, d.cmd.Process.Pid) {
+		for _, p := range append([]int{c}, children(t, c)...) {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			if strings.Contains(string(cmdline), "server-filesystem") {
+				pid = p
+			}
+		}
+	}
+	if pid == 0 {
+		t.Fatal("no server-filesystem process")
+	}
+	root := fmt.Sprintf("/proc/%d/root", pid)
+	if b, err := os.ReadFile(root + filepath.Join(d.files, "a.txt")); err != nil || string(b) != "hello from a file" {
+		t.Errorf("fs does not see its root's file: %q, %v", b, err)
+	}
+	home, _ := os.UserHomeDir()
+	for _, hidden := range []string{home, filepath.Join(d.dir, "config"), filepath.Join(d.dir, "daemon.log"), d.socket} {
+		if _, err := os.Stat(root + hidden); err == nil && hidden != "/" {
+			if entries, _ := os.ReadDir(root + hidden); len(entries) > 0 {
+				t.Errorf("fs sees %s (%d entries)", hidden, len(entries))
+			}
+		}
+	}
+	// Of the state directory, only the way to its own private home.
+	state := filepath.Join(d.dir, "state", "snodod")
+	for dir, want := range map[string]string{state: "sandbox", filepath.Join(state, "sandbox"): "mcpServers.fs"} {
+		entries, _ := os.ReadDir(root + dir)
+		if len(entries) != 1 || entries[0].Name() != want {
+			t.Errorf("fs sees in %s: %v, want only %s", dir, entries, want)
+		}
+	}
+	if entries, _ := os.ReadDir(state); len(entries) < 2 {
+		t.Errorf("the state directory holds %v: the test shows nothing", entries)
+	}
 }

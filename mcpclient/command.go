@@ -18,6 +18,7 @@ import (
 
 	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/internal/tailbuf"
 )
 
@@ -47,6 +48,18 @@ type Command struct {
 	// the spawn, before the handshake: a start under way shows its process
 	// (status). It must not block.
 	Spawned func(pid int)
+	// Sandbox, unless its Level is off or empty, starts the child through
+	// the sandbox's launcher (internal/sandbox.Wrap) under this policy:
+	// the pid is then the launcher's (the server's init in its PID
+	// namespace, or the server itself once execve'd), signals and the
+	// whole-tree stop reach the server through it, and the exit status is
+	// the server's own. A launcher that refuses (Policy.Required) or
+	// cannot start the server fails the start with its reason.
+	Sandbox sandbox.Policy
+	// Sandboxed, when set, gets the launcher's report (what is enforced
+	// and what is not) once the server runs, before the handshake. It
+	// must not block.
+	Sandboxed func(sandbox.Report)
 }
 
 // GroupRecorder keeps the process groups a daemon runs, for its successor
@@ -105,8 +118,15 @@ func (e *ExitError) Unwrap() error { return e.Err }
 func exitError(waitErr error, stderr string) *ExitError {
 	e := &ExitError{Stderr: stderr}
 	var ee *exec.ExitError
+	var se *sandbox.ExitError
 	switch {
 	case waitErr == nil:
+	case errors.As(waitErr, &se): // the server's own, from its sandbox's init
+		if se.Signal != 0 {
+			e.Code, e.Signal = -1, se.Signal
+		} else {
+			e.Code = se.Code
+		}
 	case errors.As(waitErr, &ee):
 		ws, _ := ee.Sys().(syscall.WaitStatus)
 		if ws.Signaled() {
@@ -133,6 +153,7 @@ type process struct {
 	limit  int
 	log    *slog.Logger
 	group  *proc.Group
+	launch *sandbox.Launch  // nil: not sandboxed
 	reader *framing.Scanner // read by Read's goroutine
 	stdout *os.File         // read ends, closed once drained
 	stderr *os.File
@@ -222,13 +243,41 @@ func (p *process) spawn() error {
 	if ec.Env == nil {
 		ec.Env = []string{} // the whole environment is the caller's: nil is none, not the daemon's
 	}
+	var launch *sandbox.Launch
+	if lvl := cmd.Sandbox.Level; lvl != "" && lvl != sandbox.Off {
+		if launch, err = sandbox.Wrap(ec, cmd.Sandbox); err != nil {
+			closeAll(files)
+			return &ExitError{Code: -1, Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
+		}
+	}
 	g, err := proc.Start(ec)
 	closeAll([]*os.File{inR, outW, errW}) // the child's ends
 	if err != nil {
+		if launch != nil {
+			launch.Close()
+		}
 		closeAll([]*os.File{inW, outR, errR})
 		return &ExitError{Code: -1, Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
 	}
-	p.group = g
+	if launch != nil {
+		rep, err := launch.Started()
+		if err != nil {
+			// The launcher refused or failed, and said why on stderr too
+			// (the server's): it has exited or is exiting.
+			_ = g.Stop(0)
+			tail, _ := io.ReadAll(io.LimitReader(errR, stderrTailBytes))
+			closeAll([]*os.File{inW, outR, errR})
+			return &ExitError{Code: -1, Err: fmt.Errorf("start %s: %w", cmd.Path, err), Stderr: string(tail)}
+		}
+		if w := rep.Warning(); w != "" {
+			p.log.Warn("upstream started with parts of its sandbox missing", "pid", g.PID(), "missing", w)
+		}
+		p.log.Debug("upstream sandboxed", "pid", g.PID(), "sandbox", rep.String())
+		if cmd.Sandboxed != nil {
+			cmd.Sandboxed(rep)
+		}
+	}
+	p.group, p.launch = g, launch
 	if cmd.Record != nil {
 		if err := cmd.Record.Add(g); err != nil {
 			p.log.Warn("cannot record the process group; a daemon crash would leave it running", "pid", g.PID(), "err", err)
@@ -405,7 +454,11 @@ func (p *process) supervise() {
 	// it, and is closed after a moment so the stream can end.
 	waitOr(p.readDone, drainGrace, p.stopReading)
 	waitOr(p.stderrDone, drainGrace, func() { _ = p.stderr.Close() })
-	exit := exitError(p.group.Wait(), string(p.tail.Tail()))
+	waitErr := p.group.Wait()
+	if p.launch != nil {
+		waitErr = p.launch.Exited(waitErr)
+	}
+	exit := exitError(waitErr, string(p.tail.Tail()))
 	if p.readErr != nil && exit.Err == nil {
 		exit.Err = fmt.Errorf("read stdout: %w", p.readErr)
 	}

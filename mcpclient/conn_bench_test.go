@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snodod/snodod/internal/sandbox"
 )
 
 // The Conn's overhead against the fake upstream's echo tool. Direct is the
@@ -39,6 +41,24 @@ func usage(b *testing.B) func() {
 
 func BenchmarkConnSequential(b *testing.B) {
 	c := startFake(b, Options{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	defer usage(b)()
+	for b.Loop() {
+		if _, err := c.Call(ctx, "tools/call", echoParams, CallOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkConnSequentialSandboxed is BenchmarkConnSequential with the
+// fake upstream in the standard sandbox (docs/security.md, "Sandbox"):
+// the goal is no measurable cost per call (its seccomp filter, Landlock
+// and namespaces are on the server's side; the pipes are the same).
+func BenchmarkConnSequentialSandboxed(b *testing.B) {
+	cmd := fakeCommand()
+	cmd.Sandbox = sandbox.Policy{Level: sandbox.Standard, Home: b.TempDir() + "/home"}
+	c := startCommand(b, cmd, Options{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	defer usage(b)()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/server"
 )
@@ -56,6 +57,9 @@ type instance struct {
 	mu    sync.Mutex
 	state State
 	conn  *mcpclient.Conn
+	// sandboxReport is the launcher's report of its last start (nil
+	// before one, or unconfined).
+	sandboxReport *sandbox.Report
 	// pid is the process of the start under way (ConnConfig.Spawned),
 	// before conn is set: status shows it; 0 otherwise.
 	pid int

@@ -180,8 +180,11 @@ func (in *instance) spawn(ctx context.Context) (*mcpclient.Conn, error) {
 				where = mcpclient.RedactURL(in.u.conf().Remote.URL)
 			}
 			in.u.ring.Mark(fmt.Sprintf("snodod: %s ready (%s)", in.u.name, where))
-			m.log.Info("upstream ready", "upstream", in.u.name, "instance", in.label, "pid", conn.PID(),
-				"era", conn.Era(), "version", conn.Version())
+			attrs := []any{"upstream", in.u.name, "instance", in.label, "pid", conn.PID(), "era", conn.Era(), "version", conn.Version()}
+			if in.u.sandboxed() {
+				attrs = append(attrs, "sandbox", string(in.u.sandbox.Level))
+			}
+			m.log.Info("upstream ready", attrs...)
 			return conn, nil
 		}
 		stopNow(conn)
@@ -364,6 +367,9 @@ func (in *instance) failed(err error, conn *mcpclient.Conn) {
 	case exit != nil && conn != nil:
 		in.cause = "exited with " + exitWords(exit)
 		in.restarts++
+	}
+	if conn == nil && !in.loginNeeded {
+		in.cause += in.u.offlineHint()
 	}
 	in.u.ring.Mark(fmt.Sprintf("snodod: %s %s", in.u.name, in.cause))
 	if in.failures == 0 {

@@ -209,6 +209,9 @@ func (m *Manager) killOrphans() {
 	}
 }
 
+// StateDir is the state directory the manager was given ("" for none).
+func (m *Manager) StateDir() string { return m.opts.StateDir }
+
 // GroupRecord is the record of this process's groups: the manager's
 // instances and the daemon's exec tool runs. It is opened at the first
 // start (a daemon that starts no process writes no file); nil without a

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/mcpclient/oauth"
 )
@@ -154,6 +155,11 @@ func (in *instance) transport(spawned func(pid int)) (mcpclient.Transport, error
 	}
 	cmd := in.cmd
 	cmd.Stderr, cmd.Spawned = in.u.ring, spawned
+	cmd.Sandboxed = func(r sandbox.Report) { // mcpclient logs what is missing
+		in.mu.Lock()
+		in.sandboxReport = &r
+		in.mu.Unlock()
+	}
 	if rec := in.u.m.GroupRecord(); rec != nil { // not a nil *GroupRecord in the interface
 		cmd.Record = rec
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/mcpclient"
 )
 
@@ -67,6 +69,19 @@ type Status struct {
 	// Truncated says which of its lists were cut at their bounds (10,000
 	// items, 100 pages), from the catalog.
 	Truncated []string `json:"truncated,omitempty"`
+
+	// Sandbox is the sandbox level in force for its process (standard,
+	// strict; "off" for an unconfined one; "" for a remote server), from
+	// the launcher's report once it started; Unenforced what that level
+	// asks for and this kernel did not enforce (docs/security.md,
+	// "Sandbox").
+	Sandbox    string   `json:"sandbox,omitempty"`
+	Unenforced []string `json:"unenforced,omitempty"`
+	// CPUMs and RSSBytes are what its running process and the whole tree
+	// under it use: CPU time (user and system, reaped children included)
+	// in milliseconds, resident memory summed over the tree's processes.
+	CPUMs    int64 `json:"cpu_ms,omitempty"`
+	RSSBytes int64 `json:"rss_bytes,omitempty"`
 }
 
 // Status returns a row per instance, upstreams in name order.
@@ -125,7 +140,24 @@ func (m *Manager) Status() []Status {
 			case s.state == StateStarting:
 				row.PID, row.StartingSince = in.pid, in.lastAttempt
 			}
+			if cfg.Remote == nil {
+				row.Sandbox = string(sandbox.Off)
+				if u.sandboxed() {
+					row.Sandbox = string(u.sandbox.Level)
+				}
+				if r := in.sandboxReport; r != nil {
+					row.Sandbox = string(r.Level)
+					for _, f := range r.Missing() {
+						row.Unenforced = append(row.Unenforced, f.String())
+					}
+				}
+			}
 			in.mu.Unlock()
+			if row.PID > 0 {
+				if use, err := proc.TreeUsage(row.PID); err == nil {
+					row.CPUMs, row.RSSBytes = use.CPU.Milliseconds(), use.RSSBytes
+				}
+			}
 			row.InFlight, row.Queued = in.gate.load()
 			row.Sessions = sessions
 			if cfg.Share == "session" {

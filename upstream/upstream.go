@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/mcpclient"
 )
 
@@ -28,6 +30,10 @@ type upstream struct {
 	// a change restarts, anything else is a view change.
 	fingerprint string
 	ring        *mcpclient.StderrRing
+	// sandbox is the policy its processes start under (docs/security.md,
+	// "Sandbox"): the entry's, with its private home and the hidden
+	// paths; part of the fingerprint, so fixed for u's life.
+	sandbox sandbox.Policy
 	// remote reaches a remote server (remote.go); unused otherwise.
 	remote *remote
 	// cacheSwept is set by u's first cache.store, which removes the files
@@ -52,6 +58,9 @@ type instanceSlot struct {
 func newUpstream(m *Manager, cfg config.Upstream, ring *mcpclient.StderrRing) *upstream {
 	u := &upstream{m: m, name: cfg.Name, fingerprint: fingerprint(&cfg), ring: ring,
 		instances: map[string]*instanceSlot{}, remote: &remote{}}
+	if cfg.Remote == nil && m.cfg != nil {
+		u.sandbox = m.cfg.SandboxFor(cfg.Sandbox, m.opts.StateDir, "mcpServers", cfg.Name)
+	}
 	u.cfg.Store(&cfg)
 	u.sup = suture.New("upstream "+cfg.Name, suture.Spec{EventHook: m.supervisorEvent, Timeout: m.stopGrace() + drainMargin})
 	if cat, ok := m.cache.load(u); ok {
@@ -61,6 +70,78 @@ func newUpstream(m *Manager, cfg config.Upstream, ring *mcpclient.StderrRing) *u
 		u.addInstanceLocked("", "all", m.opts.Home)
 	}
 	return u
+}
+
+// sandboxFor is the policy and working directory of an instance whose
+// roots (file:// URIs) are roots, rendered in dir. The roots it is told
+// are the roots it may use, except one that comes from its client (the
+// default root, ${client.cwd}) and is /, the user's home or above it: a
+// client started there (a desktop app in $HOME) would otherwise hand the
+// server the whole home, ~/.ssh and all. Such a directory is neither
+// granted nor, unless cwd names it literally, the server's working
+// directory: it starts in its private home instead.
+func (u *upstream) sandboxFor(roots []string, dir string) (sandbox.Policy, string) {
+	conf := u.conf()
+	p := u.sandbox
+	p.Roots = nil
+	for _, root := range roots {
+		path, ok := strings.CutPrefix(root, "file://")
+		if !ok || !filepath.IsAbs(path) {
+			continue
+		}
+		if u.tooWide(path) && !slices.Contains(conf.Roots, root) { // not written so in the configuration
+			u.m.log.Warn("upstream sandboxed: its client's directory is not given to it (it holds the user's home)", "upstream", u.name, "dir", path)
+			continue
+		}
+		p.Roots = append(p.Roots, path)
+	}
+	if (conf.Cwd == "" || strings.Contains(conf.Cwd, config.ClientCwd)) && u.tooWide(dir) {
+		dir = p.Home
+	}
+	return p, dir
+}
+
+// tooWide reports whether dir is /, the user's home, or holds it.
+func (u *upstream) tooWide(dir string) bool {
+	dir = filepath.Clean(dir)
+	home := filepath.Clean(u.m.opts.Home)
+	if dir == "/" || dir == home {
+		return true
+	}
+	rel, err := filepath.Rel(dir, home)
+	return err == nil && !strings.HasPrefix(rel, "..")
+}
+
+// sandboxed reports whether u's processes start in a sandbox.
+func (u *upstream) sandboxed() bool { return u.sandbox.Level != "" && u.sandbox.Level != sandbox.Off }
+
+// downloaders are the commands that fetch a package at their first run.
+var downloaders = []string{"npx", "uvx", "bunx", "pnpx", "pnpm", "pipx", "uv", "npm", "yarn", "deno"}
+
+// offlineHint is what a failed start of u adds to its cause when u's
+// sandbox has no network and its command downloads what it runs (npx -y
+// of a package not yet in its cache): the likely reason, and the fix.
+func (u *upstream) offlineHint() string {
+	if !u.sandboxed() {
+		return ""
+	}
+	network := config.NetworkText(u.sandbox)
+	if network != "none" && network != "loopback" || !slices.Contains(downloaders, filepath.Base(u.conf().Command)) {
+		return ""
+	}
+	return fmt.Sprintf(" (its sandbox, %s, has no network: %s cannot download a package it has not cached; set sandbox.network = \"all\" or a list of hosts in mcpServers.%s, or install the package and run it by path)",
+		u.sandbox.Level, filepath.Base(u.conf().Command), u.name)
+}
+
+// home is the $HOME u's processes are rendered with: its private home
+// when sandboxed (a share = "all" server without cwd starts there, not in
+// the daemon's home, which the sandbox would grant whole), else the
+// daemon's.
+func (u *upstream) home() string {
+	if u.sandboxed() {
+		return u.sandbox.Home
+	}
+	return u.m.opts.Home
 }
 
 // conf is the upstream's configuration entry; never modified.
@@ -149,7 +230,7 @@ func (u *upstream) cwdKey(c *Client, cwd string) string {
 			return k.key
 		}
 	}
-	r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
+	r := u.conf().Render(cwd, u.home(), u.m.opts.Env)
 	sum := sha256.Sum256([]byte(strings.Join(append(append([]string{r.Command, r.Dir}, r.Args...), r.Env...), "\x00")))
 	key := hex.EncodeToString(sum[:8])
 	if c != nil {
@@ -175,12 +256,15 @@ func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
 	if u.isRemote() {
 		roots = u.conf().Roots // a remote server reads none of the client's files
 	} else {
-		r := u.conf().Render(cwd, u.m.opts.Home, u.m.opts.Env)
+		r := u.conf().Render(cwd, u.home(), u.m.opts.Env)
 		roots = r.Roots
 		if len(roots) == 0 && u.conf().Share != "all" {
 			roots = []string{"file://" + cwd}
 		}
 		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
+		if u.sandboxed() {
+			cmd.Sandbox, cmd.Dir = u.sandboxFor(roots, r.Dir)
+		}
 	}
 	in := newInstance(u, key, label, cwd, cmd, roots)
 	u.instances[key] = &instanceSlot{in: in, token: u.sup.Add(in)}
@@ -260,6 +344,12 @@ func fingerprint(u *config.Upstream) string {
 	field(u.Cwd)
 	field(u.Share)
 	field(u.Protocol)
+	if s := u.Sandbox; s.Level != "" && s.Level != sandbox.Off {
+		// Only a sandboxed entry adds it: an unconfined one keeps the
+		// fingerprint (and catalog cache) it had before the sandbox.
+		field("sandbox")
+		field(fmt.Sprintf("%+v", s))
+	}
 	if r := u.Remote; r != nil {
 		// A remote server: what reaches it (header values hashed, never
 		// stored), and who it authorizes as.

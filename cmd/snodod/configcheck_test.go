@@ -62,7 +62,8 @@ input.dir = {}
 `), 0o600)
 	r = runIn(t, isolated(dir), "", "config", "check", good)
 	wantWarning := `warning: tools.ls.command: element 1: a value of {{dir}} starting with "-" would be read as an option: put "--" before it if the program takes it, or set allow_option_values = true` + "\n"
-	if r.status != 0 || r.stdout != "ok: "+good+"\n" || r.stderr != wantWarning {
+	wantOut := `sandbox: off for every hosted server and exec tool: this file has no [sandbox] table (it was written before the sandbox); add [sandbox] to run them in the standard one (docs/security.md, "Sandbox")` + "\n"
+	if r.status != 0 || r.stdout != wantOut+"ok: "+good+"\n" || r.stderr != wantWarning {
 		t.Errorf("check with a warning: %d %q\nstderr:\n%s", r.status, r.stdout, r.stderr)
 	}
 }

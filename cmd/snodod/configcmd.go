@@ -84,6 +84,7 @@ func runConfigCheck(args []string) int {
 		return exitFailure
 	}
 	printConfigWarnings(os.Stderr, cfg)
+	printSandboxes(os.Stdout, cfg)
 	if cfg.File() == "" { // no path given, and the default file is absent
 		fmt.Printf("ok: no configuration file (%s is absent); the defaults apply\n", orNone(config.DefaultFile(nil)))
 		return exitOK

@@ -262,6 +262,9 @@ func TestImportWrite(t *testing.T) {
 				t.Errorf("config check of snodod's configuration: %d\n%s", c.status, c.stderr)
 			}
 			cfg, err := config.Load(config.Options{File: target, Env: env})
+			if err == nil && cfg.Sandbox.Level != "standard" {
+				t.Errorf("the configuration import --write made has sandbox level %q, want standard (a new configuration)", cfg.Sandbox.Level)
+			}
 			if err != nil || cfg.Upstream("github") == nil {
 				t.Fatalf("snodod's configuration lacks github: %v", err)
 			}

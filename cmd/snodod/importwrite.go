@@ -72,6 +72,10 @@ func writeInPlace(cf *config.ClientFile, entries []imported, secrets []secret, e
 	}
 	if text != "" {
 		text += "\n"
+	} else {
+		// A new configuration: written for the sandbox, so its servers
+		// get the standard one (docs/config.md, "Sandbox").
+		text = newConfigSandbox
 	}
 	text += "# Imported from " + abs + " by snodod import.\n" + importTOML(entries, secrets)
 
@@ -122,6 +126,16 @@ func writeInPlace(cf *config.ClientFile, entries []imported, secrets []secret, e
 	fmt.Println("a running daemon hosts them after its next reload (kill -HUP, or systemctl --user reload snodod)")
 	return nil
 }
+
+// newConfigSandbox opens a configuration file import --write makes.
+const newConfigSandbox = `# Every hosted server runs in a sandbox of its own (docs/security.md,
+# "Sandbox"): the system read-only, read-write what its arguments, cwd and
+# roots name, a private home for its caches; never ~/.ssh or snodod's
+# tokens. "strict" also takes the network away; "off" runs it unconfined.
+[sandbox]
+level = "standard"
+
+`
 
 // writeTemp writes b to a new file beside path, of mode perm, and returns
 // its name.

@@ -201,7 +201,7 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "UPSTREAM\tSTATE\tINSTANCE\tPID\tERA\tUPTIME\tRESTARTS\tIN-FLIGHT\tSESSIONS\tTOOLS\tPROMPTS\tRESOURCES\tLAST EXIT")
+	fmt.Fprintln(tw, "UPSTREAM\tSTATE\tINSTANCE\tPID\tERA\tUPTIME\tRESTARTS\tIN-FLIGHT\tSESSIONS\tTOOLS\tPROMPTS\tRESOURCES\tCPU\tRSS\tSANDBOX\tLAST EXIT")
 	for _, r := range rows {
 		pid, up, era := "-", "-", "-"
 		switch {
@@ -223,11 +223,23 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 			}
 			return fmt.Sprint(n)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Name, r.State, cutLeft(r.Instance, instanceWidth), pid, era, up,
-			r.Restarts, r.InFlight, r.Sessions, counts(r.Tools), counts(r.Prompts), counts(r.Resources+r.Templates), exit)
+		cpu, rss := "-", "-"
+		if r.PID != 0 {
+			cpu = (time.Duration(r.CPUMs) * time.Millisecond).Round(10 * time.Millisecond).String()
+			rss = fmt.Sprintf("%.1fM", float64(r.RSSBytes)/(1<<20))
+		}
+		box := orDash(r.Sandbox)
+		if len(r.Unenforced) > 0 {
+			box += "!" // what is not enforced: the line below
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.State, cutLeft(r.Instance, instanceWidth), pid, era, up,
+			r.Restarts, r.InFlight, r.Sessions, counts(r.Tools), counts(r.Prompts), counts(r.Resources+r.Templates), cpu, rss, box, exit)
 	}
 	tw.Flush()
 	for _, r := range rows {
+		if len(r.Unenforced) > 0 {
+			fmt.Fprintf(w, "%s: sandbox %s, not enforced on this kernel: %s\n", r.Name, r.Sandbox, strings.Join(r.Unenforced, "; "))
+		}
 		if r.URL != "" {
 			auth := ""
 			if r.Auth != "" {

@@ -193,4 +193,17 @@ type Upstream struct {
 	// Truncated says which of its lists were cut at their bounds (10,000
 	// items, 100 pages), from the catalog.
 	Truncated []string `json:"truncated,omitempty"`
+
+	// Sandbox is the sandbox level in force for its process (standard,
+	// strict; "off" for an unconfined one; "" for a remote server), from
+	// the launcher's report once it started; Unenforced what that level
+	// asks for and this kernel did not enforce (docs/security.md,
+	// "Sandbox").
+	Sandbox    string   `json:"sandbox,omitempty"`
+	Unenforced []string `json:"unenforced,omitempty"`
+	// CPUMs and RSSBytes are what its running process and the whole tree
+	// under it use: CPU time (user and system, reaped children included)
+	// in milliseconds, resident memory summed over the tree's processes.
+	CPUMs    int64 `json:"cpu_ms,omitempty"`
+	RSSBytes int64 `json:"rss_bytes,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,6 +46,11 @@ type Process struct {
 	PID, PPID, PGID int
 	StartTime       uint64 // clock ticks since boot
 	State           byte   // 'R', 'S', 'Z' (exited, not reaped) …
+	// CPUTicks is the CPU time it and its reaped children used, user and
+	// system, in clock ticks (fields 14 to 17); RSSPages its resident
+	// pages (field 24).
+	CPUTicks uint64
+	RSSPages int64
 }
 
 // Exited reports whether the process has exited (a zombie has).
@@ -110,5 +116,47 @@ func parseStat(b []byte) (Process, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return Process{}, fmt.Errorf("parse /proc stat: %w", err)
 	}
+	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+		n, _ := strconv.ParseUint(string(f[i]), 10, 64)
+		p.CPUTicks += n
+	}
+	if len(f) > 21 {
+		p.RSSPages, _ = strconv.ParseInt(string(f[21]), 10, 64)
+	}
 	return p, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every
+// Linux architecture Go supports.
+const clockTicks = 100
+
+// Usage is what a process tree uses: CPU time and resident memory.
+type Usage struct {
+	// CPU is the user and system time of the tree's live processes and
+	// of the children they reaped.
+	CPU time.Duration
+	// RSSBytes is the resident memory of the live processes, summed
+	// (pages they share count once per process).
+	RSSBytes int64
+}
+
+// TreeUsage sums the usage of pid and its live descendants (a sandbox's
+// PID namespace holds its whole tree there; without one, a descendant
+// that lost its parent is not counted).
+func TreeUsage(pid int) (Usage, error) {
+	st, err := StartTime(pid)
+	if err != nil {
+		return Usage{}, err
+	}
+	page := int64(os.Getpagesize())
+	var u Usage
+	for _, m := range walk([]member{{pid, st}}) {
+		p, err := ReadProcess(m.pid)
+		if err != nil || p.StartTime != m.start {
+			continue
+		}
+		u.CPU += time.Duration(p.CPUTicks) * time.Second / clockTicks
+		u.RSSBytes += p.RSSPages * page
+	}
+	return u, nil
 }

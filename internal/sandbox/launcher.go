@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -232,7 +233,11 @@ func (l *launcher) why(asked bool, ns string) string {
 
 // environment is the server's environment: the plan's, with its home, its
 // caches and temporary directory pointing where it may write, and the
-// user's agent sockets (ssh, gpg, D-Bus) removed.
+// user's agent sockets (ssh, gpg, D-Bus) removed; then the launcher's own
+// environment, which Wrap empties and only the daemon's process starter
+// fills after it (internal/proc's group marker, SNODOD_GROUP, by which the
+// daemon finds what a server leaves behind), so that it reaches the server
+// and everything the server starts.
 func (l *launcher) environment() []string {
 	home := l.pl.Policy.Home
 	tmp := "/tmp"
@@ -262,7 +267,17 @@ func (l *launcher) environment() []string {
 	for _, k := range []string{"HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "npm_config_cache", "UV_CACHE_DIR", "TMPDIR"} {
 		env = append(env, k+"="+set[k])
 	}
-	return env
+	own := os.Environ()
+	if len(own) == 0 {
+		return env
+	}
+	mine := make(map[string]bool, len(own))
+	for _, kv := range own {
+		k, _, _ := strings.Cut(kv, "=")
+		mine[k] = true
+	}
+	env = slices.DeleteFunc(env, func(kv string) bool { k, _, _ := strings.Cut(kv, "="); return mine[k] })
+	return append(env, own...)
 }
 
 // send writes one message on the report pipe.

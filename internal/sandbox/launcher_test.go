@@ -338,6 +338,51 @@ func TestProcStart(t *testing.T) {
 	}
 }
 
+// TestProcMarker: the group marker proc.Start gives the launcher reaches
+// the server and its children (the daemon finds an escapee by it), and
+// the server's own environment is kept beside it.
+func TestProcMarker(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		k    func() Kernel
+	}{{"namespaces", Probe}, {"none", noNamespaces}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "namespaces" {
+				needNamespaces(t)
+			}
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			cmd := exec.Command("/bin/sh", "-c", `sh -c 'echo "$SNODOD_GROUP $MINE"'`)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "MINE=kept", proc.MarkerEnv + "=forged"}
+			cmd.Stdout = w
+			l, err := wrap(cmd, testPolicy(t), tc.k)
+			if err != nil {
+				w.Close()
+				t.Fatal(err)
+			}
+			g, err := proc.Start(cmd)
+			w.Close()
+			if err != nil {
+				l.Close()
+				t.Fatal(err)
+			}
+			if _, err := l.Started(); err != nil {
+				t.Fatal(err)
+			}
+			out, _ := io.ReadAll(r)
+			if err := l.Exited(g.Wait()); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := strings.TrimSpace(string(out)), g.Marker()+" kept"; got != want {
+				t.Errorf("the server's child sees %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // TestDroppedCloneFlags: a caller that replaces SysProcAttr loses the
 // namespaces; the launcher notices (it compares its namespaces with the
 // daemon's), says so, and still applies the rest.

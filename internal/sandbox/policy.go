@@ -147,6 +147,11 @@ type Policy struct {
 	// working directory and Roots name; Strict: Roots only); non-nil
 	// replaces that guess, Roots still added.
 	Paths []string
+	// GuessFrom, when non-nil, are the arguments Standard's guess reads
+	// instead of the command's own: an exec tool's fixed arguments, since
+	// the rest of its argv is a call's values, which a client chooses and
+	// must not be granted. Empty: nothing is guessed from arguments.
+	GuessFrom []string
 	// ReadOnly are more read-only paths, beyond the system's (/usr, /lib*,
 	// /bin, /sbin, /etc, /nix/store) and the command's own files (the
 	// command resolved on the child's PATH and its symlinks, its

@@ -124,9 +124,13 @@ func resolve(p Policy, argv, env []string, dir string) (string, []Grant, error) 
 	for _, root := range p.Roots {
 		r.add(root, true, "root", false)
 	}
-	if guess {
-		for _, arg := range argv[1:] {
-			r.argument(arg)
+	if p.Level == Standard {
+		args := argv[1:]
+		if p.GuessFrom != nil {
+			args = p.GuessFrom
+		}
+		for _, arg := range args {
+			r.argument(arg, guess)
 		}
 	}
 	if dir != "" {
@@ -247,10 +251,12 @@ func (r *resolver) isHomeOrDotDir(dir string) bool {
 }
 
 // argument grants what one argument names: an absolute directory
-// read-write, an absolute file's project read-only (a script needs its
-// node_modules or virtual environment). "--flag=/path" names /path. The
-// root directory is never guessed.
-func (r *resolver) argument(arg string) {
+// read-write (when dirs: the guess, which Paths replaces), an absolute
+// file's project read-only (a script needs its node_modules or virtual
+// environment: the program's own files, which declared paths do not
+// replace). "--flag=/path" names /path. The root directory is never
+// guessed.
+func (r *resolver) argument(arg string, dirs bool) {
 	var candidates []string
 	if filepath.IsAbs(arg) {
 		candidates = append(candidates, arg)
@@ -264,7 +270,9 @@ func (r *resolver) argument(arg string) {
 			continue
 		}
 		if fi.IsDir() {
-			r.add(c, true, "argument", false)
+			if dirs {
+				r.add(c, true, "argument", false)
+			}
 			continue
 		}
 		r.add(r.project(c), false, "argument's project", false)

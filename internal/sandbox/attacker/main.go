@@ -6,6 +6,12 @@
 // sandbox grants the directories a command's arguments name.
 //
 //	attacker read|write|connect|unix|ptrace|environ|signal|mount|forkbomb|alloc|escape|hello
+//
+// "attacker mcp" is the same as a hosted MCP server (NDJSON on stdin and
+// stdout), for the suite run through the daemon: its one tool, attack,
+// runs the attacker again as a child with {"mode", "path", "addr", "pid",
+// "marker"}
+// as its ATTACK_* variables and answers with the child's JSON line.
 package main
 
 import (
@@ -48,6 +54,9 @@ func main() {
 		}
 	case "escapee":
 		escapee()
+		return
+	case "mcp":
+		serveMCP()
 		return
 	}
 	var r result
@@ -213,4 +222,68 @@ func escapee() {
 	for {
 		time.Sleep(time.Hour)
 	}
+}
+
+// serveMCP answers initialize, tools/list, tools/call (attack) and ping,
+// and -32601 to anything else (the daemon's era probe included), one line
+// at a time, until stdin ends.
+func serveMCP() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	for in.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string            `json:"protocolVersion"`
+				Arguments       map[string]string `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
+			continue // a notification
+		}
+		var res any
+		switch req.Method {
+		case "initialize":
+			res = map[string]any{"protocolVersion": req.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "attacker", "version": "1"}}
+		case "ping":
+			res = map[string]any{}
+		case "tools/list":
+			res = map[string]any{"tools": []any{map[string]any{"name": "attack", "inputSchema": map[string]any{"type": "object"}}}}
+		case "tools/call":
+			a := req.Params.Arguments
+			cmd := exec.Command("/proc/self/exe", a["mode"])
+			cmd.Env = append(os.Environ(), "ATTACK_PATH="+a["path"], "ATTACK_ADDR="+a["addr"], "ATTACK_PID="+a["pid"], "ATTACK_MARKER="+a["marker"])
+			text, err := runAttack(cmd)
+			if err != nil {
+				b, _ := json.Marshal(result{Errno: "other", Detail: "run: " + err.Error()})
+				text = string(b)
+			}
+			res = map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}
+		default:
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+			os.Stdout.Write(append(b, '\n'))
+			continue
+		}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
+		os.Stdout.Write(append(b, '\n'))
+	}
+}
+
+// runAttack runs cmd in a process group of its own, reads its one line,
+// and kills the group: what a fork bomb leaves would hold its output open.
+func runAttack(cmd *exec.Cmd) (string, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	return line, err
 }
