@@ -64,6 +64,7 @@ type Server struct {
 	templateOrder []string
 	prompts       map[string]*promptEntry
 	ext           extensions // relay hooks (relay_hooks.go)
+	observer      atomic.Pointer[observerBox]
 }
 
 // Each entry is a registered item, or a relayed one (relay non-nil: the

@@ -83,6 +83,9 @@ func (m *Manager) passThrough(name string) (*server.Server, error) {
 		return nil, err
 	}
 	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv, upstream: name})
+	if o := m.opts.Observer; o != nil {
+		srv.SetObserver(passObserver{o: o, upstream: name})
+	}
 	srv.SetReadFallback(m.handler(name, "resources/read", ""))
 	m.mu.Lock()
 	if prev, ok := m.passViews[name]; ok {
@@ -388,4 +391,19 @@ func (m *Manager) resourceUpdated(name, uri string) {
 	for _, s := range srvs {
 		s.ResourceUpdated(uri)
 	}
+}
+
+// passObserver tells the daemon's Observer of a pass-through view's
+// requests: everything relayed there is its one upstream's, read
+// fallbacks included.
+type passObserver struct {
+	o        server.Observer
+	upstream string
+}
+
+func (p passObserver) RequestEnded(e *server.RequestEnd) {
+	if e.Relayed {
+		e.Owner = p.upstream
+	}
+	p.o.RequestEnded(e)
 }
