@@ -1,0 +1,133 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/limits"
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+)
+
+// Options are where the scrape-time metrics come from. Each function is
+// called once per scrape, on the scraping goroutine; nil leaves its
+// metrics out.
+type Options struct {
+	// Status is the daemon's snapshot, as `snodod status` shows it.
+	Status func() *control.Status
+	// Limits are the limits in force (reloaded ones included).
+	Limits func() limits.Limits
+	// AdminRefused counts the admin listener's own refusals by reason.
+	AdminRefused func() map[string]uint64
+	// Usage reads a hosted server's process tree; nil is proc.TreeUsage.
+	Usage func(pid int) (proc.Usage, error)
+}
+
+// Metrics is the registry and the request instruments. Its methods may
+// be called concurrently.
+type Metrics struct {
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	upstream  *prometheus.HistogramVec
+	collector *statusCollector
+}
+
+var _ server.Observer = (*Metrics)(nil)
+
+// Latency buckets, in seconds: from a cached list (sub-millisecond) to a
+// long tool run. Native histograms refine them where the scraper asks for
+// protobuf.
+var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+func histogramOpts(name, help string) prometheus.HistogramOpts {
+	return prometheus.HistogramOpts{
+		Name: name, Help: help, Buckets: latencyBuckets,
+		NativeHistogramBucketFactor:     1.1,
+		NativeHistogramMaxBucketNumber:  160,
+		NativeHistogramMinResetDuration: time.Hour,
+	}
+}
+
+// New returns the daemon's metrics: the request instruments, the
+// scrape-time collector of o, and the Go runtime's and the process's own
+// collectors (go_*, process_*).
+func New(o Options) *Metrics {
+	if o.Usage == nil {
+		o.Usage = proc.TreeUsage
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snodod_requests_total",
+			Help: "Requests served by the runtime, by method, tool (tools/call), upstream (relayed) and outcome (ok, error with its JSON-RPC code, cancelled, timed_out).",
+		}, []string{"method", "tool", "upstream", "outcome", "code"}),
+		latency: prometheus.NewHistogramVec(histogramOpts("snodod_request_duration_seconds",
+			"Time from dispatch to the handler's return, by method, tool and upstream."), []string{"method", "tool", "upstream"}),
+		upstream: prometheus.NewHistogramVec(histogramOpts("snodod_upstream_request_duration_seconds",
+			"Time a relayed request spent with its hosted server (queue, start and answer), by upstream and method."), []string{"upstream", "method"}),
+		collector: newStatusCollector(o),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.upstream, m.collector,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry: OpenMetrics, Prometheus text or protobuf
+// (native histograms) as the scraper's Accept header asks. A collector's
+// failure is served as a 500 naming it.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorHandling: promhttp.HTTPErrorOnError})
+}
+
+// Gather returns the registry's metric families (tests, promtool).
+func (m *Metrics) Gather() prometheus.Gatherer { return m.reg }
+
+// RequestEnded counts a request and observes its latencies (the
+// server.Observer of every runtime of the daemon). It never blocks.
+func (m *Metrics) RequestEnded(e *server.RequestEnd) {
+	tool := ""
+	if e.Method == "tools/call" {
+		tool = e.Item
+	}
+	method := e.Method
+	if !knownMethod(method) {
+		method = "other" // a client's invention, answered -32601
+	}
+	outcome, code := outcomeOf(e)
+	m.requests.WithLabelValues(method, tool, e.Owner, outcome, code).Inc()
+	m.latency.WithLabelValues(method, tool, e.Owner).Observe(e.Duration.Seconds())
+	if e.Relayed {
+		m.upstream.WithLabelValues(e.Owner, method).Observe(e.UpstreamDuration.Seconds())
+	}
+}
+
+// knownMethod reports whether either era serves method
+// (docs/protocol.md §3.1).
+func knownMethod(method string) bool {
+	return protocol.Availability(protocol.Legacy, method) == nil || protocol.Availability(protocol.Modern, method) == nil
+}
+
+// outcomeOf names a request's outcome and, for an error, its code: one of
+// JSON-RPC's reserved range (-32768 to -32000), else "other", so that a
+// hosted server's own codes cannot grow the label set.
+func outcomeOf(e *server.RequestEnd) (outcome, code string) {
+	switch {
+	case e.TimedOut:
+		return "timed_out", ""
+	case e.Cancelled:
+		return "cancelled", ""
+	case e.Err == nil:
+		return "ok", ""
+	case e.Err.Code >= -32768 && e.Err.Code <= -32000:
+		return "error", strconv.FormatInt(e.Err.Code, 10)
+	}
+	return "error", "other"
+}
