@@ -40,7 +40,7 @@ func newFixture() *fixture {
 			{Name: "mem", State: control.StateBackoff, Restarts: 1},
 			{Name: "web", State: control.StateReady, URL: "https://example.invalid/mcp", Since: started},
 		},
-		HTTP:    &control.HTTP{Sessions: 5, Streams: 2, Requests2026: 7, RequestsLegacy: 9, Refused: map[string]uint64{"origin": 1}},
+		HTTP:    &control.HTTP{Sessions: 5, Streams: 2, Requests2026: 7, RequestsLegacy: 9, Refused: map[string]uint64{"origin": 1}, Statuses: map[int]uint64{200: 12, 403: 1}},
 		Refused: map[string]int64{"uid": 3},
 	}}
 }
@@ -204,6 +204,12 @@ snodod_executor_queued 4
 # HELP snodod_buffered_bytes_limit daemon.max_buffered_bytes, the budget snodod_buffered_bytes is held to.
 # TYPE snodod_buffered_bytes_limit gauge
 snodod_buffered_bytes_limit 6.4e+07
+`,
+		"snodod_http_responses_total": `
+# HELP snodod_http_responses_total Responses of the HTTP listener that ended, by status code.
+# TYPE snodod_http_responses_total counter
+snodod_http_responses_total{code="200"} 12
+snodod_http_responses_total{code="403"} 1
 `,
 		"snodod_http_requests_total": `
 # HELP snodod_http_requests_total Requests the HTTP listener served, by era.

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,39 +37,40 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	descInfo         = desc("snodod_build_info", "The daemon's version, always 1.", "version")
-	descStart        = desc("snodod_start_time_seconds", "When the daemon started, in seconds since the epoch.")
-	descDraining     = desc("snodod_draining", "1 once a drain has begun (shutdown or upgrade), else 0.")
-	descSessions     = desc("snodod_sessions", "Sessions open, by kind (pipe, socket, pty, http) and era (legacy, 2026, none before the first request).", "kind", "era")
-	descSessionsMax  = desc("snodod_sessions_limit", "daemon.max_sessions.")
-	descInFlight     = desc("snodod_session_requests_in_flight", "Requests the sessions have in flight, all sessions together.")
-	descBytesIn      = desc("snodod_received_bytes_total", "Bytes read from clients, by session kind (up to each ended session's last scrape).", "kind")
-	descBytesOut     = desc("snodod_sent_bytes_total", "Bytes written to clients, by session kind (up to each ended session's last scrape).", "kind")
-	descRunning      = desc("snodod_executor_running", "Executor slots busy (handlers cancelled but not yet returned included).")
-	descDetached     = desc("snodod_executor_detached", "Handlers that gave their slot back while they wait (relayed calls).")
-	descQueued       = desc("snodod_executor_queued", "Admitted requests waiting for an executor slot.")
-	descSlots        = desc("snodod_executor_slots", "executor.max_concurrency: the executor's slots.")
-	descQueueMax     = desc("snodod_executor_queue_limit", "executor.max_queue: requests that may wait for a slot.")
-	descBuffered     = desc("snodod_buffered_bytes", "Bytes of unfinished lines and pending output all sessions hold.")
-	descBufferedMax  = desc("snodod_buffered_bytes_limit", "daemon.max_buffered_bytes, the budget snodod_buffered_bytes is held to.")
-	descPendingMax   = desc("snodod_session_pending_output_bytes_limit", "session.max_pending_output_bytes, each session's output budget.")
-	descRefused      = desc("snodod_refused_connections_total", "Clients refused before they were served, by listener (socket, http, admin) and reason.", "listener", "reason")
-	descHTTPRequests = desc("snodod_http_requests_total", "Requests the HTTP listener served, by era.", "era")
-	descHTTPStreams  = desc("snodod_http_streams", "Open SSE responses of the HTTP listener.")
-	descUpInstances  = desc("snodod_upstream_instances", "Instances of a hosted server, by state.", "upstream", "state")
-	descUpRestarts   = desc("snodod_upstream_restarts_total", "Restarts of a hosted server's instances (those alive now).", "upstream")
-	descUpStart      = desc("snodod_upstream_start_time_seconds", "When the most recently started ready instance of a hosted server became ready, in seconds since the epoch.", "upstream")
-	descUpInFlight   = desc("snodod_upstream_requests_in_flight", "Requests a hosted server's instances have in flight.", "upstream")
-	descUpQueued     = desc("snodod_upstream_requests_queued", "Requests waiting for a hosted server's instances.", "upstream")
-	descUpRefused    = desc("snodod_upstream_refused_requests_total", "Requests refused by a hosted server's queue bound (instances alive now).", "upstream")
-	descUpSessions   = desc("snodod_upstream_sessions", "Sessions using a hosted server.", "upstream")
-	descUpCPU        = desc("snodod_upstream_cpu_seconds_total", "CPU time of a hosted server's running process trees (user and system).", "upstream")
-	descUpRSS        = desc("snodod_upstream_resident_memory_bytes", "Resident memory of a hosted server's running process trees.", "upstream")
-	descUpProcs      = desc("snodod_upstream_processes", "Processes in a hosted server's running process trees.", "upstream")
-	upstreamStates   = []string{control.StateStopped, control.StateStarting, control.StateReady, control.StateBackoff, control.StateFailed, control.StateDisabled, control.StateDraining}
-	allDescs         = []*prometheus.Desc{descInfo, descStart, descDraining, descSessions, descSessionsMax, descInFlight, descBytesIn, descBytesOut, descRunning, descDetached, descQueued, descSlots, descQueueMax, descBuffered, descBufferedMax, descPendingMax, descRefused, descHTTPRequests, descHTTPStreams, descUpInstances, descUpRestarts, descUpStart, descUpInFlight, descUpQueued, descUpRefused, descUpSessions, descUpCPU, descUpRSS, descUpProcs}
-	sessionKinds     = []string{"pipe", "socket", "pty"}
-	sessionEras      = []string{"legacy", "2026", "none"}
+	descInfo          = desc("snodod_build_info", "The daemon's version, always 1.", "version")
+	descStart         = desc("snodod_start_time_seconds", "When the daemon started, in seconds since the epoch.")
+	descDraining      = desc("snodod_draining", "1 once a drain has begun (shutdown or upgrade), else 0.")
+	descSessions      = desc("snodod_sessions", "Sessions open, by kind (pipe, socket, pty, http) and era (legacy, 2026, none before the first request).", "kind", "era")
+	descSessionsMax   = desc("snodod_sessions_limit", "daemon.max_sessions.")
+	descInFlight      = desc("snodod_session_requests_in_flight", "Requests the sessions have in flight, all sessions together.")
+	descBytesIn       = desc("snodod_received_bytes_total", "Bytes read from clients, by session kind (up to each ended session's last scrape).", "kind")
+	descBytesOut      = desc("snodod_sent_bytes_total", "Bytes written to clients, by session kind (up to each ended session's last scrape).", "kind")
+	descRunning       = desc("snodod_executor_running", "Executor slots busy (handlers cancelled but not yet returned included).")
+	descDetached      = desc("snodod_executor_detached", "Handlers that gave their slot back while they wait (relayed calls).")
+	descQueued        = desc("snodod_executor_queued", "Admitted requests waiting for an executor slot.")
+	descSlots         = desc("snodod_executor_slots", "executor.max_concurrency: the executor's slots.")
+	descQueueMax      = desc("snodod_executor_queue_limit", "executor.max_queue: requests that may wait for a slot.")
+	descBuffered      = desc("snodod_buffered_bytes", "Bytes of unfinished lines and pending output all sessions hold.")
+	descBufferedMax   = desc("snodod_buffered_bytes_limit", "daemon.max_buffered_bytes, the budget snodod_buffered_bytes is held to.")
+	descPendingMax    = desc("snodod_session_pending_output_bytes_limit", "session.max_pending_output_bytes, each session's output budget.")
+	descRefused       = desc("snodod_refused_connections_total", "Clients refused before they were served, by listener (socket, http, admin) and reason.", "listener", "reason")
+	descHTTPRequests  = desc("snodod_http_requests_total", "Requests the HTTP listener served, by era.", "era")
+	descHTTPStreams   = desc("snodod_http_streams", "Open SSE responses of the HTTP listener.")
+	descHTTPResponses = desc("snodod_http_responses_total", "Responses of the HTTP listener that ended, by status code.", "code")
+	descUpInstances   = desc("snodod_upstream_instances", "Instances of a hosted server, by state.", "upstream", "state")
+	descUpRestarts    = desc("snodod_upstream_restarts_total", "Restarts of a hosted server's instances (those alive now).", "upstream")
+	descUpStart       = desc("snodod_upstream_start_time_seconds", "When the most recently started ready instance of a hosted server became ready, in seconds since the epoch.", "upstream")
+	descUpInFlight    = desc("snodod_upstream_requests_in_flight", "Requests a hosted server's instances have in flight.", "upstream")
+	descUpQueued      = desc("snodod_upstream_requests_queued", "Requests waiting for a hosted server's instances.", "upstream")
+	descUpRefused     = desc("snodod_upstream_refused_requests_total", "Requests refused by a hosted server's queue bound (instances alive now).", "upstream")
+	descUpSessions    = desc("snodod_upstream_sessions", "Sessions using a hosted server.", "upstream")
+	descUpCPU         = desc("snodod_upstream_cpu_seconds_total", "CPU time of a hosted server's running process trees (user and system).", "upstream")
+	descUpRSS         = desc("snodod_upstream_resident_memory_bytes", "Resident memory of a hosted server's running process trees.", "upstream")
+	descUpProcs       = desc("snodod_upstream_processes", "Processes in a hosted server's running process trees.", "upstream")
+	upstreamStates    = []string{control.StateStopped, control.StateStarting, control.StateReady, control.StateBackoff, control.StateFailed, control.StateDisabled, control.StateDraining}
+	allDescs          = []*prometheus.Desc{descInfo, descStart, descDraining, descSessions, descSessionsMax, descInFlight, descBytesIn, descBytesOut, descRunning, descDetached, descQueued, descSlots, descQueueMax, descBuffered, descBufferedMax, descPendingMax, descRefused, descHTTPRequests, descHTTPStreams, descHTTPResponses, descUpInstances, descUpRestarts, descUpStart, descUpInFlight, descUpQueued, descUpRefused, descUpSessions, descUpCPU, descUpRSS, descUpProcs}
+	sessionKinds      = []string{"pipe", "socket", "pty"}
+	sessionEras       = []string{"legacy", "2026", "none"}
 )
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -136,6 +138,9 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, descHTTPRequests, float64(h.Requests2026), "2026")
 		counter(ch, descHTTPRequests, float64(h.RequestsLegacy), "legacy")
 		gauge(ch, descHTTPStreams, float64(h.Streams))
+		for code, n := range h.Statuses {
+			counter(ch, descHTTPResponses, float64(n), strconv.Itoa(code))
+		}
 	}
 	c.collectUpstreams(ch, st.Upstreams)
 }
