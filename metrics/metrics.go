@@ -2,7 +2,10 @@ package metrics
 
 import (
 	"net/http"
+	"maps"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +41,22 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec
 	upstream  *prometheus.HistogramVec
 	collector *statusCollector
+	// series caches the instruments of each (method, tool, upstream):
+	// resolving a vector's labels hashes and validates every value, most
+	// of what a request would cost otherwise. Bounded as the labels are,
+	// so it is copied on write: a request reads it without a lock.
+	series   atomic.Pointer[map[seriesKey]*series]
+	seriesMu sync.Mutex // one writer at a time
+}
+
+type seriesKey struct{ method, tool, upstream string }
+
+// series is one label set's instruments; ok is its counter of the
+// outcome "ok", the others' are resolved when they happen.
+type series struct {
+	ok       prometheus.Counter
+	latency  prometheus.Observer
+	upstream prometheus.Observer // nil until a relayed request
 }
 
 var _ server.Observer = (*Metrics)(nil)
@@ -101,12 +120,43 @@ func (m *Metrics) RequestEnded(e *server.RequestEnd) {
 	if !knownMethod(method) {
 		method = "other" // a client's invention, answered -32601
 	}
-	outcome, code := outcomeOf(e)
-	m.requests.WithLabelValues(method, tool, e.Owner, outcome, code).Inc()
-	m.latency.WithLabelValues(method, tool, e.Owner).Observe(e.Duration.Seconds())
-	if e.Relayed {
-		m.upstream.WithLabelValues(e.Owner, method).Observe(e.UpstreamDuration.Seconds())
+	s := m.seriesOf(seriesKey{method, tool, e.Owner}, e.Relayed)
+	if outcome, code := outcomeOf(e); outcome == "ok" {
+		s.ok.Inc()
+	} else {
+		m.requests.WithLabelValues(method, tool, e.Owner, outcome, code).Inc()
 	}
+	s.latency.Observe(e.Duration.Seconds())
+	if e.Relayed {
+		s.upstream.Observe(e.UpstreamDuration.Seconds())
+	}
+}
+
+// seriesOf returns k's instruments, made at its first request (with the
+// upstream leg's once relayed).
+func (m *Metrics) seriesOf(k seriesKey, relayed bool) *series {
+	if p := m.series.Load(); p != nil {
+		if s := (*p)[k]; s != nil && (s.upstream != nil || !relayed) {
+			return s
+		}
+	}
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	old := map[seriesKey]*series{}
+	if p := m.series.Load(); p != nil {
+		old = *p
+	}
+	if s := old[k]; s != nil && (s.upstream != nil || !relayed) {
+		return s // another request made it meanwhile
+	}
+	s := &series{ok: m.requests.WithLabelValues(k.method, k.tool, k.upstream, "ok", ""), latency: m.latency.WithLabelValues(k.method, k.tool, k.upstream)}
+	if relayed {
+		s.upstream = m.upstream.WithLabelValues(k.upstream, k.method)
+	}
+	next := maps.Clone(old)
+	next[k] = s
+	m.series.Store(&next)
+	return s
 }
 
 // knownMethod reports whether either era serves method

@@ -64,6 +64,7 @@ func newTestMetrics(f *fixture) *Metrics {
 // Every request outcome lands under its labels: ok, an error with its
 // code (a hosted server's own code as "other"), cancelled, timed out;
 // an unknown method as "other"; the upstream leg only for relayed ones.
+// A label set's "ok" series exists, at 0, from its first request on.
 func TestRequestMetrics(t *testing.T) {
 	m := newTestMetrics(newFixture())
 	ends := []server.RequestEnd{
@@ -82,8 +83,11 @@ func TestRequestMetrics(t *testing.T) {
 	want := `
 # HELP snodod_requests_total Requests served by the runtime, by method, tool (tools/call), upstream (relayed) and outcome (ok, error with its JSON-RPC code, cancelled, timed_out).
 # TYPE snodod_requests_total counter
+snodod_requests_total{code="",method="other",outcome="ok",tool="",upstream=""} 0
+snodod_requests_total{code="",method="prompts/get",outcome="ok",tool="",upstream=""} 0
 snodod_requests_total{code="",method="prompts/get",outcome="timed_out",tool="",upstream=""} 1
 snodod_requests_total{code="",method="tools/call",outcome="cancelled",tool="echo",upstream=""} 1
+snodod_requests_total{code="",method="tools/call",outcome="ok",tool="echo",upstream=""} 0
 snodod_requests_total{code="",method="tools/call",outcome="ok",tool="mem__read",upstream="mem"} 2
 snodod_requests_total{code="",method="tools/list",outcome="ok",tool="",upstream=""} 1
 snodod_requests_total{code="-32601",method="other",outcome="error",tool="",upstream=""} 1
