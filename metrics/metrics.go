@@ -1,8 +1,8 @@
 package metrics
 
 import (
-	"net/http"
 	"maps"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
