@@ -115,6 +115,9 @@ type Admin struct {
 	// the daemon's and Daemon.AllowedUIDs must send. Empty: none, and
 	// only those users are served.
 	AuthTokenFile string `koanf:"auth_token_file"`
+	// NativeHistograms gives the latency histograms native (sparse)
+	// buckets beside the classic ones.
+	NativeHistograms bool `koanf:"native_histograms"`
 }
 
 // HTTP holds the Streamable HTTP listener's settings (docs/protocol.md §13).

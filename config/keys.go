@@ -152,6 +152,7 @@ var keyed = []*spec{
 	{name: "http.max_header_bytes", rule: positiveInt(), desc: "Largest request header block accepted, in bytes; more gets 431."},
 	{name: "admin.listen", flag: "admin", daemonOnly: true, rule: scalar(`must be empty, a loopback host:port (such as "127.0.0.1:9464" or ":9464"), or unix: and an absolute path of at most 107 bytes`, validListen), desc: "Admin listener address (/metrics); empty: off; a host-less :port binds 127.0.0.1; unix:PATH listens on a Unix socket of mode 0600 (${VAR} and ${VAR:-default} are expanded); never a non-loopback address."},
 	{name: "admin.auth_token_file", rule: anyString(), desc: "File holding the bearer token the admin listener asks of local users other than the daemon's and daemon.allowed_uids (Authorization: Bearer). Empty: none; only those users are served."},
+	{name: "admin.native_histograms", rule: anyBool(), desc: "Give the latency histograms native buckets (factor 1.1) beside the classic ones, for a Prometheus that scrapes them; false keeps only the classic buckets, which cost less per request."},
 	{name: "upstreams.import", rule: eachString("entries must be file paths", func(s string) bool { return s != "" }), desc: "Client configuration files whose mcpServers are hosted too; snodod's own entries win."},
 	{name: "upstreams.max_children", rule: positiveInt(), desc: "Upstream processes running at once, all upstreams together; a start beyond it gets -31002."},
 	{name: "upstreams.max_in_flight", rule: positiveInt(), desc: "Requests one upstream instance has in flight; more wait in its queue."},

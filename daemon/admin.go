@@ -55,8 +55,9 @@ func (d *Daemon) newMetrics(cfg *config.Config) {
 		return
 	}
 	d.metrics = metrics.New(metrics.Options{
-		Status: d.Status,
-		Limits: func() limits.Limits { return d.gen.Load().limits },
+		ClassicOnly: !cfg.Admin.NativeHistograms,
+		Status:      d.Status,
+		Limits:      func() limits.Limits { return d.gen.Load().limits },
 		AdminRefused: func() map[string]uint64 {
 			if a := d.adminGate.Load(); a != nil {
 				return a.Refused()

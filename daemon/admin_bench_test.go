@@ -17,32 +17,43 @@ import (
 // BenchmarkCallMetrics is one echo tools/call of a session of the socket,
 // 32 in flight, on two daemons side by side: one with the metrics off (no
 // admin.listen: nothing observes the runtime), one with them on
-// (admin.listen set, scraped once a second). Each iteration is a batch of
-// calls on each, alternately, so that both see the same machine; it
+// (admin.listen set, scraped once a second), with native histogram
+// buckets (the default) and with classic ones only
+// (admin.native_histograms = false). Each iteration is a batch of calls
+// on each daemon, alternately, so that both see the same machine; it
 // reports the process's CPU time per call of each (the daemon's and the
 // client's: both run in this process) and the difference in percent
-// (docs/bench.md, "Metrics"; the goal: at most 5 %).
+// (docs/observability.md, "Cost"; the goal: at most 5 %). The cheapest call
+// there is: a relayed one costs the same in absolute terms, a smaller
+// share of it.
 func BenchmarkCallMetrics(b *testing.B) {
-	off := newBenchDaemon(b, nil)
-	on := newBenchDaemon(b, map[string]any{"admin.listen": "127.0.0.1:0"})
-	stop := scrapeEvery("http://"+on.d.adminAddr()+"/metrics", time.Second)
-	defer stop()
-	const batch = 256
-	off.calls(b, batch) // warm both up
-	on.calls(b, batch)
-	var offCPU, onCPU int64
-	calls := 0
-	for b.Loop() {
-		c0 := processCPU()
-		off.calls(b, batch)
-		c1 := processCPU()
-		on.calls(b, batch)
-		c2 := processCPU()
-		offCPU, onCPU, calls = offCPU+c1-c0, onCPU+c2-c1, calls+batch
+	for _, bc := range []struct {
+		name   string
+		native bool
+	}{{"native", true}, {"classic", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			off := newBenchDaemon(b, nil)
+			on := newBenchDaemon(b, map[string]any{"admin.listen": "127.0.0.1:0", "admin.native_histograms": bc.native})
+			stop := scrapeEvery("http://"+on.d.adminAddr()+"/metrics", time.Second)
+			defer stop()
+			const batch = 256
+			off.calls(b, batch) // warm both up
+			on.calls(b, batch)
+			var offCPU, onCPU int64
+			calls := 0
+			for b.Loop() {
+				c0 := processCPU()
+				off.calls(b, batch)
+				c1 := processCPU()
+				on.calls(b, batch)
+				c2 := processCPU()
+				offCPU, onCPU, calls = offCPU+c1-c0, onCPU+c2-c1, calls+batch
+			}
+			b.ReportMetric(float64(offCPU)/float64(calls), "off-cpu-ns/call")
+			b.ReportMetric(float64(onCPU)/float64(calls), "on-cpu-ns/call")
+			b.ReportMetric(100*float64(onCPU-offCPU)/float64(offCPU), "overhead-%")
+		})
 	}
-	b.ReportMetric(float64(offCPU)/float64(calls), "off-cpu-ns/call")
-	b.ReportMetric(float64(onCPU)/float64(calls), "on-cpu-ns/call")
-	b.ReportMetric(100*float64(onCPU-offCPU)/float64(offCPU), "overhead-%")
 }
 
 // benchDaemon is a daemon serving in the background and one session of

@@ -19,7 +19,7 @@ import (
 func families(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	m := newTestMetrics(newFixture())
-	m.RequestEnded(&server.RequestEnd{Method: "tools/call", Item: "mem__read", Relayed: true, Owner: "mem", Duration: time.Millisecond})
+	m.RequestEnded(server.RequestEnd{Method: "tools/call", Item: "mem__read", Relayed: true, Owner: "mem", Duration: time.Millisecond})
 	fams, err := m.Gather().Gather()
 	if err != nil {
 		t.Fatal(err)

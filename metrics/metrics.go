@@ -31,6 +31,10 @@ type Options struct {
 	AdminRefused func() map[string]uint64
 	// Usage reads a hosted server's process tree; nil is proc.TreeUsage.
 	Usage func(pid int) (proc.Usage, error)
+	// ClassicOnly leaves out the histograms' native buckets
+	// (admin.native_histograms = false), which are much of what an
+	// observation costs (docs/observability.md, "Cost").
+	ClassicOnly bool
 }
 
 // Metrics is the registry and the request instruments. Its methods may
@@ -66,13 +70,14 @@ var _ server.Observer = (*Metrics)(nil)
 // protobuf.
 var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 
-func histogramOpts(name, help string) prometheus.HistogramOpts {
-	return prometheus.HistogramOpts{
-		Name: name, Help: help, Buckets: latencyBuckets,
-		NativeHistogramBucketFactor:     1.1,
-		NativeHistogramMaxBucketNumber:  160,
-		NativeHistogramMinResetDuration: time.Hour,
+func histogramOpts(name, help string, classicOnly bool) prometheus.HistogramOpts {
+	o := prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}
+	if !classicOnly {
+		o.NativeHistogramBucketFactor = 1.1
+		o.NativeHistogramMaxBucketNumber = 160
+		o.NativeHistogramMinResetDuration = time.Hour
 	}
+	return o
 }
 
 // New returns the daemon's metrics: the request instruments, the
@@ -89,9 +94,9 @@ func New(o Options) *Metrics {
 			Help: "Requests served by the runtime, by method, tool (tools/call), upstream (relayed) and outcome (ok, error with its JSON-RPC code, cancelled, timed_out).",
 		}, []string{"method", "tool", "upstream", "outcome", "code"}),
 		latency: prometheus.NewHistogramVec(histogramOpts("snodod_request_duration_seconds",
-			"Time from dispatch to the handler's return, by method, tool and upstream."), []string{"method", "tool", "upstream"}),
+			"Time from dispatch to the handler's return, by method, tool and upstream.", o.ClassicOnly), []string{"method", "tool", "upstream"}),
 		upstream: prometheus.NewHistogramVec(histogramOpts("snodod_upstream_request_duration_seconds",
-			"Time a relayed request spent with its hosted server (queue, start and answer), by upstream and method."), []string{"upstream", "method"}),
+			"Time a relayed request spent with its hosted server (queue, start and answer), by upstream and method.", o.ClassicOnly), []string{"upstream", "method"}),
 		collector: newStatusCollector(o),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.upstream, m.collector,
@@ -111,7 +116,7 @@ func (m *Metrics) Gather() prometheus.Gatherer { return m.reg }
 
 // RequestEnded counts a request and observes its latencies (the
 // server.Observer of every runtime of the daemon). It never blocks.
-func (m *Metrics) RequestEnded(e *server.RequestEnd) {
+func (m *Metrics) RequestEnded(e server.RequestEnd) {
 	tool := ""
 	if e.Method == "tools/call" {
 		tool = e.Item
@@ -121,7 +126,7 @@ func (m *Metrics) RequestEnded(e *server.RequestEnd) {
 		method = "other" // a client's invention, answered -32601
 	}
 	s := m.seriesOf(seriesKey{method, tool, e.Owner}, e.Relayed)
-	if outcome, code := outcomeOf(e); outcome == "ok" {
+	if outcome, code := outcomeOf(&e); outcome == "ok" {
 		s.ok.Inc()
 	} else {
 		m.requests.WithLabelValues(method, tool, e.Owner, outcome, code).Inc()

@@ -21,8 +21,7 @@ func BenchmarkRequestEnded(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				e := bc.e
-				m.RequestEnded(&e)
+				m.RequestEnded(bc.e)
 			}
 		})
 	}

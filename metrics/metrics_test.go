@@ -78,7 +78,7 @@ func TestRequestMetrics(t *testing.T) {
 		{Method: "tools/list"},
 	}
 	for i := range ends {
-		m.RequestEnded(&ends[i])
+		m.RequestEnded(ends[i])
 	}
 	want := `
 # HELP snodod_requests_total Requests served by the runtime, by method, tool (tools/call), upstream (relayed) and outcome (ok, error with its JSON-RPC code, cancelled, timed_out).
@@ -268,7 +268,7 @@ func TestBytesSurviveSessionEnd(t *testing.T) {
 // scraper gets OpenMetrics when it asks for it.
 func TestExpositionLint(t *testing.T) {
 	m := newTestMetrics(newFixture())
-	m.RequestEnded(&server.RequestEnd{Method: "tools/call", Item: "mem__read", Relayed: true, Owner: "mem", Duration: time.Millisecond, UpstreamDuration: time.Millisecond})
+	m.RequestEnded(server.RequestEnd{Method: "tools/call", Item: "mem__read", Relayed: true, Owner: "mem", Duration: time.Millisecond, UpstreamDuration: time.Millisecond})
 	problems, err := testutil.GatherAndLint(m.Gather())
 	if err != nil {
 		t.Fatal(err)
@@ -315,4 +315,29 @@ func scrape(t *testing.T, url, accept string) string {
 		t.Fatalf("scrape: %d %s", resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// ClassicOnly (admin.native_histograms = false) leaves the native
+// buckets out; by default an observation has them.
+func TestClassicOnly(t *testing.T) {
+	for _, classic := range []bool{false, true} {
+		m := New(Options{ClassicOnly: classic})
+		m.RequestEnded(server.RequestEnd{Method: "tools/call", Item: "echo", Duration: time.Millisecond})
+		fams, err := m.Gather().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.GetName() != "snodod_request_duration_seconds" {
+				continue
+			}
+			h := f.GetMetric()[0].GetHistogram()
+			if native := len(h.GetPositiveSpan()) > 0; native == classic {
+				t.Errorf("classic only %v: native buckets %v", classic, native)
+			}
+			if len(h.GetBucket()) != len(latencyBuckets) {
+				t.Errorf("classic only %v: %d classic buckets, want %d", classic, len(h.GetBucket()), len(latencyBuckets))
+			}
+		}
+	}
 }

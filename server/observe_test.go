@@ -19,9 +19,9 @@ type endRecorder struct {
 
 func newEndRecorder() *endRecorder { return &endRecorder{got: make(chan struct{}, 16)} }
 
-func (r *endRecorder) RequestEnded(e *RequestEnd) {
+func (r *endRecorder) RequestEnded(e RequestEnd) {
 	r.mu.Lock()
-	r.ends = append(r.ends, *e)
+	r.ends = append(r.ends, e)
 	r.mu.Unlock()
 	r.got <- struct{}{}
 }

@@ -401,7 +401,7 @@ type passObserver struct {
 	upstream string
 }
 
-func (p passObserver) RequestEnded(e *server.RequestEnd) {
+func (p passObserver) RequestEnded(e server.RequestEnd) {
 	if e.Relayed {
 		e.Owner = p.upstream
 	}
