@@ -43,33 +43,62 @@ func NewServer(cfg *config.Config, b Build, log *slog.Logger) (*server.Server, e
 	if info == "" { // a Config built by hand
 		info = name
 	}
-	var stateKey []byte
-	if cfg.Server.StateKeyFile != "" {
-		var err error
-		if stateKey, err = server.LoadStateKey(cfg.Server.StateKeyFile); err != nil {
-			return nil, err
-		}
+	opts, err := runtimeOptions(cfg, log)
+	if err != nil {
+		return nil, err
 	}
-	srv, err := server.New(server.Options{
-		Info: protocol.Implementation{
-			Name:        info,
-			Version:     version,
-			Title:       cfg.Server.Title,
-			Description: cfg.Server.Description,
-			WebsiteURL:  cfg.Server.WebsiteURL,
-		},
-		Instructions:          cfg.Server.Instructions,
-		Versions:              cfg.Protocol.Versions,
-		CacheTTL:              cfg.Server.CacheTTL,
-		CacheScope:            cfg.Server.CacheScope,
-		SubscribableResources: true,
-		Logger:                log,
-		StateKey:              stateKey,
-	})
+	opts.Info = protocol.Implementation{
+		Name:        info,
+		Version:     version,
+		Title:       cfg.Server.Title,
+		Description: cfg.Server.Description,
+		WebsiteURL:  cfg.Server.WebsiteURL,
+	}
+	opts.Instructions = cfg.Server.Instructions
+	opts.SubscribableResources = true
+	srv, err := server.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("build the server: %w", err)
 	}
 	b.Name = name
 	statusTool(srv, b)
 	return srv, nil
+}
+
+// ViewServer builds the server of upstream name's pass-through view
+// (docs/upstreams.md §2): the runtime of cfg as NewServer builds it
+// (protocol versions, cache fields, the key of server.state_key_file, so
+// that its cursors and request states verify on every node sharing the
+// key), under the upstream's name, with nothing registered: the view
+// relays the upstream's items and advertises its capabilities.
+func ViewServer(cfg *config.Config, name string, log *slog.Logger) (*server.Server, error) {
+	opts, err := runtimeOptions(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	opts.Info = protocol.Implementation{Name: name, Version: "unknown"}
+	srv, err := server.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("build the view of %s: %w", name, err)
+	}
+	return srv, nil
+}
+
+// runtimeOptions are the server options every server of cfg shares,
+// whichever view it serves.
+func runtimeOptions(cfg *config.Config, log *slog.Logger) (server.Options, error) {
+	var stateKey []byte
+	if cfg.Server.StateKeyFile != "" {
+		var err error
+		if stateKey, err = server.LoadStateKey(cfg.Server.StateKeyFile); err != nil {
+			return server.Options{}, err
+		}
+	}
+	return server.Options{
+		Versions:   cfg.Protocol.Versions,
+		CacheTTL:   cfg.Server.CacheTTL,
+		CacheScope: cfg.Server.CacheScope,
+		Logger:     log,
+		StateKey:   stateKey,
+	}, nil
 }

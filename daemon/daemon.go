@@ -88,10 +88,6 @@ type Daemon struct {
 	notify  *notifier
 	ups     *upstream.Manager // the hosted servers (upstreams.go)
 
-	// http2026 holds the session each view serves 2026 HTTP POSTs in
-	// (http.go, httpView.stateless).
-	httpMu   sync.Mutex
-	http2026 map[string]statelessView
 	// host keeps the server across reloads and serves the configured
 	// tools, resources and prompts (catalog.Host).
 	host *catalog.Host
@@ -163,9 +159,10 @@ type generation struct {
 	cfg *config.Config
 	// limits are cfg.Limits with zero fields at their defaults (a
 	// hand-built Config may leave them zero).
-	limits limits.Limits
-	srv    *server.Server
-	exec   *server.Executor
+	limits  limits.Limits
+	srv     *server.Server
+	exec    *server.Executor
+	genHold // its views and who holds it (views.go)
 }
 
 // New builds the daemon's first generation (catalog, server, shared
@@ -217,6 +214,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		d.host.Close()
 		return nil, err
 	}
+	d.attachViews(g, nil)
 	d.budget = stdio.NewBudget(g.limits.MaxBufferedBytes)
 	d.gen.Store(g)
 	d.first = cfg
@@ -248,14 +246,18 @@ func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error
 		ConnQueue:      sessionQueue,
 		RequestTimeout: lim.RequestTimeout,
 	}
+	var exec *server.Executor
 	if prev != nil && prev.exec.Limits() == el {
-		return &generation{cfg: cfg, limits: lim, srv: srv, exec: prev.exec}, nil
-	}
-	exec, err := server.NewExecutor(el)
-	if err != nil {
+		exec = prev.exec
+	} else if exec, err = server.NewExecutor(el); err != nil {
 		return nil, fmt.Errorf("build the executor: %w", err)
 	}
-	return &generation{cfg: cfg, limits: lim, srv: srv, exec: exec}, nil
+	g := &generation{cfg: cfg, limits: lim, srv: srv, exec: exec}
+	if err := d.buildViews(g); err != nil {
+		return nil, err
+	}
+	g.users.Store(1) // the daemon's, while new sessions use it
+	return g, nil
 }
 
 func (d *Daemon) version() string {
@@ -284,8 +286,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return errors.New("daemon: Run called twice")
 	}
 	defer close(d.stopped)
-	defer d.host.Close()   // the folders' watches
-	defer d.endStateless() // the HTTP views' 2026 sessions
+	defer d.host.Close()                      // the folders' watches
+	defer func() { d.gen.Load().release() }() // the views' attachments, the HTTP views' callers
 	defer d.startDrain()
 	d.spare.mu.Lock()
 	d.spare.regain()

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon/control"
-	"github.com/snodod/snodod/protocol"
-	"github.com/snodod/snodod/server"
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
 
@@ -42,120 +39,6 @@ type httpListener struct {
 	restarts int
 	state    string
 	token    suture.ServiceToken
-}
-
-// genViews resolves the views the HTTP endpoint serves: the aggregated
-// view at http.path, an upstream passed through at http.path/NAME
-// (docs/upstreams.md §2), each for the generation new sessions use, so a
-// request after a reload is served by the reloaded catalog.
-type genViews struct{ d *Daemon }
-
-func (v genViews) View(name string) (server.Dispatcher, bool) {
-	if name != "" && v.d.ups.Has(name) != nil {
-		return nil, false
-	}
-	return httpView{d: v.d, name: name}, true
-}
-
-// httpView is one view as the HTTP handler sees it. A legacy session is
-// opened as a daemon session of the view (OpenSession), so that what it
-// holds on hosted upstreams (share = "session" instances, resource
-// subscriptions) is its own and released when it ends. 2026 POSTs keep
-// nothing between requests, so all of them are served as one long-lived
-// session of the view (stateless): a share = "session" upstream has one
-// instance for every 2026 HTTP client of this node. HTTP clients send no
-// working directory: share = "cwd" and "session" upstreams start in the
-// daemon's (docs/upstreams.md §3).
-type httpView struct {
-	d    *Daemon
-	name string
-}
-
-var (
-	_ mcphttp.SessionOpener = httpView{}
-	_ mcphttp.ParamHeaders  = httpView{}
-)
-
-// open makes the view's dispatcher for one legacy HTTP session.
-func (v httpView) open() (server.Dispatcher, func()) {
-	g := v.d.gen.Load()
-	disp, end, err := v.dispatcher(g)
-	if err != nil {
-		// The upstream was removed by a reload since the route was
-		// resolved: the aggregated server answers as for an unknown name.
-		return g.srv, func() {}
-	}
-	return disp, end
-}
-
-// dispatcher is the view's dispatcher for one new HTTP session of g, under
-// an id of its own (what the session holds on upstreams is by id). HTTP
-// clients send no working directory.
-func (v httpView) dispatcher(g *generation) (server.Dispatcher, func(), error) {
-	return v.d.dispatcher(v.d.sessions.newID(), g, v.name, "")
-}
-
-// stateless is the session every 2026 POST of the view is served in,
-// made for the generation's server and made again when a reload replaced
-// that server (the one it replaces is ended).
-func (v httpView) stateless() server.Dispatcher {
-	d := v.d
-	g := d.gen.Load()
-	d.httpMu.Lock()
-	defer d.httpMu.Unlock()
-	if s, ok := d.http2026[v.name]; ok && s.srv == g.srv {
-		return s.disp
-	}
-	if old, ok := d.http2026[v.name]; ok {
-		defer old.end()
-	}
-	disp, end, err := v.dispatcher(g)
-	if err != nil {
-		return g.srv
-	}
-	if d.http2026 == nil {
-		d.http2026 = map[string]statelessView{}
-	}
-	d.http2026[v.name] = statelessView{srv: g.srv, disp: disp, end: end}
-	return disp
-}
-
-// statelessView is httpView.stateless's session of one view.
-type statelessView struct {
-	srv  *server.Server // the generation's server it was made for
-	disp server.Dispatcher
-	end  func()
-}
-
-// endStateless ends the 2026 sessions of every view, at shutdown.
-func (d *Daemon) endStateless() {
-	d.httpMu.Lock()
-	defer d.httpMu.Unlock()
-	for name, s := range d.http2026 {
-		s.end()
-		delete(d.http2026, name)
-	}
-}
-
-func (v httpView) OpenSession() (server.Dispatcher, func()) { return v.open() }
-
-func (v httpView) Initialize(ss *server.SessionState, params json.RawMessage) (any, string, *protocol.Error) {
-	return v.stateless().Initialize(ss, params)
-}
-
-func (v httpView) Notify(ss *server.SessionState, method string, params json.RawMessage) {
-	v.stateless().Notify(ss, method, params)
-}
-
-func (v httpView) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
-	return v.stateless().Dispatch(ctx, req)
-}
-
-func (v httpView) ToolParamHeaders(tool string) (map[string]string, bool) {
-	if ph, ok := v.stateless().(mcphttp.ParamHeaders); ok {
-		return ph.ToolParamHeaders(tool)
-	}
-	return nil, false
 }
 
 // startHTTP binds http.listen (a host-less :port binds 127.0.0.1; unix:PATH
@@ -196,8 +79,7 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config, passed n
 	}
 	g := d.gen.Load()
 	h, err := mcphttp.New(mcphttp.Options{
-		Views:                   genViews{d},
-		Dispatcher:              httpView{d: d},
+		Views:                   genRoutes{d}, // views.go
 		Executor:                g.exec,
 		Versions:                cfg.Protocol.Versions,
 		Path:                    hc.Path,

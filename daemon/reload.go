@@ -32,9 +32,14 @@ func (d *Daemon) Reload() error {
 	cfg, err := d.opts.Reload()
 	if err == nil {
 		var g *generation
-		if g, err = d.build(cfg, d.gen.Load()); err == nil {
-			d.gen.Store(g)
+		prev := d.gen.Load()
+		if g, err = d.build(cfg, prev); err == nil {
+			// The manager knows the new upstreams before their views
+			// are attached.
 			d.ups.Apply(cfg)
+			d.attachViews(g, prev)
+			d.gen.Store(g)
+			prev.release()
 			d.budget.SetMax(g.limits.MaxBufferedBytes)
 			d.warnRestartOnly(cfg)
 			d.refused.Store(nil)

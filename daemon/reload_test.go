@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/syncbuf"
 	"github.com/snodod/snodod/server"
 )
@@ -64,5 +65,42 @@ func TestReloadDemo(t *testing.T) {
 	after.initialize()
 	if got := after.call(2, "echo", `{"text":"x"}`); !strings.Contains(got, `"text":"x"`) {
 		t.Errorf("echo after server.demo = true: %s", got)
+	}
+}
+
+// A generation a reload replaced is held by the sessions it started, and
+// let go by the last of them: then it detaches what it attached to the
+// upstreams (docs/architecture.md §3.6), while the new one stays held.
+func TestReloadLetsTheOldGenerationGo(t *testing.T) {
+	dir := shortDir(t)
+	var next *config.Config
+	r := startDaemon(t, testConfig(t, dir, nil), Options{Reload: func() (*config.Config, error) { return next, nil }})
+	old := r.d.gen.Load()
+	c := dialSession(t, r.cfg.Daemon.Socket)
+	c.initialize()
+	if n := old.users.Load(); n != 2 {
+		t.Fatalf("the generation has %d holders with one session, want 2", n)
+	}
+	next = testConfig(t, dir, map[string]any{"server.instructions": "a new server"})
+	if err := r.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	g := r.d.gen.Load()
+	if g == old || g.srv == old.srv {
+		t.Fatal("the reload built no new server")
+	}
+	if n := old.users.Load(); n != 1 {
+		t.Fatalf("the replaced generation has %d holders, want its session's", n)
+	}
+	if got := c.call(2, "echo", `{"text":"still served"}`); !strings.Contains(got, "still served") {
+		t.Fatalf("the old generation's session: %s", got)
+	}
+	c.c.Close()
+	eventually.True(t, "the old generation to be let go", func() bool { return old.users.Load() == 0 })
+	if n := g.users.Load(); n != 1 {
+		t.Errorf("the current generation has %d holders, want the daemon's", n)
+	}
+	if old.acquire() {
+		t.Error("a generation let go was held again")
 	}
 }

@@ -46,8 +46,9 @@ func (d *Daemon) openUpstreams(cfg *config.Config) error {
 }
 
 // attachUpstreams makes a daemon server (built by the catalog's Host, once
-// per server: reloads keep it) show the aggregated view and serve the
-// snodod://upstreams resource.
+// per server: reloads keep it) serve the snodod://upstreams resource. The
+// generation that first uses the server attaches it to the upstreams
+// (views.go).
 func (d *Daemon) attachUpstreams(srv *server.Server) {
 	if o := d.observer(); o != nil {
 		srv.SetObserver(o) // the metrics (admin.go)
@@ -61,18 +62,34 @@ func (d *Daemon) attachUpstreams(srv *server.Server) {
 			}
 			return &server.ReadResourceResult{Contents: []server.ResourceContents{{URI: UpstreamsURI, MIMEType: "application/json", Text: string(b)}}}, nil
 		})
-	d.ups.Attach(srv, srv.Instructions())
 }
 
-// dispatcher is the Dispatcher of a new session of g: the aggregated view
-// (view "") or the named upstream passed through, for a client working in
-// cwd; end releases what the session holds on upstreams.
-func (d *Daemon) dispatcher(id uint64, g *generation, view, cwd string) (server.Dispatcher, func(), error) {
-	s, err := d.ups.Session(id, view, cwd, g.srv)
+// open opens the session of e under g, which it holds until the session
+// ends: its caller, registered with the upstreams, and the server of its
+// view, the aggregated one (view "") or the named upstream passed
+// through, whose start begins now; end releases what the session holds.
+func (d *Daemon) open(e *entry, g *generation) (*server.Server, *server.Caller, *generation, func(), error) {
+	g = d.hold(g)
+	caller := &server.Caller{Session: e.id, Cwd: e.at.cwd, View: e.at.view}
+	release, err := d.ups.Open(caller)
 	if err != nil {
-		return nil, nil, err
+		g.release()
+		return nil, nil, nil, nil, err
 	}
-	return s, s.Close, nil
+	srv := g.srv
+	if caller.View != "" {
+		if srv = g.views[caller.View]; srv == nil {
+			// Configured since g was built: a reload is under way.
+			release()
+			g.release()
+			return nil, nil, nil, nil, fmt.Errorf("upstream %q is not served yet; try again", caller.View)
+		}
+	}
+	d.ups.Warm(caller)
+	return srv, caller, g, func() {
+		release()
+		g.release()
+	}, nil
 }
 
 // upstreamOp serves {"op":"upstream","name":…,"action":"start|stop|restart"}:

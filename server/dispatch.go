@@ -34,6 +34,17 @@ type Request struct {
 	State *SessionState
 }
 
+// RequestFrom is the request a transport hands to Dispatch for msg, a
+// decoded request: its id, method and params, with the decoder's split of
+// them copied into split, which the transport keeps in its per-request
+// state for as long as the request, so that the runtime splits nothing
+// again (docs/architecture.md §4.5). Every transport builds its requests
+// here; State and Header are the transport's to set.
+func RequestFrom(msg *protocol.Message, split *protocol.Split) Request {
+	*split = msg.Split
+	return Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Split: split}
+}
+
 // Outcome is what dispatching a request produced. Exactly one of Result, Err
 // and Stream is meaningful: Err when non-nil, else Stream when non-nil, else
 // Result (which must encode as a JSON object).
@@ -101,4 +112,17 @@ type Dispatcher interface {
 	// request is cancelled, times out or its connection ends. A panic is
 	// recovered by the executor and answered "Request worker failed".
 	Dispatch(ctx context.Context, req *Request) Outcome
+	// DispatchInline serves req at once, without the executor, when its
+	// method is one the dispatcher answers without ever blocking, and
+	// otherwise reports false having done nothing (docs/architecture.md
+	// §4.1: where the hop to a worker and back costs more than the work).
+	// A transport calls it on its own goroutine for each admitted request
+	// first, and submits the request to the executor only when it
+	// reports false; such a request never takes an executor slot, so it
+	// is answered even when the executor is full. It must not block: it
+	// runs on the connection's coordinator. ctx carries the transport's
+	// values. A dispatcher that serves nothing inline reports false; one
+	// that wraps another's Dispatch for some methods must wrap its
+	// DispatchInline for them too.
+	DispatchInline(ctx context.Context, req *Request) (Outcome, bool)
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,7 +97,7 @@ func (ss *SessionState) Restore(snap SessionSnapshot, d Dispatcher) error {
 		d.Notify(ss, "notifications/initialized", nil)
 	}
 	if r, ok := d.(Resumer); ok && len(snap.Subscriptions) > 0 {
-		r.ResumeSubscriptions(context.Background(), snap.Subscriptions)
+		r.ResumeSubscriptions(ss, snap.Subscriptions)
 	}
 	ss.changed()
 	return nil
@@ -159,24 +158,24 @@ func ListenRecordOf(s Stream) (ListenRecord, bool) {
 }
 
 // Resumer is a Dispatcher that can continue, for a connection handed over
-// by another process, what the connection had open (a *Server is one; a
-// Dispatcher that wraps one forwards, adding what its ctx needs).
+// by another process, what the connection had open (a *Server is one).
 type Resumer interface {
-	// ResumeListen reopens a listen stream (see Server.ResumeListen).
-	ResumeListen(ctx context.Context, rec ListenRecord) (Stream, error)
+	// ResumeListen reopens a listen stream of the session of sess (see
+	// Server.ResumeListen).
+	ResumeListen(sess *SessionState, rec ListenRecord) (Stream, error)
 	// ResumeSubscriptions is told of the legacy resource subscriptions a
 	// restored SessionState has, as a resources/subscribe of each would
 	// have told the SubscriptionHook.
-	ResumeSubscriptions(ctx context.Context, uris []string)
+	ResumeSubscriptions(sess *SessionState, uris []string)
 }
 
 var _ Resumer = (*Server)(nil)
 
 // ResumeSubscriptions tells the SubscriptionHook, if any, of each URI.
-func (s *Server) ResumeSubscriptions(ctx context.Context, uris []string) {
+func (s *Server) ResumeSubscriptions(sess *SessionState, uris []string) {
 	if hook := s.subscriptionHook(); hook != nil {
 		for _, u := range uris {
-			hook.Subscribe(ctx, u)
+			hook.Subscribe(sess, u)
 		}
 	}
 }
@@ -188,9 +187,9 @@ var errListenRecordID = errors.New("listen record: the id is not a JSON-RPC requ
 // describes: it delivers the catalog changes its filter accepts from now
 // on. The acknowledgement was written by the process that opened it, so
 // the transport must not write Ack again; the subscription slot is the
-// transport's to take, as for any stream. ctx is as a listen request's,
+// transport's to take, as for any stream. sess is the session's state,
 // for the SubscriptionHook.
-func (s *Server) ResumeListen(ctx context.Context, rec ListenRecord) (Stream, error) {
+func (s *Server) ResumeListen(sess *SessionState, rec ListenRecord) (Stream, error) {
 	id, ok := protocol.ParseID(rec.ID)
 	if !ok {
 		return nil, errListenRecordID
@@ -204,5 +203,5 @@ func (s *Server) ResumeListen(ctx context.Context, rec ListenRecord) (Stream, er
 	}
 	ls := newListenStream(s.hub, id, filter, s.serverInfo(rec.Version))
 	ls.version = rec.Version
-	return s.hookStream(ctx, ls), nil
+	return s.hookStream(sess, ls), nil
 }

@@ -151,7 +151,7 @@ func TestListenRecordResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := srv.ResumeListen(context.Background(), back)
+	st, err := srv.ResumeListen(NewSessionState(0), back)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestListenRecordResume(t *testing.T) {
 		t.Fatal("a record of no stream")
 	}
 	for _, bad := range []ListenRecord{{ID: json.RawMessage(`null`), Version: protocol.Version2026}, {ID: json.RawMessage(`1`), Version: "1999-01-01"}} {
-		if _, err := srv.ResumeListen(context.Background(), bad); err == nil {
+		if _, err := srv.ResumeListen(NewSessionState(0), bad); err == nil {
 			t.Errorf("ResumeListen(%+v) succeeded", bad)
 		}
 	}

@@ -256,12 +256,12 @@ func (c *call) subscribe(ctx context.Context) Outcome {
 	if c.req.Method == "resources/unsubscribe" {
 		c.sess.unsubscribe(uri)
 		if hook != nil && had {
-			hook.Unsubscribe(ctx, uri)
+			hook.Unsubscribe(c.sess, uri)
 		}
 	} else if !c.sess.subscribe(uri) {
 		return errOutcome(protocol.ErrSubscriptionCap)
 	} else if hook != nil && !had {
-		hook.Subscribe(ctx, uri)
+		hook.Subscribe(c.sess, uri)
 	}
 	return Outcome{Result: struct{}{}}
 }
@@ -276,5 +276,5 @@ func (c *call) listen(ctx context.Context) Outcome {
 		tools: f.ToolsListChanged, prompts: f.PromptsListChanged, resources: f.ResourcesListChanged, uris: f.ResourceSubscriptions,
 	}, c.s.serverInfo(c.version))
 	ls.version = c.version
-	return Outcome{Stream: c.s.hookStream(ctx, ls)}
+	return Outcome{Stream: c.s.hookStream(c.sess, ls)}
 }

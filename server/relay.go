@@ -70,6 +70,8 @@ type RelayedItems struct {
 
 // RawRequest is a relayed request as its handler sees it.
 type RawRequest struct {
+	// Caller is who asks: the Caller of the request's session, or nil.
+	Caller *Caller
 	// Method is the request's method: tools/call, prompts/get,
 	// resources/read or completion/complete.
 	Method string

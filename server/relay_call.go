@@ -17,7 +17,7 @@ import (
 // relay serves a request for a relayed item with its handler h (relay.go);
 // name is the item's listed name, or the URI read.
 func (c *call) relay(ctx context.Context, h RawHandler, name string) Outcome {
-	req := &RawRequest{Method: c.req.Method, Name: name, Params: c.req.Params, Version: c.version, Modern: c.modern,
+	req := &RawRequest{Caller: c.sess.Caller(), Method: c.req.Method, Name: name, Params: c.req.Params, Version: c.version, Modern: c.modern,
 		ClientCapabilities: c.clientCaps()}
 	if c.modern {
 		req.ClientInfo, req.LogLevel, req.ProgressToken = c.meta.ClientInfo, c.meta.LogLevel, c.meta.ProgressToken

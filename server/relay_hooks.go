@@ -18,8 +18,8 @@ type extensions struct {
 // SubscriptionHook is told which resource URIs sessions subscribe to, so
 // that a view relaying another server subscribes there too, once per URI
 // however many sessions do (docs/upstreams.md §5). Both methods are called
-// with the context of the request that subscribed (its values identify
-// the session); they must not block.
+// with the state of the session that subscribed (its Caller says who
+// asks); they must not block.
 //
 // Subscribe is called for a legacy resources/subscribe of a URI the
 // session does not have yet, and for each URI of a listen stream's
@@ -29,8 +29,8 @@ type extensions struct {
 // listen stream when it closes. A session that ends without unsubscribing is the hook owner's to
 // notice: SessionState.Close calls nothing.
 type SubscriptionHook interface {
-	Subscribe(ctx context.Context, uri string)
-	Unsubscribe(ctx context.Context, uri string)
+	Subscribe(sess *SessionState, uri string)
+	Unsubscribe(sess *SessionState, uri string)
 }
 
 // SetSubscriptionHook installs h (nil removes it).
@@ -58,7 +58,7 @@ func (s *Server) subscriptionHook() SubscriptionHook {
 // hookedStream tells the hook when a listen stream's subscriptions end.
 type hookedStream struct {
 	Stream
-	ctx  context.Context
+	sess *SessionState
 	hook SubscriptionHook
 	uris []string
 	once sync.Once
@@ -67,23 +67,23 @@ type hookedStream struct {
 func (h *hookedStream) Close(reason CloseReason, detail string) {
 	h.once.Do(func() {
 		for _, u := range h.uris {
-			h.hook.Unsubscribe(h.ctx, u)
+			h.hook.Unsubscribe(h.sess, u)
 		}
 	})
 	h.Stream.Close(reason, detail)
 }
 
 // hookStream reports a new listen stream's URIs to the hook, if any.
-func (s *Server) hookStream(ctx context.Context, st *listenStream) Stream {
+func (s *Server) hookStream(sess *SessionState, st *listenStream) Stream {
 	hook := s.subscriptionHook()
 	uris := st.ack.Notifications.ResourceSubscriptions
 	if hook == nil || len(uris) == 0 {
 		return st
 	}
 	for _, u := range uris {
-		hook.Subscribe(ctx, u)
+		hook.Subscribe(sess, u)
 	}
-	return &hookedStream{Stream: st, ctx: context.WithoutCancel(ctx), hook: hook, uris: uris}
+	return &hookedStream{Stream: st, sess: sess, hook: hook, uris: uris}
 }
 
 // RelayOwner returns the owner of the relayed resource or template that

@@ -290,13 +290,13 @@ type recordingHook struct {
 	events []string
 }
 
-func (r *recordingHook) Subscribe(_ context.Context, uri string) {
+func (r *recordingHook) Subscribe(_ *SessionState, uri string) {
 	r.mu.Lock()
 	r.events = append(r.events, "+"+uri)
 	r.mu.Unlock()
 }
 
-func (r *recordingHook) Unsubscribe(_ context.Context, uri string) {
+func (r *recordingHook) Unsubscribe(_ *SessionState, uri string) {
 	r.mu.Lock()
 	r.events = append(r.events, "-"+uri)
 	r.mu.Unlock()

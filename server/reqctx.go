@@ -37,33 +37,17 @@ func (r *RequestContext) Value(key any) any {
 	return r.Context.Value(key)
 }
 
-// InlineDispatcher is a Dispatcher that serves some requests without the
-// executor (docs/architecture.md §4.1: where the hop to a worker and back
-// costs more than the work). A transport that sees one calls
-// DispatchInline on its own goroutine for each admitted request first, and
-// submits the request to the executor only when it reports false. Such a
-// request never takes an executor slot, so it is answered even when the
-// executor is full.
-//
-// A type that embeds *Server gets its DispatchInline, which serves those
-// methods with the Server's own Dispatch: one that wraps Dispatch for
-// them must wrap DispatchInline too.
-type InlineDispatcher interface {
-	Dispatcher
-	// DispatchInline serves req at once when its method is one the
-	// dispatcher answers without ever blocking, and otherwise reports
-	// false having done nothing. It must not block: it runs on the
-	// connection's coordinator. ctx carries the transport's values.
-	DispatchInline(ctx context.Context, req *Request) (Outcome, bool)
-}
-
 // DispatchInline serves ping, server/discover and the four list methods
-// at once (see InlineDispatcher): the runtime's own methods that never
+// at once (see Dispatcher): the runtime's own methods that never
 // block, since they read the catalog and the request and wait on nothing
-// else. Any other method reports false.
+// else. Any other method reports false, and so does a request the
+// StartHook is not Ready for (its start may wait).
 func (s *Server) DispatchInline(ctx context.Context, req *Request) (Outcome, bool) {
 	switch req.Method {
 	case "ping", "server/discover", "tools/list", "resources/list", "resources/templates/list", "prompts/list":
+		if h := s.startHook(); h != nil && !h.Ready(req) {
+			return Outcome{}, false // Start may wait: the executor's
+		}
 		return s.Dispatch(ctx, req), true
 	}
 	return Outcome{}, false

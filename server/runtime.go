@@ -157,6 +157,11 @@ func (s *Server) Initialize(sess *SessionState, params json.RawMessage) (any, st
 	if perr != nil {
 		return nil, "", perr
 	}
+	if h := s.startHook(); h != nil {
+		if req := (&Request{Method: "initialize", Params: params, State: sess}); !h.Ready(req) {
+			_ = h.Start(context.Background(), req)
+		}
+	}
 	version, _ := s.versions.Negotiate(p.ProtocolVersion)
 	sess.startLegacy(p.Capabilities, p.ClientInfo)
 	return initializeResult{
@@ -233,6 +238,11 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 			return errOutcome(protocol.ErrParamsType)
 		}
 		split = &own
+	}
+	if h := s.startHook(); h != nil && !h.Ready(req) {
+		if perr := h.Start(ctx, req); perr != nil {
+			return errOutcome(perr)
+		}
 	}
 	c := &call{s: s, req: req, sess: req.State, split: split}
 	if c.sess == nil {

@@ -64,7 +64,11 @@ type Server struct {
 	templateOrder []string
 	prompts       map[string]*promptEntry
 	ext           extensions // relay hooks (relay_hooks.go)
-	observer      atomic.Pointer[observerBox]
+	// start is SetStartHook's (caller.go), read without the lock on
+	// every request.
+	start atomic.Pointer[StartHook]
+	// observer is SetObserver's (observe.go).
+	observer atomic.Pointer[observerBox]
 }
 
 // Each entry is a registered item, or a relayed one (relay non-nil: the

@@ -47,6 +47,8 @@ type SessionState struct {
 	// modernInfo is the io.modelcontextprotocol/clientInfo of the
 	// connection's last 2026 request that sent one, for status.
 	modernInfo atomic.Pointer[json.RawMessage]
+	// caller is SetCaller's (caller.go).
+	caller atomic.Pointer[Caller]
 }
 
 // NewSessionState returns the state of a new connection whose subscriptions are

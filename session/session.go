@@ -28,6 +28,10 @@ var ErrTooManyFailures = errors.New("session failed too often")
 type Config struct {
 	// Dispatcher serves requests (required).
 	Dispatcher server.Dispatcher
+	// Caller is who asks (server.Caller): set on the session's runtime
+	// state, for the hooks and handlers of a view that relays hosted
+	// servers. Nil: nobody in particular.
+	Caller *server.Caller
 	// Executor runs requests; nil gives each transport instance its own.
 	Executor *server.Executor
 
@@ -151,6 +155,7 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 		rt:      server.NewSessionState(cfg.Limits.MaxSubscriptions),
 		done:    make(chan struct{}),
 	}
+	s.rt.SetCaller(cfg.Caller)
 	s.fault = faults.New(s, s.done) // nil unless a test armed faults
 	if cfg.Journal != nil {
 		s.rt.SetOnChange(cfg.Journal.StateChanged)

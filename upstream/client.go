@@ -2,9 +2,7 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -14,8 +12,9 @@ import (
 )
 
 // Client is one session as the upstreams see it: who it is, where it
-// works, which view it uses, and what it holds on upstreams (share =
-// "session" instances, resource subscriptions), released by Close.
+// works, which view it uses (its server.Caller's, copied), and what it
+// holds on upstreams (share = "session" instances, resource
+// subscriptions), released by Open's release.
 type Client struct {
 	// ID is the daemon's session id (0 for a process's only session).
 	ID uint64
@@ -45,14 +44,6 @@ type subscription struct{ upstream, uri string }
 // renderedKey is the share key of a client's cwd instance on the upstream
 // of fingerprint.
 type renderedKey struct{ fingerprint, key string }
-
-type clientKey struct{}
-
-// clientFrom is the client a request comes from, nil outside a Session.
-func clientFrom(ctx context.Context) *Client {
-	c, _ := ctx.Value(clientKey{}).(*Client)
-	return c
-}
 
 func (c *Client) isClosed() bool {
 	c.mu.Lock()
@@ -101,38 +92,51 @@ func (c *Client) track(upstream string) {
 	c.mu.Unlock()
 }
 
-// Session is the Dispatcher of one session: the view's server, with each
-// request tagged with the session's Client. Its methods may be called as
-// any server.Dispatcher's.
-type Session struct {
-	Client *Client
-	srv    *server.Server
-}
-
-var _ server.Dispatcher = (*Session)(nil)
-
-// Session returns the Dispatcher for session id, whose client works in cwd
-// and asked for view: "" is the aggregated view served by aggregated (the
-// daemon's server, which Attach must have been given), a name is that
-// upstream passed through. An unknown name is an error listing the
-// configured ones. The caller ends it with Close when the session ends.
-func (m *Manager) Session(id uint64, view, cwd string, aggregated *server.Server) (*Session, error) {
-	c := &Client{ID: id, Cwd: cwd, View: view, m: m}
-	srv := aggregated
-	if view != "" {
-		var err error
-		if srv, err = m.passThrough(view); err != nil {
+// Open registers the session of caller: what it holds on upstreams from
+// now on (share = "session" instances, resource subscriptions, the
+// requests of upstreams waiting for its client) is its own, found by the
+// caller its requests carry (server.Caller), and released by release,
+// which the caller's owner calls once when the session ends (requests
+// still in flight were cancelled with it). A caller of a pass-through
+// view must name a configured upstream, else the error lists them.
+func (m *Manager) Open(caller *server.Caller) (release func(), err error) {
+	if caller.View != "" {
+		if err := m.Has(caller.View); err != nil {
 			return nil, err
 		}
-		go m.warm(view, c)
 	}
-	if srv == nil {
-		return nil, fmt.Errorf("upstream: no server for the aggregated view")
+	c := &Client{ID: caller.Session, Cwd: caller.Cwd, View: caller.View, m: m}
+	m.mu.Lock()
+	m.clients[caller] = c
+	m.mu.Unlock()
+	return func() { m.close(caller, c) }, nil
+}
+
+// Warm starts the upstream of caller's pass-through view, which Open
+// registered, without waiting for its first request: a client that asked
+// for it by name is about to use it. It does not wait; for the aggregated
+// view it does nothing.
+func (m *Manager) Warm(caller *server.Caller) {
+	if c := m.clientOf(caller); c != nil && c.View != "" {
+		go m.warm(c.View, c)
+	}
+}
+
+// clientOf is the Client of caller, nil for none (a process's own
+// requests). A caller Open no longer holds (its session ended while a
+// request of it was still on its way) is a closed Client, as its own was:
+// it starts no instance of its own and holds nothing.
+func (m *Manager) clientOf(caller *server.Caller) *Client {
+	if caller == nil {
+		return nil
 	}
 	m.mu.Lock()
-	m.clients[c] = struct{}{}
+	c := m.clients[caller]
 	m.mu.Unlock()
-	return &Session{Client: c, srv: srv}, nil
+	if c == nil {
+		c = &Client{ID: caller.Session, Cwd: caller.Cwd, View: caller.View, m: m, closed: true}
+	}
+	return c
 }
 
 // warm starts a pass-through session's upstream without waiting for its
@@ -152,70 +156,63 @@ func (m *Manager) warm(name string, c *Client) {
 	_, _, _ = in.acquire(ctx, 0)
 }
 
-// Initialize is the view server's. A pass-through view whose upstream has
-// never been listed first waits for its start as a list does, at most
-// upstreams.list_wait from the start's beginning, so that a server that
-// starts in time answers with its own serverInfo, instructions and
-// capabilities, which a legacy client reads only once. Later than that,
-// the answer is the view's placeholder (the configured name, every
-// capability, no instructions) and list_changed follows when the server
-// arrives (docs/upstreams.md, "chose differently" 3). The session's
-// coordinator waits with it: nothing else of this session can be served
-// before its initialize anyway.
-func (s *Session) Initialize(ss *server.SessionState, params json.RawMessage) (any, string, *protocol.Error) {
-	if s.Client.View != "" {
-		if u := s.Client.m.upstream(s.Client.View); u != nil && u.currentCatalog() == nil {
-			s.Client.m.ensureListed(context.Background(), s.Client, func(*upstream) bool { return true }, true)
-		}
+// startHook is the lazy start of a view's upstreams (docs/upstreams.md
+// §4), installed on every server showing a view (server.StartHook): a
+// request that needs an upstream that has no catalog yet (never started,
+// no cache) first starts it, so that a list never lacks, and a call never
+// sees "Unknown tool" for, a server that is merely not listed yet. Lists,
+// reads, subscriptions, completions and a pass-through server/discover
+// need every such upstream of the view, and wait for each at most
+// upstreams.list_wait from the start of its start (listWaitUntil): one
+// slow server never holds a list back, and the runtime announces its
+// items when they arrive. A call or a prompt needs the one upstream its
+// prefix names, and waits for its start, up to start_timeout. A
+// pass-through view's legacy initialize waits as a list does, so that a
+// server that starts in time answers with its own serverInfo,
+// instructions and capabilities, which a legacy client reads only once;
+// later than that the answer is the view's placeholder (the configured
+// name, every capability, no instructions), and list_changed follows when
+// the server arrives (docs/upstreams.md, "chose differently" 3).
+type startHook struct {
+	m    *Manager
+	view string // the pass-through view's upstream; "" for the aggregated view
+}
+
+var _ server.StartHook = startHook{}
+
+// Ready is the common case: every upstream has a catalog, or the method
+// needs none.
+func (h startHook) Ready(req *server.Request) bool {
+	if req.Method == "ping" || h.m.allListed.Load() {
+		return true
 	}
-	return s.srv.Initialize(ss, params)
+	needs, _, _ := h.needs(req)
+	return needs == nil
 }
 
-// ToolParamHeaders is the view server's: the Mcp-Param-<Name> headers a
-// 2026 HTTP client sends with a tools/call (docs/protocol.md §13.3).
-func (s *Session) ToolParamHeaders(tool string) (map[string]string, bool) {
-	return s.srv.ToolParamHeaders(tool)
-}
-
-// Notify is the view server's.
-func (s *Session) Notify(ss *server.SessionState, method string, params json.RawMessage) {
-	s.srv.Notify(ss, method, params)
-}
-
-// Dispatch serves req on the view's server, tagged with the session.
-// A request that needs an upstream that has no catalog yet (never
-// started, no cache) first starts it (docs/upstreams.md §4: lazy start on
-// "a list with no cache", and never "Unknown tool" for a server that is
-// merely not listed yet). Lists, reads, subscriptions, completions and a
-// pass-through server/discover need every such upstream of the view, and
-// wait for each at most upstreams.list_wait from the start of its start
-// (listWaitUntil): one slow server never holds a list back, and the
-// runtime announces its items when they arrive. A call or a prompt needs
-// the one upstream its prefix names, and waits for its start, up to
-// start_timeout.
-func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outcome {
-	ctx = context.WithValue(ctx, clientKey{}, s.Client)
-	m := s.Client.m
-	if m.allListed.Load() {
-		return s.srv.Dispatch(ctx, req) // the common case: nothing to start first
-	}
-	var needs func(*upstream) bool
-	var target *upstream // the one upstream the request is for, if known
-	bounded := true      // the wait is list_wait's (else the target's start)
+// needs says which upstreams req needs listed, which one it is for when
+// it names one, and whether its wait is list_wait's (else the target's
+// start); nil needs nothing.
+func (h startHook) needs(req *server.Request) (needs func(*upstream) bool, target *upstream, bounded bool) {
+	m := h.m
+	bounded = true
+	all := func(*upstream) bool { return true }
 	switch req.Method {
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read",
 		"resources/subscribe", "completion/complete":
-		needs = func(*upstream) bool { return true }
-	case "server/discover":
-		// A 2026 client's handshake: a pass-through view answers with its
-		// upstream's identity, as initialize does.
-		if s.Client.View != "" {
-			needs = func(*upstream) bool { return true }
+		needs = all
+	case "initialize", "server/discover":
+		// A client's handshake: a pass-through view answers with its
+		// upstream's identity.
+		if h.view != "" {
+			if u := m.upstream(h.view); u != nil && u.currentCatalog() == nil {
+				needs = all
+			}
 		}
 	case "tools/call", "prompts/get":
 		bounded = false
-		if s.Client.View != "" {
-			needs = func(*upstream) bool { return true }
+		if h.view != "" {
+			needs = all
 			break
 		}
 		members, _ := protocol.Members(req.Params)
@@ -228,50 +225,57 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 			}
 		}
 	}
+	if needs != nil && h.view != "" {
+		target = m.upstream(h.view)
+	}
+	return needs, target, bounded
+}
+
+// Start starts what req needs and waits for it, as startHook says.
+func (h startHook) Start(ctx context.Context, req *server.Request) *protocol.Error {
+	m := h.m
+	needs, target, bounded := h.needs(req)
 	if needs == nil {
-		return s.srv.Dispatch(ctx, req)
+		return nil
 	}
-	if s.Client.View != "" {
-		target = m.upstream(s.Client.View)
-	}
+	c := m.clientOf(req.State.Caller())
 	if bounded {
-		failed := m.ensureListed(ctx, s.Client, needs, true)
+		failed := m.ensureListed(ctx, c, h.view, needs, true)
 		var f *failure
-		if target != nil && req.Method != "server/discover" && target.currentCatalog() == nil && errors.As(failed[target], &f) {
+		if target != nil && req.Method != "server/discover" && req.Method != "initialize" && target.currentCatalog() == nil && errors.As(failed[target], &f) {
 			// A pass-through view's only server never listed and cannot
 			// start now: its state says why, rather than an empty list.
-			return server.Outcome{Err: f.rpcError()}
+			return f.rpcError()
 		}
-		return s.srv.Dispatch(ctx, req)
+		return nil
 	}
 	if target != nil && target.currentCatalog() == nil {
 		// Waiting for a start may outlast session.request_timeout, as the
 		// relayed call that follows may.
 		server.ExtendDeadline(ctx, relayDeadline(target.conf()))
 	}
-	failed := m.ensureListed(ctx, s.Client, needs, false)
+	failed := m.ensureListed(ctx, c, h.view, needs, false)
 	if target != nil && target.currentCatalog() == nil && ctx.Err() == nil {
 		// Never listed, and cannot be now: its state says why, rather
 		// than "Unknown tool" (docs/upstreams.md §7).
 		var f *failure
 		if errors.As(failed[target], &f) {
-			return server.Outcome{Err: f.rpcError()}
+			return f.rpcError()
 		}
 		if errors.Is(failed[target], errStopped) {
-			return server.Outcome{Err: replacedFailure(target.name).rpcError()}
+			return replacedFailure(target.name).rpcError()
 		}
-		if in, err := target.instanceFor(s.Client); err == nil {
-			return server.Outcome{Err: in.unavailable().rpcError()}
+		if in, err := target.instanceFor(c); err == nil {
+			return in.unavailable().rpcError()
 		}
 	}
-	return s.srv.Dispatch(ctx, req)
+	return nil
 }
 
-// Close ends the session's hold on the upstreams: its share = "session"
-// instances stop, its resource subscriptions are released. Requests still
-// in flight were cancelled with the session already. Idempotent.
-func (s *Session) Close() {
-	c := s.Client
+// close ends c's hold on the upstreams (Open's release): its share =
+// "session" instances stop, its resource subscriptions are released.
+// Idempotent.
+func (m *Manager) close(caller *server.Caller, c *Client) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -281,9 +285,10 @@ func (s *Session) Close() {
 	sessions, subs := c.sessions, c.subs
 	c.sessions, c.subs = nil, nil
 	c.mu.Unlock()
-	m := c.m
 	m.mu.Lock()
-	delete(m.clients, c)
+	if m.clients[caller] == c {
+		delete(m.clients, caller)
+	}
 	m.mu.Unlock()
 	for sub, n := range subs {
 		if n > 0 {
@@ -303,14 +308,14 @@ func (s *Session) Close() {
 // until it is ready or its start fails; always within ctx. It returns why
 // those that could not start did not; one still starting when its wait
 // ends is not among them (its start goes on).
-func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstream) bool, bounded bool) map[*upstream]error {
+func (m *Manager) ensureListed(ctx context.Context, c *Client, view string, needs func(*upstream) bool, bounded bool) map[*upstream]error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	failed := map[*upstream]error{}
 	wait := m.listWait()
 	for _, u := range m.sorted() {
 		cfg := u.conf()
-		if cfg.Disabled || cfg.Start == "manual" || u.currentCatalog() != nil || !needs(u) || c.View != "" && u.name != c.View {
+		if cfg.Disabled || cfg.Start == "manual" || u.currentCatalog() != nil || !needs(u) || view != "" && u.name != view {
 			continue
 		}
 		wg.Go(func() {
@@ -342,19 +347,4 @@ func (m *Manager) ensureListed(ctx context.Context, c *Client, needs func(*upstr
 	}
 	wg.Wait()
 	return failed
-}
-
-var _ server.Resumer = (*Session)(nil)
-
-// ResumeListen is the view server's, tagged with the session: a listen
-// stream of a session an upgrade handed over (its relayed URIs are held
-// for this session, as a listen's are).
-func (s *Session) ResumeListen(ctx context.Context, rec server.ListenRecord) (server.Stream, error) {
-	return s.srv.ResumeListen(context.WithValue(ctx, clientKey{}, s.Client), rec)
-}
-
-// ResumeSubscriptions is the view server's, tagged with the session: the
-// legacy resource subscriptions of a session an upgrade handed over.
-func (s *Session) ResumeSubscriptions(ctx context.Context, uris []string) {
-	s.srv.ResumeSubscriptions(context.WithValue(ctx, clientKey{}, s.Client), uris)
 }

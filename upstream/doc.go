@@ -37,12 +37,16 @@
 //     serve (docs/upstreams.md §7): never a hang, never "Unknown tool" for a
 //     server that is merely down.
 //
-// A session reaches the upstreams through the Dispatcher the Manager gives
-// it for its view (Manager.Session): the Dispatcher tags each request with
-// the session (its id, working directory and view), so that sharing,
-// attribution and cleanup know who asked. The daemon ends the Session when
-// the session ends: its share = "session" instances stop and its
-// subscriptions are released.
+// A session reaches the upstreams through the server of its view: the
+// aggregated one (Manager.Attach) or a pass-through one (AttachView), both
+// built by their owner (the daemon's configuration generation, which
+// detaches them once no session uses them). Who asks (its id, working
+// directory and view) is the server.Caller on the session's state, which
+// the session's owner registers with Open, so that sharing, attribution
+// and cleanup know who asked; Open's release, when the session ends,
+// stops its share = "session" instances and releases its subscriptions.
+// The lazy start of an upstream not listed yet is the StartHook both
+// attachments install on the server.
 //
 // The package never writes to a session's device and never imports
 // session/ or daemon/.

@@ -50,7 +50,7 @@ func TestServerRequestFlood(t *testing.T) {
 		case res = <-flood:
 		default:
 			peak = max(peak, runtime.NumGoroutine())
-			if held, _ := attacker.sess.Client.requests.load(); held > 32 {
+			if held, _ := attacker.cl.requests.load(); held > 32 {
 				t.Fatalf("the session holds %d of the upstream's requests, over upstreams.max_server_requests (32)", held)
 			}
 			// The healthy session is served meanwhile.
@@ -82,7 +82,7 @@ func TestServerRequestFlood(t *testing.T) {
 	}
 	// The call has ended: what it held is let go.
 	eventually.True(t, "the session's queue drained", func() bool {
-		held, workers := attacker.sess.Client.requests.load()
+		held, workers := attacker.cl.requests.load()
 		return held == 0 && workers == 0
 	})
 	eventually.True(t, "the goroutines back", func() bool { return runtime.NumGoroutine() <= before+5 })
@@ -114,7 +114,7 @@ func TestServerRequestBound(t *testing.T) {
 		}
 		refused := func() int { return h.row("fake", "").Refused + h.row("other", "").Refused }
 		eventually.True(t, "4 held and 2 refused", func() bool {
-			held, _ := c.sess.Client.requests.load()
+			held, _ := c.cl.requests.load()
 			return held == 4 && refused() == 2
 		})
 		if n := c.asked(); n > 4 {
@@ -123,7 +123,7 @@ func TestServerRequestBound(t *testing.T) {
 		for i := range 2 {
 			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, 10+i))
 		}
-		eventually.True(t, "the queue drained", func() bool { held, workers := c.sess.Client.requests.load(); return held == 0 && workers == 0 })
+		eventually.True(t, "the queue drained", func() bool { held, workers := c.cl.requests.load(); return held == 0 && workers == 0 })
 		if refused() != 2 {
 			t.Errorf("refused %d, want exactly 2", refused())
 		}
@@ -133,12 +133,12 @@ func TestServerRequestBound(t *testing.T) {
 		c := h.connect("", "", "2025-06-18")
 		c.neverAnswer()
 		c.start("1", "tools/call", fakeTool("fake__flood", `{"count":4,"methods":"elicitation/create","hold":true}`))
-		eventually.True(t, "4 held", func() bool { n, _ := c.sess.Client.requests.load(); return n == 4 })
+		eventually.True(t, "4 held", func() bool { n, _ := c.cl.requests.load(); return n == 4 })
 		if r := h.row("fake", "").Refused; r != 0 {
 			t.Errorf("%d refused at the bound itself", r)
 		}
 		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-		eventually.True(t, "the queue drained", func() bool { n, w := c.sess.Client.requests.load(); return n == 0 && w == 0 })
+		eventually.True(t, "the queue drained", func() bool { n, w := c.cl.requests.load(); return n == 0 && w == 0 })
 	})
 }
 

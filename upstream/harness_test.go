@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	snodcatalog "github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/protocol"
@@ -35,6 +36,56 @@ type harness struct {
 	served   chan struct{}
 	logs     *logBuffer
 	nextID   uint64
+
+	viewMu sync.Mutex
+	views  map[string]*server.Server // pass-through views, made at first use
+}
+
+// view is the server of view: the aggregated one (""), or the upstream
+// passed through, built as the daemon builds it and attached until the
+// test ends.
+func (h *harness) view(tb testing.TB, name string) (*server.Server, error) {
+	if name == "" {
+		return h.agg, nil
+	}
+	h.viewMu.Lock()
+	defer h.viewMu.Unlock()
+	if srv, ok := h.views[name]; ok {
+		return srv, nil
+	}
+	srv, err := snodcatalog.ViewServer(h.m.cfg, name, slog.New(slog.DiscardHandler))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := h.m.Has(name); err != nil {
+		return nil, err
+	}
+	tb.Cleanup(h.m.AttachView(srv, name))
+	if h.views == nil {
+		h.views = map[string]*server.Server{}
+	}
+	h.views[name] = srv
+	return srv, nil
+}
+
+// open opens a session of view for a client working in cwd, as the
+// daemon does: its state, carrying its caller, and its dispatcher; the
+// session's release is registered with tb.
+func (h *harness) open(tb testing.TB, id uint64, view, cwd string) (*server.SessionState, *server.Server, *Client, func(), error) {
+	caller := &server.Caller{Session: id, Cwd: cwd, View: view}
+	release, err := h.m.Open(caller)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	srv, err := h.view(tb, view)
+	if err != nil {
+		release()
+		return nil, nil, nil, nil, err
+	}
+	h.m.Warm(caller)
+	ss := server.NewSessionState(0)
+	ss.SetCaller(caller)
+	return ss, srv, h.m.clientOf(caller), release, nil
 }
 
 // loadConfig loads toml (FAKE replaced by the fake's path).
@@ -103,7 +154,7 @@ func newHarness(t *testing.T, toml string, stateDir ...string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.m.Attach(h.agg, "snodod's own")
+	t.Cleanup(h.m.Attach(h.agg, "snodod's own"))
 	if h.exec, err = server.NewExecutor(server.ExecutorLimits{}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,12 +191,13 @@ func (h *harness) row(name, instance string) Status {
 
 // client is one session over real pipes.
 type client struct {
-	t    *testing.T
-	h    *harness
-	in   *os.File // the client's writing end
-	out  *os.File // its reading end
-	sess *Session
-	done chan struct{}
+	t       *testing.T
+	h       *harness
+	in      *os.File // the client's writing end
+	out     *os.File // its reading end
+	cl      *Client  // the session as the manager sees it
+	release func()   // Open's
+	done    chan struct{}
 
 	mu       sync.Mutex
 	nextID   int
@@ -163,9 +215,9 @@ func (h *harness) connect(view, cwd, version string) *client {
 	t := h.t
 	t.Helper()
 	h.nextID++
-	sess, err := h.m.Session(h.nextID, view, cwd, h.agg)
+	ss, srv, cl, release, err := h.open(t, h.nextID, view, cwd)
 	if err != nil {
-		t.Fatalf("Session(%q): %v", view, err)
+		t.Fatalf("open(%q): %v", view, err)
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -175,9 +227,9 @@ func (h *harness) connect(view, cwd, version string) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &client{t: t, h: h, in: inW, out: outR, sess: sess, done: make(chan struct{}),
+	c := &client{t: t, h: h, in: inW, out: outR, cl: cl, release: release, done: make(chan struct{}),
 		pending: map[string]chan map[string]json.RawMessage{}, noted: make(chan struct{}, 1)}
-	tr := &stdio.Transport{In: inR, Out: outW, Dispatcher: sess, Executor: h.exec, Logger: slog.New(slog.DiscardHandler)}
+	tr := &stdio.Transport{In: inR, Out: outW, Dispatcher: srv, State: ss, Executor: h.exec, Logger: slog.New(slog.DiscardHandler)}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -194,7 +246,7 @@ func (h *harness) connect(view, cwd, version string) *client {
 		<-served
 		<-c.done
 		outR.Close()
-		sess.Close()
+		release()
 	})
 	if version != "" {
 		res := c.call("initialize", fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"sampling":{},"elicitation":{},"roots":{}},"clientInfo":{"name":"test","version":"1"}}`, version))

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
 	"github.com/thejerf/suture/v4"
 
@@ -98,16 +97,17 @@ type Manager struct {
 	storeOnce sync.Once
 	store     *oauth.Store
 
-	mu        sync.Mutex
-	cfg       *config.Config
-	ups       map[string]*upstream             // by name
-	rings     map[string]*mcpclient.StderrRing // by name, kept across reloads
-	passViews map[string]*server.Server
-	// aggregates are the daemon servers showing the aggregated view: one
-	// per configuration generation still used by a session. Weak: a
-	// generation nobody uses any more is collected.
-	aggregates   []aggregate
-	clients      map[*Client]struct{}
+	mu    sync.Mutex
+	cfg   *config.Config
+	ups   map[string]*upstream             // by name
+	rings map[string]*mcpclient.StderrRing // by name, kept across reloads
+	// passViews are the servers showing an upstream passed through, with
+	// its name, and aggregates those showing the aggregated view, with
+	// the daemon's own instructions: each attached (AttachView, Attach)
+	// until its owner detaches it.
+	passViews    map[*server.Server]string
+	aggregates   map[*server.Server]string
+	clients      map[*server.Caller]*Client // the sessions Open registered
 	served       bool
 	record       *proc.GroupRecord // opened at the first start (GroupRecord)
 	recordFailed bool
@@ -122,11 +122,6 @@ type Manager struct {
 	// formerOwners are the upstreams the aggregated view relayed at the
 	// last refresh, so that a removed one's items are removed.
 	formerOwners []string
-}
-
-type aggregate struct {
-	srv          weak.Pointer[server.Server]
-	instructions string // the daemon's own
 }
 
 // New prepares the upstreams of cfg (none runs before Serve). When
@@ -155,8 +150,8 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 		opts: opts, log: opts.Logger,
 		budget: mcpclient.NewStderrBudget(cfg.Upstreams.StderrTotalBytes),
 		done:   make(chan struct{}),
-		ups:    map[string]*upstream{}, rings: map[string]*mcpclient.StderrRing{}, passViews: map[string]*server.Server{},
-		clients: map[*Client]struct{}{}, collided: map[string][]string{},
+		ups:    map[string]*upstream{}, rings: map[string]*mcpclient.StderrRing{}, passViews: map[*server.Server]string{},
+		aggregates: map[*server.Server]string{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
 	}
 	m.parks = newParking(m)
 	m.cache = &cache{log: m.log}

@@ -72,7 +72,7 @@ func (m *Manager) handler(name, method, orig string) server.RawHandler {
 func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, orig string) (*server.RawResult, error) {
 	cfg := u.conf()
 	server.ExtendDeadline(ctx, relayDeadline(cfg))
-	c := clientFrom(ctx)
+	c := u.m.clientOf(req.Caller)
 	if c != nil {
 		c.markUsed(u.name)
 	}

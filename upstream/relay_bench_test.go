@@ -15,12 +15,11 @@ import (
 // Manager's and the runtime's part of the relay, plus the Conn's round trip.
 func BenchmarkRelayedCall(b *testing.B) {
 	h := newBenchHarness(b)
-	sess, err := h.m.Session(1, "fake", "", h.agg)
+	ss, sess, _, release, err := h.open(b, 1, "fake", "")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer sess.Close()
-	ss := server.NewSessionState(0)
+	defer release()
 	if _, _, perr := sess.Initialize(ss, json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}`)); perr != nil {
 		b.Fatal(perr)
 	}

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
 )
 
 // TestShareSessionIsolation: each session has its own process; a third
@@ -51,7 +53,7 @@ max_instances = 2
 	if code != CodeLimit || !strings.Contains(msg, "max_instances = 2") {
 		t.Errorf("third session: %d %s", code, msg)
 	}
-	a.sess.Close()
+	a.release()
 	eventually.True(t, "a's instance gone", func() bool {
 		n := 0
 		for _, r := range h.m.Status() {
@@ -269,5 +271,36 @@ args = ["-name", "second"]
 	tools := names(t, c.call("tools/list", ""), "tools", "name")
 	if !slices.Contains(tools, "a__echo") || !slices.Contains(tools, "b__echo") {
 		t.Errorf("tools %v", tools)
+	}
+}
+
+// A request of a session that ended while it was on its way starts no
+// instance of its own: its caller, no longer open, is a closed client.
+func TestReleasedCallerStartsNothing(t *testing.T) {
+	h := newHarness(t, `
+[mcpServers.browser]
+command = "FAKE"
+share = "session"
+`)
+	caller := &server.Caller{Session: 41}
+	release, err := h.m.Open(caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := h.m.clientOf(caller); c == nil || c.isClosed() {
+		t.Fatalf("an open caller's client: %+v", c)
+	}
+	release()
+	c := h.m.clientOf(caller)
+	if c == nil || !c.isClosed() {
+		t.Fatalf("a released caller's client: %+v, want a closed one", c)
+	}
+	if _, err := h.m.upstream("browser").instanceFor(c); !errors.Is(err, errStopped) {
+		t.Fatalf("an instance for a released caller: %v, want errStopped", err)
+	}
+	for _, r := range h.m.Status() {
+		if r.Instance == sessionInstanceKey(41) {
+			t.Errorf("status has an instance of the released session: %+v", r)
+		}
 	}
 }

@@ -75,7 +75,7 @@ func (m *Manager) Status() []Status {
 	m.mu.Lock()
 	collided, shortened := m.collided, m.shortened
 	clients := make([]*Client, 0, len(m.clients))
-	for c := range m.clients {
+	for _, c := range m.clients {
 		clients = append(clients, c)
 	}
 	m.mu.Unlock()

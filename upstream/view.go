@@ -1,13 +1,12 @@
 package upstream
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
-	"weak"
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
@@ -44,58 +43,46 @@ func composeName(prefix, name string) string {
 
 // Attach makes srv, a daemon server built from one configuration
 // generation, show the aggregated view; instructions are the daemon's own
-// (server.instructions), to which each upstream's are appended. Every
-// attached server that is still in use is kept current.
-func (m *Manager) Attach(srv *server.Server, instructions string) {
+// (server.instructions), to which each upstream's are appended. srv is
+// kept current until detach, which its owner calls once no session uses
+// srv any more.
+func (m *Manager) Attach(srv *server.Server, instructions string) (detach func()) {
 	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv})
+	srv.SetStartHook(startHook{m: m})
 	m.mu.Lock()
-	live := m.aggregates[:0]
-	for _, a := range m.aggregates {
-		if a.srv.Value() != nil {
-			live = append(live, a)
-		}
-	}
-	m.aggregates = append(live, aggregate{srv: weak.Make(srv), instructions: instructions})
+	m.aggregates[srv] = instructions
 	m.mu.Unlock()
 	m.refreshViews()
+	return func() {
+		m.mu.Lock()
+		delete(m.aggregates, srv)
+		m.mu.Unlock()
+	}
 }
 
-// passThrough returns the pass-through server of upstream name, making it
-// at the first session that asks.
-func (m *Manager) passThrough(name string) (*server.Server, error) {
-	m.mu.Lock()
-	srv, ok := m.passViews[name]
-	_, configured := m.ups[name]
-	cfg := m.cfg
-	m.mu.Unlock()
-	if ok {
-		return srv, nil
-	}
-	if !configured {
-		return nil, m.unknown(name)
-	}
-	srv, err := server.New(server.Options{
-		Info:     protocol.Implementation{Name: name, Version: "unknown"},
-		Versions: cfg.Protocol.Versions, CacheTTL: cfg.Server.CacheTTL, CacheScope: cfg.Server.CacheScope,
-		Logger: m.log,
-	})
-	if err != nil {
-		return nil, err
-	}
+// AttachView makes srv show upstream name passed through (docs/upstreams.md
+// §2): its names, serverInfo, instructions and capabilities. srv is one
+// of catalog.ViewServer's, the factory of the aggregated view's server
+// too, so that both sign with server.state_key_file. It is kept current
+// until detach, which its owner calls once no session uses srv any more.
+// A name no upstream has (yet: a reload attaches the views of its
+// configuration before Apply) lists nothing until one has it.
+func (m *Manager) AttachView(srv *server.Server, name string) (detach func()) {
 	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv, upstream: name})
+	srv.SetStartHook(startHook{m: m, view: name})
 	if o := m.opts.Observer; o != nil {
 		srv.SetObserver(passObserver{o: o, upstream: name})
 	}
 	srv.SetReadFallback(m.handler(name, "resources/read", ""))
 	m.mu.Lock()
-	if prev, ok := m.passViews[name]; ok {
-		srv = prev // another session made it first
-	} else {
-		m.passViews[name] = srv
-	}
+	m.passViews[srv] = name
 	m.mu.Unlock()
 	m.refreshViews()
-	return srv, nil
+	return func() {
+		m.mu.Lock()
+		delete(m.passViews, srv)
+		m.mu.Unlock()
+	}
 }
 
 // refreshViews recomputes every view from the upstreams' catalogs and
@@ -110,25 +97,18 @@ func (m *Manager) refreshViews() {
 	}
 	m.allListed.Store(all)
 	m.mu.Lock()
-	aggs := slices.Clone(m.aggregates)
-	passes := make(map[string]*server.Server, len(m.passViews))
-	for k, v := range m.passViews {
-		passes[k] = v
-	}
+	aggs := maps.Clone(m.aggregates)
+	passes := maps.Clone(m.passViews)
 	m.mu.Unlock()
 
 	sets, collided := m.aggregateItems(ups)
-	for _, a := range aggs {
-		srv := a.srv.Value()
-		if srv == nil {
-			continue
-		}
+	for srv, instructions := range aggs {
 		for owner, names := range srv.ReplaceRelayed(sets) {
 			for _, n := range names {
 				collided[owner] = append(collided[owner], n+" (taken by snodod's own catalog)")
 			}
 		}
-		srv.SetInstructions(aggregateInstructions(a.instructions, ups))
+		srv.SetInstructions(aggregateInstructions(instructions, ups))
 		srv.Advertise(aggregateCapabilities(ups))
 	}
 	m.mu.Lock()
@@ -139,7 +119,7 @@ func (m *Manager) refreshViews() {
 	for _, u := range ups {
 		byName[u.name] = u
 	}
-	for name, srv := range passes {
+	for srv, name := range passes {
 		u := byName[name]
 		if u == nil {
 			srv.ReplaceRelayed(map[string]server.RelayedItems{passOwner: {}})
@@ -306,15 +286,15 @@ func (h *viewHook) owner(uri string) string {
 	return owner
 }
 
-func (h *viewHook) Subscribe(ctx context.Context, uri string) {
+func (h *viewHook) Subscribe(sess *server.SessionState, uri string) {
 	if name := h.owner(uri); name != "" {
-		h.m.hold(clientFrom(ctx), subscription{upstream: name, uri: uri})
+		h.m.hold(h.m.clientOf(sess.Caller()), subscription{upstream: name, uri: uri})
 	}
 }
 
-func (h *viewHook) Unsubscribe(ctx context.Context, uri string) {
+func (h *viewHook) Unsubscribe(sess *server.SessionState, uri string) {
 	if name := h.owner(uri); name != "" {
-		h.m.drop(clientFrom(ctx), subscription{upstream: name, uri: uri})
+		h.m.drop(h.m.clientOf(sess.Caller()), subscription{upstream: name, uri: uri})
 	}
 }
 
@@ -379,13 +359,13 @@ func (m *Manager) unhold(c *Client, sub subscription) {
 func (m *Manager) resourceUpdated(name, uri string) {
 	m.mu.Lock()
 	var srvs []*server.Server
-	for _, a := range m.aggregates {
-		if s := a.srv.Value(); s != nil {
+	for s := range m.aggregates {
+		srvs = append(srvs, s)
+	}
+	for s, n := range m.passViews {
+		if n == name {
 			srvs = append(srvs, s)
 		}
-	}
-	if s, ok := m.passViews[name]; ok {
-		srvs = append(srvs, s)
 	}
 	m.mu.Unlock()
 	for _, s := range srvs {

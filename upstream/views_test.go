@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/mcpclient"
+	"github.com/snodod/snodod/server"
 )
 
 const oneFake = `
@@ -86,7 +87,7 @@ func TestPassThroughView(t *testing.T) {
 	if res := c.call("tools/call", fakeTool("echo", `{"y":2}`)); string(structured(t, res)["arguments"]) != `{"y":2}` {
 		t.Errorf("echo %s", res["result"])
 	}
-	if _, err := h.m.Session(99, "nope", "", h.agg); err == nil || !strings.Contains(err.Error(), "the configured upstreams are fake") {
+	if _, err := h.m.Open(&server.Caller{Session: 99, View: "nope"}); err == nil || !strings.Contains(err.Error(), "the configured upstreams are fake") {
 		t.Errorf("unknown view: %v", err)
 	}
 }

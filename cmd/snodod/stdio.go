@@ -103,12 +103,12 @@ func runStdio(args []string) int {
 	// The transport makes its executor from the limits and closes it.
 	t := &stdio.Transport{In: os.Stdin, Dispatcher: srv, Limits: cfg.Limits}
 	if ups != nil {
-		disp, stopUpstreams, err := ups.session(srv, view)
+		disp, state, stopUpstreams, err := ups.session(cfg, srv, view)
 		if err != nil {
 			return fail(err)
 		}
 		defer stopUpstreams()
-		t.Dispatcher = disp
+		t.Dispatcher, t.State = disp, state
 	}
 
 	restoreTerminal, err := stdioTerminal(o.cooked)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/upstream"
@@ -54,27 +55,44 @@ func stdioUpstreams(cfg *config.Config, view string) (*stdioHosted, error) {
 // Register hook); a nil stdioHosted has nothing to attach.
 func (h *stdioHosted) attach(srv *server.Server) {
 	if h != nil {
-		h.m.Attach(srv, srv.Instructions())
+		h.m.Attach(srv, srv.Instructions()) // for the process's life
 	}
 }
 
 // session starts the servers (stop stops them all, within the shutdown
-// grace) and returns the Dispatcher of the process's one session: srv's
-// aggregated view (view "") or the named server passed through.
-func (h *stdioHosted) session(srv *server.Server, view string) (server.Dispatcher, func(), error) {
+// grace) and returns the dispatcher of the process's one session and its
+// state, which says who asks: srv's aggregated view (view "") or the named
+// server passed through, built from cfg as the aggregated one is.
+func (h *stdioHosted) session(cfg *config.Config, srv *server.Server, view string) (*server.Server, *server.SessionState, func(), error) {
 	cwd, _ := os.Getwd()
-	sess, err := h.m.Session(0, view, cwd, srv)
-	if err != nil {
-		return nil, nil, err
+	caller := &server.Caller{Cwd: cwd, View: view}
+	detach := func() {}
+	if view != "" {
+		var err error
+		if srv, err = catalog.ViewServer(cfg, view, slog.Default()); err != nil {
+			return nil, nil, nil, err
+		}
 	}
+	release, err := h.m.Open(caller)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if view != "" {
+		detach = h.m.AttachView(srv, view)
+	}
+	h.m.Warm(caller)
+	ss := server.NewSessionState(cfg.Limits.MaxSubscriptions)
+	ss.SetCaller(caller)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = h.m.Serve(ctx)
 	}()
-	return sess, func() {
-		sess.Close()
+	return srv, ss, func() {
+		release()
+		ss.Close()
+		detach()
 		cancel()
 		<-done
 	}, nil

@@ -19,7 +19,8 @@ import (
 type exchange struct {
 	id    protocol.ID
 	req   server.Request
-	token protocol.ID // the progress token; set when progress streams
+	split protocol.Split // req's: the decoder's (server.RequestFrom)
+	token protocol.ID    // the progress token; set when progress streams
 	// outcome receives the executor's one outcome; buffered, so the
 	// executor's worker never waits on a response.
 	outcome chan server.Outcome
@@ -46,14 +47,15 @@ type note struct {
 	reply    chan error
 }
 
-func newExchange(id protocol.ID, method string) *exchange {
-	return &exchange{
-		id:      id,
-		req:     server.Request{ID: id, Method: method},
+func newExchange(msg *protocol.Message) *exchange {
+	x := &exchange{
+		id:      msg.ID,
 		outcome: make(chan server.Outcome, 1),
 		notes:   make(chan *note),
 		gone:    make(chan struct{}),
 	}
+	x.req = server.RequestFrom(msg, &x.split)
+	return x
 }
 
 // deliver is the executor's done callback: it never blocks.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/protocol"
-	"github.com/snodod/snodod/server"
 )
 
 // Handler serves one Streamable HTTP endpoint for both eras (docs/protocol.md
@@ -158,7 +157,7 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		refuse(w, ref.status, protocol.ID{}, ref.err, timeout)
 		return
 	}
-	disp, _, ok := h.route(r.URL.Path)
+	v, _, ok := h.route(r.URL.Path)
 	if !ok {
 		refuse(w, nethttp.StatusNotFound, protocol.ID{}, viewNotFound(r.URL.Path), timeout)
 		return
@@ -172,7 +171,7 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	switch r.Method {
 	case nethttp.MethodPost:
-		h.post(w, r, disp)
+		h.post(w, r, v)
 	case nethttp.MethodGet:
 		h.get(w, r)
 	case nethttp.MethodDelete:
@@ -204,16 +203,21 @@ func (h *Handler) leave() {
 
 // route finds the view a path names: the endpoint itself (name ""), or
 // one view below it.
-func (h *Handler) route(path string) (disp server.Dispatcher, name string, ok bool) {
+func (h *Handler) route(path string) (v View, name string, ok bool) {
 	if path == h.o.Path || path == h.o.Path+"/" {
-		return h.o.Dispatcher, "", true
+		if h.o.Views != nil {
+			if v, ok := h.o.Views.View(""); ok {
+				return v, "", true
+			}
+		}
+		return View{Dispatcher: h.o.Dispatcher}, "", h.o.Dispatcher != nil
 	}
 	name, ok = strings.CutPrefix(path, h.o.Path+"/")
 	if !ok || name == "" || strings.Contains(name, "/") || h.o.Views == nil {
-		return nil, "", false
+		return View{}, "", false
 	}
-	disp, ok = h.o.Views.View(name)
-	return disp, name, ok
+	v, ok = h.o.Views.View(name)
+	return v, name, ok && v.Dispatcher != nil
 }
 
 // viewName is the name of the view r's path names ("" the endpoint);
@@ -224,7 +228,7 @@ func (h *Handler) viewName(r *nethttp.Request) string {
 }
 
 // post reads and classifies a POST (docs/protocol.md §13.1, §13.2).
-func (h *Handler) post(w nethttp.ResponseWriter, r *nethttp.Request, disp server.Dispatcher) {
+func (h *Handler) post(w nethttp.ResponseWriter, r *nethttp.Request, v View) {
 	timeout := h.o.WriteTimeout
 	if !jsonContent(r) {
 		refuse(w, nethttp.StatusUnsupportedMediaType, protocol.ID{}, errContentType, timeout)
@@ -252,7 +256,7 @@ func (h *Handler) post(w nethttp.ResponseWriter, r *nethttp.Request, disp server
 	case protocol.KindNotification:
 		h.notification(w, r, &msg)
 	case protocol.KindRequest:
-		h.request(w, r, &msg, disp)
+		h.request(w, r, &msg, v)
 	}
 }
 
@@ -316,16 +320,16 @@ func readAtMost(buf []byte, r io.Reader, n int) ([]byte, error) {
 }
 
 // request routes a request by the ladder of docs/protocol.md §13.2.
-func (h *Handler) request(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
+func (h *Handler) request(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, v View) {
 	switch {
 	case msg.Modern:
-		h.modern(w, r, msg, disp)
+		h.modern(w, r, msg, v)
 	case msg.Method == "initialize":
-		h.initialize(w, r, msg, disp)
+		h.initialize(w, r, msg, v)
 	case r.Header.Get(headerSessionID) != "":
 		h.legacy(w, r, msg)
 	case h.modernByHeader(r):
-		h.modern(w, r, msg, disp)
+		h.modern(w, r, msg, v)
 	default:
 		refuse(w, nethttp.StatusBadRequest, msg.ID, errMissingSession, h.o.WriteTimeout)
 	}

@@ -13,7 +13,8 @@ import (
 // one POST and nothing is kept between them. Each request is its own
 // connection of the executor, so equal ids from different clients (or
 // the same one) never collide, and closing the response cancels it.
-func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
+func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, v View) {
+	disp := v.Dispatcher
 	timeout := h.o.WriteTimeout
 	// §5.2 steps 2 to 8 run here, before the executor, so that their
 	// errors get 400 before anything is committed; the runtime repeats
@@ -39,8 +40,13 @@ func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 		return
 	}
 	stream := sse && (listen || msg.ProgressToken != nil)
-	x := newExchange(msg.ID, msg.Method)
-	x.req.Params = msg.Params
+	x := newExchange(msg)
+	if v.Caller != nil {
+		// The state the runtime would make for a request without one,
+		// carrying who asks.
+		x.req.State = server.NewSessionState(0)
+		x.req.State.SetCaller(v.Caller)
+	}
 	conn := h.o.Executor.RequestConn()
 	run := func(ctx context.Context) server.Outcome { return disp.Dispatch(ctx, &x.req) }
 	if err := conn.Submit(x.context(msg.ProgressToken, stream), msg.ID, run, x.deliver); err != nil {

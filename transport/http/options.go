@@ -37,30 +37,36 @@ const (
 	DefaultKeepAlive = 15 * time.Second
 )
 
-// Views resolves the views served below the endpoint: a request for
-// Path + "/NAME" is served by View(NAME) (docs/upstreams.md §2, a pass-through
-// view). It may be called concurrently; a view may appear and disappear
-// while the handler serves.
+// Views resolves the views the handler serves: the endpoint itself
+// (View("")) and, below it, Path + "/NAME" (View(NAME): docs/upstreams.md
+// §2, a pass-through view). It may be called concurrently, once per
+// request; a view may appear and disappear while the handler serves.
 type Views interface {
-	View(name string) (server.Dispatcher, bool)
+	View(name string) (View, bool)
 }
 
-// SessionOpener is implemented by a Dispatcher that serves each legacy
-// session with a Dispatcher of its own (the daemon's views: what a session
-// holds on hosted upstreams is its own and released with it). The handler
-// calls OpenSession when an initialize arrives and serves that session
-// with the Dispatcher returned, then calls release exactly once: when the
-// initialize fails, or when the session ends (DELETE, idle expiry,
-// shutdown). Both may be called from any goroutine.
-type SessionOpener interface {
-	OpenSession() (disp server.Dispatcher, release func())
+// View is one view as the handler serves it.
+type View struct {
+	// Dispatcher serves the view's requests. Required.
+	Dispatcher server.Dispatcher
+	// Caller is who asks in every 2026 POST of the view (server.Caller):
+	// they keep nothing between requests, so one caller stands for all
+	// of them. Nil: nobody in particular.
+	Caller *server.Caller
+	// Open, when set, is called when a legacy initialize arrives: it
+	// returns the caller of the new session (what the session holds on
+	// hosted upstreams is its own), and release, which the handler calls
+	// exactly once: when the initialize fails, or when the session ends
+	// (DELETE, idle expiry, shutdown). Both may be called from any
+	// goroutine.
+	Open func() (caller *server.Caller, release func())
 }
 
 // Options configure a Handler. Zero values mean the defaults, as in
 // net/http.Server; negative limits are refused by New.
 type Options struct {
-	// Dispatcher serves the endpoint itself (the aggregated view).
-	// Required.
+	// Dispatcher serves the endpoint itself (the aggregated view) when
+	// Views has no view "". Required without Views.
 	Dispatcher server.Dispatcher
 	// Views, when set, serves Path + "/NAME".
 	Views Views
@@ -152,7 +158,7 @@ func (o *Options) validate() error {
 			errs = append(errs, errors.New(msg))
 		}
 	}
-	neg(o.Dispatcher == nil, "the HTTP handler needs a Dispatcher")
+	neg(o.Dispatcher == nil && o.Views == nil, "the HTTP handler needs a Dispatcher")
 	neg(o.Executor == nil, "the HTTP handler needs an Executor")
 	neg(o.MaxBodyBytes < 0, "max_body_bytes must be a positive integer")
 	neg(o.ReadTimeout < 0, "read_timeout must be a positive duration")

@@ -175,7 +175,7 @@ type session struct {
 	version string
 	header  nethttp.Header // Mcp-Protocol-Version: version; read-only
 	disp    server.Dispatcher
-	close   func() // what OpenSession returned as release; run once by end
+	close   func() // what View.Open returned as release; run once by end
 	exec    *server.ExecConn
 	ended   chan struct{} // closed by end
 
@@ -263,8 +263,8 @@ func (s *session) release(x *exchange) {
 func (s *session) serve(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message) {
 	h := s.t.h
 	timeout := h.o.WriteTimeout
-	x := newExchange(msg.ID, msg.Method)
-	x.req.Params, x.req.Header, x.req.State = msg.Params, s.header, s.state
+	x := newExchange(msg)
+	x.req.Header, x.req.State = s.header, s.state
 	x.cancelled = make(chan struct{})
 	if !s.admit(x) {
 		refuse(w, nethttp.StatusBadRequest, msg.ID, protocol.ErrDuplicateID, timeout)
@@ -368,7 +368,8 @@ func (s *session) stream(ctx context.Context, rsp *responder) {
 // initialize answers a legacy initialize and creates its session
 // (docs/protocol.md §13.4). A stale Mcp-Session-Id on it is ignored: clients
 // keep the header across restarts.
-func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, disp server.Dispatcher) {
+func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, v View) {
+	disp := v.Dispatcher
 	timeout := h.o.WriteTimeout
 	peer := h.peerKey(r)
 	if ref := h.sessions.full(peer); ref != nil {
@@ -377,10 +378,12 @@ func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *
 		return
 	}
 	release := func() {}
-	if o, ok := disp.(SessionOpener); ok {
-		disp, release = o.OpenSession()
+	var caller *server.Caller
+	if v.Open != nil {
+		caller, release = v.Open()
 	}
 	state := server.NewSessionState(h.o.SessionMaxSubscriptions)
+	state.SetCaller(caller)
 	result, version, perr := disp.Initialize(state, msg.Params)
 	if perr != nil {
 		release()

@@ -92,9 +92,10 @@ func (c *coordinator) request(msg *protocol.Message) {
 		c.initialize(msg)
 		return
 	}
-	w := &work{id: msg.ID, split: msg.Split, req: server.Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, State: c.sess}}
+	w := &work{id: msg.ID}
+	w.req = server.RequestFrom(msg, &w.split)
 	req := &w.req
-	req.Split = &w.split // the decoder's split: the runtime splits nothing again
+	req.State = c.sess
 	w.sink.c, w.sink.w = c, w
 	w.ctx = server.RequestContext{Context: context.Background(), Notifier: &w.sink}
 	if !msg.Modern {
@@ -107,13 +108,11 @@ func (c *coordinator) request(msg *protocol.Message) {
 			w.ctx.Progress = &w.sink
 		}
 	}
-	if c.inline != nil {
-		// The runtime's own methods that never block are answered here
-		// (docs/architecture.md §4.1): no hop to a worker and back.
-		if o, ok := c.inline.DispatchInline(&w.ctx, req); ok {
-			c.answerInline(msg.ID, o)
-			return
-		}
+	// The runtime's own methods that never block are answered here
+	// (docs/architecture.md §4.1): no hop to a worker and back.
+	if o, ok := c.disp.DispatchInline(&w.ctx, req); ok {
+		c.answerInline(msg.ID, o)
+		return
 	}
 	// Counted before it is submitted: a worker may run and end it (and
 	// uncount it) before SubmitJob returns.

@@ -31,6 +31,10 @@ func (echoDispatcher) Dispatch(context.Context, *server.Request) server.Outcome 
 	return server.Outcome{Result: echoResult}
 }
 
+func (echoDispatcher) DispatchInline(context.Context, *server.Request) (server.Outcome, bool) {
+	return server.Outcome{}, false
+}
+
 func benchConn(b *testing.B) (w io.Writer, r *bufio.Reader, stop func()) {
 	return serveOnPipes(b, echoDispatcher{})
 }

@@ -45,6 +45,11 @@ var errNoDialect = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "
 
 func (tc *testCatalog) Notify(*server.SessionState, string, json.RawMessage) {}
 
+// DispatchInline serves nothing inline: every request takes the executor.
+func (tc *testCatalog) DispatchInline(context.Context, *server.Request) (server.Outcome, bool) {
+	return server.Outcome{}, false
+}
+
 func (tc *testCatalog) Initialize(_ *server.SessionState, params json.RawMessage) (any, string, *protocol.Error) {
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`

@@ -15,9 +15,9 @@
 // Two shortcuts (docs/architecture.md §4.1, §4.2) skip hops between
 // goroutines where they cost more than the work:
 //
-//   - A Dispatcher that is a server.InlineDispatcher answers the methods
-//     that never block (the runtime's ping, lists and server/discover) on
-//     the coordinator, without the executor.
+//   - The Dispatcher answers the methods that never block (the
+//     runtime's ping, lists and server/discover) on the coordinator,
+//     without the executor (server.Dispatcher's DispatchInline).
 //   - The worker that finished a request commits its final frame to the
 //     connection's output itself (output.go) instead of handing the outcome
 //     back to the coordinator; it writes the frame too when the

@@ -1,8 +1,6 @@
 package stdio
 
 import (
-	"context"
-
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -44,7 +42,7 @@ func (c *coordinator) resume(r *Resume) {
 		var s server.Stream
 		var err error
 		if canResume {
-			s, err = lr.ResumeListen(context.Background(), rec)
+			s, err = lr.ResumeListen(c.sess, rec)
 		}
 		switch {
 		case !canResume || err != nil:

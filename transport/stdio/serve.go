@@ -85,7 +85,6 @@ func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 		ownExec:   ownExec,
 		ownReader: ownReader,
 	}
-	c.inline, _ = t.Dispatcher.(server.InlineDispatcher)
 	if c.journal != nil {
 		// The journal hears of each answer from the coordinator, soon
 		// after it is written: workers wake it for every request they end.
@@ -124,13 +123,12 @@ func (c *coordinator) release() {
 // commit themselves (output), and writes what may not be written without
 // waiting (see commit for when frames share a write).
 type coordinator struct {
-	log    *slog.Logger
-	disp   server.Dispatcher
-	inline server.InlineDispatcher // disp, when it serves some methods inline
-	exec   *server.ExecConn
-	out    *output
-	sess   *server.SessionState
-	grace  time.Duration
+	log   *slog.Logger
+	disp  server.Dispatcher
+	exec  *server.ExecConn
+	out   *output
+	sess  *server.SessionState
+	grace time.Duration
 
 	reader *Reader
 	fault  <-chan struct{} // a test's injected failure (internal/faults); nil otherwise

@@ -1,7 +1,8 @@
 // Command mcpbench is snodod's benchmark harness. It measures snodod and
 // its peers (the official Go and TypeScript MCP SDKs, mark3labs/mcp-go and
 // a raw NDJSON floor) over stdio at protocol versions 2025-06-18 and
-// 2026-07-28, then `snodod serve` with many sessions on its session
+// 2026-07-28 (snodod both as `snodod stdio` and as a session of `snodod
+// serve` behind `snodod connect`), then `snodod serve` with many sessions on its session
 // socket, hosted servers (relayed behind `snodod connect NAME`, shared),
 // the scaling curves and Streamable HTTP (snodod against the SDKs'
 // servers, and one stdio server hosted by snodod, supergateway and
@@ -218,11 +219,15 @@ func serversUnderTest(snodod, peers, nodeDir string) ([]load.Server, []report.Se
 	bin := func(name string) string { return abs(filepath.Join(peers, name)) }
 	servers := []load.Server{
 		{Name: "snodod", Command: []string{abs(snodod), "stdio", "--demo"}},
+		// The daemon's path: a session of snodod serve, reached as a
+		// client reaches it (snodod connect hands over its pipes).
+		{Name: "snodod serve", Command: []string{abs(snodod), "connect", "--control-socket"}, Serve: abs(snodod)},
 		{Name: "go-sdk", Command: []string{bin("gosdk")}},
 		{Name: "mcp-go", Command: []string{bin("mcpgo")}},
 	}
 	servings := []report.Serving{
 		{Name: "snodod", What: "snodod " + snododVersion(snodod) + " built from " + gitState(filepath.Dir(abs(snodod))) + ", the demo tools", Command: "bin/snodod stdio --demo"},
+		{Name: "snodod serve", What: "the same binary's daemon path: a session of `snodod serve --demo` (a fresh daemon per process, started before the clock), its pipes handed over by `snodod connect`; CPU and memory are the daemon's", Command: "bin/snodod serve --demo, then bin/snodod connect"},
 		{Name: "go-sdk", What: "the official Go SDK, " + moduleVersion(bin("gosdk"), "github.com/modelcontextprotocol/go-sdk") + ", `mcp.StdioTransport` (bench/peers/gosdk)", Command: "bench/bin/gosdk"},
 		{Name: "mcp-go", What: "mark3labs/mcp-go " + moduleVersion(bin("mcpgo"), "github.com/mark3labs/mcp-go") + ", `server.ServeStdio` with its defaults (bench/peers/mcpgo)", Command: "bench/bin/mcpgo"},
 	}

@@ -34,7 +34,8 @@ type Daemon struct {
 func (d *Daemon) Control() string { return filepath.Join(d.dir, "c.sock") }
 
 // StartDaemon starts `bin serve --demo` with its sockets in a new
-// temporary directory, allowing maxSessions sessions, and waits until its
+// temporary directory, allowing maxSessions sessions (all of them the
+// harness's uid's), and waits until its
 // session socket accepts.
 func StartDaemon(bin string, maxSessions int, env []string) (*Daemon, error) {
 	dir, err := os.MkdirTemp("", "mcpbench-")
@@ -45,7 +46,9 @@ func StartDaemon(bin string, maxSessions int, env []string) (*Daemon, error) {
 	d.cmd = exec.Command(bin, "serve", "--demo",
 		"--socket", d.Socket,
 		"--control-socket", d.Control(),
-		"--max-sessions", strconv.Itoa(maxSessions))
+		"--max-sessions", strconv.Itoa(maxSessions),
+		// Every session of the harness is its own uid's.
+		"--max-sessions-per-uid", strconv.Itoa(maxSessions))
 	d.cmd.Env = append(os.Environ(), env...)
 	d.levels = &levelCounter{}
 	logs := io.MultiWriter(d.stderr, d.levels)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,13 @@ type Server struct {
 	Command []string
 	Dir     string   // working directory; "" for the harness's own
 	Env     []string // added to the harness's environment
+	// Serve, when set, is a snodod binary: each process of the server is
+	// then a fresh `Serve serve --demo` daemon, ready before the clock
+	// starts, and Command (with the daemon's control socket appended)
+	// is the client that hands its pipes to it, `snodod connect
+	// --control-socket`. What a process is measured by (CPU, memory) is
+	// the daemon's: the session's requests are served there.
+	Serve string
 }
 
 // Proc is a running server process and its connection.
@@ -34,12 +42,34 @@ type Proc struct {
 	waited chan struct{}
 	state  *os.ProcessState
 	err    error
+	daemon *Daemon // Server.Serve's, stopped with the process
 }
 
 // Spawn starts s with pipes on its standard input and output. Its standard
 // error is kept (the last 4 KiB) for reports.
 func Spawn(s Server) (*Proc, error) {
-	cmd := exec.Command(s.Command[0], s.Command[1:]...)
+	var dm *Daemon
+	args := s.Command[1:]
+	if s.Serve != "" {
+		var err error
+		if dm, err = StartDaemon(s.Serve, 16, nil); err != nil {
+			return nil, err
+		}
+		args = append(slices.Clip(args), dm.Control())
+	}
+	p, err := spawn(s, args)
+	if err != nil {
+		if dm != nil {
+			dm.Stop()
+		}
+		return nil, err
+	}
+	p.daemon = dm
+	return p, nil
+}
+
+func spawn(s Server, args []string) (*Proc, error) {
+	cmd := exec.Command(s.Command[0], args...)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
 	inR, inW, err := os.Pipe()
@@ -75,11 +105,22 @@ func Spawn(s Server) (*Proc, error) {
 // Started is when the process was started.
 func (p *Proc) Started() time.Time { return p.started }
 
-// PID is the server's process id.
-func (p *Proc) PID() int { return p.cmd.Process.Pid }
+// PID is the server's process id: the daemon's for a Server.Serve.
+func (p *Proc) PID() int {
+	if p.daemon != nil {
+		return p.daemon.PID()
+	}
+	return p.cmd.Process.Pid
+}
 
-// Stderr is the end of what the server wrote on standard error.
-func (p *Proc) Stderr() string { return p.stderr.String() }
+// Stderr is the end of what the server wrote on standard error (and of
+// its daemon's log, for a Server.Serve).
+func (p *Proc) Stderr() string {
+	if p.daemon != nil {
+		return p.stderr.String() + p.daemon.Stderr()
+	}
+	return p.stderr.String()
+}
 
 // Exited reports whether the process has ended, and how.
 func (p *Proc) Exited() (bool, string) {
@@ -104,7 +145,16 @@ func (p *Proc) Close(grace time.Duration) (state *os.ProcessState, killed bool) 
 		<-p.waited
 	}
 	p.release()
+	p.stopDaemon()
 	return p.state, killed
+}
+
+// stopDaemon stops Server.Serve's daemon, once the client has ended.
+func (p *Proc) stopDaemon() {
+	if p.daemon != nil {
+		p.daemon.Stop()
+		p.daemon = nil
+	}
 }
 
 // release closes our end of the server's output once the reader has read
@@ -125,6 +175,7 @@ func (p *Proc) Kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.waited
 	p.release()
+	p.stopDaemon()
 }
 
 // clockTick is USER_HZ, the unit of the CPU times in /proc/PID/stat: 100

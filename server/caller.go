@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// Caller is who asks: the session a request comes from, as whoever made
+// the session knows it (the daemon from the hand-over of snodod connect or
+// the HTTP path, snodod stdio from its arguments). It is set on the
+// session's SessionState before the session is served, never changed,
+// and handed by the runtime to what a view that relays other servers
+// installs: its RawHandlers (RawRequest.Caller), its SubscriptionHook and
+// its StartHook (Request.State). The runtime itself never reads it. Its
+// identity is the pointer: two sessions never share one, while every 2026
+// POST of one HTTP view may (they keep nothing between requests).
+type Caller struct {
+	// Session is the daemon's session id; 0 for a process's only session.
+	Session uint64
+	// Cwd is the client's working directory, sent with the hand-over by
+	// snodod connect; "" means the daemon's.
+	Cwd string
+	// View is "" for the aggregated view, else the upstream passed
+	// through (docs/upstreams.md §2).
+	View string
+}
+
+// SetCaller records who asks on this session's requests. Whoever creates
+// the state sets it before the session serves a request; it is not
+// changed after.
+func (s *SessionState) SetCaller(c *Caller) { s.caller.Store(c) }
+
+// Caller is SetCaller's, or nil.
+func (s *SessionState) Caller() *Caller {
+	if s == nil {
+		return nil
+	}
+	return s.caller.Load()
+}
+
+// StartHook prepares what a request needs before the runtime serves it: a
+// view relaying hosted servers starts those that have nothing listed yet
+// (docs/upstreams.md §4, lazy start), so that a list or a call never sees
+// a server merely not started. The relay installs it (SetStartHook).
+type StartHook interface {
+	// Ready reports, without blocking, that req needs nothing started:
+	// the runtime serves it at once, on the connection's coordinator for
+	// the methods of DispatchInline. It is asked of every request and of
+	// a legacy initialize (Method "initialize", Params its params), and
+	// must be cheap.
+	Ready(req *Request) bool
+	// Start starts what req needs and waits for it, within ctx: in the
+	// request's executor worker for a request, on the coordinator for an
+	// initialize (whose answer it may hold back, at most its own bound).
+	// A non-nil error is the request's answer instead of the method's;
+	// an initialize is answered whatever Start returns.
+	Start(ctx context.Context, req *Request) *protocol.Error
+}
+
+// SetStartHook installs h (nil removes it).
+func (s *Server) SetStartHook(h StartHook) {
+	if h == nil {
+		s.start.Store(nil)
+		return
+	}
+	s.start.Store(&h)
+}
+
+// startHook is SetStartHook's, or nil; read without Server.mu, on every
+// request.
+func (s *Server) startHook() StartHook {
+	if h := s.start.Load(); h != nil {
+		return *h
+	}
+	return nil
+}
