@@ -27,6 +27,7 @@ type Config struct {
 	Protocol Protocol `koanf:"protocol"`
 	Server   Server   `koanf:"server"`
 	HTTP     HTTP     `koanf:"http"`
+	Admin    Admin    `koanf:"admin"`
 	Log      Log      `koanf:"log"`
 	// Upstreams holds the settings of every hosted server; MCPServers
 	// the servers themselves (upstreams.go), sorted by name.
@@ -111,6 +112,23 @@ type Server struct {
 	// cursors; every node of a cluster reads the same one. Empty: a random
 	// key per process.
 	StateKeyFile string `koanf:"state_key_file"`
+}
+
+// Admin holds the admin listener's settings (docs/observability.md): the
+// listener that serves /metrics, never the MCP endpoint.
+type Admin struct {
+	// Listen is a loopback host:port or "unix:" and the absolute path of
+	// a Unix socket (environment variables expanded at load). Empty: no
+	// admin listener. A host-less ":port" binds 127.0.0.1. Load refuses a
+	// non-loopback address.
+	Listen string `koanf:"listen"`
+	// AuthTokenFile holds the bearer token that local users other than
+	// the daemon's and Daemon.AllowedUIDs must send. Empty: none, and
+	// only those users are served.
+	AuthTokenFile string `koanf:"auth_token_file"`
+	// NativeHistograms gives the latency histograms native (sparse)
+	// buckets beside the classic ones.
+	NativeHistograms bool `koanf:"native_histograms"`
 }
 
 // HTTP holds the Streamable HTTP listener's settings (docs/protocol.md §13).

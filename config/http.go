@@ -89,3 +89,15 @@ func checkHTTP(c *Config, ok map[string]bool, src map[string]Source) []Problem {
 	return []Problem{{Key: "http.listen", Source: src["http.listen"], Message: "a non-loopback address needs http.auth_token_file " +
 		"(a bearer token clients send) or, behind something that authenticates, http.allow_unauthenticated = true; got " + literal(h.Listen)}}
 }
+
+// checkAdmin refuses a non-loopback admin.listen: the admin listener
+// serves what status shows (docs/observability.md), and is meant for
+// this machine's scraper; a remote one reaches it through a proxy.
+func checkAdmin(c *Config, ok map[string]bool, src map[string]Source) []Problem {
+	a := c.Admin
+	if !ok["admin.listen"] || a.Listen == "" || !validListen(a.Listen) || LoopbackListen(a.Listen) {
+		return nil
+	}
+	return []Problem{{Key: "admin.listen", Source: src["admin.listen"], Message: "must be a loopback address (127.0.0.1:PORT, [::1]:PORT, :PORT) " +
+		"or unix:PATH: the admin listener serves this machine only; got " + literal(a.Listen)}}
+}

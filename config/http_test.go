@@ -91,3 +91,21 @@ func TestHTTPAllowUnauthenticatedWarns(t *testing.T) {
 		t.Errorf("problems %q, want %q", got, want)
 	}
 }
+
+// admin.listen takes loopback addresses and Unix sockets only
+// (docs/observability.md, "The admin listener").
+func TestAdminListen(t *testing.T) {
+	const refused = `admin.listen: must be a loopback address (127.0.0.1:PORT, [::1]:PORT, :PORT) or unix:PATH: the admin listener serves this machine only; got `
+	runRows(t, []row{
+		{"admin.listen", `""`, nil},
+		{"admin.listen", `":9464"`, nil},
+		{"admin.listen", `"127.0.0.1:9464"`, nil},
+		{"admin.listen", `"[::1]:9464"`, nil},
+		{"admin.listen", `"localhost:9464"`, nil},
+		{"admin.listen", `"unix:/run/user/1000/snodod/admin.sock"`, nil},
+		{"admin.listen", `"0.0.0.0:9464"`, []string{refused + `"0.0.0.0:9464"`}},
+		{"admin.listen", `"[::]:9464"`, []string{refused + `"[::]:9464"`}},
+		{"admin.listen", `"10.0.0.7:9464"`, []string{refused + `"10.0.0.7:9464"`}},
+		{"admin.listen", `"unix:run/admin.sock"`, []string{`admin.listen: must be empty, a loopback host:port (such as "127.0.0.1:9464" or ":9464"), or unix: and an absolute path of at most 107 bytes, got "unix:run/admin.sock"`}},
+	})
+}

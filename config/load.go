@@ -403,6 +403,7 @@ func (l *loader) buildPartial() (*Config, error) {
 	}
 	l.resolve(c, ok)
 	l.problems = append(l.problems, checkHTTP(c, ok, l.src)...)
+	l.problems = append(l.problems, checkAdmin(c, ok, l.src)...)
 	if !l.socketsOnly {
 		l.problems = append(l.problems, checkSecretFiles(c, ok, l.src)...)
 	}
@@ -482,6 +483,9 @@ func (l *loader) resolve(c *Config, ok map[string]bool) {
 	expand("daemon.control_socket", &c.Daemon.ControlSocket)
 	if strings.HasPrefix(c.HTTP.Listen, "unix:") {
 		expand("http.listen", &c.HTTP.Listen) // unix:${XDG_RUNTIME_DIR}/…
+	}
+	if strings.HasPrefix(c.Admin.Listen, "unix:") {
+		expand("admin.listen", &c.Admin.Listen)
 	}
 	if ok["daemon.socket"] && ok["daemon.control_socket"] && c.Daemon.Socket == c.Daemon.ControlSocket {
 		l.problem(Problem{Key: "daemon.control_socket", Source: l.src["daemon.control_socket"],

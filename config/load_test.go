@@ -37,7 +37,8 @@ var wantDefaults = Config{
 		MaxSessions: 1024, MaxSessionsPerPeer: 256, AllowedHosts: []string{}, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 65536,
 	},
-	Log: Log{Level: "info", Format: "text"},
+	Admin: Admin{NativeHistograms: true},
+	Log:   Log{Level: "info", Format: "text"},
 	Upstreams: Upstreams{
 		Import: []string{}, MaxChildren: 64, MaxInFlight: 32, MaxQueued: 64, MaxParked: 32, MaxServerRequests: 32,
 		StderrBytes: 65536, StderrTotalBytes: 8388608, DrainTimeout: time.Minute, ListWait: 5 * time.Second,

@@ -21,6 +21,7 @@ func checkSecretFiles(c *Config, ok map[string]bool, src map[string]Source) []Pr
 	for _, s := range []struct{ key, path, what string }{
 		{"server.state_key_file", c.Server.StateKeyFile, "key"},
 		{"http.auth_token_file", c.HTTP.AuthTokenFile, "token"},
+		{"admin.auth_token_file", c.Admin.AuthTokenFile, "token"},
 	} {
 		if !ok[s.key] || s.path == "" {
 			continue

@@ -18,7 +18,9 @@ import (
 	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/limits"
+	"github.com/snodod/snodod/metrics"
 	"github.com/snodod/snodod/server"
+	mcphttp "github.com/snodod/snodod/transport/http"
 	"github.com/snodod/snodod/transport/stdio"
 	"github.com/snodod/snodod/upstream"
 )
@@ -111,6 +113,12 @@ type Daemon struct {
 
 	sessionsSup *suture.Supervisor
 	http        *httpListener // nil without http.listen (http.go)
+	// metrics is nil without admin.listen; admin is its listener once
+	// bound, adminGate its access rules (admin.go).
+	metrics   *metrics.Metrics
+	adminMu   sync.Mutex
+	admin     *adminListener
+	adminGate atomic.Pointer[mcphttp.Gate]
 	// origin is where Run takes its listeners and sessions from: new
 	// sockets or systemd's (and the sessions kept through a crash), or
 	// the daemon that started this one for an upgrade (continuity.go).
@@ -193,6 +201,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.log = slog.New(d.logs.tee(d.log.Handler()))
 	d.notify = newNotifier(d.log)
 	d.store = newFDStore(d.log)
+	d.newMetrics(cfg)
 	if err := d.openUpstreams(cfg); err != nil {
 		return nil, err
 	}
@@ -316,6 +325,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.origin.refuse(err)
 		return err
 	}
+	if err := d.startAdmin(cfg); err != nil {
+		d.origin.refuse(err)
+		return err
+	}
+	defer d.stopAdmin()
 	// The root's context is not ctx: the drain stops the parts in order
 	// (listeners, then sessions) instead of all at once.
 	rootCtx, cancelRoot := context.WithCancel(context.WithoutCancel(ctx))
@@ -432,6 +446,7 @@ func (d *Daemon) drain(rs *runState, cancelRoot context.CancelFunc, rootDone <-c
 			l.stop()
 		}
 	}
+	d.stopAdmin() // an upgrade's new process binds it again
 	httpDone := d.drainHTTP(rs.root)
 	defer func() { <-httpDone }()
 	d.sessions.close() // from now on no connection is served, no session enters

@@ -242,6 +242,7 @@ func (d *Daemon) httpStatus() *control.HTTP {
 		Listen: l.ln.Addr().String(), Access: string(l.access), Path: l.handler.Path(), State: l.state, Restarts: l.restarts,
 		NodeID: cfg.NodeID, Sessions: st.Sessions, MaxSessions: cfg.MaxSessions, MaxSessionsPerPeer: cfg.MaxSessionsPerPeer,
 		Streams: st.Streams, Listens: st.Listens, Requests2026: st.Modern, RequestsLegacy: st.Legacy, Refused: st.Refused,
+		Statuses: st.Statuses,
 	}
 }
 

@@ -36,7 +36,7 @@ func (d *Daemon) openUpstreams(cfg *config.Config) error {
 	m, err := upstream.New(cfg, upstream.Options{
 		StateDir: stateDir, RecordName: "groups-" + hex.EncodeToString(sum[:6]),
 		Version: d.version(), MaxLineBytes: cfg.Limits.MaxLineBytes,
-		ShutdownGrace: cfg.Limits.ShutdownGrace, Logger: d.log,
+		ShutdownGrace: cfg.Limits.ShutdownGrace, Logger: d.log, Observer: d.observer(),
 	})
 	if err != nil {
 		return err
@@ -50,6 +50,9 @@ func (d *Daemon) openUpstreams(cfg *config.Config) error {
 // generation that first uses the server attaches it to the upstreams
 // (views.go).
 func (d *Daemon) attachUpstreams(srv *server.Server) {
+	if o := d.observer(); o != nil {
+		srv.SetObserver(o) // the metrics (admin.go)
+	}
 	srv.AddResource(&server.Resource{URI: UpstreamsURI, Name: "upstreams", MIMEType: "application/json",
 		Description: "The hosted MCP servers (mcpServers): one row per instance, as snodod status shows them."},
 		func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {

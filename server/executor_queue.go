@@ -1,6 +1,7 @@
 package server
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/snodod/snodod/protocol"
@@ -34,6 +35,9 @@ type job struct {
 	state    jobState
 	deadline time.Time // while running
 	slot     slotState // guarded by e.mu (executor_detach.go)
+	// timedOut is set by expireDue before it cancels ctx, for an Observer
+	// that tells a timeout from a cancellation (TimedOut).
+	timedOut atomic.Bool
 	// links in conn's queue, and in the executor's running list
 	queue, run link[job]
 }

@@ -222,6 +222,7 @@ func (e *Executor) expireDue() {
 	}
 	e.mu.Unlock()
 	for _, j := range due {
+		j.timedOut.Store(true)
 		j.ctx.cancel()
 		j.task.Done(Outcome{Err: protocol.ErrTimedOut})
 	}

@@ -61,8 +61,12 @@ func (c *call) callTool(ctx context.Context) Outcome {
 	c.s.mu.RLock()
 	e := c.s.tools[name]
 	c.s.mu.RUnlock()
+	if e != nil {
+		c.item = name
+	}
 	if e != nil && e.relay != nil {
 		// The relayed server judges its arguments (a client's null among them).
+		c.owner = e.relay.owner
 		return c.relay(ctx, e.relay.handler, name)
 	}
 	args := c.split.Members.Value("arguments")
@@ -169,6 +173,9 @@ func (c *call) readResource(ctx context.Context) Outcome {
 	}
 	handler, vars, relay := c.s.findResource(uri)
 	if relay != nil {
+		if observerOf(&c.s.observer) != nil {
+			c.owner, _ = c.s.RelayOwner(uri) // "" for the read fallback
+		}
 		return c.relay(ctx, relay, uri)
 	}
 	if handler == nil {
@@ -244,7 +251,11 @@ func (c *call) getPrompt(ctx context.Context) Outcome {
 	c.s.mu.RLock()
 	e := c.s.prompts[name]
 	c.s.mu.RUnlock()
+	if e != nil {
+		c.item = name
+	}
 	if e != nil && e.relay != nil {
+		c.owner = e.relay.owner
 		return c.relay(ctx, e.relay.handler, name)
 	}
 	if e == nil {
@@ -333,6 +344,7 @@ func (c *call) complete(ctx context.Context) Outcome {
 	}
 	c.s.mu.RUnlock()
 	if relayed != nil && relayed.complete != nil {
+		c.owner = relayed.owner
 		return c.relay(ctx, relayed.complete, "")
 	}
 	values := []string{}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/snodod/snodod/protocol"
@@ -35,7 +36,9 @@ func (c *call) relay(ctx context.Context, h RawHandler, name string) Outcome {
 	} else {
 		req.ProgressToken = c.split.Meta.Value("progressToken")
 	}
+	start := time.Now()
 	res, err := c.runRelay(ctx, h, req)
+	c.relayed, c.relayTime = true, time.Since(start)
 	var perr *protocol.Error
 	switch {
 	case errors.As(err, &perr):

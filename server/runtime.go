@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/snodod/snodod/protocol"
 )
@@ -214,6 +215,12 @@ type call struct {
 	metaData protocol.RequestMeta // what meta points to
 	tool     CallToolRequest      // tools/call's request
 	wire     callToolWire         // tools/call's result
+
+	// What an Observer is told besides the outcome (observe.go).
+	item      string
+	owner     string
+	relayed   bool
+	relayTime time.Duration
 }
 
 // Dispatch serves one request in either era (docs/protocol.md §4.2, §5.2). It
@@ -243,6 +250,9 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 	}
 	c.ctx = callContext{Context: ctx, c: c}
 	ctx = &c.ctx
+	if o := observerOf(&s.observer); o != nil {
+		return c.observed(ctx, o, split.Modern)
+	}
 	if split.Modern {
 		return c.serveModern(ctx)
 	}

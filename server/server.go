@@ -67,6 +67,8 @@ type Server struct {
 	// start is SetStartHook's (caller.go), read without the lock on
 	// every request.
 	start atomic.Pointer[StartHook]
+	// observer is SetObserver's (observe.go).
+	observer atomic.Pointer[observerBox]
 }
 
 // Each entry is a registered item, or a relayed one (relay non-nil: the

@@ -59,6 +59,11 @@ type Options struct {
 	// Logger receives the manager's log and the children's stderr, with
 	// upstream=NAME; nil means slog.Default().
 	Logger *slog.Logger
+	// Observer, when set, is told of every request a pass-through view
+	// served, its relayed ones owned by the view's upstream
+	// (docs/observability.md). The aggregated view's server is the
+	// caller's, with its own.
+	Observer server.Observer
 }
 
 // Manager runs every configured upstream of a daemon (or of one snodod

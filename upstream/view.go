@@ -70,6 +70,9 @@ func (m *Manager) Attach(srv *server.Server, instructions string) (detach func()
 func (m *Manager) AttachView(srv *server.Server, name string) (detach func()) {
 	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv, upstream: name})
 	srv.SetStartHook(startHook{m: m, view: name})
+	if o := m.opts.Observer; o != nil {
+		srv.SetObserver(passObserver{o: o, upstream: name})
+	}
 	srv.SetReadFallback(m.handler(name, "resources/read", ""))
 	m.mu.Lock()
 	m.passViews[srv] = name
@@ -368,4 +371,19 @@ func (m *Manager) resourceUpdated(name, uri string) {
 	for _, s := range srvs {
 		s.ResourceUpdated(uri)
 	}
+}
+
+// passObserver tells the daemon's Observer of a pass-through view's
+// requests: everything relayed there is its one upstream's, read
+// fallbacks included.
+type passObserver struct {
+	o        server.Observer
+	upstream string
+}
+
+func (p passObserver) RequestEnded(e server.RequestEnd) {
+	if e.Relayed {
+		e.Owner = p.upstream
+	}
+	p.o.RequestEnded(e)
 }

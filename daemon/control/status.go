@@ -117,6 +117,8 @@ type HTTP struct {
 	// reason (transport/http Stats.Refused): "host", "origin",
 	// "unauthorized", "peer", "sessions", "peer_sessions".
 	Refused map[string]uint64 `json:"refused,omitempty"`
+	// Statuses counts the HTTP listener's responses by status.
+	Statuses map[int]uint64 `json:"statuses,omitempty"`
 }
 
 // The states of an upstream instance (docs/upstreams.md §8).

@@ -26,11 +26,12 @@ type Handler struct {
 	versions protocol.Versions
 	sessions *sessionTable
 
-	listens atomic.Int64 // open 2026 listen streams (Options.MaxSubscriptions)
-	streams atomic.Int64 // open SSE responses of every kind
-	served  [2]atomic.Uint64
-	refused refusals
-	conns   atomic.Int64 // open connections of NewServer's server
+	listens  atomic.Int64 // open 2026 listen streams (Options.MaxSubscriptions)
+	streams  atomic.Int64 // open SSE responses of every kind
+	served   [2]atomic.Uint64
+	refused  refusals
+	statuses statusCounts
+	conns    atomic.Int64 // open connections of NewServer's server
 
 	closeOnce  sync.Once
 	closing    chan struct{} // Shutdown began
@@ -86,6 +87,9 @@ type Stats struct {
 	Refused map[string]uint64
 	// Connections are the open connections (of NewServer's server).
 	Connections int
+	// Statuses counts the responses that ended, by HTTP status; only
+	// statuses seen are present.
+	Statuses map[int]uint64
 }
 
 // Stats returns the handler's current load.
@@ -98,6 +102,7 @@ func (h *Handler) Stats() Stats {
 		Legacy:      h.served[1].Load(),
 		Refused:     h.refused.snapshot(),
 		Connections: int(h.conns.Load()),
+		Statuses:    h.statuses.snapshot(),
 	}
 }
 
@@ -132,6 +137,9 @@ func viewNotFound(path string) *protocol.Error {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() { h.statuses.add(sw.status) }()
+	w = sw
 	h.enter()
 	defer h.leave()
 	timeout := h.o.WriteTimeout

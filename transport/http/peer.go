@@ -55,12 +55,16 @@ func (h *Handler) ConnContext(ctx context.Context, c net.Conn) context.Context {
 // peer returns the Peer of r's connection: looked up at the connection's
 // first request, and remembered for the next ones. Without IdentifyPeer
 // (or without ConnContext) every peer is remote: the token decides.
-func (h *Handler) peer(r *nethttp.Request) Peer {
+func (h *Handler) peer(r *nethttp.Request) Peer { return identify(r, h.o.IdentifyPeer) }
+
+// identify returns the Peer of r's connection, looked up with f at the
+// connection's first request (Handler's and Gate's).
+func identify(r *nethttp.Request, f func(net.Conn) Peer) Peer {
 	cp, _ := r.Context().Value(connPeerKey{}).(*connPeer)
-	if cp == nil {
+	if cp == nil || f == nil {
 		return Peer{}
 	}
-	cp.once.Do(func() { cp.peer = h.o.IdentifyPeer(cp.conn) })
+	cp.once.Do(func() { cp.peer = f(cp.conn) })
 	return cp.peer
 }
 

@@ -30,7 +30,7 @@ const (
 
 // NewServer returns an http.Server serving h with l's limits; for a
 // *Handler it also sets ConnContext (Options.IdentifyPeer) and ConnState
-// (Stats.Connections). It sets no
+// (Stats.Connections), for a *Gate its ConnContext. It sets no
 // WriteTimeout and no ReadTimeout: the handler bounds each write and each
 // body itself, so that streams live as long as they are written to.
 func NewServer(h nethttp.Handler, l ServerLimits, log *slog.Logger) *nethttp.Server {
@@ -56,6 +56,9 @@ func NewServer(h nethttp.Handler, l ServerLimits, log *slog.Logger) *nethttp.Ser
 	if mh, ok := h.(*Handler); ok {
 		srv.ConnContext = mh.ConnContext
 		srv.ConnState = mh.connState
+	}
+	if g, ok := h.(*Gate); ok {
+		srv.ConnContext = g.ConnContext
 	}
 	return srv
 }

@@ -1,0 +1,162 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkCallMetrics is one echo tools/call of a session of the socket,
+// 32 in flight, on two daemons side by side: one with the metrics off (no
+// admin.listen: nothing observes the runtime), one with them on
+// (admin.listen set, scraped once a second), with native histogram
+// buckets (the default) and with classic ones only
+// (admin.native_histograms = false). Each iteration is a batch of calls
+// on each daemon, alternately, so that both see the same machine; it
+// reports the process's CPU time per call of each (the daemon's and the
+// client's: both run in this process) and the difference in percent
+// (docs/observability.md, "Cost"; the goal: at most 5 %). The cheapest call
+// there is: a relayed one costs the same in absolute terms, a smaller
+// share of it.
+func BenchmarkCallMetrics(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		native bool
+	}{{"native", true}, {"classic", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			off := newBenchDaemon(b, nil)
+			on := newBenchDaemon(b, map[string]any{"admin.listen": "127.0.0.1:0", "admin.native_histograms": bc.native})
+			stop := scrapeEvery("http://"+on.d.adminAddr()+"/metrics", time.Second)
+			defer stop()
+			const batch = 256
+			off.calls(b, batch) // warm both up
+			on.calls(b, batch)
+			var offCPU, onCPU int64
+			calls := 0
+			for b.Loop() {
+				c0 := processCPU()
+				off.calls(b, batch)
+				c1 := processCPU()
+				on.calls(b, batch)
+				c2 := processCPU()
+				offCPU, onCPU, calls = offCPU+c1-c0, onCPU+c2-c1, calls+batch
+			}
+			b.ReportMetric(float64(offCPU)/float64(calls), "off-cpu-ns/call")
+			b.ReportMetric(float64(onCPU)/float64(calls), "on-cpu-ns/call")
+			b.ReportMetric(100*float64(onCPU-offCPU)/float64(offCPU), "overhead-%")
+		})
+	}
+}
+
+// benchDaemon is a daemon serving in the background and one session of
+// its socket, initialized.
+type benchDaemon struct {
+	d    *Daemon
+	c    net.Conn
+	r    *bufio.Reader
+	w    *bufio.Writer
+	next int
+	line []byte
+}
+
+func newBenchDaemon(b *testing.B, over map[string]any) *benchDaemon {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	cfg, err := loadConfig(dir, over)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := New(cfg, Options{Logger: testLogger(), Catalog: demo})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx) }()
+	<-d.Ready()
+	c, err := net.Dial("unix", cfg.Daemon.Socket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		c.Close()
+		cancel()
+		if err := <-errc; err != nil {
+			b.Errorf("Run: %v", err)
+		}
+	})
+	bd := &benchDaemon{d: d, c: c, r: bufio.NewReaderSize(c, 1<<16), w: bufio.NewWriterSize(c, 1<<16), next: 2}
+	fmt.Fprintf(bd.w, "%s\n%s\n", initLine, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	bd.w.Flush()
+	if _, err := bd.r.ReadString('\n'); err != nil {
+		b.Fatal(err)
+	}
+	return bd
+}
+
+// calls makes n echo calls, 32 in flight.
+func (bd *benchDaemon) calls(b *testing.B, n int) {
+	const window = 32
+	sent, got := 0, 0
+	for got < n {
+		for sent < n && sent-got < window {
+			bd.line = strconv.AppendInt(append(bd.line[:0], `{"jsonrpc":"2.0","id":`...), int64(bd.next), 10)
+			bd.line = append(bd.line, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"bench"}}}`+"\n"...)
+			bd.next++
+			sent++
+			if _, err := bd.w.Write(bd.line); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := bd.w.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		s, err := bd.r.ReadString('\n')
+		if err != nil || !strings.Contains(s, `"result"`) {
+			b.Fatalf("answer %q: %v", s, err)
+		}
+		got++
+	}
+}
+
+// processCPU is the process's CPU time so far (user and system), in ns.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// scrapeEvery fetches url every period until stop is called, as a
+// Prometheus would.
+func scrapeEvery(url string, period time.Duration) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if resp, err := http.Get(url); err == nil {
+					resp.Body.Close()
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished; http.DefaultClient.CloseIdleConnections() }
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/snodod/snodod/protocol"
+)
+
+// Observer is told of every request Dispatch served, when its handler
+// returned: the one hook of the daemon's metrics (docs/observability.md).
+// RequestEnded is called on the worker that served the request, once per
+// request, possibly from many goroutines at once; it must not block. e
+// is passed by value so that telling costs no allocation.
+//
+// Requests answered before Dispatch (the executor's refusals, a
+// malformed line) and the runtime's inline methods (architecture.md §4.1)
+// are not seen.
+type Observer interface {
+	RequestEnded(e RequestEnd)
+}
+
+// RequestEnd is what an Observer is told of one request. Its fields hold
+// no argument values and no session id: only names the catalog bounds.
+type RequestEnd struct {
+	// Method is the request's method, as sent: the runtime answers an
+	// unknown one with -32601 before anything else.
+	Method string
+	// Item is the catalog name the request was for: a tools/call's tool
+	// or a prompts/get's prompt when the catalog has it, "" otherwise (an
+	// unknown name, a resource read, any other method).
+	Item string
+	// Relayed is true when another server served it (a hosted upstream,
+	// docs/upstreams.md §2); Owner is then the owner of the relayed item
+	// (server.ReplaceRelayed's key; "" for a read fallback), and
+	// UpstreamDuration the time its handler took.
+	Relayed          bool
+	Owner            string
+	UpstreamDuration time.Duration
+	// Err is the error answered, nil for a result (a tool's result with
+	// isError is a result).
+	Err *protocol.Error
+	// Cancelled is true when the client cancelled the request or its
+	// connection ended before the handler returned; TimedOut when the
+	// executor's deadline did (session.request_timeout, transport.md
+	// §13.4). Either way the client got no result from this handler.
+	Cancelled, TimedOut bool
+	// Modern is true for a 2026-era request.
+	Modern bool
+	// Duration is from Dispatch's start to the handler's return.
+	Duration time.Duration
+}
+
+// observerBox holds the Observer, replaced atomically.
+type observerBox struct{ o Observer }
+
+// SetObserver makes o the server's Observer (nil: none). It may be called
+// while serving; a request already in Dispatch reports to the Observer
+// it started with.
+func (s *Server) SetObserver(o Observer) {
+	if o == nil {
+		s.observer.Store(nil)
+		return
+	}
+	s.observer.Store(&observerBox{o})
+}
+
+// observed serves one request of either era and reports it to o.
+func (c *call) observed(ctx context.Context, o Observer, modern bool) Outcome {
+	start := time.Now()
+	var out Outcome
+	if modern {
+		out = c.serveModern(ctx)
+	} else {
+		out = c.serveLegacy(ctx)
+	}
+	e := RequestEnd{Method: c.req.Method, Item: c.item, Relayed: c.relayed, Owner: c.owner,
+		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: time.Since(start)}
+	if ctx.Err() != nil {
+		if timedOut(ctx) {
+			e.TimedOut = true
+		} else {
+			e.Cancelled = true
+		}
+	}
+	o.RequestEnded(e)
+	return out
+}
+
+// observerOf is the server's Observer, nil without one.
+func observerOf(p *atomic.Pointer[observerBox]) Observer {
+	if b := p.Load(); b != nil {
+		return b.o
+	}
+	return nil
+}
