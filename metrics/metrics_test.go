@@ -56,7 +56,7 @@ func newTestMetrics(f *fixture) *Metrics {
 			if pid != 4242 {
 				return proc.Usage{}, errors.New("no such process")
 			}
-			return proc.Usage{CPU: 1500 * time.Millisecond, RSS: 1 << 20, Processes: 2}, nil
+			return proc.Usage{CPU: 1500 * time.Millisecond, RSSBytes: 1 << 20, Processes: 2}, nil
 		},
 	})
 }

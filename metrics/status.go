@@ -232,7 +232,7 @@ func (c *statusCollector) collectUpstreams(ch chan<- prometheus.Metric, rows []c
 			if u, err := c.o.Usage(r.PID); err == nil {
 				s.running = true
 				s.cpu += u.CPU.Seconds()
-				s.rss += u.RSS
+				s.rss += u.RSSBytes
 				s.procs += u.Processes
 			}
 		}

@@ -138,6 +138,8 @@ type Usage struct {
 	// RSSBytes is the resident memory of the live processes, summed
 	// (pages they share count once per process).
 	RSSBytes int64
+	// Processes counts the live processes read.
+	Processes int
 }
 
 // TreeUsage sums the usage of pid and its live descendants (a sandbox's
@@ -157,6 +159,7 @@ func TreeUsage(pid int) (Usage, error) {
 		}
 		u.CPU += time.Duration(p.CPUTicks) * time.Second / clockTicks
 		u.RSSBytes += p.RSSPages * page
+		u.Processes++
 	}
 	return u, nil
 }
