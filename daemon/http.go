@@ -90,9 +90,11 @@ func (v httpView) open() (server.Dispatcher, func()) {
 
 // dispatcher is the view's dispatcher for one new HTTP session of g, under
 // an id of its own (what the session holds on upstreams is by id). HTTP
-// clients send no working directory.
+// clients send no working directory, and none is asked to log in to a
+// remote server: an HTTP session is not one uid's (its requests may come
+// over several connections, with a token).
 func (v httpView) dispatcher(g *generation) (server.Dispatcher, func(), error) {
-	return v.d.dispatcher(v.d.sessions.newID(), g, v.name, "")
+	return v.d.dispatcher(v.d.sessions.newID(), g, v.name, "", false)
 }
 
 // stateless is the session every 2026 POST of the view is served in,

@@ -132,7 +132,7 @@ func (d *Daemon) startSession(e *entry, g *generation, dev *session.Device, ctl 
 // in jf, the one its predecessor kept (an upgrade, a crash). The session
 // reaps e when it ends. It takes ownership of jf.
 func (d *Daemon) sessionConfig(e *entry, g *generation, files []*os.File, jf *os.File) (session.Config, error) {
-	disp, end, err := d.dispatcher(e.id, g, e.at.view, e.at.cwd)
+	disp, end, err := d.dispatcher(e.id, g, e.at.view, e.at.cwd, e.uid == d.uid)
 	if err != nil {
 		if jf != nil {
 			jf.Close()

@@ -63,12 +63,16 @@ func (d *Daemon) attachUpstreams(srv *server.Server) {
 
 // dispatcher is the Dispatcher of a new session of g: the aggregated view
 // (view "") or the named upstream passed through, for a client working in
-// cwd; end releases what the session holds on upstreams.
-func (d *Daemon) dispatcher(id uint64, g *generation, view, cwd string) (server.Dispatcher, func(), error) {
+// cwd; end releases what the session holds on upstreams. own says the
+// client runs as the daemon's uid: only such a client may be asked to log
+// the daemon in to a remote server (docs/security.md, "Remote servers'
+// tokens"), as only it may run snodod login.
+func (d *Daemon) dispatcher(id uint64, g *generation, view, cwd string, own bool) (server.Dispatcher, func(), error) {
 	s, err := d.ups.Session(id, view, cwd, g.srv)
 	if err != nil {
 		return nil, nil, err
 	}
+	s.Client.MayLogIn = own
 	return s, s.Close, nil
 }
 

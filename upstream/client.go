@@ -25,6 +25,12 @@ type Client struct {
 	// View is "" for the aggregated view, else the upstream passed
 	// through.
 	View string
+	// MayLogIn lets a request of this client that needs a login to a
+	// remote server ask the client to open the login's URL (URL-mode
+	// elicitation, docs/upstreams.md §9): its user's visit logs the daemon
+	// in for every client. The daemon sets it, before the session serves,
+	// for a client of its own uid only; Session leaves it false.
+	MayLogIn bool
 
 	m *Manager
 
@@ -236,6 +242,13 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 	}
 	if bounded {
 		failed := m.ensureListed(ctx, s.Client, needs, true)
+		if target != nil && req.Method != "server/discover" && target.currentCatalog() == nil {
+			if tried, err := s.loginFirst(ctx, req, target, failed[target]); err != nil {
+				failed[target] = err
+			} else if tried {
+				failed = m.ensureListed(ctx, s.Client, needs, true)
+			}
+		}
 		var f *failure
 		if target != nil && req.Method != "server/discover" && target.currentCatalog() == nil && errors.As(failed[target], &f) {
 			// A pass-through view's only server never listed and cannot
@@ -250,6 +263,13 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 		server.ExtendDeadline(ctx, relayDeadline(target.conf()))
 	}
 	failed := m.ensureListed(ctx, s.Client, needs, false)
+	if target != nil && target.currentCatalog() == nil {
+		if tried, err := s.loginFirst(ctx, req, target, failed[target]); err != nil {
+			failed[target] = err
+		} else if tried {
+			failed = m.ensureListed(ctx, s.Client, needs, false)
+		}
+	}
 	if target != nil && target.currentCatalog() == nil && ctx.Err() == nil {
 		// Never listed, and cannot be now: its state says why, rather
 		// than "Unknown tool" (docs/upstreams.md §7).
@@ -265,6 +285,25 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 		}
 	}
 	return s.srv.Dispatch(ctx, req)
+}
+
+// loginFirst asks a legacy client that declared URL-mode elicitation to
+// log in to target, whose start failed (err) for want of a login, before
+// its request is dispatched: the request needs target's catalog (a call
+// of a tool it has never listed, a pass-through list), so the relay's own
+// elicitation (loginelicit.go) cannot happen. tried reports that the
+// client was asked; with a nil err the login completed (the start can be
+// tried again), else err is the request's failure: the error naming
+// snodod login, with why.
+func (s *Session) loginFirst(ctx context.Context, req *server.Request, target *upstream, failed error) (tried bool, err error) {
+	ss := req.State
+	if !needsLogin(failed) || !s.Client.MayLogIn || ss == nil || !ss.Legacy() || !declaresURLElicitation(ss.ClientCapabilities()) {
+		return false, nil
+	}
+	ask := func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+		return server.RequestClientBefore(ctx, ss, method, params)
+	}
+	return true, target.loginThroughLegacy(ctx, failed, ask)
 }
 
 // Close ends the session's hold on the upstreams: its share = "session"

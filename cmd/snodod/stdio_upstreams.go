@@ -67,6 +67,7 @@ func (h *stdioHosted) session(srv *server.Server, view string) (server.Dispatche
 	if err != nil {
 		return nil, nil, err
 	}
+	sess.Client.MayLogIn = true // the process's own client: its user's
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
