@@ -242,12 +242,8 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 	}
 	if bounded {
 		failed := m.ensureListed(ctx, s.Client, needs, true)
-		if target != nil && req.Method != "server/discover" && target.currentCatalog() == nil {
-			if tried, err := s.loginFirst(ctx, req, target, failed[target]); err != nil {
-				failed[target] = err
-			} else if tried {
-				failed = m.ensureListed(ctx, s.Client, needs, true)
-			}
+		if target != nil && req.Method != "server/discover" {
+			failed = s.loginFirst(ctx, req, target, failed, func() map[*upstream]error { return m.ensureListed(ctx, s.Client, needs, true) })
 		}
 		var f *failure
 		if target != nil && req.Method != "server/discover" && target.currentCatalog() == nil && errors.As(failed[target], &f) {
@@ -263,12 +259,8 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 		server.ExtendDeadline(ctx, relayDeadline(target.conf()))
 	}
 	failed := m.ensureListed(ctx, s.Client, needs, false)
-	if target != nil && target.currentCatalog() == nil {
-		if tried, err := s.loginFirst(ctx, req, target, failed[target]); err != nil {
-			failed[target] = err
-		} else if tried {
-			failed = m.ensureListed(ctx, s.Client, needs, false)
-		}
+	if target != nil {
+		failed = s.loginFirst(ctx, req, target, failed, func() map[*upstream]error { return m.ensureListed(ctx, s.Client, needs, false) })
 	}
 	if target != nil && target.currentCatalog() == nil && ctx.Err() == nil {
 		// Never listed, and cannot be now: its state says why, rather
@@ -288,22 +280,33 @@ func (s *Session) Dispatch(ctx context.Context, req *server.Request) server.Outc
 }
 
 // loginFirst asks a legacy client that declared URL-mode elicitation to
-// log in to target, whose start failed (err) for want of a login, before
-// its request is dispatched: the request needs target's catalog (a call
-// of a tool it has never listed, a pass-through list), so the relay's own
-// elicitation (loginelicit.go) cannot happen. tried reports that the
-// client was asked; with a nil err the login completed (the start can be
-// tried again), else err is the request's failure: the error naming
-// snodod login, with why.
-func (s *Session) loginFirst(ctx context.Context, req *server.Request, target *upstream, failed error) (tried bool, err error) {
+// log in to target, whose start failed (in failed) for want of a login,
+// before its request is dispatched: the request needs target's catalog (a
+// call of a tool it has never listed, a pass-through list), so the
+// relay's own elicitation (loginelicit.go) cannot happen. After each login
+// it lists again (relist), and logs in again when the start still needs
+// one (a step-up to more scopes), at most maxLogins times. It returns
+// the failures then: target's, when the login did not happen, is the
+// error naming snodod login, with why.
+func (s *Session) loginFirst(ctx context.Context, req *server.Request, target *upstream, failed map[*upstream]error, relist func() map[*upstream]error) map[*upstream]error {
 	ss := req.State
-	if !needsLogin(failed) || !s.Client.MayLogIn || ss == nil || !ss.Legacy() || !declaresURLElicitation(ss.ClientCapabilities()) {
-		return false, nil
+	if !s.Client.MayLogIn || ss == nil || !ss.Legacy() || !declaresURLElicitation(ss.ClientCapabilities()) {
+		return failed
 	}
 	ask := func(ctx context.Context, method string, params any) (json.RawMessage, error) {
 		return server.RequestClientBefore(ctx, ss, method, params)
 	}
-	return true, target.loginThroughLegacy(ctx, failed, ask)
+	for range maxLogins {
+		if target.currentCatalog() != nil || !needsLogin(failed[target]) {
+			break
+		}
+		if err := target.loginThroughLegacy(ctx, failed[target], ask); err != nil {
+			failed[target] = err
+			break
+		}
+		failed = relist()
+	}
+	return failed
 }
 
 // Close ends the session's hold on the upstreams: its share = "session"

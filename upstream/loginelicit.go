@@ -123,6 +123,11 @@ func needsLogin(err error) bool {
 	return errors.As(err, &f) && f.login
 }
 
+// maxLogins bounds the logins one request asks of its client: a login,
+// then a step-up to more scopes, then one more (as oauth.MaxStepUps
+// bounds the step-ups of one HTTP request).
+const maxLogins = 3
+
 // loginSetup bounds the first step of a login asked of a client:
 // discovery and registration.
 const loginSetup = time.Minute

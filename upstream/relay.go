@@ -122,14 +122,19 @@ func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, or
 	}
 	o := &owner{client: c, ctx: ctx, modern: req.Modern, caps: req.ClientCapabilities, logLevel: req.LogLevel}
 	res, err := u.call(ctx, in, o, method, params, req)
-	if needsLogin(err) && c != nil && c.MayLogIn && declaresURLElicitation(req.ClientCapabilities) {
-		// The client is asked to open the login's URL (loginelicit.go).
+	// The client is asked to open the login's URL (loginelicit.go), again
+	// when the call then needs more (a step-up), at most maxLogins times.
+	for range maxLogins {
+		if !needsLogin(err) || c == nil || !c.MayLogIn || !declaresURLElicitation(req.ClientCapabilities) {
+			break
+		}
 		if req.Modern {
 			return u.loginThrough2026(ctx, method, err)
 		}
-		if err = u.loginThroughLegacy(ctx, err, server.RequestClient); err == nil {
-			res, err = u.call(ctx, in, o, method, params, req)
+		if err = u.loginThroughLegacy(ctx, err, server.RequestClient); err != nil {
+			break
 		}
+		res, err = u.call(ctx, in, o, method, params, req)
 	}
 	return u.urlElicitation(req, method, res, err)
 }
