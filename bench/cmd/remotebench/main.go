@@ -201,7 +201,7 @@ func runSnodod(bin, url string, n int, loopFor time.Duration, seq int) run {
 	}
 	defer os.RemoveAll(dir)
 	conf := fmt.Sprintf("[mcpServers.remote]\nurl = %q\nping_interval = \"0s\"\n", url)
-	if err := os.MkdirAll(filepath.Join(dir, "snodod"), 0o700); err == nil {
+	if err = os.MkdirAll(filepath.Join(dir, "snodod"), 0o700); err == nil {
 		err = os.WriteFile(filepath.Join(dir, "snodod", "config.toml"), []byte(conf), 0o600)
 	}
 	if err != nil {

@@ -92,9 +92,6 @@ func viaSnodod(ctx context.Context, bin, scenario, serverURL string, cc conforma
 			content, _ := ans.(map[string]any)["content"].(map[string]any)
 			return &mcp.ElicitResult{Action: "accept", Content: content}, nil
 		},
-		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return &mcp.CreateMessageResult{Role: "assistant", Model: "conformance", Content: &mcp.TextContent{Text: "ok"}}, nil
-		},
 	})
 	connect := exec.Command(bin, "connect", "conformance")
 	connect.Env, connect.Stderr = env, os.Stderr
