@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // TestRemoteLoginElicited: a remote server behind the test authorization
@@ -66,6 +67,9 @@ func TestRemoteLoginElicited(t *testing.T) {
 						}
 					}()
 				}
+				if action == "wait" {
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				}
 				return &mcp.ElicitResult{Action: action}, nil
 			}
 			opts.ElicitationCompleteHandler = func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
@@ -91,6 +95,8 @@ func TestRemoteLoginElicited(t *testing.T) {
 		t.Cleanup(func() { _ = cs.Close() })
 		return cs
 	}
+	// A client of action "wait" accepts without opening the URL: another
+	// client's visit completes the one login they share.
 	connect := func(view string, caps *mcp.ClientCapabilities, action string) *mcp.ClientSession {
 		t.Helper()
 		return connectAt("2025-11-25", view, caps, action)
@@ -165,6 +171,43 @@ func TestRemoteLoginElicited(t *testing.T) {
 	if st := d.statusJSON(t); !strings.HasPrefix(authOf(st, "guarded"), "ok (expires in ") {
 		t.Errorf("status after the login: %+v", st.Upstreams)
 	}
+
+	// Two clients calling at once while no login exists share one: both
+	// are shown the same URL and id, the one visit serves both.
+	if out, err := d.command("logout", "guarded").CombinedOutput(); err != nil {
+		t.Fatalf("snodod logout: %v\n%s", err, out)
+	}
+	mu.Lock()
+	asked, completed = nil, nil
+	mu.Unlock()
+	waiting := connect("guarded", urlMode, "wait")
+	waited := make(chan error, 1)
+	go func() {
+		got, err := echo(waiting, "echo")
+		if err == nil && got != "guarded: hi" {
+			err = fmt.Errorf("answered %q", got)
+		}
+		waited <- err
+	}()
+	if !eventually.Within(answerWithin, func() bool { mu.Lock(); defer mu.Unlock(); return len(asked) == 1 }) {
+		t.Fatal("the waiting client was not asked")
+	}
+	if got, err := echo(connect("guarded", urlMode, "accept"), "echo"); err != nil || got != "guarded: hi" {
+		t.Errorf("the client that logs in: %q %v", got, err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Errorf("the waiting client: %v", err)
+		}
+	case <-time.After(answerWithin):
+		t.Error("the waiting client's call did not end")
+	}
+	mu.Lock()
+	if len(asked) != 2 || asked[0] != asked[1] || len(completed) != 2 {
+		t.Errorf("two clients at once were asked %+v, told complete %v", asked, completed)
+	}
+	mu.Unlock()
 
 	// A server listed before (its catalog known) whose login is gone:
 	// the call itself asks, at both eras.
