@@ -92,11 +92,10 @@ func (u *upstream) elicitedLoginOf(ctx context.Context) (*elicitedLogin, error) 
 			r.elicited = nil
 		}
 		r.loginMu.Unlock()
-		if err != nil {
-			u.m.log.Warn("login asked of the client failed", "upstream", u.name, "err", err)
-		}
-		if el.err == nil && err == nil {
-			u.m.LoggedIn(u.name)
+		if err == nil {
+			u.m.LoggedIn(u.name) // its instances start, then the waiting requests go on
+		} else {
+			u.m.log.Warn("login asked of the client ended without a login", "upstream", u.name, "err", err)
 		}
 		el.end(err) // a no-op when it ended otherwise
 	}()
