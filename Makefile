@@ -64,7 +64,9 @@ e2e/%/node_modules/.package-lock.json: e2e/%/package-lock.json
 # the scaling curves, and Streamable HTTP against the SDKs' HTTP servers.
 # It prints one table and rewrites docs/bench.md, docs/bench.png and
 # docs/bench-scaling.png; then the upgrade scenario (bench/cmd/upgradebench)
-# rewrites docs/bench-upgrade.md. BENCH_QUICK=1: one repeat with smaller
+# rewrites docs/bench-upgrade.md, and the remote-server scenario against
+# mcp-remote (bench/cmd/remotebench) adds its section to docs/bench.md.
+# BENCH_QUICK=1: one repeat with smaller
 # counts, for development.
 BENCH_GOFLAGS := $(if $(filter 1,$(BENCH_QUICK)),-benchtime 200ms,)
 
@@ -74,6 +76,7 @@ bench: build bench/node/node_modules/.package-lock.json
 	cd bench && $(GO) build -o bin/ ./peers/gosdk ./peers/mcpgo ./peers/raw ./peers/gosdkhttp ./cmd/mcpbench
 	cd bench && BENCH_QUICK=$(BENCH_QUICK) bin/mcpbench -snodod ../bin/snodod -docs ../docs -gobench bin/gobench.txt
 	cd bench && $(GO) build -o bin/ ./cmd/upgradebench && BENCH_QUICK=$(BENCH_QUICK) bin/upgradebench -snodod ../bin/snodod -docs ../docs
+	cd bench && $(GO) build -o bin/ ./cmd/remotebench && BENCH_QUICK=$(BENCH_QUICK) bin/remotebench -snodod ../bin/snodod -server bin/gosdkhttp -node node -docs ../docs
 
 # The TypeScript peer's packages, exactly as bench/node/package-lock.json
 # pins them; reinstalled when the lock file changes. Without npm the

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -58,11 +59,21 @@ var passingUnscored = regexp.MustCompile(`(?m)^\s+✓ (\S+) \(`)
 // through $BROWSER. It fails naming each scored scenario that fails, and
 // each of the client-credentials and DPoP extension scenarios that does
 // not pass; it logs the figures.
+//
+// Through snodod, the same client command starts snodod with the
+// scenario's URL as a remote upstream and does the scenario with the
+// official Go SDK's client through snodod connect (client/snodod.go): the
+// same requirements hold.
 func TestClientConformance(t *testing.T) {
 	node, dir := conformanceNode(t)
 	bin := conformanceClient(t)
-	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
-		t.Run(rev, func(t *testing.T) {
+	for _, run := range []struct{ rev, via string }{{"2025-11-25", ""}, {"2026-07-28", ""}, {"2025-11-25", "snodod"}, {"2026-07-28", "snodod"}} {
+		rev := run.rev
+		name := rev
+		if run.via != "" {
+			name += " through " + run.via
+		}
+		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 			defer cancel()
 			results := t.TempDir()
@@ -70,6 +81,9 @@ func TestClientConformance(t *testing.T) {
 				"client", "--command", bin, "--requirements", rev, "-o", results)
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "BROWSER="+bin+" browse")
+			if run.via != "" {
+				cmd.Env = append(cmd.Env, "SNODOD_CONFORMANCE_VIA="+binary)
+			}
 			out, total := runSuite(t, cmd)
 			failed, _ := scoredFailures(out)
 			var passedExt []string
@@ -82,6 +96,9 @@ func TestClientConformance(t *testing.T) {
 				}
 			}
 			checkNoRace(t, results)
+			for _, name := range failed {
+				logScenario(t, results, name)
+			}
 			checks := "?"
 			if m := totalLine.FindSubmatch(out); m != nil {
 				checks = string(m[1]) + " checks passed, " + string(m[2]) + " failed"
@@ -89,7 +106,7 @@ func TestClientConformance(t *testing.T) {
 			if t.Failed() {
 				t.Logf("the suite's output:\n%s", out)
 			}
-			t.Logf("%s: %d scenarios, %s, %d scored failures; not scored but passing: %s", rev, total, checks, len(failed), strings.Join(passedExt, ", "))
+			t.Logf("%s: %d scenarios, %s, %d scored failures; not scored but passing: %s", name, total, checks, len(failed), strings.Join(passedExt, ", "))
 		})
 	}
 }
@@ -107,4 +124,29 @@ func checkNoRace(t *testing.T, results string) {
 		}
 		return nil
 	})
+}
+
+// logScenario logs what a failing scenario's results say: its checks
+// that did not succeed, and the end of the client's standard error.
+func logScenario(t *testing.T, results, name string) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(results, name+"-*"))
+	for _, dir := range dirs {
+		var checks []struct {
+			ID, Status, ErrorMessage string
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "checks.json"))
+		_ = json.Unmarshal(b, &checks)
+		var bad []string
+		for _, c := range checks {
+			if c.Status == "FAILURE" || c.Status == "WARNING" {
+				bad = append(bad, c.ID+" "+c.Status+": "+c.ErrorMessage)
+			}
+		}
+		stderr, _ := os.ReadFile(filepath.Join(dir, "stderr.txt"))
+		if len(stderr) > 4096 {
+			stderr = stderr[len(stderr)-4096:]
+		}
+		t.Logf("%s: %s\nthe client's stderr (its end):\n%s", name, strings.Join(bad, "\n"), stderr)
+	}
 }

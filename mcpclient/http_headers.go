@@ -3,6 +3,8 @@ package mcpclient
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -171,4 +173,79 @@ func paramHeaders(schema json.RawMessage) map[string][]string {
 	}
 	walk(schema, nil)
 	return out
+}
+
+// CheckParamHeaders says what breaks the rules of 2026-07-28 (SEP-2243)
+// in a tool's x-mcp-header annotations, nil when nothing does (or it has
+// none): each must be a non-empty header-name token (RFC 9110 §5.6.2),
+// case-insensitively unique in the tool, on a string, integer or boolean
+// property reached from the root through "properties" alone. A client
+// leaves such a tool out of its list: the headers it would send for it
+// cannot be trusted.
+func CheckParamHeaders(schema json.RawMessage) error {
+	if !strings.Contains(string(schema), "x-mcp-header") {
+		return nil
+	}
+	var root any
+	if err := json.Unmarshal(schema, &root); err != nil {
+		return fmt.Errorf("its inputSchema is not JSON: %w", err)
+	}
+	seen := map[string]bool{}
+	var walk func(node any, depth int, chain bool) error
+	walk = func(node any, depth int, chain bool) error {
+		switch n := node.(type) {
+		case []any:
+			for _, v := range n {
+				if err := walk(v, depth, false); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			if h, ok := n["x-mcp-header"]; ok {
+				name, isString := h.(string)
+				switch {
+				case !chain || depth == 0:
+					return errors.New("an x-mcp-header outside the chain of properties from the root")
+				case !isString || name == "":
+					return errors.New("an empty x-mcp-header")
+				case !isHeaderToken(name):
+					return fmt.Errorf("x-mcp-header %q is not a header-name token", name)
+				case seen[strings.ToLower(name)]:
+					return fmt.Errorf("x-mcp-header %q is used twice", name)
+				}
+				switch n["type"] {
+				case "string", "integer", "boolean":
+				default:
+					return fmt.Errorf("x-mcp-header %q is on a %v, not a string, integer or boolean", name, n["type"])
+				}
+				seen[strings.ToLower(name)] = true
+			}
+			for k, v := range n {
+				if props, ok := v.(map[string]any); ok && k == "properties" {
+					for _, pv := range props {
+						if err := walk(pv, depth+1, chain); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+				if err := walk(v, depth, false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(root, 0, true)
+}
+
+// isHeaderToken reports whether s is 1*tchar (RFC 9110 §5.6.2).
+func isHeaderToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }

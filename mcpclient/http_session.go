@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -194,14 +195,30 @@ func (s *httpStream) readAnswer(resp *http.Response, id int64) ([]byte, error) {
 	}
 }
 
+// listenWait bounds how long the first request of a session waits for its
+// GET stream to be answered (docs/upstreams.md §9): what the server sends
+// on it about the first requests (their answers, after a stream cut) then
+// finds it open, and a server that sees the GET before them tells it
+// from a resumption.
+const listenWait = 2 * time.Second
+
 // initialized follows notifications/initialized: the session's GET stream
-// opens.
+// opens, and the next message waits for the server's answer to it (at most
+// listenWait).
 func (s *httpStream) initialized() {
 	s.mu.Lock()
 	legacy := s.mode == modeLegacy && s.sess.listening == nil
 	s.mu.Unlock()
-	if legacy {
-		s.listen()
+	if !legacy {
+		return
+	}
+	opened := s.listen()
+	t := time.NewTimer(listenWait)
+	defer t.Stop()
+	select {
+	case <-opened:
+	case <-t.C:
+	case <-s.ctx.Done():
 	}
 }
 
@@ -210,18 +227,24 @@ func (s *httpStream) initialized() {
 // requests): it is opened again when it ends (after the server's retry
 // delay, with Last-Event-ID, backing off while it fails), renews the
 // session when the server says it expired, and ends for good when the
-// server offers none (405).
-func (s *httpStream) listen() {
+// server offers none (405). opened is closed once the server answered
+// the first GET (or it failed).
+func (s *httpStream) listen() (opened <-chan struct{}) {
 	s.mu.Lock()
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.sess.listening = cancel
 	gen, sid, version := s.sess.gen, s.sess.id, s.sess.version
 	s.mu.Unlock()
-	s.goRun(func() {
+	first := make(chan struct{})
+	var once sync.Once
+	answered := func() { once.Do(func() { close(first) }) }
+	if !s.goRun(func() {
+		defer answered()
 		defer cancel()
 		lastID, retry, backoff := "", time.Duration(0), time.Duration(0)
 		for ctx.Err() == nil {
 			resp, err := s.openGET(ctx, sid, version, lastID)
+			answered()
 			got := false
 			switch {
 			case err != nil:
@@ -261,7 +284,10 @@ func (s *httpStream) listen() {
 				return
 			}
 		}
-	})
+	}) {
+		answered() // closing: nothing to wait for
+	}
+	return first
 }
 
 // openGET opens the session's GET stream.

@@ -56,6 +56,16 @@ func (c *Conn) probe(ctx context.Context) error {
 	defer t.Stop()
 	select {
 	case r := <-discover.resp:
+		if c.retriesDiscover(r) {
+			// The server refused the first request of a 2026 client (SEP-2575:
+			// a client retries with a version the error lists): once more.
+			if discover, err = c.beginDiscover(); err != nil {
+				return err
+			}
+			if r, err = c.await(ctx, discover, "server/discover"); err != nil {
+				return err
+			}
+		}
 		if c.isModern(r) {
 			return c.adopt2026(r)
 		}
@@ -102,6 +112,21 @@ func (c *Conn) startTimeout(ctx context.Context, method string) error {
 		return fmt.Errorf("upstream %q did not answer %s before the start timeout: %w", c.o.Name, method, ctx.Err())
 	}
 	return fmt.Errorf("upstream %q: start abandoned during %s: %w", c.o.Name, method, ctx.Err())
+}
+
+// retriesDiscover reports whether a discover outcome is -32022
+// (unsupported protocol version) listing 2026-07-28 as supported: the
+// request is sent again, once (SEP-2575).
+func (c *Conn) retriesDiscover(r response) bool {
+	var perr *protocol.Error
+	if !errors.As(r.err, &perr) || perr.Code != -32022 {
+		return false
+	}
+	raw, _ := json.Marshal(perr.Data)
+	var d struct {
+		Supported []string `json:"supported"`
+	}
+	return json.Unmarshal(raw, &d) == nil && slices.Contains(d.Supported, protocol.Version2026)
 }
 
 // isModern reports whether a discover outcome means a 2026-era server.

@@ -26,6 +26,9 @@ func TestHandshake(t *testing.T) {
 		{"legacy silent on discover", Options{ProbeTimeout: 50 * time.Millisecond}, []string{"-discover-error", "0"}, EraLegacy, "2025-11-25", []string{"server/discover", "initialize"}},
 		{"2026", Options{}, []string{"-era", "2026"}, Era2026, "2026-07-28", []string{"server/discover"}},
 		{"both eras", Options{}, []string{"-era", "both"}, Era2026, "2026-07-28", []string{"server/discover"}},
+		// SEP-2575: a first discover refused -32022 naming 2026-07-28 is
+		// sent again, and the second answer decides.
+		{"2026 refusing the first discover", Options{}, []string{"-era", "2026", "-refuse-first-discover"}, Era2026, "2026-07-28", []string{"server/discover", "server/discover"}},
 		// A late DiscoverResult wins over the initialize raced after the
 		// probe's timeout.
 		{"late discover", Options{ProbeTimeout: 50 * time.Millisecond}, []string{"-era", "both", "-discover-delay", "300ms", "-initialize-delay", "5s"}, Era2026, "2026-07-28", []string{"server/discover", "initialize"}},

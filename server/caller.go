@@ -24,6 +24,12 @@ type Caller struct {
 	// View is "" for the aggregated view, else the upstream passed
 	// through (docs/upstreams.md §2).
 	View string
+	// MayLogIn lets a request of this session that needs a login to a
+	// remote server ask its client to open the login's URL (URL-mode
+	// elicitation, docs/upstreams.md §9). The daemon sets it for a client
+	// of its own uid only, as only such a client may run snodod login;
+	// HTTP sessions never have it.
+	MayLogIn bool
 }
 
 // SetCaller records who asks on this session's requests. Whoever creates

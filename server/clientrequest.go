@@ -123,11 +123,32 @@ func RequestClient(ctx context.Context, method string, params any) (json.RawMess
 	if lc == nil || r == nil {
 		return nil, fmt.Errorf("%s: %w", method, errInputUnsupported)
 	}
+	return requestClient(ctx, r, lc.sess, method, params)
+}
+
+// requestClient checks the capability method needs against those ss's
+// client declared, then sends through r.
+func requestClient(ctx context.Context, r ClientRequester, ss *SessionState, method string, params any) (json.RawMessage, error) {
 	asked := map[string]InputRequest{"": {Method: method, Params: params}}
-	if missing := missingCapabilities(asked, lc.sess.clientCaps()); missing != nil {
+	if missing := missingCapabilities(asked, ss.clientCaps()); missing != nil {
 		return nil, &missingCapabilityError{method: method, reply: missingCapabilityReply(missing)}
 	}
 	return r.RequestClient(ctx, method, params)
+}
+
+// RequestClientBefore is RequestClient for a legacy request that a
+// Dispatcher wrapping the runtime has not dispatched yet (the upstream
+// manager asks for a login before the tool a call names is known,
+// docs/upstreams.md §9): ss is the request's connection, whose client's
+// initialize declared the capabilities checked. Outside a legacy session
+// (before initialize, a 2026 client) or without a requester in ctx it
+// returns the error RequestClient returns there.
+func RequestClientBefore(ctx context.Context, ss *SessionState, method string, params any) (json.RawMessage, error) {
+	r, _ := ctx.Value(clientRequesterKey{}).(ClientRequester)
+	if ss == nil || r == nil || !ss.Legacy() {
+		return nil, fmt.Errorf("%s: %w", method, errInputUnsupported)
+	}
+	return requestClient(ctx, r, ss, method, params)
 }
 
 // NextClientRequestID returns the id of the next request to this

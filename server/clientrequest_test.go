@@ -303,3 +303,37 @@ func TestClientRequestCap(t *testing.T) {
 		}
 	})
 }
+
+// RequestClientBefore reaches the client of a legacy session before any
+// dispatch, checking the capabilities its initialize declared; before an
+// initialize, without a requester, or without the capability, nothing is
+// sent.
+func TestRequestClientBefore(t *testing.T) {
+	url := map[string]any{"mode": "url", "message": "sign in", "url": "https://as.example/authorize", "elicitationId": "e1"}
+	_, sess := legacyServer(t, `{"elicitation":{"url":{}}}`, nil)
+	sess.SetNegotiated(protocol.Version20251125) // as the transport does once initialize is answered
+	if !sess.Legacy() || string(sess.ClientCapabilities()) != `{"elicitation":{"url":{}}}` {
+		t.Fatalf("the session: legacy %v, capabilities %s", sess.Legacy(), sess.ClientCapabilities())
+	}
+	a := &answerer{result: `{"action":"accept"}`}
+	res, err := RequestClientBefore(WithClientRequester(context.Background(), a), sess, "elicitation/create", url)
+	if err != nil || string(res) != `{"action":"accept"}` || len(a.calls()) != 1 {
+		t.Errorf("asked: %s %v %v", res, err, a.calls())
+	}
+	_, formOnly := legacyServer(t, `{"elicitation":{}}`, nil)
+	formOnly.SetNegotiated(protocol.Version20251125)
+	if _, err := RequestClientBefore(WithClientRequester(context.Background(), a), formOnly, "elicitation/create", url); !errors.Is(err, ErrMissingClientCapability) {
+		t.Errorf("a client without URL elicitation: %v", err)
+	}
+	if _, err := RequestClientBefore(context.Background(), sess, "elicitation/create", url); err == nil {
+		t.Error("no requester: no error")
+	}
+	fresh := NewSessionState(0)
+	t.Cleanup(fresh.Close)
+	if _, err := RequestClientBefore(WithClientRequester(context.Background(), a), fresh, "elicitation/create", url); err == nil || fresh.Legacy() {
+		t.Errorf("before initialize: %v", err)
+	}
+	if n := len(a.calls()); n != 1 {
+		t.Errorf("%d requests sent, want 1", n)
+	}
+}

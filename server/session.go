@@ -70,6 +70,18 @@ func (ss *SessionState) Negotiated() string {
 	return ss.negotiated
 }
 
+// Legacy reports whether the connection negotiated a legacy version
+// (its client's initialize was answered).
+func (ss *SessionState) Legacy() bool {
+	v := ss.Negotiated()
+	return v != "" && v != protocol.Version2026
+}
+
+// ClientCapabilities are the capabilities the client declared in its
+// legacy initialize, as it sent them; nil before one (a 2026 client
+// declares them in each request's _meta).
+func (ss *SessionState) ClientCapabilities() json.RawMessage { return ss.clientCaps() }
+
 // ClientInfo is the clientInfo object the client sent, as it sent it: a
 // legacy initialize's, else the one of its last 2026 request that had
 // one in _meta; nil before either. It is for status: the runtime decides

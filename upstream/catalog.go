@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -41,10 +42,11 @@ var listMethods = []struct {
 	{"resources/templates/list", "resources", func(c *catalog) *[]json.RawMessage { return &c.Templates }},
 }
 
-// listCatalog lists everything the upstream declares (every page). A list
+// listCatalog lists everything the upstream declares (every page), log
+// receiving the tools left out (validParamHeaders). A list
 // the upstream refuses with an error response is empty (it declared the
 // capability and serves nothing); an exit or a timeout fails the listing.
-func listCatalog(ctx context.Context, conn *mcpclient.Conn) (*catalog, error) {
+func listCatalog(ctx context.Context, conn *mcpclient.Conn, log *slog.Logger) (*catalog, error) {
 	cat := &catalog{Era: conn.Era(), Version: conn.Version(), ServerInfo: conn.ServerInfo(),
 		Capabilities: conn.Capabilities(), Instructions: conn.Instructions(), Listed: time.Now()}
 	caps := parseCapabilities(cat.Capabilities)
@@ -52,7 +54,7 @@ func listCatalog(ctx context.Context, conn *mcpclient.Conn) (*catalog, error) {
 		if !caps.has(lm.capability) {
 			continue
 		}
-		items, cut, err := listBounded(ctx, conn, lm.method)
+		items, cut, err := listBounded(ctx, conn, lm.method, log)
 		var perr *protocol.Error
 		if errors.As(err, &perr) {
 			items, err = nil, nil
@@ -69,8 +71,8 @@ func listCatalog(ctx context.Context, conn *mcpclient.Conn) (*catalog, error) {
 }
 
 // relist replaces one kind of cat's items with a fresh listing.
-func relist(ctx context.Context, conn *mcpclient.Conn, cat *catalog, method string) (*catalog, error) {
-	items, cut, err := listBounded(ctx, conn, method)
+func relist(ctx context.Context, conn *mcpclient.Conn, cat *catalog, method string, log *slog.Logger) (*catalog, error) {
+	items, cut, err := listBounded(ctx, conn, method, log)
 	if err != nil {
 		return nil, err
 	}
@@ -95,13 +97,36 @@ func relist(ctx context.Context, conn *mcpclient.Conn, cat *catalog, method stri
 
 // listBounded is conn.List with a cut list kept: its items, and cut
 // saying why it was cut ("" when it was not).
-func listBounded(ctx context.Context, conn *mcpclient.Conn, method string) (items []json.RawMessage, cut string, err error) {
+func listBounded(ctx context.Context, conn *mcpclient.Conn, method string, log *slog.Logger) (items []json.RawMessage, cut string, err error) {
 	items, err = conn.List(ctx, method)
 	var lc *mcpclient.ListCutError
 	if errors.As(err, &lc) {
-		return items, lc.Reason + "; the rest is not served", nil
+		cut, err = lc.Reason+"; the rest is not served", nil
 	}
-	return items, "", err
+	if method == "tools/list" && conn.Era() == mcpclient.Era2026 {
+		items = validParamHeaders(items, log)
+	}
+	return items, cut, err
+}
+
+// validParamHeaders leaves out of a 2026 upstream's tools those whose
+// x-mcp-header annotations break the rules (SEP-2243: a client omits
+// them, with a warning), so that no client of snodod sees them.
+func validParamHeaders(tools []json.RawMessage, log *slog.Logger) []json.RawMessage {
+	kept := tools[:0:0]
+	for _, t := range tools {
+		var tool struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		_ = json.Unmarshal(t, &tool)
+		if err := mcpclient.CheckParamHeaders(tool.InputSchema); err != nil {
+			log.Warn("tool left out: its x-mcp-header annotations are invalid", "tool", tool.Name, "reason", err.Error())
+			continue
+		}
+		kept = append(kept, t)
+	}
+	return kept
 }
 
 // capabilities is an upstream's capabilities object, as far as views need it.

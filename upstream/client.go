@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -24,6 +25,10 @@ type Client struct {
 	// View is "" for the aggregated view, else the upstream passed
 	// through.
 	View string
+	// MayLogIn is its server.Caller's: a request that needs a login may
+	// ask the client to open the login's URL; its user's visit logs the
+	// daemon in for every client.
+	MayLogIn bool
 
 	m *Manager
 
@@ -105,7 +110,7 @@ func (m *Manager) Open(caller *server.Caller) (release func(), err error) {
 			return nil, err
 		}
 	}
-	c := &Client{ID: caller.Session, Cwd: caller.Cwd, View: caller.View, m: m}
+	c := &Client{ID: caller.Session, Cwd: caller.Cwd, View: caller.View, MayLogIn: caller.MayLogIn, m: m}
 	m.mu.Lock()
 	m.clients[caller] = c
 	m.mu.Unlock()
@@ -134,7 +139,7 @@ func (m *Manager) clientOf(caller *server.Caller) *Client {
 	c := m.clients[caller]
 	m.mu.Unlock()
 	if c == nil {
-		c = &Client{ID: caller.Session, Cwd: caller.Cwd, View: caller.View, m: m, closed: true}
+		c = &Client{ID: caller.Session, Cwd: caller.Cwd, View: caller.View, MayLogIn: caller.MayLogIn, m: m, closed: true}
 	}
 	return c
 }
@@ -241,6 +246,9 @@ func (h startHook) Start(ctx context.Context, req *server.Request) *protocol.Err
 	c := m.clientOf(req.State.Caller())
 	if bounded {
 		failed := m.ensureListed(ctx, c, h.view, needs, true)
+		if target != nil && req.Method != "server/discover" && req.Method != "initialize" {
+			failed = c.loginFirst(ctx, req, target, failed, func() map[*upstream]error { return m.ensureListed(ctx, c, h.view, needs, true) })
+		}
 		var f *failure
 		if target != nil && req.Method != "server/discover" && req.Method != "initialize" && target.currentCatalog() == nil && errors.As(failed[target], &f) {
 			// A pass-through view's only server never listed and cannot
@@ -255,6 +263,9 @@ func (h startHook) Start(ctx context.Context, req *server.Request) *protocol.Err
 		server.ExtendDeadline(ctx, relayDeadline(target.conf()))
 	}
 	failed := m.ensureListed(ctx, c, h.view, needs, false)
+	if target != nil {
+		failed = c.loginFirst(ctx, req, target, failed, func() map[*upstream]error { return m.ensureListed(ctx, c, h.view, needs, false) })
+	}
 	if target != nil && target.currentCatalog() == nil && ctx.Err() == nil {
 		// Never listed, and cannot be now: its state says why, rather
 		// than "Unknown tool" (docs/upstreams.md §7).
@@ -270,6 +281,36 @@ func (h startHook) Start(ctx context.Context, req *server.Request) *protocol.Err
 		}
 	}
 	return nil
+}
+
+// loginFirst asks a legacy client that declared URL-mode elicitation to
+// log in to target, whose start failed (in failed) for want of a login,
+// before its request is dispatched: the request needs target's catalog (a
+// call of a tool it has never listed, a pass-through list), so the
+// relay's own elicitation (loginelicit.go) cannot happen. After each login
+// it lists again (relist), and logs in again when the start still needs
+// one (a step-up to more scopes), at most maxLogins times. It returns
+// the failures then: target's, when the login did not happen, is the
+// error naming snodod login, with why.
+func (c *Client) loginFirst(ctx context.Context, req *server.Request, target *upstream, failed map[*upstream]error, relist func() map[*upstream]error) map[*upstream]error {
+	ss := req.State
+	if c == nil || !c.MayLogIn || ss == nil || !ss.Legacy() || !declaresURLElicitation(ss.ClientCapabilities()) {
+		return failed
+	}
+	ask := func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+		return server.RequestClientBefore(ctx, ss, method, params)
+	}
+	for range maxLogins {
+		if target.currentCatalog() != nil || !needsLogin(failed[target]) {
+			break
+		}
+		if err := target.loginThroughLegacy(ctx, failed[target], ask); err != nil {
+			failed[target] = err
+			break
+		}
+		failed = relist()
+	}
+	return failed
 }
 
 // close ends c's hold on the upstreams (Open's release): its share =

@@ -57,6 +57,9 @@ type failure struct {
 	detail  Detail
 	// asError keeps a tools/call failure a JSON-RPC error (limits, docs/upstreams.md §7).
 	asError bool
+	// login: the remote server needs a person to log in (a client that
+	// can open a URL is asked to, loginelicit.go).
+	login bool
 }
 
 func (f *failure) Error() string { return f.message }

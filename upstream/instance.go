@@ -182,7 +182,9 @@ func (in *instance) snapshot() *stateSnapshot {
 func (in *instance) unavailable() *failure {
 	s := in.snapshot()
 	if s.loginNeeded && s.state == StateFailed {
-		return in.failure(CodeUnavailable, loginHint(in.u.name), s)
+		f := in.failure(CodeUnavailable, loginHint(in.u.name), s)
+		f.login = true
+		return f
 	}
 	return in.failure(CodeUnavailable, unavailableMessage(in.u.name, s), s)
 }

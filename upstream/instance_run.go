@@ -167,7 +167,7 @@ func (in *instance) spawn(ctx context.Context) (*mcpclient.Conn, error) {
 	})
 	if err == nil {
 		var cat *catalog
-		if cat, err = listCatalog(startCtx, conn); err == nil {
+		if cat, err = listCatalog(startCtx, conn, in.u.m.log.With("upstream", in.u.name)); err == nil {
 			in.u.listed(cat)
 			in.mu.Lock()
 			in.conn, in.readySince, in.lastUsed = conn, time.Now(), time.Now()

@@ -64,7 +64,7 @@ func (in *instance) resync(method string) {
 			in.mu.Unlock()
 			if cat := in.u.currentCatalog(); conn != nil && cat != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), in.u.conf().StartTimeout)
-				next, err := relist(ctx, conn, cat, method)
+				next, err := relist(ctx, conn, cat, method, in.u.m.log.With("upstream", in.u.name))
 				cancel()
 				if err == nil {
 					in.u.listed(next)

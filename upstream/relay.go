@@ -42,6 +42,9 @@ type envelope struct {
 	// Resend makes the retry the original call again, after the URL
 	// elicitations of a -32042 (urlelicit.go).
 	Resend bool `json:"r,omitempty"`
+	// Login is the elicitationId of the login the retry waits for before
+	// it re-sends the call (loginelicit.go).
+	Login string `json:"l,omitempty"`
 }
 
 var errInvalidState = &protocol.Error{Code: protocol.CodeInvalidParams, Message: "Invalid requestState"}
@@ -107,13 +110,32 @@ func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, or
 			res, err := u.m.parks.resume(ctx, st.Park, req)
 			return u.urlElicitation(req, method, res, err)
 		case st.Resend:
-			params = resent(params) // after a URL elicitation (urlelicit.go)
+			if st.Login != "" {
+				if err := u.loginRetried(ctx, req, st.Login); err != nil {
+					return nil, err
+				}
+			}
+			params = resent(params) // after a URL elicitation (urlelicit.go, loginelicit.go)
 		default:
 			params = withMember(params, "requestState", st.Inner)
 		}
 	}
 	o := &owner{client: c, ctx: ctx, modern: req.Modern, caps: req.ClientCapabilities, logLevel: req.LogLevel}
 	res, err := u.call(ctx, in, o, method, params, req)
+	// The client is asked to open the login's URL (loginelicit.go), again
+	// when the call then needs more (a step-up), at most maxLogins times.
+	for range maxLogins {
+		if !needsLogin(err) || c == nil || !c.MayLogIn || !declaresURLElicitation(req.ClientCapabilities) {
+			break
+		}
+		if req.Modern {
+			return u.loginThrough2026(ctx, method, err)
+		}
+		if err = u.loginThroughLegacy(ctx, err, server.RequestClient); err != nil {
+			break
+		}
+		res, err = u.call(ctx, in, o, method, params, req)
+	}
 	return u.urlElicitation(req, method, res, err)
 }
 

@@ -35,6 +35,11 @@ type remote struct {
 	base  *http.Transport
 	authz *oauth.Authorizer
 	http  mcpclient.HTTP
+
+	// elicited is the login in progress asked of clients (loginelicit.go),
+	// nil when none.
+	loginMu  sync.Mutex
+	elicited *elicitedLogin
 }
 
 // remoteOf returns u's remote, making it once; the error says what of
@@ -79,6 +84,11 @@ func (r *remote) make(u *upstream) error {
 
 // close ends a renewal in progress and the idle connections.
 func (r *remote) close() {
+	r.loginMu.Lock()
+	if el := r.elicited; el != nil {
+		el.end(errors.New("the server's configuration was replaced, or the daemon is shutting down"))
+	}
+	r.loginMu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.authz != nil {
@@ -186,7 +196,9 @@ func (in *instance) remoteFailure(err error) *failure {
 	var e *mcpclient.RemoteError
 	errors.As(err, &e)
 	if e.LoginRequired() {
-		return in.failureNow(CodeUnavailable, loginHint(in.u.name))
+		f := in.failureNow(CodeUnavailable, loginHint(in.u.name))
+		f.login = true
+		return f
 	}
 	return in.failureNow(CodeUnavailable, fmt.Sprintf("snodod: upstream %q: %s", in.u.name, e.Message))
 }
@@ -246,6 +258,7 @@ func (m *Manager) LoggedIn(name string) {
 	if u == nil {
 		return
 	}
+	u.remote.loginDone()
 	u.each(func(in *instance) {
 		in.mu.Lock()
 		waiting := in.loginNeeded && (in.state == StateFailed || in.state == StateBackoff)

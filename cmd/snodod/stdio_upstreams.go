@@ -65,7 +65,7 @@ func (h *stdioHosted) attach(srv *server.Server) {
 // server passed through, built from cfg as the aggregated one is.
 func (h *stdioHosted) session(cfg *config.Config, srv *server.Server, view string) (*server.Server, *server.SessionState, func(), error) {
 	cwd, _ := os.Getwd()
-	caller := &server.Caller{Cwd: cwd, View: view}
+	caller := &server.Caller{Cwd: cwd, View: view, MayLogIn: true} // the process's own client: its user's
 	detach := func() {}
 	if view != "" {
 		var err error

@@ -16,6 +16,7 @@
 //	                        (default 2025-11-25,2025-06-18); another proposal
 //	                        gets the first
 //	-discover-error CODE    legacy: the error code answered to server/discover
+//	-refuse-first-discover  2026: the first server/discover answered -32022 naming 2026-07-28
 //	                        (default -32601); 0 never answers it (silence)
 //	-discover-delay D       delay before answering server/discover
 //	-initialize-delay D     delay before answering initialize
@@ -113,6 +114,7 @@ type options struct {
 	versions       []string
 	discoverError  int
 	discoverDelay  time.Duration
+	refuseDiscover bool
 	initDelay      time.Duration
 	name, version  string
 	instructions   string
@@ -145,6 +147,7 @@ func main() {
 	flag.StringVar(&versions, "versions", "2025-11-25,2025-06-18", "legacy versions accepted, preferred first")
 	flag.IntVar(&o.discoverError, "discover-error", -32601, "legacy: error code for server/discover; 0 never answers")
 	flag.DurationVar(&o.discoverDelay, "discover-delay", 0, "delay before answering server/discover")
+	flag.BoolVar(&o.refuseDiscover, "refuse-first-discover", false, "2026: answer the first server/discover -32022, naming 2026-07-28 supported (SEP-2575)")
 	flag.DurationVar(&o.initDelay, "initialize-delay", 0, "delay before answering initialize")
 	flag.StringVar(&o.name, "name", "fakeupstream", "serverInfo.name")
 	flag.StringVar(&o.version, "server-version", "1.0.0", "serverInfo.version")

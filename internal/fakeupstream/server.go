@@ -226,6 +226,10 @@ func (s *server) discover(meta map[string]json.RawMessage) (any, *rpcError, bool
 	if e := check2026(meta); e != nil {
 		return nil, e, true
 	}
+	if s.o.refuseDiscover {
+		s.o.refuseDiscover = false
+		return nil, &rpcError{Code: -32022, Message: "Unsupported protocol version", Data: map[string]any{"supported": []string{version2026}}}, true
+	}
 	versions := []string{version2026}
 	if s.o.era == "both" {
 		versions = append(versions, s.o.versions...)

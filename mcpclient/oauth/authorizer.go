@@ -57,6 +57,10 @@ type Authorizer struct {
 	nonces    map[string]string
 	dpopKey   *dpopKey
 	sawDPoP   bool // the server challenged with the DPoP scheme
+	// loginCh is the challenge of the request that found a login
+	// required, for the login begun later (BeginLogin): its scope is the
+	// one to ask for. nil once a token serves.
+	loginCh *Challenge
 }
 
 // flight is one renewal, which every request needing it waits for.

@@ -83,15 +83,21 @@ func (r *LoginResult) String() string {
 // callbackPath is the loopback redirect's path.
 const callbackPath = "/callback"
 
-// BeginLogin starts a login: it asks the server for its challenge (a
-// request without a token), finds its authorization server, identifies
-// the client (registering it if need be), listens on 127.0.0.1 and
-// returns the Login whose URL a person opens.
+// BeginLogin starts a login: it takes the challenge of the request that
+// found a login required (its scope, a step-up's included), else asks the
+// server for one (a request without a token), finds its authorization
+// server, identifies the client (registering it if need be), listens on
+// 127.0.0.1 and returns the Login whose URL a person opens.
 func (a *Authorizer) BeginLogin(ctx context.Context) (*Login, error) {
 	if a.cfg.Grant == GrantClientCredentials {
 		return nil, a.fail(ErrAuthorization, "this server uses the client credentials grant: there is nothing to log in to", nil)
 	}
-	ch := a.probe(ctx)
+	a.mu.Lock()
+	ch := a.loginCh
+	a.mu.Unlock()
+	if ch == nil {
+		ch = a.probe(ctx)
+	}
 	d, err := a.discoverFor(ctx, ch)
 	if err != nil {
 		return nil, err

@@ -113,6 +113,9 @@ func (a *Authorizer) loginFor(ctx context.Context, n need) (*token, error) {
 	if a.cfg.Interact == nil {
 		a.mu.Lock()
 		a.state = StateLoginRequired
+		if n.challenge != nil {
+			a.loginCh = n.challenge
+		}
 		if n.stepUp {
 			a.rec.Scopes = scopes // the login to come, here or in a CLI, asks for these
 		}
@@ -219,6 +222,7 @@ func (a *Authorizer) adopt(t *token, scopes []string) error {
 	a.rec.Scopes = scopes
 	a.state, a.reason = StateOK, ""
 	a.retryAt, a.backoff = time.Time{}, 0
+	a.loginCh = nil
 	a.mu.Unlock()
 	return a.persist()
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -386,5 +388,34 @@ func TestRevokedRefreshTokenOthersFine(t *testing.T) {
 	mustCall(t, a2, rs2, "")
 	if s1, s2 := a1.Status().String(), a2.Status().String(); s1 != "login required" || !strings.HasPrefix(s2, "ok") {
 		t.Errorf("statuses %q, %q", s1, s2)
+	}
+}
+
+// TestLoginTakesTheRequestsChallenge: a login begun after a request found
+// one required (snodod login, or a login asked of a client) asks for the
+// scope that request was challenged with, not what a probe of its own
+// would be told (here: nothing).
+func TestLoginTakesTheRequestsChallenge(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	rs.challenge = []string{"mcp:tools"}
+	a := newAuthorizer(t, rs, func(c *Config) { c.Interact = nil })
+	if _, err := call(t.Context(), a, rs, ""); !errors.Is(err, ErrLoginRequired) {
+		t.Fatalf("a request without a login: %v", err)
+	}
+	rs.mu.Lock()
+	rs.challenge = nil
+	rs.mu.Unlock()
+	l, err := a.BeginLogin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	u, err := url.Parse(l.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scope := u.Query().Get("scope"); !slices.Contains(strings.Fields(scope), "mcp:tools") {
+		t.Errorf("the login asks for scope %q, want the request's mcp:tools", scope)
 	}
 }

@@ -85,3 +85,25 @@ func fieldSum(path string, names ...string) int64 {
 	}
 	return sum
 }
+
+// TreePSS is the proportional set size of pid and its live descendants,
+// in bytes (/proc/PID/smaps_rollup): what the tree costs the machine,
+// its shared pages counted once across the processes that share them.
+func TreePSS(pid int) int64 {
+	var sum int64
+	for _, p := range processTree(pid) {
+		sum += pss(p)
+	}
+	return sum
+}
+
+// TreeUsage is the Usage of pid and its live descendants, summed.
+func TreeUsage(pid int) Usage {
+	var sum Usage
+	for _, p := range processTree(pid) {
+		if u, err := ProcUsage(p); err == nil {
+			sum = sum.Add(u)
+		}
+	}
+	return sum
+}

@@ -64,7 +64,9 @@ sockets (and HTTP on 127.0.0.1), bounded in count and time. The pause of
 an upgrade with 1,000 sessions has a page of its own, which `+"`make bench`"+`
 rewrites after this one ([bench-upgrade.md](bench-upgrade.md)); and `+"`make soak`"+` writes
 [bench-soak.md](bench-soak.md), 1,000 sessions for 10 minutes with reloads and
-hosted servers killed.
+hosted servers killed. The comparison of snodod with mcp-remote for 10 clients
+of one remote server is the last section of this page, which `+"`make bench`"+` adds
+after it (`+"`bench/cmd/remotebench`"+`).
 
 ## Machine
 

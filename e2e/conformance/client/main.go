@@ -1,8 +1,10 @@
 // Command client is a TEST-ONLY MCP client for the official conformance
 // suite's client scenarios (e2e TestClientConformance): mcpclient/oauth
 // for the authorization, and a minimal Streamable HTTP MCP client
-// (mcp.go) for the rest. snodod itself takes its place later (`snodod
-// connect` with the URL as a remote upstream).
+// (mcp.go) for the rest; or, with $SNODOD_CONFORMANCE_VIA naming snodod's
+// binary, snodod itself: a daemon of its own hosting the URL as a remote
+// upstream, and the official Go SDK's client doing the scenario through
+// `snodod connect` (snodod.go).
 //
 //	client URL         run $MCP_CONFORMANCE_SCENARIO against the server at
 //	                   URL, with $MCP_CONFORMANCE_CONTEXT (pre-registered
@@ -62,7 +64,13 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := run(ctx, scenario, os.Args[1], cc); err != nil {
+	do := run
+	if bin := os.Getenv("SNODOD_CONFORMANCE_VIA"); bin != "" {
+		do = func(ctx context.Context, scenario, serverURL string, cc conformanceContext) error {
+			return viaSnodod(ctx, bin, scenario, serverURL, cc)
+		}
+	}
+	if err := do(ctx, scenario, os.Args[1], cc); err != nil {
 		log.Printf("scenario %s: %v", scenario, err)
 		os.Exit(1)
 	}
@@ -114,6 +122,24 @@ func run(ctx context.Context, scenario, serverURL string, cc conformanceContext)
 		return err
 	}
 	defer c.close()
+	return play(ctx, scenario, c, cc)
+}
+
+// session is what a scenario does its requests through: the minimal
+// HTTP client (mcp.go), or the Go SDK's client through snodod connect
+// (snodod.go).
+type session interface {
+	// call sends a request and returns its result (an isError tools/call
+	// result is a result); a JSON-RPC error is an error.
+	call(ctx context.Context, method string, params map[string]any) (json.RawMessage, error)
+	// listTools lists the tools a client may call.
+	listTools(ctx context.Context) ([]tool, error)
+	// list calls a list method and returns its items under key.
+	list(ctx context.Context, method, key string) ([]map[string]any, error)
+}
+
+// play does what scenario asks of a client, through c.
+func play(ctx context.Context, scenario string, c session, cc conformanceContext) error {
 	callTool := func(name string, args map[string]any) error {
 		if args == nil {
 			args = map[string]any{}
