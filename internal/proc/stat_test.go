@@ -36,7 +36,9 @@ func TestTreeUsage(t *testing.T) {
 	if err != nil || self.RSSBytes <= 0 || self.CPU < 0 {
 		t.Fatalf("this process: %+v, %v", self, err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", "sleep 30")
+	// Not through a shell: killing the shell would orphan its sleep to this
+	// process (a subreaper in TestMain) and fail the next test's leak check.
+	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
