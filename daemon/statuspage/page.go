@@ -153,7 +153,7 @@ func (p *Page) secure(h http.HandlerFunc) http.HandlerFunc {
 		hd.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Referrer-Policy", "same-origin") // no-referrer would make a form's Origin "null"
 		h(w, r)
 	}
 }
