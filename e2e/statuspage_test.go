@@ -320,7 +320,9 @@ func (p *tab) eval(t *testing.T, expr string) any {
 // await polls cond, a JavaScript expression, until it is true.
 func (p *tab) await(t *testing.T, what, cond string) {
 	t.Helper()
-	if !eventually.Within(answerWithin, func() bool { return p.eval(t, "(() => { try { return "+cond+" } catch (e) { return false } })()") == true }) {
+	if !eventually.Within(answerWithin, func() bool {
+		return p.eval(t, "(() => { try { return "+cond+" } catch (e) { return false } })()") == true
+	}) {
 		t.Fatalf("%s: not within %v; the page:\n%v", what, answerWithin, p.eval(t, `document.documentElement.outerHTML`))
 	}
 }
