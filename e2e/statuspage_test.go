@@ -28,7 +28,8 @@ import (
 // as a cookie. The page shows the test's hosted server and session,
 // updates by itself (server-sent events) when the server is restarted
 // with `snodod upstream restart`, its restart button works, and a POST
-// without the CSRF token or from another origin is refused.
+// without the CSRF token, without the token's cookie, or from another
+// origin is refused; without JavaScript the page shows the same tables.
 //
 // SNODOD_STATUSPAGE_SCREENSHOT=FILE.png saves a screenshot of the page
 // (docs/statuspage.png is one).
@@ -107,6 +108,15 @@ func TestStatusPageInChromium(t *testing.T) {
 	if got := page.eval(t, `fetch("/servers/fake/restart", {method: "POST", body: new URLSearchParams({csrf: "forged"})}).then(r => r.status)`); got != float64(403) {
 		t.Errorf("a POST without the CSRF token: %v, want 403", got)
 	}
+	if cdp.asNobody {
+		// The right CSRF token without the cookie: the gate's 401.
+		if got := page.eval(t, `fetch("/servers/fake/restart", {method: "POST", credentials: "omit", body: new URLSearchParams({csrf: document.querySelector('#servers input[name="csrf"]').value})}).then(r => r.status)`); got != float64(401) {
+			t.Errorf("a POST without the token's cookie: %v, want 401", got)
+		}
+	}
+	if csp := page.eval(t, `fetch("/").then(r => r.headers.get("content-security-policy"))`); csp == nil || !strings.HasPrefix(csp.(string), "default-src 'self'") {
+		t.Errorf("the page's Content-Security-Policy: %v", csp)
+	}
 	// A form of another origin (another loopback port: the same site, to
 	// SameSite) that carries even the right CSRF token: refused.
 	csrf := page.eval(t, `document.querySelector('#servers input[name="csrf"]').value`).(string)
@@ -115,6 +125,16 @@ func TestStatusPageInChromium(t *testing.T) {
 	page.await(t, "the cross-origin refusal", `location.href.startsWith("`+origin+`") && document.body.innerText.includes("another origin")`)
 	if st := d.statusJSON(t); st.Upstreams[0].PID != secondPID {
 		t.Errorf("a refused POST restarted the server (pid %d, was %d)", st.Upstreams[0].PID, secondPID)
+	}
+
+	// Without JavaScript the page is whole, only static.
+	static := cdp.open(t, "about:blank")
+	static.call(t, "Emulation.setScriptExecutionDisabled", map[string]any{"value": true})
+	static.navigate(t, origin+"/")
+	static.await(t, "the page without JavaScript", `document.querySelector('#servers tr[data-server="fake"] .pid').textContent.trim() === "`+fmt.Sprint(secondPID)+`" &&
+		document.querySelector('#sessions').innerText.includes("snodod-e2e-connect")`)
+	if state := static.eval(t, `document.getElementById("stream").dataset.state`); state != "off" {
+		t.Errorf("the stream badge without JavaScript: %v, want off", state)
 	}
 
 	// The page's own restart button.
