@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -57,4 +59,50 @@ func TestStatusPageEndsSession(t *testing.T) {
 	}
 	eventually.True(t, "the session ended", func() bool { return len(r.d.Status().Sessions) == 0 })
 	c.eof()
+}
+
+// Another local user's browser gives the admin token once, as ?token=,
+// and gets a cookie that stands for it (HttpOnly, SameSite=Strict, not
+// the token itself) and a redirect without it; the cookie then serves
+// the page, a forged one or a wrong token does not.
+func TestStatusPageTokenCookie(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a socket of another uid needs root")
+	}
+	const nobody = 65534
+	dir := shortDir(t)
+	token := strings.Repeat("k", 40)
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startDaemon(t, testConfig(t, dir, map[string]any{"admin.listen": "127.0.0.1:0", "admin.auth_token_file": tokenFile}), Options{})
+	base := "http://" + r.d.adminAddr()
+	other := clientDialing(t, dialAsUID(nobody))
+	other.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if status, _ := get(t, other, base+"/"); status != 401 {
+		t.Errorf("uid %d without the token: %d, want 401", nobody, status)
+	}
+	if status, _ := get(t, other, base+"/?token="+strings.Repeat("x", 40)); status != 401 {
+		t.Errorf("a wrong token: %d, want 401", status)
+	}
+	resp, err := other.Get(base + "/?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookies := resp.Cookies()
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/" || len(cookies) != 1 {
+		t.Fatalf("the token exchange: %s, Location %q, cookies %v", resp.Status, resp.Header.Get("Location"), cookies)
+	}
+	c := cookies[0]
+	if c.Name != "snodod_admin" || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || strings.Contains(c.Value, token) {
+		t.Errorf("the cookie: %+v; want HttpOnly, SameSite=Strict, not the token", c)
+	}
+	if status, body := get(t, other, base+"/", "Cookie", c.Name+"="+c.Value); status != 200 || !strings.Contains(body, `id="servers"`) {
+		t.Errorf("with the cookie: %d %.300s", status, body)
+	}
+	if status, _ := get(t, other, base+"/", "Cookie", c.Name+"="+strings.Repeat("0", len(c.Value))); status != 401 {
+		t.Errorf("a forged cookie: %d, want 401", status)
+	}
 }
