@@ -39,6 +39,9 @@ type upstream struct {
 	// cacheSwept is set by u's first cache.store, which removes the files
 	// of its earlier fingerprints.
 	cacheSwept atomic.Bool
+	// pin is what its pins hold of its current catalog (pin.go), nil
+	// when it is neither pinned nor quarantined; set by refreshViews.
+	pin atomic.Pointer[pinState]
 	sup        *suture.Supervisor
 	token      suture.ServiceToken // in the manager's supervisor
 
