@@ -41,9 +41,9 @@ type upstream struct {
 	cacheSwept atomic.Bool
 	// pin is what its pins hold of its current catalog (pin.go), nil
 	// when it is neither pinned nor quarantined; set by refreshViews.
-	pin atomic.Pointer[pinState]
-	sup        *suture.Supervisor
-	token      suture.ServiceToken // in the manager's supervisor
+	pin   atomic.Pointer[pinState]
+	sup   *suture.Supervisor
+	token suture.ServiceToken // in the manager's supervisor
 
 	mu        sync.Mutex
 	instances map[string]*instanceSlot
