@@ -109,12 +109,45 @@ func (p *pinState) blocks() bool { return p != nil && (p.quarantined || len(p.he
 
 // pins keeps the records of the pinned servers; "" dir keeps them in
 // memory only. Its methods may be called from any goroutine.
+//
+// The file is read again whenever it is not as this process left it (its
+// size and modification time): another process of the same user and
+// state directory (snodod stdio, config check, an approve that found no
+// daemon) may have written it, and an evaluation must not write back a
+// record older than that.
 type pins struct {
 	dir string
 	mu  sync.Mutex
-	// records are loaded at a server's first evaluation.
+	// records are loaded at a server's first evaluation; stamps are their
+	// files' as last read or written.
 	records map[string]*PinRecord
-	warned  map[string]bool
+	stamps  map[string]fileStamp
+}
+
+type fileStamp struct {
+	size int64
+	mod  time.Time
+}
+
+func (p *pins) stamp(name string) fileStamp {
+	if p.dir == "" {
+		return fileStamp{}
+	}
+	fi, err := os.Stat(pinPath(p.dir, name))
+	if err != nil {
+		return fileStamp{size: -1}
+	}
+	return fileStamp{size: fi.Size(), mod: fi.ModTime()}
+}
+
+// saveLocked writes rec and notes its file's stamp; p.mu is held.
+func (p *pins) saveLocked(rec *PinRecord) error {
+	err := savePins(p.dir, rec)
+	if p.stamps == nil {
+		p.stamps = map[string]fileStamp{}
+	}
+	p.stamps[rec.Server] = p.stamp(rec.Server)
+	return err
 }
 
 func pinPath(dir, name string) string {
@@ -168,11 +201,17 @@ func savePins(stateDir string, rec *PinRecord) error {
 	return atomicfile.Write(pinPath(stateDir, rec.Server), append(b, '\n'))
 }
 
-// record returns name's record, loading it at first; p.mu is held.
+// recordLocked returns name's record, loading it at first and whenever
+// its file changed; p.mu is held.
 func (p *pins) recordLocked(name string) *PinRecord {
-	if rec := p.records[name]; rec != nil {
+	stamp := p.stamp(name)
+	if rec := p.records[name]; rec != nil && p.stamps[name] == stamp {
 		return rec
 	}
+	if p.stamps == nil {
+		p.stamps = map[string]fileStamp{}
+	}
+	p.stamps[name] = stamp
 	rec, err := LoadPins(p.dir, name)
 	if err != nil {
 		// An unreadable record pins nothing anew: every tool is held
@@ -254,7 +293,7 @@ func (p *pins) evaluate(cfg *config.Upstream, tools []json.RawMessage, listed bo
 		}
 	}
 	if after, _ := json.Marshal(rec); !bytes.Equal(before, after) {
-		return st, savePins(p.dir, rec)
+		return st, p.saveLocked(rec)
 	}
 	return st, nil
 }
@@ -270,7 +309,7 @@ func (p *pins) approve(name, tool string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return approved, savePins(p.dir, rec)
+	return approved, p.saveLocked(rec)
 }
 
 // approveRecord is approve on one record.

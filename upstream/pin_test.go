@@ -275,3 +275,26 @@ func TestApprovePinsWithoutDaemon(t *testing.T) {
 		t.Errorf("a server never pinned: %v, %v", approved, err)
 	}
 }
+
+// TestPinRecordWrittenElsewhere: an approval another process wrote to the
+// pins file (snodod approve finding no daemon, snodod stdio) is read at
+// the next refresh, not overwritten by the manager's older record.
+func TestPinRecordWrittenElsewhere(t *testing.T) {
+	toml, file := pinFake(t, pinnedTools, "pin = true\n")
+	h := newHarness(t, toml)
+	c := h.connect("", "", "2025-11-25")
+	toolNames(t, c)
+	writeTools(t, file, changedTools)
+	restartFake(t, h)
+	eventually.True(t, "fake__read held", func() bool { return !slices.Contains(toolNames(t, c), "fake__read") })
+	if _, err := ApprovePins(h.stateDir, "fake", "read"); err != nil {
+		t.Fatal(err)
+	}
+	h.m.refreshViews()
+	if got := toolNames(t, c); !slices.Contains(got, "fake__read") || slices.Contains(got, "fake__exfil") {
+		t.Errorf("after the file's approval the list is %v", got)
+	}
+	if rec, _ := LoadPins(h.stateDir, "fake"); len(rec.Pending) != 1 || rec.Pending["exfil"].Hash == "" {
+		t.Errorf("the record lost the approval: pending %v", rec.Pending)
+	}
+}
