@@ -159,7 +159,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 		aggregates: map[*server.Server]string{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
 	}
 	m.parks = newParking(m)
-	m.pins = &pins{dir: opts.StateDir}
+	m.pins = &pins{dir: opts.StateDir, log: m.log}
 	m.cache = &cache{log: m.log}
 	if opts.StateDir != "" {
 		m.cache.dir = filepath.Join(opts.StateDir, "upstreams")

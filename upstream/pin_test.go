@@ -298,3 +298,29 @@ func TestPinRecordWrittenElsewhere(t *testing.T) {
 		t.Errorf("the record lost the approval: pending %v", rec.Pending)
 	}
 }
+
+// TestPinRecordUnreadable: a record that cannot be read is no first
+// listing: the server's tools are held as new, not trusted anew.
+func TestPinRecordUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "pins"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pins", "fake.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toml, _ := pinFake(t, pinnedTools, "pin = true\n")
+	h := newHarness(t, toml, dir)
+	c := h.connect("", "", "2025-11-25")
+	toolNames(t, c) // starts it
+	eventually.True(t, "the fake listed", func() bool { return h.row("fake", "").Tools > 0 })
+	if got := toolNames(t, c); slices.Contains(got, "fake__read") || slices.Contains(got, "fake__echo") {
+		t.Errorf("with an unreadable record the list is %v", got)
+	}
+	if row := h.row("fake", ""); !slices.Contains(row.New, "read") {
+		t.Errorf("status new %v", row.New)
+	}
+	if !strings.Contains(h.logs.String(), "the record is unreadable") {
+		t.Errorf("nothing logged:\n%s", h.logs.String())
+	}
+}
