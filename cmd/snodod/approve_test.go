@@ -85,4 +85,3 @@ func TestApproveWithoutDaemon(t *testing.T) {
 		t.Errorf("approve --help: status %d, stdout %q", r.status, r.stdout)
 	}
 }
-
