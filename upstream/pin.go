@@ -122,6 +122,27 @@ type pins struct {
 	// files' as last read or written.
 	records map[string]*PinRecord
 	stamps  map[string]fileStamp
+	// versions count each record's changes (loaded, written, approved),
+	// so that a refresh that finds the same catalog, configuration and
+	// version need not evaluate again (settlePins).
+	versions map[string]uint64
+}
+
+// version returns name's record's version, reading the file again first
+// when another process wrote it.
+func (p *pins) version(name string) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.recordLocked(name)
+	return p.versions[name]
+}
+
+// bumpLocked counts a change of name's record; p.mu is held.
+func (p *pins) bumpLocked(name string) {
+	if p.versions == nil {
+		p.versions = map[string]uint64{}
+	}
+	p.versions[name]++
 }
 
 type fileStamp struct {
@@ -147,6 +168,7 @@ func (p *pins) saveLocked(rec *PinRecord) error {
 		p.stamps = map[string]fileStamp{}
 	}
 	p.stamps[rec.Server] = p.stamp(rec.Server)
+	p.bumpLocked(rec.Server)
 	return err
 }
 
@@ -212,6 +234,7 @@ func (p *pins) recordLocked(name string) *PinRecord {
 		p.stamps = map[string]fileStamp{}
 	}
 	p.stamps[name] = stamp
+	p.bumpLocked(name)
 	rec, err := LoadPins(p.dir, name)
 	if err != nil {
 		// An unreadable record is not taken for a first listing, which

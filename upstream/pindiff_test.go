@@ -2,8 +2,12 @@ package upstream
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/snodod/snodod/config"
 )
 
 func TestWordDiff(t *testing.T) {
@@ -70,4 +74,39 @@ func TestCanonicalToolHash(t *testing.T) {
 			t.Errorf("%s: same hash %t; want %t", tc.def, h == hash, tc.same)
 		}
 	}
+}
+
+// BenchmarkPinEvaluate is what a pinned server of 50 tools adds to a
+// refresh of the views: "evaluate" hashes them and compares them with the
+// record (a new catalog; nothing changed, so nothing is written);
+// "unchanged" is the refresh that finds the same catalog, configuration
+// and record (settlePins' memo: one stat of the file).
+func BenchmarkPinEvaluate(b *testing.B) {
+	var tools []json.RawMessage
+	for i := range 50 {
+		tools = append(tools, json.RawMessage(fmt.Sprintf(`{"name":"tool-%d","description":"Does thing %d with care, as the user asked.",
+			"inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"A path"},"n":{"type":"integer"}},"required":["path"]}}`, i, i)))
+	}
+	p := &pins{dir: b.TempDir(), log: slog.New(slog.DiscardHandler)}
+	cfg := &config.Upstream{Name: "s", Pin: true, PinNew: "hold"}
+	if _, err := p.evaluate(cfg, tools, true); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("evaluate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if st, err := p.evaluate(cfg, tools, true); err != nil || st.blocks() {
+				b.Fatal(st, err)
+			}
+		}
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		v := p.version("s")
+		b.ReportAllocs()
+		for b.Loop() {
+			if p.version("s") != v {
+				b.Fatal("the record changed")
+			}
+		}
+	})
 }

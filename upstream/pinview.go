@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 )
@@ -56,20 +57,41 @@ func (m *Manager) settlePins(ups []*upstream) {
 			if cat != nil {
 				tools = cat.Tools
 			}
-			var err error
-			st, err = m.pins.evaluate(cfg, tools, cat != nil)
-			if err != nil {
-				m.log.Warn("pinned definitions: cannot write their record; held tools stay held", "upstream", u.name, "err", err)
+			memo := pinMemo{cat: cat, cfg: cfg}
+			if cfg.Pin || cfg.Quarantine {
+				memo.version = m.pins.version(u.name)
 			}
-			for name, why := range st.heldNew(u.pin.Load()) {
-				m.log.Warn("tool held out of every view until approved: its definition "+why, "upstream", u.name, "tool", name,
-					"diff", "snodod diff "+u.name, "approve", "snodod approve "+u.name+" "+name)
+			if memo == u.pinMemo {
+				st = u.pin.Load() // nothing changed since the last evaluation
+			} else {
+				var err error
+				st, err = m.pins.evaluate(cfg, tools, cat != nil)
+				if err != nil {
+					m.log.Warn("pinned definitions: cannot write their record; held tools stay held", "upstream", u.name, "err", err)
+				}
+				for name, why := range st.heldNew(u.pin.Load()) {
+					m.log.Warn("tool held out of every view until approved: its definition "+why, "upstream", u.name, "tool", name,
+						"diff", "snodod diff "+u.name, "approve", "snodod approve "+u.name+" "+name)
+				}
+				if memo.version != 0 {
+					memo.version = m.pins.version(u.name) // the evaluation's own write
+				}
+				u.pinMemo = memo
 			}
 		}
 		u.pin.Store(st)
 		blocking = blocking || st.blocks()
 	}
 	m.pinBlocking.Store(blocking)
+}
+
+// pinMemo is what an upstream's pins were last evaluated against: its
+// catalog and configuration (both immutable once made) and its record's
+// version.
+type pinMemo struct {
+	cat     *catalog
+	cfg     *config.Upstream
+	version uint64
 }
 
 // heldNew returns what st holds that prev did not, with why ("changed",

@@ -39,11 +39,14 @@ type upstream struct {
 	// cacheSwept is set by u's first cache.store, which removes the files
 	// of its earlier fingerprints.
 	cacheSwept atomic.Bool
+	sup        *suture.Supervisor
+	token      suture.ServiceToken // in the manager's supervisor
+
 	// pin is what its pins hold of its current catalog (pin.go), nil
-	// when it is neither pinned nor quarantined; set by refreshViews.
-	pin   atomic.Pointer[pinState]
-	sup   *suture.Supervisor
-	token suture.ServiceToken // in the manager's supervisor
+	// when it is neither pinned nor quarantined; set by refreshViews, with
+	// pinMemo (guarded by Manager.viewMu), what it was evaluated against.
+	pin     atomic.Pointer[pinState]
+	pinMemo pinMemo
 
 	mu        sync.Mutex
 	instances map[string]*instanceSlot
