@@ -165,6 +165,7 @@ var keyed = []*spec{
 	{name: "upstreams.stderr_total_bytes", rule: positiveInt(), desc: "Stderr kept by all upstreams together, in bytes."},
 	{name: "upstreams.drain_timeout", rule: positiveDuration(), desc: "How long a replaced or removed upstream instance may finish its requests after a reload."},
 	{name: "upstreams.list_wait", rule: positiveDuration(), desc: "How long a list waits for a never-listed upstream that is starting (from the start of its start); then it answers without it, and list_changed follows."},
+	{name: "upstreams.pin", rule: anyBool(), desc: "Pin the tool definitions of every hosted server whose entry sets no pin: a tool whose definition changes after it was first listed is held out of every view until snodod approve NAME TOOL."},
 	{name: "log.level", flag: "log-level", rule: oneOf("debug", "info", "warn", "error"), desc: "Lowest level logged."},
 	{name: "log.format", rule: oneOf("text", "json"), desc: "Log line format."},
 }

@@ -109,6 +109,10 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		d.serveLogin(c, req, peer)
 	case control.OpLogout:
 		d.logout(c, req, peer)
+	case control.OpApprove:
+		reply(c, d.approve(req, peer))
+	case control.OpDiff:
+		reply(c, d.diff(req))
 	case control.OpFault:
 		reply(c, d.fault(req.Session))
 	case control.OpUpstream:

@@ -80,7 +80,8 @@ func upstreamRows(in []upstream.Status) []control.Upstream {
 			Unattributed: r.Unattributed, Dropped: r.Dropped, Subscribed: r.Subscribed,
 			Refused:   r.Refused,
 			Truncated: r.Truncated,
-			Sandbox:   r.Sandbox, Unenforced: r.Unenforced, CPUMs: r.CPUMs, RSSBytes: r.RSSBytes,
+			Changed:   r.Changed, New: r.New, Quarantined: r.Quarantined,
+			Sandbox: r.Sandbox, Unenforced: r.Unenforced, CPUMs: r.CPUMs, RSSBytes: r.RSSBytes,
 		}
 	}
 	return out

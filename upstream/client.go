@@ -188,6 +188,9 @@ var _ server.StartHook = startHook{}
 // Ready is the common case: every upstream has a catalog, or the method
 // needs none.
 func (h startHook) Ready(req *server.Request) bool {
+	if h.m.pinBlocking.Load() && pinChecked[req.Method] {
+		return false // Start refuses what the pins hold (pinRefusal)
+	}
 	if req.Method == "ping" || h.m.allListed.Load() {
 		return true
 	}
@@ -248,6 +251,9 @@ func (h startHook) Start(ctx context.Context, req *server.Request) error {
 // *server.InputFirst): a nil *protocol.Error is not a nil error.
 func (h startHook) start(ctx context.Context, req *server.Request) error {
 	m := h.m
+	if err := m.pinRefusal(h.view, req); err != nil {
+		return err
+	}
 	needs, target, bounded := h.needs(req)
 	if needs == nil {
 		return nil

@@ -197,6 +197,13 @@ type Upstream struct {
 	// Truncated says which of its lists were cut at their bounds (10,000
 	// items, 100 pages), from the catalog.
 	Truncated []string `json:"truncated,omitempty"`
+	// Changed and New are the tools its pins hold out of every view
+	// until `snodod approve NAME [TOOL]` (pin = true): their definitions
+	// changed since they were pinned, or they are new; Quarantined is set
+	// while it lists nothing until approved (quarantine = true).
+	Changed     []string `json:"changed_tools,omitempty"`
+	New         []string `json:"new_tools,omitempty"`
+	Quarantined bool     `json:"quarantined,omitempty"`
 
 	// Sandbox is the sandbox level in force for its process (standard,
 	// strict; "off" for an unconfined one; "" for a remote server), from
