@@ -101,6 +101,10 @@ func (l ExecutorLimits) withDefaults() ExecutorLimits {
 // which bounds how many may wait (a hosted upstream, an exec tool's
 // child), gives its slot back with Detach and stays in flight; the slots
 // bound the handlers that may use CPU, not the requests in flight.
+// A handler that waits on its own connection (room in its output) gives
+// its slot back with HoldConn, which also holds the connection: none of
+// its queued work starts until the wait ends, so that its client cannot
+// run more work by not reading.
 //
 // Goroutines. A goroutine runs per busy slot and per detached handler, and
 // only while there is work; a goroutine whose handler returns starts the
