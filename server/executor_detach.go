@@ -146,7 +146,9 @@ func (c *ExecConn) unhold() {
 		e.mu.Unlock()
 		return
 	}
-	e.ready.pushBack(&c.ready, c)
+	if !e.ready.contains(&c.ready) {
+		e.ready.pushBack(&c.ready, c)
+	}
 	var starts []*job
 	var workers []chan *job
 	for e.running < e.limits.MaxConcurrency && e.ready.front() != nil {

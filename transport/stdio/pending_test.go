@@ -141,6 +141,50 @@ func testPendingOutputBoundary(t *testing.T, tool string, n int) {
 	}
 }
 
+// TestPendingOutputWaiterTimesOut: a worker waiting for room waits
+// without its executor slot and holds its connection, so the connection's
+// next call stays queued beside the free slot; the waiter keeps its
+// request's deadline, and at request_timeout it is answered with the
+// timeout error, as one waiting in its slot was. Its hold then ends and the
+// queued call runs, and waits in its turn. Once the client reads, that one
+// has its room, the answers arrive in order and nothing is held.
+func TestPendingOutputWaiterTimesOut(t *testing.T) {
+	const n, timeout = 2000, 2 * time.Second
+	f := bigFrame(t, "a1", n)
+	counters := &stdio.Counters{}
+	s := startStalled(t, smallSocketPair, stdio.Transport{Counters: counters,
+		Limits: limits.Limits{MaxPendingOutputBytes: f, WriteTimeout: time.Minute}},
+		server.ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
+	var lines string
+	for _, id := range []string{"a1", "a2", "a3"} {
+		lines += call(id, "big", fmt.Sprintf(`{"bytes":%d}`, n)) + "\n"
+	}
+	io.WriteString(s.ep.w, lines)
+	// a1 is held, a2 waits for room without the one slot, and a3 waits for
+	// a2 although the slot is free.
+	eventually.True(t, "a2 waiting without its slot and a3 queued", func() bool {
+		return counters.PendingOutput() == int64(f) && s.exec.Stats() == server.ExecutorStats{Detached: 1, Queued: 1}
+	})
+	// a2 times out (its error frame never waits), a3 runs and waits.
+	eventually.True(t, "a3 waiting without its slot", func() bool {
+		return counters.PendingOutput() > int64(f) && s.exec.Stats() == server.ExecutorStats{Detached: 1}
+	})
+	br := skipFiller(t, s.ep.r, s.filler)
+	timedOut := `"error":{"code":-32603,"message":"Request execution timed out"}}`
+	for _, want := range []struct{ id, has string }{{"a1", `"result"`}, {"a2", timedOut}, {"a3", `"result"`}} {
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, `{"jsonrpc":"2.0","id":"`+want.id+`",`) || !strings.Contains(line, want.has) {
+			t.Fatalf("answer %s: %.120q (%v), want %s", want.id, line, err, want.has)
+		}
+	}
+	eventually.True(t, "no output held and no worker running", func() bool { return counters.PendingOutput() == 0 && s.exec.Stats() == server.ExecutorStats{} })
+	s.ep.closeInput()
+	if err := s.wait(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	goleakCheck(t)
+}
+
 // TestPendingOutputWriteTimeout: a client that never reads loses its
 // session at the write timeout; the workers waiting for room are let go
 // at once, with nothing written for them, and the connection holds
