@@ -239,15 +239,15 @@ type ExecConn struct {
 //     full: protocol.ErrCapacity;
 //  3. the executor is closed: protocol.ErrExecutorClosed;
 //  4. every slot is busy (or the connection is held), this connection's
-//     own places are taken, it
-//     already has items in the shared places and only their reserve is
-//     left (see Executor): protocol.ErrCapacity.
+//     own places are taken, it already has items in the shared places and
+//     only their reserve is left (see Executor): protocol.ErrCapacity.
 //
 // A refused submission leaves no trace and run and done are never called.
 // On admission Submit returns nil; run starts at once if a slot is free and
-// the connection is not held, and is queued otherwise. Later done is called exactly once with the outcome,
-// unless the work is cancelled first (Cancel, CancelAll), in which case
-// neither done nor, for queued work, run is ever called:
+// the connection is not held, and is queued otherwise. Later done is
+// called exactly once with the outcome, unless the work is cancelled first
+// (Cancel, CancelAll), in which case neither done nor, for queued work, run
+// is ever called:
 //
 //   - run returned normally: its Outcome;
 //   - run panicked: Outcome{Err: protocol.ErrWorkerFailed}, with the panic

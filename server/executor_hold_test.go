@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -249,5 +250,24 @@ func TestExecutorHoldConnMisuse(t *testing.T) {
 		release()
 		settle(t, e, r)
 		e.Close()
+	})
+}
+
+// TestExecutorHoldStress is TestExecutorStress with every third handler
+// holding its connection for a moment, and those of its cancelled ones
+// (i%7 == 0) until their cancellation: the holds, the slots and the
+// detached count still end at zero, and every outcome is delivered once.
+func TestExecutorHoldStress(t *testing.T) {
+	executorStress(t, func(ctx context.Context, i int) {
+		if i%3 != 0 {
+			return
+		}
+		release := HoldConn(ctx)
+		if i%7 == 0 {
+			<-ctx.Done()
+		} else {
+			runtime.Gosched()
+		}
+		release()
 	})
 }
