@@ -40,8 +40,8 @@ import (
 //     smallFrame first reserves room for it (reserve), waiting while the
 //     connection holds max bytes or more, and, past the first
 //     outputAllowance bytes, while the daemon's Budget is full; it waits in
-//     the handler's turn, without its executor slot and holding its
-//     connection's (server.HoldConn): no more of the connection's work
+//     the handler's turn, having given its executor slot back and holding
+//     its connection (server.HoldConn): no more of the connection's work
 //     starts while one of its workers waits. The coordinator never
 //     waits for room: past max it writes what is pending before it commits
 //     more (room), and it is the writer, so that is its own wait on the
