@@ -122,6 +122,13 @@ type Manager struct {
 	// formerOwners are the upstreams the aggregated view relayed at the
 	// last refresh, so that a removed one's items are removed.
 	formerOwners []string
+	// viewTools are the aggregated view's relayed tools as its tool
+	// budget ranks and searches them, and metas the names each
+	// aggregated server gives search_tools and call_tool (budget.go).
+	viewTools *viewTools
+	metas     map[*server.Server]metaNames
+	// usage counts each view's tool calls (usage.go).
+	usage *usage
 }
 
 // New prepares the upstreams of cfg (none runs before Serve). When
@@ -152,6 +159,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 		done:   make(chan struct{}),
 		ups:    map[string]*upstream{}, rings: map[string]*mcpclient.StderrRing{}, passViews: map[*server.Server]string{},
 		aggregates: map[*server.Server]string{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
+		metas: map[*server.Server]metaNames{}, usage: openUsage(opts.StateDir, opts.Logger),
 	}
 	m.parks = newParking(m)
 	m.cache = &cache{log: m.log}
@@ -178,6 +186,7 @@ func (m *Manager) Serve(ctx context.Context) error {
 	}
 	err := m.sup.Serve(ctx)
 	close(m.done)
+	m.usage.flush()
 	for _, u := range m.sorted() {
 		u.remote.close()
 	}

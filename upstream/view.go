@@ -49,6 +49,7 @@ func composeName(prefix, name string) string {
 func (m *Manager) Attach(srv *server.Server, instructions string) (detach func()) {
 	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv})
 	srv.SetStartHook(startHook{m: m})
+	srv.SetToolListFilter(m.toolListFilter(srv))
 	m.mu.Lock()
 	m.aggregates[srv] = instructions
 	m.mu.Unlock()
@@ -56,6 +57,7 @@ func (m *Manager) Attach(srv *server.Server, instructions string) (detach func()
 	return func() {
 		m.mu.Lock()
 		delete(m.aggregates, srv)
+		delete(m.metas, srv)
 		m.mu.Unlock()
 	}
 }
@@ -102,8 +104,18 @@ func (m *Manager) refreshViews() {
 	m.mu.Unlock()
 
 	sets, collided := m.aggregateItems(ups)
+	m.countUsage(sets)
+	vt := m.buildViewTools(sets)
+	m.mu.Lock()
+	m.viewTools = vt
+	m.mu.Unlock()
 	for srv, instructions := range aggs {
-		for owner, names := range srv.ReplaceRelayed(sets) {
+		withMeta := maps.Clone(sets)
+		withMeta[budgetOwner] = m.metaItems(m.chooseMetaNames(srv))
+		for owner, names := range srv.ReplaceRelayed(withMeta) {
+			if owner == budgetOwner {
+				continue // chooseMetaNames picked names the catalog does not hold
+			}
 			for _, n := range names {
 				collided[owner] = append(collided[owner], n+" (taken by snodod's own catalog)")
 			}

@@ -1,0 +1,298 @@
+package upstream
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+
+	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/toolsearch"
+)
+
+// The tool budget of the aggregated view (docs/views.md, "Budgets"). Over
+// its budget a session's tools/list shows what fits: snodod's own tools,
+// the tools of upstreams.always, then the most used relayed tools (by the
+// view's call counts, usage.go), and two tools of snodod's, search_tools
+// and call_tool, which reach every tool of the view. What is not listed
+// stays callable by its own name: the budget hides, it never refuses.
+
+// budgetOwner owns the aggregated view's search_tools and call_tool; no
+// upstream can have the name (config's entry names have no colon).
+const budgetOwner = "snodod:budget"
+
+// The names search_tools and call_tool take, in order: a tool of snodod's
+// own catalog that holds the first keeps it, and the budget's tool takes
+// the second (relayed names always hold "__", so only the daemon's own
+// catalog can hold either). With both held, the tool is not offered.
+var (
+	searchToolNames = []string{"search_tools", "snodod_search_tools"}
+	callToolNames   = []string{"call_tool", "snodod_call_tool"}
+)
+
+// searchLimit bounds search_tools' limit argument; defaultSearchLimit is
+// its default.
+const (
+	searchLimit        = 20
+	defaultSearchLimit = 5
+)
+
+// viewTools is the aggregated view's relayed tools as the budget sees
+// them, rebuilt at every refresh of the views.
+type viewTools struct {
+	tools  []server.RawTool  // in the index's order
+	byName map[string]int    // tools' index by listed name
+	ranked []string          // most used first, then by name
+	index  *toolsearch.Index // over tools
+}
+
+// metaNames are the names one aggregated server gives search_tools and
+// call_tool ("" for one not offered).
+type metaNames struct{ search, call string }
+
+func (n metaNames) has(name string) bool { return name != "" && (name == n.search || name == n.call) }
+
+// countUsage makes every relayed tool of sets count its calls in the
+// aggregated view.
+func (m *Manager) countUsage(sets map[string]server.RelayedItems) {
+	for _, items := range sets {
+		for i := range items.Tools {
+			name, h := items.Tools[i].Name, items.Tools[i].Handler
+			items.Tools[i].Handler = func(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) {
+				m.usage.add(aggregatedView, name)
+				return h(ctx, req)
+			}
+		}
+	}
+}
+
+// buildViewTools indexes the aggregated view's relayed tools and ranks
+// them by use.
+func (m *Manager) buildViewTools(sets map[string]server.RelayedItems) *viewTools {
+	vt := &viewTools{byName: map[string]int{}}
+	for _, owner := range slices.Sorted(maps.Keys(sets)) {
+		vt.tools = append(vt.tools, sets[owner].Tools...)
+	}
+	docs := make([]toolsearch.Tool, len(vt.tools))
+	for i, t := range vt.tools {
+		vt.byName[t.Name] = i
+		docs[i] = toolsearch.Tool{Name: t.Name, Definition: t.Definition}
+		vt.ranked = append(vt.ranked, t.Name)
+	}
+	counts := m.usage.of(aggregatedView)
+	slices.SortFunc(vt.ranked, func(a, b string) int {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	vt.index = toolsearch.New(docs)
+	return vt
+}
+
+// chooseMetaNames picks srv's names for search_tools and call_tool: the
+// first of each list its own catalog does not hold.
+func (m *Manager) chooseMetaNames(srv *server.Server) metaNames {
+	m.mu.Lock()
+	prev := m.metas[srv]
+	m.mu.Unlock()
+	held := map[string]bool{}
+	for _, n := range srv.ToolNames() {
+		if !prev.has(n) {
+			held[n] = true
+		}
+	}
+	pick := func(names []string, what string) string {
+		for _, n := range names {
+			if !held[n] {
+				if n != names[0] {
+					m.log.Warn("tool budget: snodod's own catalog holds "+names[0]+"; the budget's tool is listed as "+n, "tool", what)
+				}
+				return n
+			}
+		}
+		m.log.Warn("tool budget: snodod's own catalog holds every name of the budget's "+what+"; it is not offered", "names", names)
+		return ""
+	}
+	names := metaNames{search: pick(searchToolNames, "search_tools"), call: pick(callToolNames, "call_tool")}
+	m.mu.Lock()
+	if _, attached := m.aggregates[srv]; attached {
+		m.metas[srv] = names
+	}
+	m.mu.Unlock()
+	return names
+}
+
+// metaItems are srv's search_tools and call_tool as relayed items.
+func (m *Manager) metaItems(names metaNames) server.RelayedItems {
+	var items server.RelayedItems
+	if names.search != "" {
+		items.Tools = append(items.Tools, server.RawTool{Name: names.search, Definition: json.RawMessage(searchToolsDefinition), Handler: m.searchTools})
+	}
+	if names.call != "" {
+		items.Tools = append(items.Tools, server.RawTool{Name: names.call, Definition: json.RawMessage(callToolDefinition), Handler: m.callTool})
+	}
+	return items
+}
+
+// toolBudget is the tool budget of a session of the client named client:
+// upstreams.max_tools, else the client's known limit; 0 for none.
+func (m *Manager) toolBudget(client string) int {
+	m.mu.Lock()
+	limit := m.cfg.Upstreams.MaxTools
+	m.mu.Unlock()
+	if limit > 0 {
+		return limit
+	}
+	return clientLimit(client)
+}
+
+// always reports whether the aggregated view lists name over its budget.
+func (m *Manager) always(name string) bool {
+	m.mu.Lock()
+	patterns := m.cfg.Upstreams.Always
+	m.mu.Unlock()
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// toolListFilter is srv's server.ToolListFilter: under its budget a
+// session sees every tool but search_tools and call_tool; over it, what
+// fits and those two.
+func (m *Manager) toolListFilter(srv *server.Server) server.ToolListFilter {
+	return func(l server.ToolListing) func(string) bool {
+		m.mu.Lock()
+		meta := m.metas[srv]
+		vt := m.viewTools
+		m.mu.Unlock()
+		limit := m.toolBudget(l.ClientName)
+		listed, metas := 0, 0
+		for _, n := range l.Names {
+			if meta.has(n) {
+				metas++
+			} else {
+				listed++
+			}
+		}
+		if limit == 0 || vt == nil || listed <= limit || metas == 0 {
+			return func(n string) bool { return !meta.has(n) }
+		}
+		keep := make(map[string]bool, limit)
+		names := make(map[string]bool, len(l.Names))
+		for _, n := range l.Names {
+			names[n] = true
+			if _, relayed := vt.byName[n]; meta.has(n) || !relayed || m.always(n) {
+				keep[n] = true // snodod's own tools, the budget's and the pinned ones
+			}
+		}
+		for _, n := range vt.ranked {
+			if len(keep) >= limit {
+				break
+			}
+			if names[n] {
+				keep[n] = true
+			}
+		}
+		return func(n string) bool { return keep[n] }
+	}
+}
+
+const searchToolsDefinition = `{"name":"search_tools","title":"Search tools",` +
+	`"description":"Find the tools of this server that do what you describe, among those the tool list leaves out to fit the client's limit: a query in plain words, answered with the best matching tools' full definitions (name, description, input schema). Call one by its name, or through call_tool.",` +
+	`"inputSchema":{"type":"object","properties":{"query":{"type":"string","description":"What the tool should do, in plain words (read a text file, create a directory)."},` +
+	`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"How many tools to return, best first (default 5)."}},"required":["query"]},` +
+	`"annotations":{"readOnlyHint":true,"openWorldHint":false}}`
+
+const callToolDefinition = `{"name":"call_tool","title":"Call a tool",` +
+	`"description":"Call any tool of this server by its name, listed or found with search_tools, with its arguments: the answer is that tool's own result.",` +
+	`"inputSchema":{"type":"object","properties":{"name":{"type":"string","description":"The tool's name, as search_tools gives it."},` +
+	`"arguments":{"type":"object","description":"The tool's arguments, as its input schema describes them."}},"required":["name"]}}`
+
+// toolError is an isError tools/call result saying msg.
+func toolError(msg string) *server.RawResult {
+	raw, _ := protocol.AppendValue(nil, map[string]any{"isError": true, "content": []map[string]string{{"type": "text", "text": msg}}})
+	return &server.RawResult{Result: raw}
+}
+
+// searchTools serves search_tools: the best matches of the query among
+// the view's relayed tools, with their definitions as the view lists them.
+func (m *Manager) searchTools(_ context.Context, req *server.RawRequest) (*server.RawResult, error) {
+	var p struct {
+		Arguments struct {
+			Query string `json:"query"`
+			Limit *int   `json:"limit"`
+		} `json:"arguments"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.Arguments.Query == "" {
+		return toolError("search_tools needs a query: a string saying what the tool should do"), nil
+	}
+	limit := defaultSearchLimit
+	if p.Arguments.Limit != nil {
+		limit = min(max(*p.Arguments.Limit, 1), searchLimit)
+	}
+	m.mu.Lock()
+	vt := m.viewTools
+	m.mu.Unlock()
+	var hits []toolsearch.Hit
+	if vt != nil {
+		hits = vt.index.Search(p.Arguments.Query, limit)
+	}
+	defs := make([]json.RawMessage, 0, len(hits))
+	for _, h := range hits {
+		t := vt.tools[h.Index]
+		defs = append(defs, protocol.SetMember(t.Definition, "name", protocol.AppendString(nil, t.Name)))
+	}
+	found := map[string]any{"tools": defs}
+	text, err := protocol.AppendValue(nil, found)
+	if err != nil {
+		return nil, err
+	}
+	if len(hits) == 0 {
+		text = fmt.Appendf(nil, "No tool matches %q; try other words.", p.Arguments.Query)
+	}
+	raw, err := protocol.AppendValue(nil, map[string]any{"content": []map[string]string{{"type": "text", "text": string(text)}}, "structuredContent": found})
+	if err != nil {
+		return nil, err
+	}
+	return &server.RawResult{Result: raw}, nil
+}
+
+// callTool serves call_tool: the named relayed tool's own call, with
+// the request's progress token, cancellation, deadline and (2026) input
+// rounds, as if the client had called it by its name.
+func (m *Manager) callTool(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) {
+	members, _ := protocol.Members(req.Params)
+	args, _ := protocol.Members(members["arguments"])
+	name, ok := protocol.String(args["name"])
+	if !ok || name == "" {
+		return toolError("call_tool needs name: the name of the tool to call, as search_tools gives it"), nil
+	}
+	inner := args["arguments"]
+	if inner == nil || string(inner) == "null" {
+		inner = json.RawMessage("{}")
+	} else if protocol.JSONKind(inner) != '{' {
+		return toolError("call_tool's arguments must be an object: the arguments of " + name), nil
+	}
+	m.mu.Lock()
+	vt := m.viewTools
+	m.mu.Unlock()
+	i, found := 0, false
+	if vt != nil {
+		i, found = vt.byName[name]
+	}
+	if !found {
+		return toolError(fmt.Sprintf("No tool %q in this view for call_tool: snodod's own tools, search_tools and call_tool are called by their names; search_tools finds the others.", name)), nil
+	}
+	sub := *req
+	sub.Name = name
+	sub.Params = protocol.SetMember(protocol.SetMember(req.Params, "name", protocol.AppendString(nil, name)), "arguments", inner)
+	return vt.tools[i].Handler(ctx, &sub)
+}
