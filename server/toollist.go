@@ -52,3 +52,14 @@ func (c *call) keepTools(f ToolListFilter, names []string) func(string) bool {
 	}
 	return f(l)
 }
+
+// ToolRelayed reports whether name is a relayed tool (ReplaceRelayed's)
+// and which owner relays it; false for a tool of AddTool's or none.
+func (s *Server) ToolRelayed(name string) (owner string, relayed bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if e := s.tools[name]; e != nil && e.relay != nil {
+		return e.relay.owner, true
+	}
+	return "", false
+}

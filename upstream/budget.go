@@ -97,12 +97,9 @@ func (m *Manager) buildViewTools(sets map[string]server.RelayedItems) *viewTools
 // chooseMetaNames picks srv's names for search_tools and call_tool: the
 // first of each list its own catalog does not hold.
 func (m *Manager) chooseMetaNames(srv *server.Server) metaNames {
-	m.mu.Lock()
-	prev := m.metas[srv]
-	m.mu.Unlock()
 	held := map[string]bool{}
 	for _, n := range srv.ToolNames() {
-		if !prev.has(n) {
+		if owner, relayed := srv.ToolRelayed(n); !relayed || owner != budgetOwner {
 			held[n] = true
 		}
 	}
