@@ -15,11 +15,12 @@ import (
 )
 
 // The tool budget of the aggregated view (docs/views.md, "Budgets"). Over
-// its budget a session's tools/list shows what fits: snodod's own tools,
-// the tools of upstreams.always, then the most used relayed tools (by the
-// view's call counts, usage.go), and two tools of snodod's, search_tools
-// and call_tool, which reach every tool of the view. What is not listed
-// stays callable by its own name: the budget hides, it never refuses.
+// its budget a session's tools/list shows what fits: two tools of
+// snodod's, search_tools and call_tool, which reach every tool of the
+// view, the tools of upstreams.always, then snodod's own tools, then the
+// most used relayed tools (by the view's call counts, usage.go). What is
+// not listed stays callable by its own name: the budget hides, it never
+// refuses.
 
 // budgetOwner owns the aggregated view's search_tools and call_tool; no
 // upstream can have the name (config's entry names have no colon).
@@ -41,12 +42,14 @@ const (
 	defaultSearchLimit = 5
 )
 
-// viewTools is the aggregated view's relayed tools as the budget sees
-// them, rebuilt at every refresh of the views.
+// viewTools is one aggregated server's tools as the budget sees them,
+// rebuilt at every refresh of the views: its own tools (Handler nil,
+// called through the server) and the relayed ones.
 type viewTools struct {
-	tools  []server.RawTool  // in the index's order
+	srv    *server.Server
+	tools  []server.RawTool  // in the index's order: own tools, then relayed
 	byName map[string]int    // tools' index by listed name
-	ranked []string          // most used first, then by name
+	ranked []string          // own tools by name, then relayed ones most used first, then by name
 	index  *toolsearch.Index // over tools
 }
 
@@ -70,12 +73,21 @@ func (m *Manager) countUsage(sets map[string]server.RelayedItems) {
 	}
 }
 
-// buildViewTools indexes the aggregated view's relayed tools and ranks
-// them by use.
-func (m *Manager) buildViewTools(sets map[string]server.RelayedItems) *viewTools {
-	vt := &viewTools{byName: map[string]int{}}
+// buildViewTools indexes srv's own tools (but those named in meta) and
+// the relayed ones of sets, and ranks them.
+func (m *Manager) buildViewTools(srv *server.Server, sets map[string]server.RelayedItems, meta metaNames) *viewTools {
+	vt := &viewTools{srv: srv, byName: map[string]int{}}
+	own := srv.OwnTools()
+	for _, name := range slices.Sorted(maps.Keys(own)) {
+		vt.tools = append(vt.tools, server.RawTool{Name: name, Definition: own[name]})
+	}
+	nOwn := len(vt.tools)
 	for _, owner := range slices.Sorted(maps.Keys(sets)) {
-		vt.tools = append(vt.tools, sets[owner].Tools...)
+		for _, t := range sets[owner].Tools {
+			if _, taken := own[t.Name]; !taken && !meta.has(t.Name) {
+				vt.tools = append(vt.tools, t)
+			}
+		}
 	}
 	docs := make([]toolsearch.Tool, len(vt.tools))
 	for i, t := range vt.tools {
@@ -84,7 +96,7 @@ func (m *Manager) buildViewTools(sets map[string]server.RelayedItems) *viewTools
 		vt.ranked = append(vt.ranked, t.Name)
 	}
 	counts := m.usage.of(aggregatedView)
-	slices.SortFunc(vt.ranked, func(a, b string) int {
+	slices.SortFunc(vt.ranked[nOwn:], func(a, b string) int {
 		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
 			return c
 		}
@@ -125,15 +137,24 @@ func (m *Manager) chooseMetaNames(srv *server.Server) metaNames {
 }
 
 // metaItems are srv's search_tools and call_tool as relayed items.
-func (m *Manager) metaItems(names metaNames) server.RelayedItems {
+func (m *Manager) metaItems(srv *server.Server, names metaNames) server.RelayedItems {
 	var items server.RelayedItems
 	if names.search != "" {
-		items.Tools = append(items.Tools, server.RawTool{Name: names.search, Definition: json.RawMessage(searchToolsDefinition), Handler: m.searchTools})
+		items.Tools = append(items.Tools, server.RawTool{Name: names.search, Definition: json.RawMessage(searchToolsDefinition),
+			Handler: func(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) { return m.searchTools(srv, req) }})
 	}
 	if names.call != "" {
-		items.Tools = append(items.Tools, server.RawTool{Name: names.call, Definition: json.RawMessage(callToolDefinition), Handler: m.callTool})
+		items.Tools = append(items.Tools, server.RawTool{Name: names.call, Definition: json.RawMessage(callToolDefinition),
+			Handler: func(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) { return m.callTool(ctx, srv, req) }})
 	}
 	return items
+}
+
+// viewToolsOf is srv's current viewTools, nil before its first refresh.
+func (m *Manager) viewToolsOf(srv *server.Server) (*viewTools, metaNames) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.viewTools[srv], m.metas[srv]
 }
 
 // toolBudget is the tool budget of a session of the client named client:
@@ -166,10 +187,7 @@ func (m *Manager) always(name string) bool {
 // fits and those two.
 func (m *Manager) toolListFilter(srv *server.Server) server.ToolListFilter {
 	return func(l server.ToolListing) func(string) bool {
-		m.mu.Lock()
-		meta := m.metas[srv]
-		vt := m.viewTools
-		m.mu.Unlock()
+		vt, meta := m.viewToolsOf(srv)
 		limit := m.toolBudget(l.ClientName)
 		listed, metas := 0, 0
 		for _, n := range l.Names {
@@ -186,8 +204,8 @@ func (m *Manager) toolListFilter(srv *server.Server) server.ToolListFilter {
 		names := make(map[string]bool, len(l.Names))
 		for _, n := range l.Names {
 			names[n] = true
-			if _, relayed := vt.byName[n]; meta.has(n) || !relayed || m.always(n) {
-				keep[n] = true // snodod's own tools, the budget's and the pinned ones
+			if _, known := vt.byName[n]; meta.has(n) || !known || m.always(n) {
+				keep[n] = true // the budget's, the pinned ones, and any the last refresh did not know
 			}
 		}
 		for _, n := range vt.ranked {
@@ -220,8 +238,8 @@ func toolError(msg string) *server.RawResult {
 }
 
 // searchTools serves search_tools: the best matches of the query among
-// the view's relayed tools, with their definitions as the view lists them.
-func (m *Manager) searchTools(_ context.Context, req *server.RawRequest) (*server.RawResult, error) {
+// srv's tools, with their definitions as the view lists them.
+func (m *Manager) searchTools(srv *server.Server, req *server.RawRequest) (*server.RawResult, error) {
 	var p struct {
 		Arguments struct {
 			Query string `json:"query"`
@@ -235,9 +253,7 @@ func (m *Manager) searchTools(_ context.Context, req *server.RawRequest) (*serve
 	if p.Arguments.Limit != nil {
 		limit = min(max(*p.Arguments.Limit, 1), searchLimit)
 	}
-	m.mu.Lock()
-	vt := m.viewTools
-	m.mu.Unlock()
+	vt, _ := m.viewToolsOf(srv)
 	var hits []toolsearch.Hit
 	if vt != nil {
 		hits = vt.index.Search(p.Arguments.Query, limit)
@@ -262,10 +278,11 @@ func (m *Manager) searchTools(_ context.Context, req *server.RawRequest) (*serve
 	return &server.RawResult{Result: raw}, nil
 }
 
-// callTool serves call_tool: the named relayed tool's own call, with
-// the request's progress token, cancellation, deadline and (2026) input
-// rounds, as if the client had called it by its name.
-func (m *Manager) callTool(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) {
+// callTool serves call_tool: the named tool's own call, with the
+// request's progress token, cancellation, deadline and (2026) input
+// rounds, as if the client had called it by its name: a relayed tool
+// through its handler, one of snodod's own through srv.
+func (m *Manager) callTool(ctx context.Context, srv *server.Server, req *server.RawRequest) (*server.RawResult, error) {
 	members, _ := protocol.Members(req.Params)
 	args, _ := protocol.Members(members["arguments"])
 	name, ok := protocol.String(args["name"])
@@ -278,18 +295,20 @@ func (m *Manager) callTool(ctx context.Context, req *server.RawRequest) (*server
 	} else if protocol.JSONKind(inner) != '{' {
 		return toolError("call_tool's arguments must be an object: the arguments of " + name), nil
 	}
-	m.mu.Lock()
-	vt := m.viewTools
-	m.mu.Unlock()
+	vt, _ := m.viewToolsOf(srv)
 	i, found := 0, false
 	if vt != nil {
 		i, found = vt.byName[name]
 	}
 	if !found {
-		return toolError(fmt.Sprintf("No tool %q in this view for call_tool: snodod's own tools, search_tools and call_tool are called by their names; search_tools finds the others.", name)), nil
+		return toolError(fmt.Sprintf("No tool %q in this view for call_tool: search_tools finds the view's tools (search_tools and call_tool themselves are called by their names).", name)), nil
+	}
+	params := protocol.SetMember(protocol.SetMember(req.Params, "name", protocol.AppendString(nil, name)), "arguments", inner)
+	t := vt.tools[i]
+	if t.Handler == nil {
+		return srv.CallTool(ctx, params)
 	}
 	sub := *req
-	sub.Name = name
-	sub.Params = protocol.SetMember(protocol.SetMember(req.Params, "name", protocol.AppendString(nil, name)), "arguments", inner)
-	return vt.tools[i].Handler(ctx, &sub)
+	sub.Name, sub.Params = name, params
+	return t.Handler(ctx, &sub)
 }

@@ -293,6 +293,43 @@ func TestBudgetNameTaken(t *testing.T) {
 	}
 }
 
+// TestCallToolOwn is call_tool of a tool of snodod's own catalog, left out
+// of the list by the budget: searched, then called through the server,
+// its progress relayed.
+func TestCallToolOwn(t *testing.T) {
+	h := newHarness(t, budgetFake)
+	for _, n := range []string{"own_a", "own_b", "own_c", "own_d", "own_e", "own_f", "own_g", "own_h"} {
+		h.agg.AddTool(&server.Tool{Name: n, Description: "filler", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, errors.New("not this one") })
+	}
+	h.agg.AddTool(&server.Tool{Name: "zz_weather", Description: "Tells the weather forecast of a city", InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
+		func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+			_ = server.ReportProgress(ctx, server.Progress{Progress: 1, Total: 1, HasTotal: true})
+			return &server.CallToolResult{Content: []server.Content{server.TextContent("sunny in " + string(req.Arguments))}}, nil
+		})
+	h.m.refreshViews()
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		g := h.goConnect(t, "some-agent", version)
+		names := g.toolNames(t)
+		if len(names) != 8 || slices.Contains(names, "zz_weather") {
+			t.Fatalf("%s: listed %v, want 8 without zz_weather", version, names)
+		}
+		res, err := g.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "weather forecast"}})
+		if err != nil || !strings.Contains(textOf(t, res), `"name":"zz_weather"`) {
+			t.Fatalf("%s: search_tools: %v %+v", version, err, res)
+		}
+		params := &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "zz_weather", "arguments": map[string]any{"city": "Oslo"}}}
+		params.SetProgressToken("w")
+		res, err = g.cs.CallTool(t.Context(), params)
+		if err != nil || res.IsError || textOf(t, res) != `sunny in {"city":"Oslo"}` {
+			t.Fatalf("%s: call_tool zz_weather: %v %+v", version, err, res)
+		}
+		if !eventually.Within(5*time.Second, func() bool { return g.reports("w") == 1 }) {
+			t.Errorf("%s: the own tool's progress was not relayed", version)
+		}
+	}
+}
+
 // TestCallToolRefusals are call_tool's answers to a name it cannot call.
 func TestCallToolRefusals(t *testing.T) {
 	h := newHarness(t, budgetFake)

@@ -125,7 +125,7 @@ type Manager struct {
 	// viewTools are the aggregated view's relayed tools as its tool
 	// budget ranks and searches them, and metas the names each
 	// aggregated server gives search_tools and call_tool (budget.go).
-	viewTools *viewTools
+	viewTools map[*server.Server]*viewTools
 	metas     map[*server.Server]metaNames
 	// usage counts each view's tool calls (usage.go).
 	usage *usage
@@ -159,7 +159,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 		done:   make(chan struct{}),
 		ups:    map[string]*upstream{}, rings: map[string]*mcpclient.StderrRing{}, passViews: map[*server.Server]string{},
 		aggregates: map[*server.Server]string{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
-		metas: map[*server.Server]metaNames{}, usage: openUsage(opts.StateDir, opts.Logger),
+		metas: map[*server.Server]metaNames{}, viewTools: map[*server.Server]*viewTools{}, usage: openUsage(opts.StateDir, opts.Logger),
 	}
 	m.parks = newParking(m)
 	m.cache = &cache{log: m.log}

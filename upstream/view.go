@@ -58,6 +58,7 @@ func (m *Manager) Attach(srv *server.Server, instructions string) (detach func()
 		m.mu.Lock()
 		delete(m.aggregates, srv)
 		delete(m.metas, srv)
+		delete(m.viewTools, srv)
 		m.mu.Unlock()
 	}
 }
@@ -105,14 +106,18 @@ func (m *Manager) refreshViews() {
 
 	sets, collided := m.aggregateItems(ups)
 	m.countUsage(sets)
-	vt := m.buildViewTools(sets)
-	m.mu.Lock()
-	m.viewTools = vt
-	m.mu.Unlock()
 	for srv, instructions := range aggs {
 		withMeta := maps.Clone(sets)
-		withMeta[budgetOwner] = m.metaItems(m.chooseMetaNames(srv))
-		for owner, names := range srv.ReplaceRelayed(withMeta) {
+		meta := m.chooseMetaNames(srv)
+		withMeta[budgetOwner] = m.metaItems(srv, meta)
+		refused := srv.ReplaceRelayed(withMeta)
+		vt := m.buildViewTools(srv, sets, meta)
+		m.mu.Lock()
+		if _, attached := m.aggregates[srv]; attached {
+			m.viewTools[srv] = vt
+		}
+		m.mu.Unlock()
+		for owner, names := range refused {
 			if owner == budgetOwner {
 				continue // chooseMetaNames picked names the catalog does not hold
 			}
