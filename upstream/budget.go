@@ -141,11 +141,15 @@ func (m *Manager) metaItems(srv *server.Server, names metaNames) server.RelayedI
 	var items server.RelayedItems
 	if names.search != "" {
 		items.Tools = append(items.Tools, server.RawTool{Name: names.search, Definition: json.RawMessage(searchToolsDefinition),
-			Handler: func(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) { return m.searchTools(srv, req) }})
+			Handler: func(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) {
+				return m.searchTools(srv, req)
+			}})
 	}
 	if names.call != "" {
 		items.Tools = append(items.Tools, server.RawTool{Name: names.call, Definition: json.RawMessage(callToolDefinition),
-			Handler: func(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) { return m.callTool(ctx, srv, req) }})
+			Handler: func(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) {
+				return m.callTool(ctx, srv, req)
+			}})
 	}
 	return items
 }

@@ -300,7 +300,9 @@ func TestCallToolOwn(t *testing.T) {
 	h := newHarness(t, budgetFake)
 	for _, n := range []string{"own_a", "own_b", "own_c", "own_d", "own_e", "own_f", "own_g", "own_h"} {
 		h.agg.AddTool(&server.Tool{Name: n, Description: "filler", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, errors.New("not this one") })
+			func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+				return nil, errors.New("not this one")
+			})
 	}
 	h.agg.AddTool(&server.Tool{Name: "zz_weather", Description: "Tells the weather forecast of a city", InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
 		func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
