@@ -17,8 +17,8 @@
 // kebab-case, camelCase and a composed name's "__", reduced by a small
 // English suffix stripper (files → file, directories → directory,
 // reading → read), with a short table of synonyms that tool names and
-// users spell differently (folder → directory, remove → delete); a word
-// with a short extension (notes.md) adds the term "file".
+// users spell differently (folder → directory, remove → delete); in a
+// query, a word with a short extension (notes.md) adds the term "file".
 //
 // It never decodes more of a definition than it ranks by, never calls a
 // tool, and holds no state besides the index.

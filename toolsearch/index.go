@@ -105,7 +105,7 @@ func (ix *Index) Search(query string, limit int) []Hit {
 	scores := map[int]float64{}
 	n := float64(len(ix.names))
 	seen := map[string]bool{}
-	for _, term := range Tokens(query) {
+	for _, term := range queryTokens(query) {
 		if seen[term] {
 			continue // a word said twice is not twice as meant
 		}
@@ -150,48 +150,6 @@ func (ix *Index) Search(query string, limit int) []Hit {
 	return hits
 }
 
-// definition is what a tool definition is ranked by.
-type definition struct {
-	Name        string `json:"name"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Annotations struct {
-		Title string `json:"title"`
-	} `json:"annotations"`
-	InputSchema schema `json:"inputSchema"`
-}
-
-type schema struct {
-	Description string             `json:"description"`
-	Properties  map[string]*schema `json:"properties"`
-	Items       *schema            `json:"items"`
-}
-
-// UnmarshalJSON takes what it can of a schema and ignores the rest: a
-// boolean schema (true), an items array, a description that is not a
-// string cost only themselves, never the whole definition.
-func (s *schema) UnmarshalJSON(b []byte) error {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(b, &m) != nil {
-		return nil
-	}
-	_ = json.Unmarshal(m["description"], &s.Description)
-	var props map[string]json.RawMessage
-	if json.Unmarshal(m["properties"], &props) == nil {
-		s.Properties = make(map[string]*schema, len(props))
-		for k, v := range props {
-			p := &schema{}
-			_ = p.UnmarshalJSON(v)
-			s.Properties[k] = p
-		}
-	}
-	if raw, ok := m["items"]; ok {
-		s.Items = &schema{}
-		_ = s.Items.UnmarshalJSON(raw)
-	}
-	return nil
-}
-
 // maxDepth bounds how deep into nested parameter schemas the names and
 // descriptions are taken.
 const maxDepth = 3
@@ -200,46 +158,50 @@ const maxDepth = 3
 // view's name (of a composed name, <prefix>__<name>, the part after the
 // prefix, which goes to the server field: a server's name says little of
 // what each of its tools does) and the definition's own when it differs.
+// The definition is decoded once, loosely: a member of an unexpected type
+// (a boolean schema, an items array) costs only itself.
 func fieldsOf(t Tool) [numFields]string {
 	var f [numFields]string
-	var def definition
+	var def map[string]any
 	_ = json.Unmarshal(t.Definition, &def)
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	f[fieldName] = t.Name
 	if server, own, composed := strings.Cut(t.Name, "__"); composed {
 		f[fieldServer], f[fieldName] = server, own
 	}
-	if def.Name != "" && def.Name != t.Name && !strings.HasSuffix(t.Name, def.Name) {
-		f[fieldName] += " " + def.Name
+	if n := str(def, "name"); n != "" && n != t.Name && !strings.HasSuffix(t.Name, n) {
+		f[fieldName] += " " + n
 	}
-	f[fieldTitle] = def.Title
-	if def.Annotations.Title != "" && def.Annotations.Title != def.Title {
-		f[fieldTitle] += " " + def.Annotations.Title
+	f[fieldTitle] = str(def, "title")
+	annotations, _ := def["annotations"].(map[string]any)
+	if at := str(annotations, "title"); at != "" && at != f[fieldTitle] {
+		f[fieldTitle] += " " + at
 	}
-	f[fieldDescription] = def.Description
+	f[fieldDescription] = str(def, "description")
 	var names, descs strings.Builder
-	var walk func(s *schema, depth int)
-	walk = func(s *schema, depth int) {
+	var walk func(s map[string]any, depth int)
+	walk = func(s map[string]any, depth int) {
 		if s == nil || depth > maxDepth {
 			return
 		}
-		if s.Items != nil {
-			walk(s.Items, depth+1)
+		if items, ok := s["items"].(map[string]any); ok {
+			walk(items, depth+1)
 		}
-		keys := make([]string, 0, len(s.Properties))
-		for k := range s.Properties {
+		props, _ := s["properties"].(map[string]any)
+		keys := make([]string, 0, len(props))
+		for k := range props {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
 			names.WriteString(k + " ")
-			p := s.Properties[k]
-			if p != nil {
-				descs.WriteString(p.Description + " ")
-			}
+			p, _ := props[k].(map[string]any)
+			descs.WriteString(str(p, "description") + " ")
 			walk(p, depth+1)
 		}
 	}
-	walk(&def.InputSchema, 0)
+	input, _ := def["inputSchema"].(map[string]any)
+	walk(input, 0)
 	f[fieldParamNames], f[fieldParamDescriptions] = names.String(), descs.String()
 	return f
 }

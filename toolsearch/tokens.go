@@ -14,9 +14,6 @@ import (
 // through the synonym table.
 func Tokens(s string) []string {
 	var out []string
-	if fileName.MatchString(s) {
-		out = append(out, "file") // config.yaml, notes.md: a user names a file by its name
-	}
 	start := -1
 	flush := func(end int) {
 		if start >= 0 {
@@ -41,6 +38,17 @@ func Tokens(s string) []string {
 		prev = r
 	}
 	flush(len(s))
+	return out
+}
+
+// queryTokens are the terms of a query: its Tokens, and "file" when it
+// names one by its name (config.yaml, notes.md), as users do where a
+// tool's definition says "file".
+func queryTokens(q string) []string {
+	out := Tokens(q)
+	if fileName.MatchString(q) {
+		out = append(out, "file")
+	}
 	return out
 }
 
