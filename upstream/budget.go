@@ -46,7 +46,6 @@ const (
 // rebuilt at every refresh of the views: its own tools (Handler nil,
 // called through the server) and the relayed ones.
 type viewTools struct {
-	srv    *server.Server
 	tools  []server.RawTool  // in the index's order: own tools, then relayed
 	byName map[string]int    // tools' index by listed name
 	ranked []string          // own tools by name, then relayed ones most used first, then by name
@@ -76,7 +75,7 @@ func (m *Manager) countUsage(sets map[string]server.RelayedItems) {
 // buildViewTools indexes srv's own tools (but those named in meta) and
 // the relayed ones of sets, and ranks them.
 func (m *Manager) buildViewTools(srv *server.Server, sets map[string]server.RelayedItems, meta metaNames) *viewTools {
-	vt := &viewTools{srv: srv, byName: map[string]int{}}
+	vt := &viewTools{byName: map[string]int{}}
 	own := srv.OwnTools()
 	for _, name := range slices.Sorted(maps.Keys(own)) {
 		vt.tools = append(vt.tools, server.RawTool{Name: name, Definition: own[name]})
@@ -173,11 +172,9 @@ func (m *Manager) toolBudget(client string) int {
 	return clientLimit(client)
 }
 
-// always reports whether the aggregated view lists name over its budget.
-func (m *Manager) always(name string) bool {
-	m.mu.Lock()
-	patterns := m.cfg.Upstreams.Always
-	m.mu.Unlock()
+// pinned reports whether patterns (upstreams.always) pin name: listed
+// over the budget.
+func pinned(patterns []string, name string) bool {
 	for _, p := range patterns {
 		if ok, _ := path.Match(p, name); ok {
 			return true
@@ -204,15 +201,23 @@ func (m *Manager) toolListFilter(srv *server.Server) server.ToolListFilter {
 		if limit == 0 || vt == nil || listed <= limit || metas == 0 {
 			return func(n string) bool { return !meta.has(n) }
 		}
+		m.mu.Lock()
+		patterns := m.cfg.Upstreams.Always
+		m.mu.Unlock()
 		keep := make(map[string]bool, limit)
 		names := make(map[string]bool, len(l.Names))
+		var unknown []string // tools the last refresh did not see (added since): listed last
 		for _, n := range l.Names {
 			names[n] = true
-			if _, known := vt.byName[n]; meta.has(n) || !known || m.always(n) {
-				keep[n] = true // the budget's, the pinned ones, and any the last refresh did not know
+			_, known := vt.byName[n]
+			switch {
+			case meta.has(n) || pinned(patterns, n):
+				keep[n] = true
+			case !known:
+				unknown = append(unknown, n)
 			}
 		}
-		for _, n := range vt.ranked {
+		for _, n := range slices.Concat(vt.ranked, unknown) {
 			if len(keep) >= limit {
 				break
 			}
