@@ -160,14 +160,26 @@ func (m *Manager) viewToolsOf(srv *server.Server) (*viewTools, metaNames) {
 	return m.viewTools[srv], m.metas[srv]
 }
 
-// toolBudget is the tool budget of a session of the client named client:
-// upstreams.max_tools, else the client's known limit; 0 for none.
-func (m *Manager) toolBudget(client string) int {
+// budgetSpec is what a view's budget is made of: its max_tools (0: the
+// client's known limit) and its always patterns.
+type budgetSpec struct {
+	maxTools int
+	always   []string
+}
+
+// budgetSpecOf is srv's budget: for the aggregated view upstreams.max_tools
+// and upstreams.always, which a [views.NAME]'s own override.
+func (m *Manager) budgetSpecOf(*server.Server) budgetSpec {
 	m.mu.Lock()
-	limit := m.cfg.Upstreams.MaxTools
-	m.mu.Unlock()
-	if limit > 0 {
-		return limit
+	defer m.mu.Unlock()
+	return budgetSpec{maxTools: m.cfg.Upstreams.MaxTools, always: m.cfg.Upstreams.Always}
+}
+
+// limit is the budget of a session of the client named client: max_tools,
+// else the client's known limit; 0 for none.
+func (b budgetSpec) limit(client string) int {
+	if b.maxTools > 0 {
+		return b.maxTools
 	}
 	return clientLimit(client)
 }
@@ -189,7 +201,8 @@ func pinned(patterns []string, name string) bool {
 func (m *Manager) toolListFilter(srv *server.Server) server.ToolListFilter {
 	return func(l server.ToolListing) func(string) bool {
 		vt, meta := m.viewToolsOf(srv)
-		limit := m.toolBudget(l.ClientName)
+		spec := m.budgetSpecOf(srv)
+		limit := spec.limit(l.ClientName)
 		listed, metas := 0, 0
 		for _, n := range l.Names {
 			if meta.has(n) {
@@ -201,9 +214,6 @@ func (m *Manager) toolListFilter(srv *server.Server) server.ToolListFilter {
 		if limit == 0 || vt == nil || listed <= limit || metas == 0 {
 			return func(n string) bool { return !meta.has(n) }
 		}
-		m.mu.Lock()
-		patterns := m.cfg.Upstreams.Always
-		m.mu.Unlock()
 		keep := make(map[string]bool, limit)
 		names := make(map[string]bool, len(l.Names))
 		var unknown []string // tools the last refresh did not see (added since): listed last
@@ -211,7 +221,7 @@ func (m *Manager) toolListFilter(srv *server.Server) server.ToolListFilter {
 			names[n] = true
 			_, known := vt.byName[n]
 			switch {
-			case meta.has(n) || pinned(patterns, n):
+			case meta.has(n) || pinned(spec.always, n):
 				keep[n] = true
 			case !known:
 				unknown = append(unknown, n)
