@@ -280,7 +280,19 @@ func (m *Manager) searchTools(srv *server.Server, req *server.RawRequest) (*serv
 	defs := make([]json.RawMessage, 0, len(hits))
 	for _, h := range hits {
 		t := vt.tools[h.Index]
-		defs = append(defs, protocol.SetMember(t.Definition, "name", protocol.AppendString(nil, t.Name)))
+		def, ok := protocol.Members(t.Definition)
+		if !ok || def == nil {
+			continue
+		}
+		def["name"] = protocol.AppendString(nil, t.Name)
+		if req.Version == protocol.Version20250618 {
+			delete(def, "icons") // as its listings leave them out (docs/protocol.md §3.5)
+		}
+		raw, err := protocol.AppendValue(nil, def)
+		if err != nil {
+			return nil, err
+		}
+		defs = append(defs, raw)
 	}
 	found := map[string]any{"tools": defs}
 	text, err := protocol.AppendValue(nil, found)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/snodod/snodod/internal/eventually"
+	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/transport/stdio"
 )
@@ -157,6 +158,7 @@ func TestBudgetSearchAndCall(t *testing.T) {
 			if len(found.Tools) == 0 || found.Tools[0].Name != "fake__progress" || len(found.Tools[0].InputSchema) == 0 {
 				t.Fatalf("search_tools found %s, want fake__progress first with its schema", textOf(t, res))
 			}
+
 
 			params := &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "fake__progress", "arguments": map[string]any{"steps": 3, "ms": 1}}}
 			params.SetProgressToken("p1")
@@ -304,13 +306,13 @@ func TestCallToolOwn(t *testing.T) {
 				return nil, errors.New("not this one")
 			})
 	}
-	h.agg.AddTool(&server.Tool{Name: "zz_weather", Description: "Tells the weather forecast of a city", InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
+	h.agg.AddTool(&server.Tool{Name: "zz_weather", Description: "Tells the weather forecast of a city", Icons: []protocol.Icon{{Src: "https://example.com/sun.png"}}, InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
 		func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 			_ = server.ReportProgress(ctx, server.Progress{Progress: 1, Total: 1, HasTotal: true})
 			return &server.CallToolResult{Content: []server.Content{server.TextContent("sunny in " + string(req.Arguments))}}, nil
 		})
 	h.m.refreshViews()
-	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		g := h.goConnect(t, "some-agent", version)
 		names := g.toolNames(t)
 		if len(names) != 8 || slices.Contains(names, "zz_weather") {
@@ -319,6 +321,9 @@ func TestCallToolOwn(t *testing.T) {
 		res, err := g.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "weather forecast"}})
 		if err != nil || !strings.Contains(textOf(t, res), `"name":"zz_weather"`) {
 			t.Fatalf("%s: search_tools: %v %+v", version, err, res)
+		}
+		if icons := strings.Contains(textOf(t, res), "sun.png"); icons == (version == "2025-06-18") {
+			t.Errorf("%s: search_tools' definitions have icons: %v (2025-06-18's listings leave them out)", version, icons)
 		}
 		params := &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "zz_weather", "arguments": map[string]any{"city": "Oslo"}}}
 		params.SetProgressToken("w")
