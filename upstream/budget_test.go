@@ -159,7 +159,6 @@ func TestBudgetSearchAndCall(t *testing.T) {
 				t.Fatalf("search_tools found %s, want fake__progress first with its schema", textOf(t, res))
 			}
 
-
 			params := &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "fake__progress", "arguments": map[string]any{"steps": 3, "ms": 1}}}
 			params.SetProgressToken("p1")
 			res, err = g.cs.CallTool(t.Context(), params)
