@@ -1,13 +1,17 @@
 package e2e_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/eventually"
@@ -143,4 +147,78 @@ func TestBudgetNPM(t *testing.T) {
 	t.Logf("listed with the budget: %v", budgeted)
 	t.Logf("tools/list of the aggregated view: %d tools, %d bytes (~%d tokens at 4 bytes a token); with max_tools = 20: %d tools, %d bytes (~%d tokens)",
 		len(full), fullBytes, fullBytes/4, len(budgeted), budgetedBytes, budgetedBytes/4)
+}
+
+// TestBudgetTypeScript is the budget in snodod stdio (the aggregated view
+// of the demo and server-memory, max_tools = 10) with the TypeScript SDK's
+// client: the list fits, search_tools finds memory's tool, call_tool calls
+// it, calls the demo's own test_tool_with_progress (left out of the list)
+// with its progress relayed, and sleep with a cancel that ends the call
+// while the session goes on.
+func TestBudgetTypeScript(t *testing.T) {
+	node, dir := nodeClient(t)
+	memory := npmServer(t, "server-memory")
+	home := t.TempDir()
+	memoryFile := filepath.Join(t.TempDir(), "memory.jsonl")
+	config := fmt.Sprintf(`
+[upstreams]
+max_tools = 10
+
+[mcpServers.memory]
+command = "node"
+args = [%q]
+env = { MEMORY_FILE_PATH = %q }
+sandbox = { paths = [%q] }
+`, memory, memoryFile, filepath.Dir(memoryFile))
+	if err := os.MkdirAll(filepath.Join(home, "config", "snodod"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config", "snodod", "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "budget.mjs", binary)
+	cmd.Dir = dir
+	cmd.Env = isolatedEnv(home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node budget.mjs: %v\n%s", err, stderr.String())
+	}
+	var s struct {
+		Errors     map[string]string
+		Listed     []string
+		Found      []string
+		Graph      string
+		Progressed bool
+		Progress   int
+		Cancelled  string
+		After      string
+		Stderr     string
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatalf("summary %q: %v\n%s", stdout.String(), err, stderr.String())
+	}
+	for step, err := range s.Errors {
+		t.Errorf("step %s failed: %s", step, err)
+	}
+	if len(s.Listed) > 10 || !slices.Contains(s.Listed, "search_tools") || !slices.Contains(s.Listed, "call_tool") || slices.Contains(s.Listed, "test_tool_with_progress") {
+		t.Errorf("listed %d: %v, want at most 10 with search_tools and call_tool, not test_tool_with_progress", len(s.Listed), s.Listed)
+	}
+	if !slices.Contains(s.Found, "memory__read_graph") {
+		t.Errorf("search_tools found %v", s.Found)
+	}
+	if !strings.Contains(s.Graph, "entities") {
+		t.Errorf("call_tool memory__read_graph: %q", s.Graph)
+	}
+	if !s.Progressed || s.Progress == 0 {
+		t.Errorf("call_tool test_tool_with_progress: answered %v with %d progress reports", s.Progressed, s.Progress)
+	}
+	if s.Cancelled != "aborted" || s.After != "still here" {
+		t.Errorf("cancelled call_tool: %q, then %q", s.Cancelled, s.After)
+	}
+	if strings.Contains(s.Stderr, "level=ERROR") {
+		t.Errorf("snodod stdio logged an error:\n%s", s.Stderr)
+	}
 }
