@@ -49,6 +49,7 @@ func composeName(prefix, name string) string {
 func (m *Manager) Attach(srv *server.Server, instructions string) (detach func()) {
 	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv})
 	srv.SetStartHook(startHook{m: m})
+	srv.SetToolListFilter(m.toolListFilter(srv))
 	m.mu.Lock()
 	m.aggregates[srv] = instructions
 	m.mu.Unlock()
@@ -56,6 +57,8 @@ func (m *Manager) Attach(srv *server.Server, instructions string) (detach func()
 	return func() {
 		m.mu.Lock()
 		delete(m.aggregates, srv)
+		delete(m.metas, srv)
+		delete(m.viewTools, srv)
 		m.mu.Unlock()
 	}
 }
@@ -103,8 +106,22 @@ func (m *Manager) refreshViews() {
 	m.mu.Unlock()
 
 	sets, collided := m.aggregateItems(ups)
+	m.countUsage(sets)
 	for srv, instructions := range aggs {
-		for owner, names := range srv.ReplaceRelayed(sets) {
+		withMeta := maps.Clone(sets)
+		meta := m.chooseMetaNames(srv)
+		withMeta[budgetOwner] = m.metaItems(srv, meta)
+		refused := srv.ReplaceRelayed(withMeta)
+		vt := m.buildViewTools(srv, sets, meta)
+		m.mu.Lock()
+		if _, attached := m.aggregates[srv]; attached {
+			m.viewTools[srv] = vt
+		}
+		m.mu.Unlock()
+		for owner, names := range refused {
+			if owner == budgetOwner {
+				continue // chooseMetaNames picked names the catalog does not hold
+			}
 			for _, n := range names {
 				collided[owner] = append(collided[owner], n+" (taken by snodod's own catalog)")
 			}
