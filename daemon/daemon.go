@@ -19,6 +19,7 @@ import (
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/metrics"
+	"github.com/snodod/snodod/tracing"
 	"github.com/snodod/snodod/server"
 	mcphttp "github.com/snodod/snodod/transport/http"
 	"github.com/snodod/snodod/transport/stdio"
@@ -116,6 +117,7 @@ type Daemon struct {
 	// metrics is nil without admin.listen; admin is its listener once
 	// bound, adminGate its access rules (admin.go).
 	metrics   *metrics.Metrics
+	tracing   *tracing.Tracing // nil unless OTEL_* name an endpoint (tracing.go)
 	adminMu   sync.Mutex
 	admin     *adminListener
 	adminGate atomic.Pointer[mcphttp.Gate]
@@ -202,6 +204,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.notify = newNotifier(d.log)
 	d.store = newFDStore(d.log)
 	d.newMetrics(cfg)
+	d.newTracing()
 	if err := d.openUpstreams(cfg); err != nil {
 		return nil, err
 	}
@@ -286,6 +289,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return errors.New("daemon: Run called twice")
 	}
 	defer close(d.stopped)
+	defer d.flushTracing()
 	defer d.host.Close()                      // the folders' watches
 	defer func() { d.gen.Load().release() }() // the views' attachments, the HTTP views' callers
 	defer d.startDrain()

@@ -98,6 +98,35 @@ func (s *Span) End(err error) {
 	s.span.End()
 }
 
+// EndRun ends an exec run's span: failed is a result with isError (the
+// program failed, timed out, or could not start), err the call's error
+// (cancelled).
+func (s *Span) EndRun(failed bool, err error) {
+	if s == nil {
+		return
+	}
+	if err == nil && failed && s.span.IsRecording() {
+		s.span.SetAttributes(attrErrorType.String("tool_error"))
+		s.span.SetStatus(codes.Error, "the tool's result is an error")
+	}
+	s.End(err)
+}
+
+// Environ is ctx's span context as the environment variables a program
+// started for it inherits (TRACEPARENT, TRACESTATE: OpenTelemetry's
+// environment-variable carriers); nil without one.
+func Environ(ctx context.Context) []string {
+	tp, ts := Parent(ctx)
+	if tp == "" {
+		return nil
+	}
+	env := []string{"TRACEPARENT=" + tp}
+	if ts != "" {
+		env = append(env, "TRACESTATE="+ts)
+	}
+	return env
+}
+
 // Parent is the W3C trace context to hand to the next server for ctx's
 // span: its traceparent and tracestate ("" when ctx has no valid span
 // context).
