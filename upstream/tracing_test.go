@@ -3,10 +3,12 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/snodod/snodod/internal/fakeremote"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/tracing"
 	"github.com/snodod/snodod/tracing/tracingtest"
@@ -103,5 +105,33 @@ func TestTraceRelayedCall(t *testing.T) {
 	}
 	if up.Attributes["snodod.upstream"] != "fake" || up.Attributes["gen_ai.tool.name"] != "echo" {
 		t.Errorf("upstream span attributes %v", up.Attributes)
+	}
+}
+
+// TestTraceRemoteCall: a call relayed to a remote server carries the
+// upstream span as the traceparent header (and in _meta), the client's
+// trace id kept.
+func TestTraceRemoteCall(t *testing.T) {
+	fr := fakeremote.New("far")
+	ts := serveRemote(t, fr, fr.Handler(fakeremote.ModeStreamable))
+	h := newHarness(t, fmt.Sprintf("[mcpServers.far]\nurl = %q\n", ts.URL+"/"))
+	tr, rcv := startTracing(t, h)
+	c := h.connect("", "", "2025-11-25")
+	res := c.call("tools/call", `{"name":"far__echo","arguments":{"text":"hi"},"_meta":{"traceparent":"`+clientParent+`"}}`)
+	if s := text(t, res); s != "far: hi" {
+		t.Fatalf("far__echo: %q", s)
+	}
+	got := fr.LastHeader().Get("Traceparent")
+	parts := strings.Split(got, "-")
+	if len(parts) != 4 || parts[1] != clientTraceID || parts[2] == clientSpanID {
+		t.Fatalf("the remote server got traceparent %q; want trace %s under snodod's span", got, clientTraceID)
+	}
+	flush(t, tr)
+	up, ok := rcv.Find("tools/call echo")
+	if !ok {
+		t.Fatalf("no upstream span among %+v", rcv.Spans())
+	}
+	if up.SpanID != parts[2] || up.TraceID != clientTraceID || up.Attributes["snodod.upstream"] != "far" {
+		t.Errorf("upstream span %+v; want the header's parent %s", up, parts[2])
 	}
 }
