@@ -186,3 +186,21 @@ func TestExportErrorsLoggedOncePerMinute(t *testing.T) {
 		t.Errorf("%d lines logged of 4 failures within a minute:\n%s", n, logs.String())
 	}
 }
+
+// A client's unsampled traceparent is not recorded, but the upstream is
+// still handed a context of the same trace, unsampled, under a span id
+// of snodod's.
+func TestUnsampledStillPropagates(t *testing.T) {
+	tr, _ := newTracing(t)
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+	msg := protocol.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"traceparent":"` + parent + `","tracestate":"a=b"}}}`))
+	ctx := tr.RequestStarted(context.Background(), &server.RequestStart{Method: "tools/call", Meta: msg.Split.Meta, Session: server.NewSessionState(0)})
+	ctx, span := tracing.StartUpstream(ctx, "fake", "tools/call", "x")
+	defer span.End(nil)
+	tp, ts := tracing.Parent(ctx)
+	parts := strings.Split(tp, "-")
+	if len(parts) != 4 || parts[1] != "4bf92f3577b34da6a3ce929d0e0e4736" || parts[2] == "00f067aa0ba902b7" || parts[3] != "00" || ts != "a=b" {
+		t.Errorf("handed on %q, %q", tp, ts)
+	}
+	tr.RequestEnded(server.RequestEnd{Method: "tools/call", Context: ctx})
+}

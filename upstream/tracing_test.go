@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snodod/snodod/internal/fakeremote"
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/tracing"
 	"github.com/snodod/snodod/tracing/tracingtest"
 )
@@ -133,5 +135,50 @@ func TestTraceRemoteCall(t *testing.T) {
 	}
 	if up.SpanID != parts[2] || up.TraceID != clientTraceID || up.Attributes["snodod.upstream"] != "far" {
 		t.Errorf("upstream span %+v; want the header's parent %s", up, parts[2])
+	}
+}
+
+// BenchmarkRelayedCallTraced is BenchmarkRelayedCall with tracing off
+// and on (every span sampled and exported to a receiver in the process),
+// the client sending a traceparent.
+func BenchmarkRelayedCallTraced(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			h := newBenchHarness(b)
+			ss, sess, _, release, err := h.open(b, 1, "fake", "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer release()
+			if on {
+				tracingtest.Start(b)
+				tr, err := tracing.New(context.Background(), tracing.Options{})
+				if err != nil || tr == nil {
+					b.Fatal(tr, err)
+				}
+				defer func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					_ = tr.Shutdown(ctx)
+				}()
+				sess.SetObserver(tr)
+			}
+			if _, _, perr := sess.Initialize(ss, json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}`)); perr != nil {
+				b.Fatal(perr)
+			}
+			req := &server.Request{ID: protocol.IntID(1), Method: "tools/call",
+				Params: json.RawMessage(`{"name":"echo","arguments":{"text":"hello"},"_meta":{"traceparent":"` + clientParent + `"}}`),
+				State:  ss, Header: http.Header{server.HeaderProtocolVersion: {"2025-11-25"}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if o := sess.Dispatch(context.Background(), req); o.Err != nil {
+					b.Fatal(o.Err)
+				}
+			}
+		})
 	}
 }
