@@ -153,6 +153,8 @@ var keyed = []*spec{
 	{name: "admin.listen", flag: "admin", daemonOnly: true, rule: scalar(`must be empty, a loopback host:port (such as "127.0.0.1:9464" or ":9464"), or unix: and an absolute path of at most 107 bytes`, validListen), desc: "Admin listener address (/metrics); empty: off; a host-less :port binds 127.0.0.1; unix:PATH listens on a Unix socket of mode 0600 (${VAR} and ${VAR:-default} are expanded); never a non-loopback address."},
 	{name: "admin.auth_token_file", rule: anyString(), desc: "File holding the bearer token the admin listener asks of local users other than the daemon's and daemon.allowed_uids (Authorization: Bearer). Empty: none; only those users are served."},
 	{name: "admin.native_histograms", rule: anyBool(), desc: "Give the latency histograms native buckets (factor 1.1) beside the classic ones, for a Prometheus that scrapes them; false keeps only the classic buckets, which cost less per request."},
+	{name: "admin.max_viewers", rule: positiveInt(), desc: "Status page live streams (/events) open at once; one more gets 503."},
+	{name: "admin.viewer_write_timeout", rule: positiveDuration(), desc: "How long one status page update may take to reach a viewer; a slower viewer is dropped."},
 	{name: "upstreams.import", rule: eachString("entries must be file paths", func(s string) bool { return s != "" }), desc: "Client configuration files whose mcpServers are hosted too; snodod's own entries win."},
 	{name: "upstreams.max_children", rule: positiveInt(), desc: "Upstream processes running at once, all upstreams together; a start beyond it gets -31002."},
 	{name: "upstreams.max_in_flight", rule: positiveInt(), desc: "Requests one upstream instance has in flight; more wait in its queue."},

@@ -70,8 +70,8 @@ func TestLimitBoundaries(t *testing.T) {
 			)
 		}
 	}
-	if ints != 21 || durations != 11 {
-		t.Fatalf("found %d positive integer and %d positive duration keys, want 21 and 11", ints, durations)
+	if ints != 22 || durations != 12 {
+		t.Fatalf("found %d positive integer and %d positive duration keys, want 22 and 12", ints, durations)
 	}
 	runRows(t, rows)
 }

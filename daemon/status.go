@@ -22,7 +22,7 @@ func (d *Daemon) Status() *control.Status {
 		rows = append(rows, control.Session{
 			ID: st.ID, Kind: string(st.Kind), PeerPID: st.Peer.PID, PeerUID: st.Peer.UID,
 			Started: st.Started, Version: st.Version, Client: clientInfo(st.ClientInfo),
-			Via: at.via, View: at.view, InFlight: st.InFlight,
+			Via: at.via, View: at.view, InFlight: st.InFlight, Requests: st.Requests,
 			Subscriptions: st.Subscriptions, Restarts: st.Restarts,
 			BytesIn: st.BytesIn, BytesOut: st.BytesOut,
 		})

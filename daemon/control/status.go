@@ -54,13 +54,15 @@ type Session struct {
 	// Via is how the session came: "socket" (the session socket) or
 	// "connect" (descriptors handed over); View the upstream it passes
 	// through, "" for the aggregated view.
-	Via           string `json:"via,omitempty"`
-	View          string `json:"view,omitempty"`
-	InFlight      int    `json:"in_flight"`
-	Subscriptions int    `json:"subscriptions"`
-	Restarts      int    `json:"restarts"`
-	BytesIn       int64  `json:"bytes_in"`
-	BytesOut      int64  `json:"bytes_out"`
+	Via      string `json:"via,omitempty"`
+	View     string `json:"view,omitempty"`
+	InFlight int    `json:"in_flight"`
+	// Requests counts the request lines the session has received.
+	Requests      int64 `json:"requests"`
+	Subscriptions int   `json:"subscriptions"`
+	Restarts      int   `json:"restarts"`
+	BytesIn       int64 `json:"bytes_in"`
+	BytesOut      int64 `json:"bytes_out"`
 }
 
 // ClientInfo is a client's name and version, as it sent them.
