@@ -42,10 +42,17 @@ type Receiver struct {
 // exporter of the process at it (OTEL_EXPORTER_OTLP_ENDPOINT, with
 // tb.Setenv: not for a parallel test).
 func Start(tb testing.TB) *Receiver {
+	r := New(tb)
+	tb.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.srv.URL)
+	return r
+}
+
+// New starts a receiver closed when tb ends, for another process to
+// export to (OTEL_EXPORTER_OTLP_ENDPOINT=URL in its environment).
+func New(tb testing.TB) *Receiver {
 	r := &Receiver{}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	tb.Cleanup(r.srv.Close)
-	tb.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.srv.URL)
 	return r
 }
 
