@@ -182,3 +182,32 @@ func BenchmarkRelayedCallTraced(b *testing.B) {
 		})
 	}
 }
+
+// TestTracePassThroughView: a pass-through view's runtime is traced too
+// (its passObserver stays a RequestStarter), its request span naming the
+// view and the upstream.
+func TestTracePassThroughView(t *testing.T) {
+	h := newHarness(t, oneFake)
+	tr, rcv := startTracing(t, h)
+	h.m.opts.Observer = tr // as the daemon's Options give it, before the view is attached
+	c := h.connect("fake", "", protocol.Version20250618)
+	if res := c.call("tools/call", `{"name":"echo","arguments":{},"_meta":{"traceparent":"`+clientParent+`"}}`); isError(t, res) {
+		t.Fatalf("echo: %s", res["result"])
+	}
+	flush(t, tr)
+	var req, up tracingtest.Span
+	for _, s := range rcv.Spans() {
+		switch s.Kind.String() {
+		case "SPAN_KIND_SERVER":
+			req = s
+		case "SPAN_KIND_CLIENT":
+			up = s
+		}
+	}
+	if req.Name != "tools/call echo" || req.Parent != clientSpanID || req.Attributes["snodod.view"] != "fake" || req.Attributes["snodod.upstream"] != "fake" {
+		t.Errorf("request span %+v", req)
+	}
+	if up.Parent != req.SpanID || up.TraceID != clientTraceID {
+		t.Errorf("upstream span %+v", up)
+	}
+}
