@@ -206,6 +206,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.newMetrics(cfg)
 	d.newTracing()
 	if err := d.openUpstreams(cfg); err != nil {
+		d.flushTracing()
 		return nil, err
 	}
 	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Name: opts.Name, Version: d.version(), Started: d.started},
@@ -215,6 +216,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	g, err := d.build(cfg, nil)
 	if err != nil {
 		d.host.Close()
+		d.flushTracing()
 		return nil, err
 	}
 	d.attachViews(g, nil)

@@ -31,7 +31,8 @@ func (d *Daemon) newTracing() {
 }
 
 // flushTracing exports the spans still buffered, once the sessions have
-// ended (the drain, an upgrade's included), and stops the exporter.
+// ended (the drain, an upgrade's included), and stops the exporter; New
+// calls it too when it fails after making the provider.
 func (d *Daemon) flushTracing() {
 	if d.tracing == nil {
 		return
