@@ -70,12 +70,13 @@ func (d *Daemon) newMetrics(cfg *config.Config) {
 }
 
 // observer is the Observer the daemon's runtimes report to: nil without
-// metrics (an interface holding a nil *Metrics would not be nil).
+// metrics or traces (an interface holding a nil *Metrics would not be
+// nil).
 func (d *Daemon) observer() server.Observer {
 	if d.metrics == nil {
-		return nil
+		return d.withTracing(nil)
 	}
-	return d.metrics
+	return d.withTracing(d.metrics)
 }
 
 // startAdmin binds admin.listen and serves it on a goroutine of its own;

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -74,7 +75,11 @@ func (m *Manager) AttachView(srv *server.Server, name string) (detach func()) {
 	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv, upstream: name})
 	srv.SetStartHook(startHook{m: m, view: name})
 	if o := m.opts.Observer; o != nil {
-		srv.SetObserver(passObserver{o: o, upstream: name})
+		if st, ok := o.(server.RequestStarter); ok {
+			srv.SetObserver(passStarter{passObserver{o: o, upstream: name}, st})
+		} else {
+			srv.SetObserver(passObserver{o: o, upstream: name})
+		}
 	}
 	srv.SetReadFallback(m.handler(name, "resources/read", ""))
 	m.mu.Lock()
@@ -408,4 +413,15 @@ func (p passObserver) RequestEnded(e server.RequestEnd) {
 		e.Owner = p.upstream
 	}
 	p.o.RequestEnded(e)
+}
+
+// passStarter is passObserver for an Observer that is a RequestStarter
+// too (the traces'): it is told of the start as well.
+type passStarter struct {
+	passObserver
+	st server.RequestStarter
+}
+
+func (p passStarter) RequestStarted(ctx context.Context, s *server.RequestStart) context.Context {
+	return p.st.RequestStarted(ctx, s)
 }
