@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/session"
+	"github.com/snodod/snodod/upstream"
 )
 
 // Admission and the life of a session: who may start one, the refusal line
@@ -77,8 +78,12 @@ func uidAllowed(uid, self int, allowed []int) bool {
 // to start it with, or the refusal, counted.
 func (d *Daemon) admit(peer session.Peer, at place) (*entry, *generation, *protocol.Error) {
 	g := d.gen.Load()
-	if !uidAllowed(peer.UID, d.uid, g.cfg.Daemon.AllowedUIDs) {
+	if !d.viewAllowed(g, at.view, peer.UID) {
 		d.refusal("uid")
+		if upstream.NamedView(at.view) && g.cfg.View(at.view[1:]) != nil && len(g.cfg.View(at.view[1:]).AllowedUIDs) > 0 {
+			return nil, nil, &protocol.Error{Code: protocol.CodeInvalidRequest,
+				Message: fmt.Sprintf("Connection refused: uid %d may not open view %s (views.%s.allowed_uids)", peer.UID, at.view[1:], at.view[1:])}
+		}
 		return nil, nil, uidError(peer.UID)
 	}
 	e, why := d.sessions.reserve(peer.UID, at, g.limits.MaxSessions, g.limits.MaxSessionsPerUID)

@@ -107,6 +107,8 @@ type Manager struct {
 	// until its owner detaches it.
 	passViews    map[*server.Server]string
 	aggregates   map[*server.Server]string
+	// named are the servers showing a [views.NAME] view (AttachNamed).
+	named map[*server.Server]*config.View
 	clients      map[*server.Caller]*Client // the sessions Open registered
 	served       bool
 	record       *proc.GroupRecord // opened at the first start (GroupRecord)
@@ -151,7 +153,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 		budget: mcpclient.NewStderrBudget(cfg.Upstreams.StderrTotalBytes),
 		done:   make(chan struct{}),
 		ups:    map[string]*upstream{}, rings: map[string]*mcpclient.StderrRing{}, passViews: map[*server.Server]string{},
-		aggregates: map[*server.Server]string{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
+		aggregates: map[*server.Server]string{}, named: map[*server.Server]*config.View{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
 	}
 	m.parks = newParking(m)
 	m.cache = &cache{log: m.log}

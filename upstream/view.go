@@ -99,6 +99,7 @@ func (m *Manager) refreshViews() {
 	m.mu.Lock()
 	aggs := maps.Clone(m.aggregates)
 	passes := maps.Clone(m.passViews)
+	named := maps.Clone(m.named)
 	m.mu.Unlock()
 
 	sets, collided := m.aggregateItems(ups)
@@ -114,6 +115,11 @@ func (m *Manager) refreshViews() {
 	m.mu.Lock()
 	m.collided = collided
 	m.mu.Unlock()
+	for srv, v := range named {
+		srv.ReplaceRelayed(namedItems(v, sets))
+		srv.SetInstructions(namedInstructions(v, ups))
+		srv.Advertise(aggregateCapabilities(heldBy(v, ups)))
+	}
 
 	byName := map[string]*upstream{}
 	for _, u := range ups {
@@ -364,6 +370,11 @@ func (m *Manager) resourceUpdated(name, uri string) {
 	}
 	for s, n := range m.passViews {
 		if n == name {
+			srvs = append(srvs, s)
+		}
+	}
+	for s, v := range m.named {
+		if v.Holds(name) {
 			srvs = append(srvs, s)
 		}
 	}

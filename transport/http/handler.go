@@ -149,7 +149,15 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		// connection to the process that took the listener over.
 		w.Header().Set("Connection", "close")
 	}
-	if ref := h.guard.check(r, func() Peer { return h.peer(r) }); ref != nil {
+	v, _, ok := h.route(r.URL.Path)
+	peer := func() Peer { return h.peer(r) }
+	var ref *refusal
+	if ok && v.Access != nil {
+		ref = h.guard.checkView(r, peer, v.Access)
+	} else {
+		ref = h.guard.check(r, peer)
+	}
+	if ref != nil {
 		h.refused.add(ref.reason)
 		if ref.challenge != "" {
 			w.Header().Set("WWW-Authenticate", ref.challenge)
@@ -157,7 +165,6 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		refuse(w, ref.status, protocol.ID{}, ref.err, timeout)
 		return
 	}
-	v, _, ok := h.route(r.URL.Path)
 	if !ok {
 		refuse(w, nethttp.StatusNotFound, protocol.ID{}, viewNotFound(r.URL.Path), timeout)
 		return
