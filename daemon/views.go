@@ -12,6 +12,7 @@ import (
 	"github.com/snodod/snodod/catalog"
 	toml "github.com/knadh/koanf/parsers/toml/v2"
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/upstream"
@@ -215,6 +216,7 @@ type route struct {
 	base mcphttp.View // the view without its 2026 caller
 
 	stateless atomic.Pointer[server.Caller]
+	sessions  atomic.Int64 // legacy sessions open (openSession), for status
 	mu        sync.Mutex // guards the stateless caller's making and its end
 	closed    bool
 	end       func() // the stateless caller's release
@@ -277,7 +279,9 @@ func (r *route) openSession() (*server.Caller, func()) {
 		return nil, r.g.release
 	}
 	r.d.ups.Warm(c)
+	r.sessions.Add(1)
 	return c, func() {
+		r.sessions.Add(-1)
 		end()
 		r.g.release()
 	}
@@ -371,4 +375,31 @@ func (d *Daemon) viewAccess(g *generation, view string) func(mcphttp.Peer, strin
 		}
 		return &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "Unauthorized: view " + name + " needs Authorization: Bearer <a token of http.tokens that names it>"}
 	}
+}
+
+// viewRows are the status rows of g's named views; sessions are the
+// table's rows.
+func (d *Daemon) viewRows(g *generation, sessions []control.Session) []control.View {
+	var out []control.View
+	for _, v := range g.cfg.Views {
+		row := control.View{Name: v.Name, AllowedUIDs: v.AllowedUIDs}
+		for _, u := range g.cfg.MCPServers {
+			if v.Holds(u.Name) && !u.Disabled {
+				row.Servers++
+			}
+		}
+		if srv := g.named["@"+v.Name]; srv != nil {
+			row.Tools, row.Prompts, row.Resources = len(srv.ToolNames()), len(srv.PromptNames()), srv.ResourceCount()
+		}
+		for _, s := range sessions {
+			if s.View == "@"+v.Name {
+				row.Sessions++
+			}
+		}
+		if r := g.routes["@"+v.Name]; r != nil {
+			row.Sessions += int(r.sessions.Load())
+		}
+		out = append(out, row)
+	}
+	return out
 }

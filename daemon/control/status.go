@@ -36,6 +36,22 @@ type Status struct {
 	// "draining", "descriptors"; and "initialize_timeout", the sessions
 	// ended for sending no request (daemon.initialize_timeout).
 	Refused map[string]int64 `json:"refused,omitempty"`
+	// Views has one row per [views.NAME] view, by name (snodod views).
+	Views []View `json:"views,omitempty"`
+}
+
+// View is one configured view's row: what it holds now (the servers it
+// names, or every configured one; the items it lists) and the sessions
+// open on it (sockets and connects, and legacy HTTP sessions at
+// http.path/@NAME).
+type View struct {
+	Name        string `json:"name"`
+	Servers     int    `json:"servers"`
+	Tools       int    `json:"tools"`
+	Resources   int    `json:"resources"`
+	Prompts     int    `json:"prompts"`
+	Sessions    int    `json:"sessions"`
+	AllowedUIDs []int  `json:"allowed_uids,omitempty"`
 }
 
 // Session is one session's row.
