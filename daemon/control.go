@@ -16,6 +16,7 @@ import (
 	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/session"
+	"github.com/snodod/snodod/upstream"
 )
 
 // The control socket's server side: the protocol, its wire types and its
@@ -176,7 +177,11 @@ func (d *Daemon) connect(c *net.UnixConn, req control.Request, files []*os.File,
 	}
 	in, out := files[0], files[1]
 	if err := d.hasView(req.View); err != nil {
-		writeLineNow(out, refusalLine(&protocol.Error{Code: protocol.CodeInvalidRequest, Message: "snodod connect " + req.View + ": " + err.Error()}))
+		what := req.View
+		if upstream.NamedView(what) {
+			what = "--view " + what[1:]
+		}
+		writeLineNow(out, refusalLine(&protocol.Error{Code: protocol.CodeInvalidRequest, Message: "snodod connect " + what + ": " + err.Error()}))
 		closeFiles(files)
 		reply(c, control.Reply{Error: err.Error()})
 		return nil, false

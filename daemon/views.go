@@ -47,7 +47,11 @@ type genHold struct {
 	named  map[string]*server.Server
 	routes map[string]*route
 	tokens []viewToken // http.tokens, read when the generation is built
-	detach []func()    // the views' (AttachView, AttachNamed)
+	detach []func()    // the pass-through views' (AttachView)
+	// namedDetach are the named views' (AttachNamed), by "@NAME"; a
+	// reload that keeps the aggregated server takes over the servers of
+	// the views it keeps, with their detach (attachViews).
+	namedDetach map[string]func()
 }
 
 // acquire holds g for a session; false when g was let go already (a
@@ -75,6 +79,9 @@ func (g *generation) release() {
 		g.aggregate()
 	}
 	for _, detach := range g.detach {
+		detach()
+	}
+	for _, detach := range g.namedDetach {
 		detach()
 	}
 	for _, r := range g.routes {
@@ -135,8 +142,17 @@ func (d *Daemon) attachViews(g, prev *generation) {
 		g.detach = append(g.detach, d.ups.AttachView(srv, name))
 		g.routes[name] = d.newRoute(g, name, srv)
 	}
+	g.namedDetach = make(map[string]func(), len(g.named))
 	for name, srv := range g.named {
-		g.detach = append(g.detach, d.ups.AttachNamed(srv, g.cfg.View(strings.TrimPrefix(name, "@"))))
+		if prev != nil && prev.srv == g.srv && prev.named[name] != nil && prev.namedDetach[name] != nil {
+			// A view the reload keeps: its sessions open on prev see the
+			// new definition too, announced by list_changed
+			// (docs/views.md, Reload).
+			srv = prev.named[name]
+			g.named[name] = srv
+			delete(prev.namedDetach, name)
+		}
+		g.namedDetach[name] = d.ups.AttachNamed(srv, g.cfg.View(strings.TrimPrefix(name, "@")))
 		r := d.newRoute(g, name, srv)
 		r.base.Access = d.viewAccess(g, name)
 		g.routes[name] = r
