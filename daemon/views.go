@@ -9,14 +9,14 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/snodod/snodod/catalog"
 	toml "github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/snodod/snodod/catalog"
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
-	"github.com/snodod/snodod/upstream"
 	mcphttp "github.com/snodod/snodod/transport/http"
+	"github.com/snodod/snodod/upstream"
 )
 
 // What one configuration generation builds for the views
@@ -41,7 +41,7 @@ type genHold struct {
 	// views are the pass-through views' servers, by upstream name, and
 	// routes the HTTP endpoint's views ("" the endpoint itself); both are
 	// set before the generation is used and never changed.
-	views  map[string]*server.Server
+	views map[string]*server.Server
 	// named are the [views.NAME] views' servers, by "@NAME" (the spelling
 	// of server.Caller.View and of the HTTP path: docs/views.md).
 	named  map[string]*server.Server
@@ -233,7 +233,7 @@ type route struct {
 
 	stateless atomic.Pointer[server.Caller]
 	sessions  atomic.Int64 // legacy sessions open (openSession), for status
-	mu        sync.Mutex // guards the stateless caller's making and its end
+	mu        sync.Mutex   // guards the stateless caller's making and its end
 	closed    bool
 	end       func() // the stateless caller's release
 }

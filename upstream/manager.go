@@ -105,10 +105,10 @@ type Manager struct {
 	// its name, and aggregates those showing the aggregated view, with
 	// the daemon's own instructions: each attached (AttachView, Attach)
 	// until its owner detaches it.
-	passViews    map[*server.Server]string
-	aggregates   map[*server.Server]string
+	passViews  map[*server.Server]string
+	aggregates map[*server.Server]string
 	// named are the servers showing a [views.NAME] view (AttachNamed).
-	named map[*server.Server]*config.View
+	named        map[*server.Server]*config.View
 	clients      map[*server.Caller]*Client // the sessions Open registered
 	served       bool
 	record       *proc.GroupRecord // opened at the first start (GroupRecord)
