@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -289,4 +292,63 @@ func awaitReady(t *testing.T, d *daemonProc) {
 		}
 		return ready == 2
 	})
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	token string
+	inner http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.inner.RoundTrip(r)
+}
+
+// TestViewHTTP: the Go SDK's client at http.path/@ro, in a legacy and the
+// 2026 era, with a token of http.tokens naming ro, sees view ro and is
+// refused what ro does not hold; an unknown view is no endpoint. Who may
+// open which view by uid and by token: daemon/views_access_test.go.
+func TestViewHTTP(t *testing.T) {
+	fake := fakeUpstream(t)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "ro.token")
+	if err := os.WriteFile(tokenFile, []byte("token = \"ro-0123456789abcdef0123456789abcdef\"\nviews = [\"ro\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, viewsConfig(fake, fmt.Sprintf("\n[http]\nlisten = \"127.0.0.1:0\"\ntokens = [%q]\n", tokenFile)), nil)
+	awaitReady(t, d)
+	st := d.statusJSON(t)
+	base := "http://" + st.HTTP.Listen + st.HTTP.Path
+	ctx, cancel := context.WithTimeout(t.Context(), answerWithin)
+	defer cancel()
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e-views-http", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/@ro",
+			HTTPClient: &http.Client{Transport: bearer{"ro-0123456789abcdef0123456789abcdef", http.DefaultTransport}}},
+			&mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatalf("%s: %v", version, err)
+		}
+		if got := viewTools(t, ctx, cs); !slices.Equal(got, []string{"a__slow", "say"}) {
+			t.Errorf("%s: HTTP view ro lists %v", version, got)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "say", Arguments: map[string]any{"x": 1}})
+		if err != nil || res.IsError {
+			t.Errorf("%s: say: %v %+v", version, err, res)
+		}
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{}})
+		refusedOutside(t, version+": b__echo over HTTP", err, "ro")
+		cs.Close()
+	}
+	// An unknown view is no endpoint.
+	resp, err := http.Post(base+"/@nope", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/@nope: %d, want 404", resp.StatusCode)
+	}
 }

@@ -1,0 +1,97 @@
+package daemon
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snodod/snodod/config"
+)
+
+// startViewsNode runs a daemon serving HTTP on loopback with three views
+// (docs/views.md): ro, opened by the token of ro.token; ci, bound to uid
+// 65534 (allowed_uids); and other, bound to nobody in particular. It
+// returns the daemon and its endpoint's URL.
+func startViewsNode(t *testing.T) (*running, string) {
+	t.Helper()
+	dir := shortDir(t)
+	tokenFile := filepath.Join(dir, "ro.token")
+	if err := os.WriteFile(tokenFile, []byte("token = \"ro-0123456789abcdef0123456789abcdef\"\nviews = [\"ro\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.toml")
+	text := fmt.Sprintf(`
+[daemon]
+socket = %q
+shutdown_grace = "2s"
+
+[http]
+listen = "127.0.0.1:0"
+tokens = [%q]
+
+[views.ro]
+[views.ci]
+allowed_uids = [65534]
+[views.other]
+`, filepath.Join(dir, "s.sock"), tokenFile)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.Options{File: path, Env: []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "none")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startDaemon(t, cfg, Options{StateDir: filepath.Join(dir, "state")})
+	return r, "http://" + r.d.Status().HTTP.Listen + "/mcp"
+}
+
+// Who may open which view over HTTP (docs/security.md, "Who may open
+// which view"): the daemon's own uid every one; another uid the views
+// whose allowed_uids name it, and, with a token of http.tokens, the views
+// the token names, and nothing else (not the aggregated view).
+func TestViewHTTPAccess(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a socket of another uid needs root")
+	}
+	const nobody = 65534
+	const roToken = "Bearer ro-0123456789abcdef0123456789abcdef"
+	r, url := startViewsNode(t)
+	own, other := clientDialing(t, (&net.Dialer{}).DialContext), clientDialing(t, dialAsUID(nobody))
+	for _, view := range []string{"", "/@ro", "/@ci", "/@other"} {
+		if status, body, _ := discoverWith(t, own, url+view); status != 200 {
+			t.Errorf("the daemon's own uid at %q: %d %s", view, status, body)
+		}
+	}
+	cases := []struct {
+		name, path, auth string
+		status           int
+		body             string // a part of the answer
+	}{
+		{"uid bound to ci, no token", "/@ci", "", 200, `"result"`},
+		{"uid bound to ci, at ro", "/@ro", "", 401, "Connection refused: uid 65534 may not open view ro"},
+		{"uid bound to ci, at the aggregated view", "", "", 403, "Connection refused: uid 65534 is not allowed"},
+		{"ro's token at ro", "/@ro", roToken, 200, `"result"`},
+		{"ro's token at other", "/@other", roToken, 403, "this token does not open view other"},
+		{"ro's token at the aggregated view", "", roToken, 403, "Connection refused: uid 65534 is not allowed"},
+		{"a wrong token at ro", "/@ro", "Bearer nope-0123456789abcdef0123456789abcdef", 403, "the token opens no view ro"},
+	}
+	for _, c := range cases {
+		var extra []string
+		if c.auth != "" {
+			extra = []string{"Authorization", c.auth}
+		}
+		status, body, challenge := discoverWith(t, other, url+c.path, extra...)
+		if status != c.status || !strings.Contains(body, c.body) {
+			t.Errorf("%s: %d %s, want %d with %q", c.name, status, body, c.status, c.body)
+		}
+		if status == 401 && challenge == "" {
+			t.Errorf("%s: 401 without a challenge", c.name)
+		}
+	}
+	if got := r.d.Status().HTTP.Refused["view"]; got != 3 {
+		t.Errorf("refused for a view: %d, want 3", got)
+	}
+}
