@@ -352,3 +352,42 @@ func TestViewHTTP(t *testing.T) {
 		t.Errorf("/@nope: %d, want 404", resp.StatusCode)
 	}
 }
+
+// TestViewTypeScript: the official TypeScript SDK's client through
+// snodod connect --view ro lists ro's tools, calls one, and is refused a
+// tool outside the view with -32602 naming it.
+func TestViewTypeScript(t *testing.T) {
+	node, dir := nodeClient(t)
+	fake := fakeUpstream(t)
+	d := startDaemon(t, viewsConfig(fake, ""), nil)
+	awaitReady(t, d)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*answerWithin)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "views.mjs", binary, "ro", "say", "b__echo")
+	cmd.Dir, cmd.Env = dir, d.env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node views.mjs: %v\n%s", err, stderrOf(err))
+	}
+	var got struct {
+		Server       string
+		Instructions string
+		Tools        []string
+		Allowed      struct {
+			IsError bool
+			Text    string
+		}
+		Outside struct {
+			Code    int
+			Message string
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Server != "snodod@ro" || got.Instructions != "Only a, read-only." || !slices.Equal(got.Tools, []string{"a__slow", "say"}) ||
+		got.Allowed.IsError || got.Allowed.Text == "" ||
+		got.Outside.Code != -32602 || !strings.Contains(got.Outside.Message, "not in view ro") {
+		t.Errorf("the TypeScript client saw %+v", got)
+	}
+}
