@@ -10,7 +10,6 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/session"
-	"github.com/snodod/snodod/upstream"
 )
 
 // Admission and the life of a session: who may start one, the refusal line
@@ -80,9 +79,13 @@ func (d *Daemon) admit(peer session.Peer, at place) (*entry, *generation, *proto
 	g := d.gen.Load()
 	if !d.viewAllowed(g, at.view, peer.UID) {
 		d.refusal("uid")
-		if upstream.NamedView(at.view) && g.cfg.View(at.view[1:]) != nil && len(g.cfg.View(at.view[1:]).AllowedUIDs) > 0 {
+		if v := namedConfig(g, at.view); v != nil {
+			rule := "daemon.allowed_uids"
+			if len(v.AllowedUIDs) > 0 {
+				rule = "views." + v.Name + ".allowed_uids"
+			}
 			return nil, nil, &protocol.Error{Code: protocol.CodeInvalidRequest,
-				Message: fmt.Sprintf("Connection refused: uid %d may not open view %s (views.%s.allowed_uids)", peer.UID, at.view[1:], at.view[1:])}
+				Message: fmt.Sprintf("Connection refused: uid %d may not open view %s (%s)", peer.UID, v.Name, rule)}
 		}
 		return nil, nil, uidError(peer.UID)
 	}

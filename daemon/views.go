@@ -173,6 +173,15 @@ func namedView(g *generation, view string) (*config.View, error) {
 	return nil, fmt.Errorf("unknown view %q; the views are %s", name, strings.Join(names, ", "))
 }
 
+// namedConfig is the configuration of g's view "@NAME", or nil (another
+// kind of view, or an unknown name).
+func namedConfig(g *generation, view string) *config.View {
+	if !upstream.NamedView(view) {
+		return nil
+	}
+	return g.cfg.View(view[1:])
+}
+
 // viewAllowed reports whether uid may open view under g: the daemon's own
 // uid opens every view; a view with allowed_uids opens to those; any other
 // (the aggregated one, a pass-through, a named view without allowed_uids)

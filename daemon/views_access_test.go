@@ -5,10 +5,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
 )
 
 // startViewsNode runs a daemon serving HTTP on loopback with three views
@@ -93,5 +98,87 @@ func TestViewHTTPAccess(t *testing.T) {
 	}
 	if got := r.d.Status().HTTP.Refused["view"]; got != 3 {
 		t.Errorf("refused for a view: %d, want 3", got)
+	}
+}
+
+// asUID runs f on a thread of its own whose effective uid is uid (the
+// thread's only: x/sys/unix's raw setresuid, not the process-wide
+// syscall.Setresuid), so that the sockets f connects carry uid as their
+// SO_PEERCRED. The thread ends with f's goroutine, never reused.
+func asUID(t *testing.T, uid int, f func()) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(uid), ^uintptr(0)); e != 0 {
+			done <- e
+			return
+		}
+		f()
+		done <- nil
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A view's allowed_uids over the control socket (docs/security.md, "Who
+// may open which view"): a uid only view ci names may connect to ci, and
+// to nothing else (another view, the aggregated view, status).
+func TestViewConnectAllowedUIDs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a peer of another uid needs root")
+	}
+	const nobody = 65534
+	r, _ := startViewsNode(t)
+	sock := r.cfg.Daemon.ControlSocket
+	// Let nobody reach the socket; the daemon judges who connected.
+	for _, p := range []string{filepath.Dir(sock), sock} {
+		if err := os.Chmod(p, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connect := func(view string) (*control.Handover, error) {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { inR.Close(); inW.Close(); outR.Close(); outW.Close() })
+		var h *control.Handover
+		asUID(t, nobody, func() {
+			h, err = (&control.Client{Socket: sock}).Connect(t.Context(), inR, outW, control.ConnectOptions{View: view})
+		})
+		return h, err
+	}
+	h, err := connect("@ci")
+	if err != nil {
+		t.Fatalf("uid %d at view ci: %v", nobody, err)
+	}
+	eventually.True(t, "the session of view ci in status", func() bool {
+		for _, s := range r.d.Status().Sessions {
+			if s.View == "@ci" && s.PeerUID == nobody {
+				return true
+			}
+		}
+		return false
+	})
+	h.Close()
+	for view, want := range map[string]string{
+		"@ro": "Connection refused: uid 65534 may not open view ro (daemon.allowed_uids)",
+		"":    "Connection refused: uid 65534 is not allowed (daemon.allowed_uids)",
+	} {
+		if _, err := connect(view); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("uid %d at view %q: %v, want %q", nobody, view, err, want)
+		}
+	}
+	asUID(t, nobody, func() {
+		_, err = (&control.Client{Socket: sock}).Status(t.Context())
+	})
+	if err == nil || !strings.Contains(err.Error(), "is not allowed") {
+		t.Errorf("status of uid %d: %v", nobody, err)
 	}
 }
