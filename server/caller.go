@@ -21,8 +21,9 @@ type Caller struct {
 	// Cwd is the client's working directory, sent with the hand-over by
 	// snodod connect; "" means the daemon's.
 	Cwd string
-	// View is "" for the aggregated view, else the upstream passed
-	// through (docs/upstreams.md §2).
+	// View is the view's identity: "" for the aggregated view, "@NAME"
+	// for the named view [views.NAME] (docs/views.md), else the upstream
+	// passed through (docs/upstreams.md §2).
 	View string
 	// MayLogIn lets a request of this session that needs a login to a
 	// remote server ask its client to open the login's URL (URL-mode

@@ -131,7 +131,8 @@ type HTTP struct {
 	RequestsLegacy uint64 `json:"requests_legacy"`
 	// Refused counts the requests refused before they were served, by
 	// reason (transport/http Stats.Refused): "host", "origin",
-	// "unauthorized", "peer", "sessions", "peer_sessions".
+	// "unauthorized", "peer", "sessions", "peer_sessions", and "view" (a
+	// named view's own rule: allowed_uids, http.tokens; docs/views.md).
 	Refused map[string]uint64 `json:"refused,omitempty"`
 	// Statuses counts the HTTP listener's responses by status.
 	Statuses map[int]uint64 `json:"statuses,omitempty"`

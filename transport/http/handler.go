@@ -81,6 +81,7 @@ type Stats struct {
 	Modern, Legacy uint64
 	// Refused counts the requests refused before they were served, by
 	// reason: "host", "origin", "unauthorized" (no or a wrong token),
+	// "view" (a View's Access refused it),
 	// "peer" (a local uid not allowed), "sessions" (http.max_sessions),
 	// "peer_sessions" (http.max_sessions_per_peer). Only reasons seen
 	// are present.
