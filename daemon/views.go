@@ -154,7 +154,7 @@ func (d *Daemon) attachViews(g, prev *generation) {
 		}
 		g.namedDetach[name] = d.ups.AttachNamed(srv, g.cfg.View(strings.TrimPrefix(name, "@")))
 		r := d.newRoute(g, name, srv)
-		r.base.Access = d.viewAccess(g, name)
+		r.access = d.viewAccess(g, name)
 		g.routes[name] = r
 	}
 }
@@ -215,6 +215,15 @@ func anyViewAllows(g *generation, uid int) bool {
 // request after a reload is served by the reloaded catalog.
 type genRoutes struct{ d *Daemon }
 
+// Access is the rule of a named view (viewAccess); nil for the others,
+// which the handler's own rule serves.
+func (v genRoutes) Access(name string) func(mcphttp.Peer, string) *protocol.Error {
+	if r := v.d.gen.Load().routes[name]; r != nil {
+		return r.access
+	}
+	return nil
+}
+
 func (v genRoutes) View(name string) (mcphttp.View, bool) {
 	r := v.d.gen.Load().routes[name]
 	if r == nil {
@@ -239,6 +248,8 @@ type route struct {
 	g    *generation
 	name string
 	base mcphttp.View // the view without its 2026 caller
+	// access is a named view's rule (viewAccess); nil for the others.
+	access func(mcphttp.Peer, string) *protocol.Error
 
 	stateless atomic.Pointer[server.Caller]
 	sessions  atomic.Int64 // legacy sessions open (openSession), for status

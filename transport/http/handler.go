@@ -150,11 +150,10 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		// connection to the process that took the listener over.
 		w.Header().Set("Connection", "close")
 	}
-	v, _, ok := h.route(r.URL.Path)
 	peer := func() Peer { return h.peer(r) }
 	var ref *refusal
-	if ok && v.Access != nil {
-		ref = h.guard.checkView(r, peer, v.Access)
+	if access := h.access(r.URL.Path); access != nil {
+		ref = h.guard.checkView(r, peer, access)
 	} else {
 		ref = h.guard.check(r, peer)
 	}
@@ -166,6 +165,7 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		refuse(w, ref.status, protocol.ID{}, ref.err, timeout)
 		return
 	}
+	v, _, ok := h.route(r.URL.Path)
 	if !ok {
 		refuse(w, nethttp.StatusNotFound, protocol.ID{}, viewNotFound(r.URL.Path), timeout)
 		return
@@ -226,6 +226,20 @@ func (h *Handler) route(path string) (v View, name string, ok bool) {
 	}
 	v, ok = h.o.Views.View(name)
 	return v, name, ok && v.Dispatcher != nil
+}
+
+// access is the access rule of the view path names, when Views gives it
+// one (ViewAccess); nil for the handler's own.
+func (h *Handler) access(path string) func(Peer, string) *protocol.Error {
+	va, ok := h.o.Views.(ViewAccess)
+	if !ok {
+		return nil
+	}
+	name, ok := strings.CutPrefix(path, h.o.Path+"/")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return nil
+	}
+	return va.Access(name)
 }
 
 // viewName is the name of the view r's path names ("" the endpoint);

@@ -60,14 +60,19 @@ type View struct {
 	// (DELETE, idle expiry, shutdown). Both may be called from any
 	// goroutine.
 	Open func() (caller *server.Caller, release func())
-	// Access, when set, decides who may use the view in place of the
-	// handler's own rule (PeerAllowed, AuthToken, AllowUnauthenticated;
-	// the Host and Origin rules still apply): given the connection's peer
-	// and the request's bearer token ("" for none), it returns nil to
-	// serve, or the refusal, answered 401 with a challenge when no bearer
-	// token was sent and 403 otherwise (docs/views.md, Access). It may be
-	// called concurrently.
-	Access func(p Peer, bearer string) *protocol.Error
+}
+
+// ViewAccess is what Views implements when some views have an access
+// rule of their own (docs/views.md, Access). Access returns the rule of
+// view name (nil: the handler's own: PeerAllowed, AuthToken,
+// AllowUnauthenticated) without resolving the view, so that a refused
+// request starts nothing. The Host and Origin rules apply to every view.
+// A rule is given the connection's peer and the request's bearer token
+// ("" for none) and returns nil to serve, or the refusal, answered 401
+// with a challenge when no bearer token was sent and 403 otherwise. Both
+// may be called concurrently.
+type ViewAccess interface {
+	Access(name string) func(p Peer, bearer string) *protocol.Error
 }
 
 // Options configure a Handler. Zero values mean the defaults, as in
