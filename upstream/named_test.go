@@ -60,3 +60,16 @@ func TestNamedViewListChanged(t *testing.T) {
 		t.Errorf("b__echo in view v: %d %q", code, msg)
 	}
 }
+
+// TestNamedViewStartsItsServers: a list of a named view starts the lazy
+// servers it holds, and only those.
+func TestNamedViewStartsItsServers(t *testing.T) {
+	h := newHarness(t, twoFakesAndAView)
+	view := h.connect("@v", "", "2025-11-25")
+	if tools := names(t, view.call("tools/list", ""), "tools", "name"); !slices.Contains(tools, "say") {
+		t.Fatalf("view v lists %v: a was not started for it", tools)
+	}
+	if row := h.row("b", ""); row.State != StateStopped || row.PID != 0 {
+		t.Errorf("b, outside the view, was started by its list: %+v", row)
+	}
+}
