@@ -130,6 +130,10 @@ func runConnect(args []string) int {
 		fmt.Fprintln(os.Stderr, "snodod connect: --relay and --handover exclude each other; choose one")
 		return exitUsage
 	}
+	if o.relay && o.view != "" {
+		fmt.Fprintf(os.Stderr, "snodod connect: --relay serves the aggregated view only; drop --relay to open view %s\n", o.view)
+		return exitUsage
+	}
 	if o.relay && view != "" {
 		fmt.Fprintf(os.Stderr, "snodod connect: --relay serves the aggregated view only; drop --relay to pass %s through\n", view)
 		return exitUsage
