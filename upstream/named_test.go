@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -58,6 +59,20 @@ func TestNamedViewListChanged(t *testing.T) {
 	code, msg, _ := errorOf(t, view.call("tools/call", fakeTool("b__echo", `{}`)))
 	if code != -32602 || msg != "Unknown tool: b__echo (not in view v)" {
 		t.Errorf("b__echo in view v: %d %q", code, msg)
+	}
+	// Never routed: b saw no call of echo (b's history, asked through the
+	// aggregated view, lists every request it was sent).
+	var hist struct {
+		Requests []struct {
+			Method string `json:"method"`
+			Tool   string `json:"tool"`
+		} `json:"requests"`
+	}
+	_ = json.Unmarshal(result(t, agg.call("tools/call", fakeTool("b__history", "")))["structuredContent"], &hist)
+	for _, r := range hist.Requests {
+		if r.Method == "tools/call" && r.Tool == "echo" {
+			t.Errorf("b was sent the refused call: %+v", hist.Requests)
+		}
 	}
 }
 
