@@ -224,6 +224,17 @@ func (v genRoutes) Access(name string) func(mcphttp.Peer, string) *protocol.Erro
 	return nil
 }
 
+// Missing names the known views for an unknown "@NAME".
+func (v genRoutes) Missing(name string) string {
+	if !upstream.NamedView(name) {
+		return ""
+	}
+	if _, err := namedView(v.d.gen.Load(), name); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 func (v genRoutes) View(name string) (mcphttp.View, bool) {
 	r := v.d.gen.Load().routes[name]
 	if r == nil {

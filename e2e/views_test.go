@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -342,14 +343,15 @@ func TestViewHTTP(t *testing.T) {
 		refusedOutside(t, version+": b__echo over HTTP", err, "ro")
 		cs.Close()
 	}
-	// An unknown view is no endpoint.
+	// An unknown view is no endpoint; the answer names the views.
 	resp, err := http.Post(base+"/@nope", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("/@nope: %d, want 404", resp.StatusCode)
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), `No MCP endpoint at /mcp/@nope: unknown view \"nope\"; the views are echoes, ro`) {
+		t.Errorf("/@nope: %d %s, want 404 naming the views", resp.StatusCode, body)
 	}
 }
 

@@ -167,7 +167,7 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	v, _, ok := h.route(r.URL.Path)
 	if !ok {
-		refuse(w, nethttp.StatusNotFound, protocol.ID{}, viewNotFound(r.URL.Path), timeout)
+		refuse(w, nethttp.StatusNotFound, protocol.ID{}, h.notFound(r.URL.Path), timeout)
 		return
 	}
 	select {
@@ -226,6 +226,19 @@ func (h *Handler) route(path string) (v View, name string, ok bool) {
 	}
 	v, ok = h.o.Views.View(name)
 	return v, name, ok && v.Dispatcher != nil
+}
+
+// notFound is the answer to a path that names no view: what Views says
+// of the name (ViewMissing), else "No MCP endpoint at PATH".
+func (h *Handler) notFound(path string) *protocol.Error {
+	if vm, ok := h.o.Views.(ViewMissing); ok {
+		if name, cut := strings.CutPrefix(path, h.o.Path+"/"); cut && name != "" && !strings.Contains(name, "/") {
+			if why := vm.Missing(name); why != "" {
+				return &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "No MCP endpoint at " + path + ": " + why}
+			}
+		}
+	}
+	return viewNotFound(path)
 }
 
 // access is the access rule of the view path names, when Views gives it

@@ -75,6 +75,13 @@ type ViewAccess interface {
 	Access(name string) func(p Peer, bearer string) *protocol.Error
 }
 
+// ViewMissing is what Views implements to say why a name is no view
+// (the daemon: the known ones); "" says nothing more. The handler answers
+// 404 "No MCP endpoint at PATH: " and it.
+type ViewMissing interface {
+	Missing(name string) string
+}
+
 // Options configure a Handler. Zero values mean the defaults, as in
 // net/http.Server; negative limits are refused by New.
 type Options struct {
