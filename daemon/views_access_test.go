@@ -18,13 +18,18 @@ import (
 
 // startViewsNode runs a daemon serving HTTP on loopback with three views
 // (docs/views.md): ro, opened by the token of ro.token; ci, bound to uid
-// 65534 (allowed_uids); and other, bound to nobody in particular. It
-// returns the daemon and its endpoint's URL.
+// 65534 (allowed_uids); and other, bound to nobody in particular; and
+// http.auth_token_file, the token of every view. It returns the daemon
+// and its endpoint's URL.
 func startViewsNode(t *testing.T) (*running, string) {
 	t.Helper()
 	dir := shortDir(t)
 	tokenFile := filepath.Join(dir, "ro.token")
 	if err := os.WriteFile(tokenFile, []byte("token = \"ro-0123456789abcdef0123456789abcdef\"\nviews = [\"ro\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mainToken := filepath.Join(dir, "main.token")
+	if err := os.WriteFile(mainToken, []byte("main-0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "config.toml")
@@ -36,12 +41,13 @@ shutdown_grace = "2s"
 [http]
 listen = "127.0.0.1:0"
 tokens = [%q]
+auth_token_file = %q
 
 [views.ro]
 [views.ci]
 allowed_uids = [65534]
 [views.other]
-`, filepath.Join(dir, "s.sock"), tokenFile)
+`, filepath.Join(dir, "s.sock"), tokenFile, mainToken)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +62,15 @@ allowed_uids = [65534]
 // Who may open which view over HTTP (docs/security.md, "Who may open
 // which view"): the daemon's own uid every one; another uid the views
 // whose allowed_uids name it, and, with a token of http.tokens, the views
-// the token names, and nothing else (not the aggregated view).
+// the token names, and nothing else (not the aggregated view); the token
+// of http.auth_token_file opens every view.
 func TestViewHTTPAccess(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a socket of another uid needs root")
 	}
 	const nobody = 65534
 	const roToken = "Bearer ro-0123456789abcdef0123456789abcdef"
+	const mainToken = "Bearer main-0123456789abcdef0123456789abcdef"
 	r, url := startViewsNode(t)
 	own, other := clientDialing(t, (&net.Dialer{}).DialContext), clientDialing(t, dialAsUID(nobody))
 	for _, view := range []string{"", "/@ro", "/@ci", "/@other"} {
@@ -77,10 +85,13 @@ func TestViewHTTPAccess(t *testing.T) {
 	}{
 		{"uid bound to ci, no token", "/@ci", "", 200, `"result"`},
 		{"uid bound to ci, at ro", "/@ro", "", 401, "Connection refused: uid 65534 may not open view ro"},
-		{"uid bound to ci, at the aggregated view", "", "", 403, "Connection refused: uid 65534 is not allowed"},
+		{"uid bound to ci, at the aggregated view", "", "", 401, "Unauthorized: send Authorization: Bearer"},
 		{"ro's token at ro", "/@ro", roToken, 200, `"result"`},
 		{"ro's token at other", "/@other", roToken, 403, "this token does not open view other"},
-		{"ro's token at the aggregated view", "", roToken, 403, "Connection refused: uid 65534 is not allowed"},
+		{"ro's token at the aggregated view", "", roToken, 401, "Unauthorized"},
+		{"the main token at ci", "/@ci", mainToken, 200, `"result"`},
+		{"the main token at other", "/@other", mainToken, 200, `"result"`},
+		{"the main token at the aggregated view", "", mainToken, 200, `"result"`},
 		{"a wrong token at ro", "/@ro", "Bearer nope-0123456789abcdef0123456789abcdef", 403, "the token opens no view ro"},
 	}
 	for _, c := range cases {
