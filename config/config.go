@@ -46,6 +46,8 @@ type Config struct {
 	Tools     []Tool
 	Resources []FileResource
 	Prompts   []Prompt
+	// Views are the [views.NAME] entries (views.go), sorted by name.
+	Views []View
 
 	file           string
 	sandboxWritten bool // the file has a [sandbox] table
@@ -174,6 +176,9 @@ type HTTP struct {
 	// AllowUnauthenticated serves without a token the clients the token
 	// would be asked of (Load warns).
 	AllowUnauthenticated bool `koanf:"allow_unauthenticated"`
+	// Tokens are files each holding a bearer token and the views it
+	// opens (docs/views.md, Access): token = "…", views = ["NAME", …].
+	Tokens []string `koanf:"tokens"`
 	// NodeID tags the legacy session ids this node mints, so a load
 	// balancer can route a session to its node. Empty: untagged.
 	NodeID string `koanf:"node_id"`

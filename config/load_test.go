@@ -34,7 +34,7 @@ var wantDefaults = Config{
 	HTTP: HTTP{
 		Path: "/mcp", MaxBodyBytes: 2000000, AllowedOrigins: []string{},
 		MaxSubscriptions: 256, SessionIdleTimeout: 30 * time.Minute,
-		MaxSessions: 1024, MaxSessionsPerPeer: 256, AllowedHosts: []string{}, ReadTimeout: 30 * time.Second,
+		MaxSessions: 1024, MaxSessionsPerPeer: 256, AllowedHosts: []string{}, Tokens: []string{}, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 65536,
 	},
 	Admin: Admin{NativeHistograms: true, MaxViewers: 100, ViewerWriteTimeout: 5 * time.Second},

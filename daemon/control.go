@@ -16,6 +16,7 @@ import (
 	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/session"
+	"github.com/snodod/snodod/upstream"
 )
 
 // The control socket's server side: the protocol, its wire types and its
@@ -145,13 +146,21 @@ func (d *Daemon) admitRequest(c *net.UnixConn, line []byte) (req control.Request
 		reply(c, control.Reply{Error: err.Error()})
 		return req, peer, false
 	}
-	if !uidAllowed(peer.UID, d.uid, d.Config().Daemon.AllowedUIDs) {
+	// A uid only a view's allowed_uids lists may connect, to its views
+	// (admit checks which), and do nothing else.
+	daemonUID := uidAllowed(peer.UID, d.uid, d.Config().Daemon.AllowedUIDs)
+	if !daemonUID && !anyViewAllows(d.gen.Load(), peer.UID) {
 		d.log.Warn("control connection refused", "peer_pid", peer.PID, "peer_uid", peer.UID)
 		reply(c, control.Reply{Error: uidError(peer.UID).Message})
 		return req, peer, false
 	}
 	if err := json.Unmarshal(line, &req); err != nil {
 		reply(c, control.Reply{Error: "request is not a JSON object: " + err.Error()})
+		return req, peer, false
+	}
+	if !daemonUID && req.Op != control.OpConnect {
+		d.log.Warn("control request refused", "peer_pid", peer.PID, "peer_uid", peer.UID, "op", req.Op)
+		reply(c, control.Reply{Error: uidError(peer.UID).Message})
 		return req, peer, false
 	}
 	return req, peer, true
@@ -171,8 +180,12 @@ func (d *Daemon) connect(c *net.UnixConn, req control.Request, files []*os.File,
 		return nil, false
 	}
 	in, out := files[0], files[1]
-	if err := d.ups.Has(req.View); err != nil {
-		writeLineNow(out, refusalLine(&protocol.Error{Code: protocol.CodeInvalidRequest, Message: "snodod connect " + req.View + ": " + err.Error()}))
+	if err := d.hasView(req.View); err != nil {
+		what := req.View
+		if upstream.NamedView(what) {
+			what = "--view " + what[1:]
+		}
+		writeLineNow(out, refusalLine(&protocol.Error{Code: protocol.CodeInvalidRequest, Message: "snodod connect " + what + ": " + err.Error()}))
 		closeFiles(files)
 		reply(c, control.Reply{Error: err.Error()})
 		return nil, false

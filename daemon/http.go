@@ -35,6 +35,8 @@ type httpListener struct {
 	retire     chan struct{} // closed by retireHTTP: the drain is an upgrade's
 	retireOnce sync.Once
 
+	bearer string // http.auth_token_file's token, which opens every view too
+
 	mu       sync.Mutex
 	restarts int
 	state    string
@@ -111,7 +113,7 @@ func (d *Daemon) startHTTP(root *suture.Supervisor, cfg *config.Config, passed n
 		// the next process of an upgrade (retire).
 		ul.SetUnlinkOnClose(true)
 	}
-	l := &httpListener{d: d, ln: ln, access: access, handler: h, grace: g.limits.ShutdownGrace, state: "serving", stopped: make(chan struct{}),
+	l := &httpListener{d: d, ln: ln, access: access, bearer: token, handler: h, grace: g.limits.ShutdownGrace, state: "serving", stopped: make(chan struct{}),
 		retire: make(chan struct{}), limits: mcphttp.ServerLimits{ReadHeaderTimeout: hc.ReadTimeout, MaxHeaderBytes: hc.MaxHeaderBytes, IdleTimeout: hc.IdleTimeout}}
 	d.http = l
 	l.token = root.Add(l)

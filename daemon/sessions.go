@@ -77,8 +77,16 @@ func uidAllowed(uid, self int, allowed []int) bool {
 // to start it with, or the refusal, counted.
 func (d *Daemon) admit(peer session.Peer, at place) (*entry, *generation, *protocol.Error) {
 	g := d.gen.Load()
-	if !uidAllowed(peer.UID, d.uid, g.cfg.Daemon.AllowedUIDs) {
+	if !d.viewAllowed(g, at.view, peer.UID) {
 		d.refusal("uid")
+		if v := namedConfig(g, at.view); v != nil {
+			rule := "daemon.allowed_uids"
+			if len(v.AllowedUIDs) > 0 {
+				rule = "views." + v.Name + ".allowed_uids"
+			}
+			return nil, nil, &protocol.Error{Code: protocol.CodeInvalidRequest,
+				Message: fmt.Sprintf("Connection refused: uid %d may not open view %s (%s)", peer.UID, v.Name, rule)}
+		}
 		return nil, nil, uidError(peer.UID)
 	}
 	e, why := d.sessions.reserve(peer.UID, at, g.limits.MaxSessions, g.limits.MaxSessionsPerUID)

@@ -33,7 +33,9 @@ func (d *Daemon) Status() *control.Status {
 	if d.draining.Err() != nil {
 		state = "draining"
 	}
+	views := d.viewRows(g, rows)
 	return &control.Status{
+		Views:         views,
 		State:         state,
 		Version:       d.version(),
 		PID:           os.Getpid(),

@@ -77,7 +77,17 @@ func (d *Daemon) open(e *entry, g *generation) (*server.Server, *server.Caller, 
 		return nil, nil, nil, nil, err
 	}
 	srv := g.srv
-	if caller.View != "" {
+	if upstream.NamedView(caller.View) {
+		if srv = g.named[caller.View]; srv == nil {
+			_, err := namedView(g, caller.View)
+			if err == nil { // configured since g was built: a reload is under way
+				err = fmt.Errorf("view %q is not served yet; try again", caller.View[1:])
+			}
+			release()
+			g.release()
+			return nil, nil, nil, nil, err
+		}
+	} else if caller.View != "" {
 		if srv = g.views[caller.View]; srv == nil {
 			// Configured since g was built: a reload is under way.
 			release()

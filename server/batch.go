@@ -53,6 +53,14 @@ func (s *Server) ToolNames() []string {
 	return slices.Sorted(maps.Keys(s.tools))
 }
 
+// ResourceCount returns how many resources and resource templates are
+// registered.
+func (s *Server) ResourceCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.resources) + len(s.templates)
+}
+
 // PromptNames returns the names of the registered prompts, sorted.
 func (s *Server) PromptNames() []string {
 	s.mu.RLock()

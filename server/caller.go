@@ -19,8 +19,9 @@ type Caller struct {
 	// Cwd is the client's working directory, sent with the hand-over by
 	// snodod connect; "" means the daemon's.
 	Cwd string
-	// View is "" for the aggregated view, else the upstream passed
-	// through (docs/upstreams.md §2).
+	// View is the view's identity: "" for the aggregated view, "@NAME"
+	// for the named view [views.NAME] (docs/views.md), else the upstream
+	// passed through (docs/upstreams.md §2).
 	View string
 	// Kind is how the session came, as snodod status names it: "pipe",
 	// "socket", "pty" (the session socket's), "http"; "" when unknown

@@ -76,7 +76,8 @@ func (c *call) callTool(ctx context.Context) Outcome {
 		return invalidParams("tools/call arguments must be an object")
 	}
 	if e == nil || !c.visible(e) {
-		return invalidParams("Unknown tool: " + name)
+		note, _ := c.s.outsideView()
+		return invalidParams("Unknown tool: " + name + note)
 	}
 	ctx, in, fail := c.mrtr(ctx)
 	if fail != nil {
@@ -160,10 +161,11 @@ func (c *call) progressToken() any {
 
 func (c *call) notFound(uri string) Outcome {
 	code := int64(protocol.CodeResourceNotFound)
-	if c.modern {
+	note, view := c.s.outsideView()
+	if c.modern || view {
 		code = protocol.CodeInvalidParams
 	}
-	return errOutcome(&protocol.Error{Code: code, Message: "Resource not found", Data: map[string]string{"uri": uri}})
+	return errOutcome(&protocol.Error{Code: code, Message: "Resource not found" + note, Data: map[string]string{"uri": uri}})
 }
 
 func (c *call) readResource(ctx context.Context) Outcome {
@@ -260,7 +262,8 @@ func (c *call) getPrompt(ctx context.Context) Outcome {
 		return c.relay(ctx, e.relay.handler, name)
 	}
 	if e == nil {
-		return invalidParams("Unknown prompt: " + name)
+		note, _ := c.s.outsideView()
+		return invalidParams("Unknown prompt: " + name + note)
 	}
 	var missing []string
 	for _, a := range e.prompt.Arguments {

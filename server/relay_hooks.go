@@ -14,6 +14,30 @@ type extensions struct {
 	subscriptions SubscriptionHook
 	readFallback  RawHandler
 	toolList      ToolListFilter // toollist.go
+	// view is SetViewName's.
+	view string
+}
+
+// SetViewName names the view s serves (docs/views.md): a tools/call,
+// prompts/get or resources/read of something s does not list is then
+// refused -32602 naming it, in every era, so that a client learns the item
+// is outside its view rather than missing. "" (the default) keeps the
+// plain refusals.
+func (s *Server) SetViewName(name string) {
+	s.mu.Lock()
+	s.ext.view = name
+	s.mu.Unlock()
+}
+
+// outsideView is the note an unknown item's refusal ends with: "" when s
+// serves no named view.
+func (s *Server) outsideView() (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.ext.view == "" {
+		return "", false
+	}
+	return " (not in view " + s.ext.view + ")", true
 }
 
 // SubscriptionHook is told which resource URIs sessions subscribe to, so

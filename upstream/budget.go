@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/toolsearch"
@@ -59,22 +60,28 @@ type metaNames struct{ search, call string }
 func (n metaNames) has(name string) bool { return name != "" && (name == n.search || name == n.call) }
 
 // countUsage makes every relayed tool of sets count its calls in the
-// aggregated view.
-func (m *Manager) countUsage(sets map[string]server.RelayedItems) {
+// view whose usage key is view (aggregatedView, or a named view's).
+func (m *Manager) countUsage(view string, sets map[string]server.RelayedItems) {
 	for _, items := range sets {
 		for i := range items.Tools {
 			name, h := items.Tools[i].Name, items.Tools[i].Handler
 			items.Tools[i].Handler = func(ctx context.Context, req *server.RawRequest) (*server.RawResult, error) {
-				m.usage.add(aggregatedView, name)
+				m.usage.add(view, name)
 				return h(ctx, req)
 			}
 		}
 	}
 }
 
+// namedUsage is a named view's key in the usage file: its tools count
+// their calls there, by the names it shows, besides the aggregated
+// view's count under theirs.
+func namedUsage(v *config.View) string { return "@" + v.Name }
+
 // buildViewTools indexes srv's own tools (but those named in meta) and
-// the relayed ones of sets, and ranks them.
-func (m *Manager) buildViewTools(srv *server.Server, sets map[string]server.RelayedItems, meta metaNames) *viewTools {
+// the relayed ones of sets, and ranks them by the calls counted under
+// view (countUsage).
+func (m *Manager) buildViewTools(srv *server.Server, view string, sets map[string]server.RelayedItems, meta metaNames) *viewTools {
 	vt := &viewTools{byName: map[string]int{}}
 	own := srv.OwnTools()
 	for _, name := range slices.Sorted(maps.Keys(own)) {
@@ -94,7 +101,7 @@ func (m *Manager) buildViewTools(srv *server.Server, sets map[string]server.Rela
 		docs[i] = toolsearch.Tool{Name: t.Name, Definition: t.Definition}
 		vt.ranked = append(vt.ranked, t.Name)
 	}
-	counts := m.usage.of(aggregatedView)
+	counts := m.usage.of(view)
 	slices.SortFunc(vt.ranked[nOwn:], func(a, b string) int {
 		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
 			return c
@@ -128,7 +135,7 @@ func (m *Manager) chooseMetaNames(srv *server.Server) metaNames {
 	}
 	names := metaNames{search: pick(searchToolNames, "search_tools"), call: pick(callToolNames, "call_tool")}
 	m.mu.Lock()
-	if _, attached := m.aggregates[srv]; attached {
+	if _, attached := m.aggregates[srv]; attached || m.named[srv] != nil {
 		m.metas[srv] = names
 	}
 	m.mu.Unlock()
@@ -169,10 +176,19 @@ type budgetSpec struct {
 
 // budgetSpecOf is srv's budget: for the aggregated view upstreams.max_tools
 // and upstreams.always, which a [views.NAME]'s own override.
-func (m *Manager) budgetSpecOf(*server.Server) budgetSpec {
+func (m *Manager) budgetSpecOf(srv *server.Server) budgetSpec {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return budgetSpec{maxTools: m.cfg.Upstreams.MaxTools, always: m.cfg.Upstreams.Always}
+	spec := budgetSpec{maxTools: m.cfg.Upstreams.MaxTools, always: m.cfg.Upstreams.Always}
+	if v := m.named[srv]; v != nil {
+		if v.MaxTools > 0 {
+			spec.maxTools = v.MaxTools
+		}
+		if v.Always != nil {
+			spec.always = v.Always
+		}
+	}
+	return spec
 }
 
 // limit is the budget of a session of the client named client: max_tools,

@@ -56,8 +56,14 @@ func (g *goSession) reports(token string) int {
 // named client, speaking version.
 func (h *harness) goConnect(t *testing.T, client, version string) *goSession {
 	t.Helper()
+	return h.goConnectView(t, "", client, version)
+}
+
+// goConnectView is goConnect to view ("@NAME" for a named one).
+func (h *harness) goConnectView(t *testing.T, view, client, version string) *goSession {
+	t.Helper()
 	h.nextID++
-	ss, srv, _, release, err := h.open(t, h.nextID, "", "")
+	ss, srv, _, release, err := h.open(t, h.nextID, view, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,5 +351,52 @@ func TestCallToolRefusals(t *testing.T) {
 		if err != nil || !res.IsError {
 			t.Errorf("call_tool %v: %v %+v, want an isError result", args, err, res)
 		}
+	}
+}
+
+// TestNamedViewBudget: a named view's max_tools and always are its own
+// budget, over its own items (renamed ones included), with search_tools
+// and call_tool reaching only what the view holds; the aggregated view,
+// without a budget, lists everything.
+func TestNamedViewBudget(t *testing.T) {
+	const conf = `
+[mcpServers.fake]
+command = "FAKE"
+args = ["-tools", "30"]
+[mcpServers.other]
+command = "FAKE"
+[views.v]
+servers = ["fake"]
+max_tools = 5
+always = ["fake__tool-003"]
+rename = { "fake__tool-007" = "seventh" }
+`
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			h := newHarness(t, conf)
+			all := h.goConnect(t, "some-agent", version).toolNames(t)
+			if len(all) < 30 || slices.Contains(all, "search_tools") {
+				t.Fatalf("the aggregated view, with no budget, lists %d tools: %v", len(all), all)
+			}
+			g := h.goConnectView(t, "@v", "some-agent", version)
+			names := g.toolNames(t)
+			if len(names) > 5 || !slices.Contains(names, "search_tools") || !slices.Contains(names, "call_tool") || !slices.Contains(names, "fake__tool-003") {
+				t.Fatalf("view v lists %d tools %v, want at most 5 with search_tools, call_tool and fake__tool-003", len(names), names)
+			}
+			res, err := g.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "seventh", "limit": 3}})
+			if err != nil || res.IsError || !strings.Contains(textOf(t, res), `"seventh"`) {
+				t.Fatalf("search_tools for the renamed tool: %v %+v", err, res)
+			}
+			res, err = g.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "seventh", "arguments": map[string]any{}}})
+			if err != nil || res.IsError {
+				t.Fatalf("call_tool seventh: %v %+v", err, res)
+			}
+			for _, outside := range []string{"fake__tool-007", "other__echo"} {
+				res, err := g.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": outside, "arguments": map[string]any{}}})
+				if err != nil || !res.IsError {
+					t.Errorf("call_tool %s from view v: %v %+v, want an isError result", outside, err, res)
+				}
+			}
+		})
 	}
 }

@@ -105,7 +105,7 @@ func (c *Client) track(upstream string) {
 // still in flight were cancelled with it). A caller of a pass-through
 // view must name a configured upstream, else the error lists them.
 func (m *Manager) Open(caller *server.Caller) (release func(), err error) {
-	if caller.View != "" {
+	if caller.View != "" && !NamedView(caller.View) {
 		if err := m.Has(caller.View); err != nil {
 			return nil, err
 		}
@@ -117,12 +117,17 @@ func (m *Manager) Open(caller *server.Caller) (release func(), err error) {
 	return func() { m.close(caller, c) }, nil
 }
 
+// NamedView reports whether a Caller's View names a [views.NAME] view
+// ("@NAME", a spelling no upstream name can have) rather than an upstream
+// passed through.
+func NamedView(view string) bool { return strings.HasPrefix(view, "@") }
+
 // Warm starts the upstream of caller's pass-through view, which Open
 // registered, without waiting for its first request: a client that asked
 // for it by name is about to use it. It does not wait; for the aggregated
 // view it does nothing.
 func (m *Manager) Warm(caller *server.Caller) {
-	if c := m.clientOf(caller); c != nil && c.View != "" {
+	if c := m.clientOf(caller); c != nil && c.View != "" && !NamedView(c.View) {
 		go m.warm(c.View, c)
 	}
 }
@@ -181,6 +186,9 @@ func (m *Manager) warm(name string, c *Client) {
 type startHook struct {
 	m    *Manager
 	view string // the pass-through view's upstream; "" for the aggregated view
+	// held, for a named view, says which upstreams it holds: only those
+	// are started for its lists (nil: every one).
+	held func(name string) bool
 }
 
 var _ server.StartHook = startHook{}
@@ -235,6 +243,13 @@ func (h startHook) needs(req *server.Request) (needs func(*upstream) bool, targe
 	}
 	if needs != nil && h.view != "" {
 		target = m.upstream(h.view)
+	}
+	if needs != nil && h.held != nil {
+		inner := needs
+		needs = func(u *upstream) bool { return h.held(u.name) && inner(u) }
+		if target != nil && !h.held(target.name) {
+			target = nil
+		}
 	}
 	return needs, target, bounded
 }

@@ -53,6 +53,22 @@ func (h *harness) view(tb testing.TB, name string) (*server.Server, error) {
 	if srv, ok := h.views[name]; ok {
 		return srv, nil
 	}
+	if NamedView(name) { // a [views.NAME] view of the first configuration
+		v := h.m.cfg.View(name[1:])
+		if v == nil {
+			tb.Fatalf("no view %s", name)
+		}
+		srv, err := snodcatalog.ViewServer(h.m.cfg, "snodod"+name, slog.New(slog.DiscardHandler))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(h.m.AttachNamed(srv, v))
+		if h.views == nil {
+			h.views = map[string]*server.Server{}
+		}
+		h.views[name] = srv
+		return srv, nil
+	}
 	srv, err := snodcatalog.ViewServer(h.m.cfg, name, slog.New(slog.DiscardHandler))
 	if err != nil {
 		tb.Fatal(err)

@@ -110,8 +110,10 @@ type Manager struct {
 	// its name, and aggregates those showing the aggregated view, with
 	// the daemon's own instructions: each attached (AttachView, Attach)
 	// until its owner detaches it.
-	passViews    map[*server.Server]string
-	aggregates   map[*server.Server]string
+	passViews  map[*server.Server]string
+	aggregates map[*server.Server]string
+	// named are the servers showing a [views.NAME] view (AttachNamed).
+	named        map[*server.Server]*config.View
 	clients      map[*server.Caller]*Client // the sessions Open registered
 	served       bool
 	record       *proc.GroupRecord // opened at the first start (GroupRecord)
@@ -163,7 +165,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 		budget: mcpclient.NewStderrBudget(cfg.Upstreams.StderrTotalBytes),
 		done:   make(chan struct{}),
 		ups:    map[string]*upstream{}, rings: map[string]*mcpclient.StderrRing{}, passViews: map[*server.Server]string{},
-		aggregates: map[*server.Server]string{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
+		aggregates: map[*server.Server]string{}, named: map[*server.Server]*config.View{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
 		metas: map[*server.Server]metaNames{}, viewTools: map[*server.Server]*viewTools{}, usage: openUsage(opts.StateDir, opts.Logger),
 	}
 	m.parks = newParking(m)

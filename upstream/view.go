@@ -108,16 +108,17 @@ func (m *Manager) refreshViews() {
 	m.mu.Lock()
 	aggs := maps.Clone(m.aggregates)
 	passes := maps.Clone(m.passViews)
+	named := maps.Clone(m.named)
 	m.mu.Unlock()
 
 	sets, collided := m.aggregateItems(ups)
-	m.countUsage(sets)
+	m.countUsage(aggregatedView, sets)
 	for srv, instructions := range aggs {
 		withMeta := maps.Clone(sets)
 		meta := m.chooseMetaNames(srv)
 		withMeta[budgetOwner] = m.metaItems(srv, meta)
 		refused := srv.ReplaceRelayed(withMeta)
-		vt := m.buildViewTools(srv, sets, meta)
+		vt := m.buildViewTools(srv, aggregatedView, sets, meta)
 		m.mu.Lock()
 		if _, attached := m.aggregates[srv]; attached {
 			m.viewTools[srv] = vt
@@ -137,6 +138,24 @@ func (m *Manager) refreshViews() {
 	m.mu.Lock()
 	m.collided = collided
 	m.mu.Unlock()
+	for srv, v := range named {
+		// A named view's budget is the aggregated view's, over its own
+		// items (docs/views.md, Budgets).
+		items := namedItems(v, sets)
+		m.countUsage(namedUsage(v), items)
+		meta := m.chooseMetaNames(srv)
+		withMeta := maps.Clone(items)
+		withMeta[budgetOwner] = m.metaItems(srv, meta)
+		srv.ReplaceRelayed(withMeta)
+		vt := m.buildViewTools(srv, namedUsage(v), items, meta)
+		m.mu.Lock()
+		if m.named[srv] != nil {
+			m.viewTools[srv] = vt
+		}
+		m.mu.Unlock()
+		srv.SetInstructions(namedInstructions(v, ups))
+		srv.Advertise(aggregateCapabilities(heldBy(v, ups)))
+	}
 
 	byName := map[string]*upstream{}
 	for _, u := range ups {
@@ -391,6 +410,11 @@ func (m *Manager) resourceUpdated(name, uri string) {
 	}
 	for s, n := range m.passViews {
 		if n == name {
+			srvs = append(srvs, s)
+		}
+	}
+	for s, v := range m.named {
+		if v.Holds(name) {
 			srvs = append(srvs, s)
 		}
 	}

@@ -39,6 +39,12 @@ with {"command": "/home/me/.local/bin/snodod", "args": ["connect", "x"]}. The se
 carries this process's working directory, where share = "cwd" and
 "session" servers start.
 
+With --view NAME it sees the view [views.NAME] of the configuration: the
+hosted servers, tools, resources and prompts that view holds, under its
+names, and nothing else (a call outside it is refused, naming the view);
+{"args": ["connect", "--view", "NAME"]}. 'snodod views' lists them. A view
+with allowed_uids opens only to the daemon's user and those uids.
+
 It passes its standard input and output to the daemon over the control
 socket (SCM_RIGHTS), so the daemon serves the client's own pipe or terminal
 directly, then waits until the session ends. A terminal handed over is put
@@ -81,6 +87,7 @@ Flags:
 }
 
 type clientOptions struct {
+	view     string
 	relay    bool
 	handover bool
 	noStart  bool
@@ -95,6 +102,7 @@ func connectFlags() (*flag.FlagSet, *clientOptions) {
 	fs.BoolVar(&o.relay, "relay", false, "copy bytes through the session socket instead of passing descriptors")
 	fs.BoolVar(&o.handover, "handover", false, "pass the descriptors even when a person is typing at this terminal")
 	fs.BoolVar(&o.noStart, "no-start", false, "when no daemon answers, fail instead of starting one")
+	fs.StringVar(&o.view, "view", "", "serve the view `NAME` of the configuration ([views.NAME]) instead of the aggregated view")
 	addClientFlags(fs, o)
 	return fs, o
 }
@@ -111,8 +119,19 @@ func runConnect(args []string) int {
 	if done {
 		return status
 	}
+	if o.view != "" {
+		if view != "" {
+			fmt.Fprintf(os.Stderr, "snodod connect: --view %s and the server name %s exclude each other; choose one\n", o.view, view)
+			return exitUsage
+		}
+		view = "@" + o.view
+	}
 	if o.relay && o.handover {
 		fmt.Fprintln(os.Stderr, "snodod connect: --relay and --handover exclude each other; choose one")
+		return exitUsage
+	}
+	if o.relay && o.view != "" {
+		fmt.Fprintf(os.Stderr, "snodod connect: --relay serves the aggregated view only; drop --relay to open view %s\n", o.view)
 		return exitUsage
 	}
 	if o.relay && view != "" {

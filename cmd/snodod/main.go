@@ -71,6 +71,7 @@ func init() {
 		{"serve", "run the daemon: many MCP sessions over its sockets", runServe, serveUsage},
 		{"connect", "connect standard input and output to the daemon as one session", runConnect, connectUsage},
 		{"status", "show the daemon's sessions and load", runStatus, statusUsage},
+		{"views", "list the configured views with their servers, tools, resources, prompts and sessions", runViews, viewsUsage},
 		{"kill", "end one session of the daemon: snodod kill ID", runKill, killUsage},
 		{"upgrade", "replace the running daemon by a new binary without closing a session", runUpgrade, upgradeUsage},
 		{"config", "check a configuration file, or print the effective configuration", runConfig, configUsage},

@@ -180,8 +180,9 @@ func (c *Client) Fault(ctx context.Context, id uint64) error {
 
 // ConnectOptions are a connect's choices.
 type ConnectOptions struct {
-	// View is the hosted server to pass through (snodod connect NAME); ""
-	// is the aggregated view. An unknown view is a *RefusedError naming
+	// View is the hosted server to pass through (snodod connect NAME),
+	// or "@NAME" the named view (snodod connect --view NAME); "" is the
+	// aggregated view. An unknown view is a *RefusedError naming
 	// the configured ones.
 	View string
 	// Cwd is the client's working directory, where share = "cwd" and

@@ -36,6 +36,22 @@ type Status struct {
 	// "draining", "descriptors"; and "initialize_timeout", the sessions
 	// ended for sending no request (daemon.initialize_timeout).
 	Refused map[string]int64 `json:"refused,omitempty"`
+	// Views has one row per [views.NAME] view, by name (snodod views).
+	Views []View `json:"views,omitempty"`
+}
+
+// View is one configured view's row: what it holds now (the servers it
+// names, or every configured one; the items it lists) and the sessions
+// open on it (sockets and connects, and legacy HTTP sessions at
+// http.path/@NAME).
+type View struct {
+	Name        string `json:"name"`
+	Servers     int    `json:"servers"`
+	Tools       int    `json:"tools"`
+	Resources   int    `json:"resources"`
+	Prompts     int    `json:"prompts"`
+	Sessions    int    `json:"sessions"`
+	AllowedUIDs []int  `json:"allowed_uids,omitempty"`
 }
 
 // Session is one session's row.
@@ -117,7 +133,8 @@ type HTTP struct {
 	RequestsLegacy uint64 `json:"requests_legacy"`
 	// Refused counts the requests refused before they were served, by
 	// reason (transport/http Stats.Refused): "host", "origin",
-	// "unauthorized", "peer", "sessions", "peer_sessions".
+	// "unauthorized", "peer", "sessions", "peer_sessions", and "view" (a
+	// named view's own rule: allowed_uids, http.tokens; docs/views.md).
 	Refused map[string]uint64 `json:"refused,omitempty"`
 	// Statuses counts the HTTP listener's responses by status.
 	Statuses map[int]uint64 `json:"statuses,omitempty"`

@@ -39,7 +39,8 @@ type Request struct {
 	Relay bool `json:"relay,omitempty"`
 	// Session is the session a kill or a fault is meant for.
 	Session uint64 `json:"session,omitempty"`
-	// View, for connect, is the upstream to pass through; "" is the
+	// View, for connect, is the upstream to pass through, or "@NAME" the
+	// named view [views.NAME] (snodod connect --view NAME); "" is the
 	// aggregated view. Cwd is the client's working directory.
 	View string `json:"view,omitempty"`
 	Cwd  string `json:"cwd,omitempty"`

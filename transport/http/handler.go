@@ -81,6 +81,7 @@ type Stats struct {
 	Modern, Legacy uint64
 	// Refused counts the requests refused before they were served, by
 	// reason: "host", "origin", "unauthorized" (no or a wrong token),
+	// "view" (a View's Access refused it),
 	// "peer" (a local uid not allowed), "sessions" (http.max_sessions),
 	// "peer_sessions" (http.max_sessions_per_peer). Only reasons seen
 	// are present.
@@ -149,7 +150,14 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		// connection to the process that took the listener over.
 		w.Header().Set("Connection", "close")
 	}
-	if ref := h.guard.check(r, func() Peer { return h.peer(r) }); ref != nil {
+	peer := func() Peer { return h.peer(r) }
+	var ref *refusal
+	if access := h.access(r.URL.Path); access != nil {
+		ref = h.guard.checkView(r, peer, access)
+	} else {
+		ref = h.guard.check(r, peer)
+	}
+	if ref != nil {
 		h.refused.add(ref.reason)
 		if ref.challenge != "" {
 			w.Header().Set("WWW-Authenticate", ref.challenge)
@@ -159,7 +167,7 @@ func (h *Handler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	v, _, ok := h.route(r.URL.Path)
 	if !ok {
-		refuse(w, nethttp.StatusNotFound, protocol.ID{}, viewNotFound(r.URL.Path), timeout)
+		refuse(w, nethttp.StatusNotFound, protocol.ID{}, h.notFound(r.URL.Path), timeout)
 		return
 	}
 	select {
@@ -218,6 +226,33 @@ func (h *Handler) route(path string) (v View, name string, ok bool) {
 	}
 	v, ok = h.o.Views.View(name)
 	return v, name, ok && v.Dispatcher != nil
+}
+
+// notFound is the answer to a path that names no view: what Views says
+// of the name (ViewMissing), else "No MCP endpoint at PATH".
+func (h *Handler) notFound(path string) *protocol.Error {
+	if vm, ok := h.o.Views.(ViewMissing); ok {
+		if name, cut := strings.CutPrefix(path, h.o.Path+"/"); cut && name != "" && !strings.Contains(name, "/") {
+			if why := vm.Missing(name); why != "" {
+				return &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "No MCP endpoint at " + path + ": " + why}
+			}
+		}
+	}
+	return viewNotFound(path)
+}
+
+// access is the access rule of the view path names, when Views gives it
+// one (ViewAccess); nil for the handler's own.
+func (h *Handler) access(path string) func(Peer, string) *protocol.Error {
+	va, ok := h.o.Views.(ViewAccess)
+	if !ok {
+		return nil
+	}
+	name, ok := strings.CutPrefix(path, h.o.Path+"/")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return nil
+	}
+	return va.Access(name)
 }
 
 // viewName is the name of the view r's path names ("" the endpoint);

@@ -62,6 +62,26 @@ type View struct {
 	Open func() (caller *server.Caller, release func())
 }
 
+// ViewAccess is what Views implements when some views have an access
+// rule of their own (docs/views.md, Access). Access returns the rule of
+// view name (nil: the handler's own: PeerAllowed, AuthToken,
+// AllowUnauthenticated) without resolving the view, so that a refused
+// request starts nothing. The Host and Origin rules apply to every view.
+// A rule is given the connection's peer and the request's bearer token
+// ("" for none) and returns nil to serve, or the refusal, answered 401
+// with a challenge when no bearer token was sent and 403 otherwise. Both
+// may be called concurrently.
+type ViewAccess interface {
+	Access(name string) func(p Peer, bearer string) *protocol.Error
+}
+
+// ViewMissing is what Views implements to say why a name is no view
+// (the daemon: the known ones); "" says nothing more. The handler answers
+// 404 "No MCP endpoint at PATH: " and it.
+type ViewMissing interface {
+	Missing(name string) string
+}
+
 // Options configure a Handler. Zero values mean the defaults, as in
 // net/http.Server; negative limits are refused by New.
 type Options struct {

@@ -121,6 +121,31 @@ func (g *guard) check(r *nethttp.Request, peer func() Peer) *refusal {
 	return nil
 }
 
+// checkView is check for a view with its own Access rule: the Host and
+// Origin rules, then access.
+func (g *guard) checkView(r *nethttp.Request, peer func() Peer, access func(Peer, string) *protocol.Error) *refusal {
+	if !g.hostAllowed(r) {
+		return &refusal{status: nethttp.StatusForbidden, err: hostNotAllowed(r.Host), reason: "host"}
+	}
+	for _, origin := range r.Header.Values("Origin") {
+		if !g.originAllowed(origin) {
+			return &refusal{status: nethttp.StatusForbidden, err: errOriginNotAllowed, reason: "origin"}
+		}
+	}
+	bearer := ""
+	if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		bearer = strings.TrimSpace(token)
+	}
+	err := access(peer(), bearer)
+	switch {
+	case err == nil:
+		return nil
+	case bearer == "":
+		return &refusal{status: nethttp.StatusUnauthorized, err: err, reason: "view", challenge: challenge}
+	}
+	return &refusal{status: nethttp.StatusForbidden, err: err, reason: "view"}
+}
+
 // hostAllowed applies the Host rule: with AllowedHosts, Host must be a
 // loopback name, the listener's own address or listed; without, a
 // listener bound to loopback accepts only those (a rebound DNS name
