@@ -70,8 +70,8 @@ func TestLimitBoundaries(t *testing.T) {
 			)
 		}
 	}
-	if ints != 21 || durations != 11 {
-		t.Fatalf("found %d positive integer and %d positive duration keys, want 21 and 11", ints, durations)
+	if ints != 23 || durations != 11 {
+		t.Fatalf("found %d positive integer and %d positive duration keys, want 23 and 11", ints, durations)
 	}
 	runRows(t, rows)
 }
