@@ -30,6 +30,21 @@ type Caller struct {
 	// of its own uid only, as only such a client may run snodod login;
 	// HTTP sessions never have it.
 	MayLogIn bool
+	// Peer is the client's process as the daemon learnt it, for the audit
+	// log (docs/observability.md, "Audit log"); the zero Peer is unknown.
+	Peer Peer
+}
+
+// Peer is the process at the other end of a session: for a connection
+// to the session socket, SO_PEERCRED's uid and pid and the executable of
+// /proc/PID/exe, read when the session was made.
+type Peer struct {
+	// Known is true when UID (and PID, when not 0) were learnt.
+	Known bool
+	UID   int
+	PID   int
+	// Exe is the executable's path, "" when it could not be read.
+	Exe string
 }
 
 // SetCaller records who asks on this session's requests. Whoever creates

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"sync/atomic"
 	"time"
 
@@ -21,8 +22,10 @@ type Observer interface {
 	RequestEnded(e RequestEnd)
 }
 
-// RequestEnd is what an Observer is told of one request. Its fields hold
-// no argument values and no session id: only names the catalog bounds.
+// RequestEnd is what an Observer is told of one request. Its first fields
+// hold no argument values and no session id: only names the catalog
+// bounds (what metrics may label with). Params, State and ClientInfo are
+// the request's own, for the audit log alone.
 type RequestEnd struct {
 	// Method is the request's method, as sent: the runtime answers an
 	// unknown one with -32601 before anything else.
@@ -50,6 +53,16 @@ type RequestEnd struct {
 	Modern bool
 	// Duration is from Dispatch's start to the handler's return.
 	Duration time.Duration
+	// Params are the request's raw params and State its session (its
+	// Caller, its ClientInfo), for the audit log. Params may be the
+	// transport's buffer: they are valid only during RequestEnded, and an
+	// Observer that keeps them must copy them. Both may be nil.
+	Params json.RawMessage
+	State  *SessionState
+	// ClientInfo is a 2026 request's io.modelcontextprotocol/clientInfo
+	// (nil otherwise: a legacy session's is State.ClientInfo()); valid
+	// only during RequestEnded, as Params.
+	ClientInfo json.RawMessage
 }
 
 // observerBox holds the Observer, replaced atomically.
@@ -76,7 +89,11 @@ func (c *call) observed(ctx context.Context, o Observer, modern bool) Outcome {
 		out = c.serveLegacy(ctx)
 	}
 	e := RequestEnd{Method: c.req.Method, Item: c.item, Relayed: c.relayed, Owner: c.owner,
-		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: time.Since(start)}
+		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: time.Since(start),
+		Params: c.req.Params, State: c.req.State}
+	if c.meta != nil {
+		e.ClientInfo = c.meta.ClientInfo
+	}
 	if ctx.Err() != nil {
 		if timedOut(ctx) {
 			e.TimedOut = true
