@@ -55,9 +55,10 @@ func (d *Daemon) newMetrics(cfg *config.Config) {
 		return
 	}
 	d.metrics = metrics.New(metrics.Options{
-		ClassicOnly: !cfg.Admin.NativeHistograms,
-		Status:      d.Status,
-		Limits:      func() limits.Limits { return d.gen.Load().limits },
+		ClassicOnly:  !cfg.Admin.NativeHistograms,
+		Status:       d.Status,
+		Limits:       func() limits.Limits { return d.gen.Load().limits },
+		AuditDropped: d.audit.Dropped,
 		AdminRefused: func() map[string]uint64 {
 			if a := d.adminGate.Load(); a != nil {
 				return a.Refused()
@@ -67,13 +68,23 @@ func (d *Daemon) newMetrics(cfg *config.Config) {
 	})
 }
 
-// observer is the Observer the daemon's runtimes report to: nil without
-// metrics (an interface holding a nil *Metrics would not be nil).
+// observer is the Observer the daemon's runtimes report to: the audit
+// log's sink (audit.go), which a reload may turn on, and the metrics
+// when there are any.
 func (d *Daemon) observer() server.Observer {
 	if d.metrics == nil {
-		return nil
+		return &d.audit
 	}
-	return d.metrics
+	return observers{d.metrics, &d.audit}
+}
+
+// observers tells each of its Observers in turn.
+type observers []server.Observer
+
+func (obs observers) RequestEnded(e server.RequestEnd) {
+	for _, o := range obs {
+		o.RequestEnded(e)
+	}
 }
 
 // startAdmin binds admin.listen and serves it on a goroutine of its own;

@@ -1,0 +1,171 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodod/snodod/audit"
+	"github.com/snodod/snodod/server"
+)
+
+// auditCatalog is the demo catalog and a prompt, for a get.
+func auditCatalog(s *server.Server) {
+	demo(s)
+	s.AddPrompt(&server.Prompt{Name: "greet", Arguments: []server.PromptArgument{{Name: "who"}, {Name: "api_key"}}},
+		func(_ context.Context, req *server.GetPromptRequest) (*server.GetPromptResult, error) {
+			return &server.GetPromptResult{Messages: []server.PromptMessage{{Role: "user", Content: server.TextContent("hello")}}}, nil
+		})
+}
+
+// sdkSession connects a go-sdk client to the session socket.
+func sdkSession(t *testing.T, path string) *mcp.ClientSession {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "audit-test", Version: "1.2.3"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: c, Writer: c}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// auditRecords reads the audit file once the daemon has stopped (Run
+// closes the log: every record is written).
+func auditRecords(t *testing.T, path string) []audit.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []audit.Record
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r audit.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// A real client's call, read and get are each one line, field by field:
+// the peer is the test process, the client its clientInfo, the digest
+// the same for the same arguments whatever their order; arguments are
+// absent by default, and with audit.arguments present with secret keys
+// and config secrets redacted.
+func TestAuditLog(t *testing.T) {
+	for _, withArgs := range []bool{false, true} {
+		t.Run(map[bool]string{false: "digest", true: "arguments"}[withArgs], func(t *testing.T) {
+			dir := shortDir(t)
+			keyFile := filepath.Join(dir, "key")
+			const secret = "s3cr3t-state-key-0123456789abcdefghijklmnop"
+			if err := os.WriteFile(keyFile, []byte(secret+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(dir, "audit.log")
+			cfg := testConfig(t, dir, map[string]any{"audit.file": file, "audit.arguments": withArgs, "server.state_key_file": keyFile})
+			r := startDaemon(t, cfg, Options{Catalog: auditCatalog})
+			cs := sdkSession(t, cfg.Daemon.Socket)
+			ctx := context.Background()
+			start := time.Now().UTC().Truncate(time.Millisecond)
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi " + secret, "password": "hunter2", "n": 1}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: UpstreamsURI}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "bob", "api_key": "k-123456"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nosuch"}); err == nil {
+				t.Fatal("an unknown tool was called")
+			}
+			cs.Close()
+			r.stop()
+			if err := r.wait(t); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v, want 0600", st.Mode().Perm())
+			}
+			recs := auditRecords(t, file)
+			if len(recs) != 4 {
+				t.Fatalf("%d records, want 4: %+v", len(recs), recs)
+			}
+			exe, _ := os.Executable()
+			for i, rec := range recs {
+				if rec.Time.Before(start) || rec.Time.After(time.Now()) || rec.Time.Location() != time.UTC {
+					t.Errorf("record %d: time %v, not since %v in UTC", i, rec.Time, start)
+				}
+				if rec.Session == 0 || rec.Session != recs[0].Session {
+					t.Errorf("record %d: session %d, want the first's, not 0", i, rec.Session)
+				}
+				if rec.Peer == nil || rec.Peer.UID != os.Geteuid() || rec.Peer.PID != os.Getpid() || rec.Peer.Exe != exe {
+					t.Errorf("record %d: peer %+v, want uid %d pid %d exe %s", i, rec.Peer, os.Geteuid(), os.Getpid(), exe)
+				}
+				if rec.Client == nil || *rec.Client != (audit.Client{Name: "audit-test", Version: "1.2.3"}) {
+					t.Errorf("record %d: client %+v", i, rec.Client)
+				}
+				if rec.View != "" || rec.Server != "" {
+					t.Errorf("record %d: view %q server %q, want the aggregated view's own", i, rec.View, rec.Server)
+				}
+				if rec.DurationMS <= 0 {
+					t.Errorf("record %d: duration_ms %v", i, rec.DurationMS)
+				}
+			}
+			call, read, get, bad := recs[0], recs[1], recs[2], recs[3]
+			wantDigest, _ := audit.Digest(json.RawMessage(`{"n":1,"password":"hunter2","text":"hi ` + secret + `"}`))
+			if call.Method != "tools/call" || call.Tool != "echo" || call.Outcome != "ok" || call.ArgsDigest != wantDigest {
+				t.Errorf("call: %+v, want digest %s", call, wantDigest)
+			}
+			if read.Method != "resources/read" || read.URI != UpstreamsURI || read.Outcome != "ok" || read.ArgsDigest != "" || read.Arguments != nil {
+				t.Errorf("read: %+v", read)
+			}
+			if get.Method != "prompts/get" || get.Prompt != "greet" || get.Outcome != "ok" || !strings.HasPrefix(get.ArgsDigest, "sha256:") || len(get.ArgsDigest) != 71 {
+				t.Errorf("get: %+v", get)
+			}
+			if bad.Tool != "nosuch" || bad.Outcome != "error" || bad.Code != -32602 {
+				t.Errorf("unknown tool: %+v", bad)
+			}
+			raw, _ := os.ReadFile(file)
+			if !withArgs {
+				if call.Arguments != nil || get.Arguments != nil || strings.Contains(string(raw), "hunter2") || strings.Contains(string(raw), `"arguments"`) {
+					t.Errorf("arguments recorded without audit.arguments:\n%s", raw)
+				}
+				return
+			}
+			if got, want := string(call.Arguments), `{"n":1,"password":"[redacted]","text":"hi [redacted]"}`; got != want {
+				t.Errorf("call arguments %s, want %s", got, want)
+			}
+			if got, want := string(get.Arguments), `{"api_key":"[redacted]","who":"bob"}`; got != want {
+				t.Errorf("get arguments %s, want %s", got, want)
+			}
+			for _, s := range []string{secret, "hunter2", "k-123456"} {
+				if strings.Contains(string(raw), s) {
+					t.Errorf("the log holds the secret %q:\n%s", s, raw)
+				}
+			}
+		})
+	}
+}
