@@ -2,14 +2,14 @@
 // "Audit log"): one JSON line per tools/call, resources/read and
 // prompts/get, to a file rotated by size or to the systemd journal. A
 // request only hands its record to a bounded queue; one writer goroutine
-// encodes and writes it. When the queue is full the record is dropped and
-// counted, never waited for.
+// encodes and writes the queue's records in batches, at most FlushEvery
+// after the first of them arrived. When the queue is full the record is
+// dropped and counted, never waited for.
 package audit
 
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,35 +47,56 @@ type Options struct {
 	Dropped *atomic.Uint64
 	Logger  *slog.Logger
 
-	// out replaces the file in tests (File is still its name).
-	out io.Writer
+	// out replaces the file in tests (File is still its name); stall,
+	// when set, is called by the writer before each batch.
+	out   io.Writer
+	stall func()
 }
 
-// DefaultQueue is the queue's length by default: a second of a busy
-// daemon's calls.
-const DefaultQueue = 4096
+// DefaultQueue is the queue's length by default: far more than the calls
+// of FlushEvery on a busy daemon.
+const DefaultQueue = 8192
+
+// FlushEvery is how long at most a record waits in the queue: the writer
+// wakes at the first record after a pause, and writes what came
+// meanwhile this long after it (or at once when the queue is half full).
+// One wake-up and one write for many records is what makes a record cheap.
+const FlushEvery = 50 * time.Millisecond
 
 // dropLogEvery is how often at most a drop is logged.
 const dropLogEvery = time.Minute
 
 // Log is an open audit log. RequestEnded may be called from any
-// goroutine; Reopen and Close from one at a time.
+// goroutine; Reopen, Sync and Close from one at a time.
 type Log struct {
 	o       Options
 	queue   chan event
+	pending atomic.Bool   // the writer was woken for the queue's records
+	wake    chan struct{} // the first record after a pause
+	urgent  chan struct{} // the queue is half full
 	dropped *atomic.Uint64
 	lastLog atomic.Int64 // UnixNano of the last drop logged
 	log     *slog.Logger
 
-	ctl  chan chan error // Reopen's requests
-	done chan struct{}   // closed when the writer has returned
-	once sync.Once
+	ctl     chan ctlRequest // Reopen's and Sync's requests
+	closing chan struct{}   // Close's
+	done    chan struct{}   // closed when the writer has returned
+	once    sync.Once
 
 	// The writer's own.
-	f    *os.File
-	w    *bufio.Writer
-	size int64
-	line bytes.Buffer
+	f     *os.File
+	w     *bufio.Writer
+	size  int64
+	line  []byte
+	enc   encoder
+	timer *time.Timer
+}
+
+// ctlRequest asks the writer to reopen the file (reopen) or only to
+// have written what was queued before it.
+type ctlRequest struct {
+	reopen bool
+	reply  chan error
 }
 
 // event is what a request hands the writer: the RequestEnd with its
@@ -99,24 +120,29 @@ func Open(o Options) (*Log, error) {
 		o.MaxFiles = 0
 	}
 	l := &Log{o: o, queue: make(chan event, o.Queue), dropped: o.Dropped, log: o.Logger,
-		ctl: make(chan chan error), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
+		ctl: make(chan ctlRequest), closing: make(chan struct{}), done: make(chan struct{})}
+	l.enc.secrets, l.enc.arguments = o.Secrets, o.Arguments
 	if l.dropped == nil {
 		l.dropped = new(atomic.Uint64)
 	}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
-	if o.Journald {
+	switch {
+	case o.Journald:
 		if !journal.Enabled() {
 			return nil, errors.New("audit.journald: the systemd journal's socket is not there (/run/systemd/journal/socket); set audit.file instead")
 		}
-	} else if o.out == nil {
+	case o.out != nil:
+		l.w = bufio.NewWriter(o.out)
+	default:
 		if err := l.open(); err != nil {
 			return nil, err
 		}
-	} else {
-		l.w = bufio.NewWriter(o.out)
 	}
+	l.timer = time.NewTimer(FlushEvery)
+	l.timer.Stop()
 	go l.write()
 	return l, nil
 }
@@ -132,19 +158,24 @@ func (l *Log) RequestEnded(e server.RequestEnd) {
 	if !Audited(e.Method) {
 		return
 	}
-	ev := event{at: time.Now(), e: e}
+	ev := event{at: time.Now(), e: e, caller: e.State.Caller()}
 	ev.e.Params = bytes.Clone(e.Params)
 	if e.ClientInfo != nil {
 		ev.e.ClientInfo = bytes.Clone(e.ClientInfo)
 	} else if e.State != nil {
 		ev.e.ClientInfo = e.State.ClientInfo() // a legacy one is never changed in place
 	}
-	ev.caller = e.State.Caller()
 	ev.e.State = nil
 	select {
 	case l.queue <- ev:
+		if !l.pending.Load() && l.pending.CompareAndSwap(false, true) {
+			signal(l.wake)
+		} else if len(l.queue) >= cap(l.queue)/2 {
+			signal(l.urgent)
+		}
 	default:
 		n := l.dropped.Add(1)
+		signal(l.urgent)
 		now := time.Now().UnixNano()
 		if last := l.lastLog.Load(); now-last >= int64(dropLogEvery) && l.lastLog.CompareAndSwap(last, now) {
 			l.log.Warn("audit log queue full: records dropped (snodod_audit_dropped_total)", "dropped_total", n, "queue", cap(l.queue))
@@ -152,28 +183,44 @@ func (l *Log) RequestEnded(e server.RequestEnd) {
 	}
 }
 
+// signal wakes whoever waits on c, without blocking.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
 // Dropped is how many records were dropped so far.
 func (l *Log) Dropped() uint64 { return l.dropped.Load() }
 
 // Reopen closes the file and opens its path again (after logrotate moved
-// it: docs/observability.md), once what is queued before it is written.
+// it: docs/observability.md), once what was queued before is written.
 func (l *Log) Reopen() error {
 	if l.o.Journald || l.o.out != nil {
-		return nil
+		return l.Sync()
 	}
+	return l.ask(true)
+}
+
+// Sync returns once what was queued before it is written (flushed to the
+// file, sent to the journal).
+func (l *Log) Sync() error { return l.ask(false) }
+
+func (l *Log) ask(reopen bool) error {
 	reply := make(chan error, 1)
 	select {
-	case l.ctl <- reply:
+	case l.ctl <- ctlRequest{reopen, reply}:
 		return <-reply
 	case <-l.done:
 		return errors.New("audit: closed")
 	}
 }
 
-// Close writes what is queued and closes the log. Requests still being
-// told after Close must not be: the caller removes the Log first.
+// Close writes what is queued and closes the log. A record queued after
+// Close is lost: the caller stops telling the Log first.
 func (l *Log) Close() error {
-	l.once.Do(func() { close(l.queue) })
+	l.once.Do(func() { close(l.closing) })
 	<-l.done
 	if l.f != nil {
 		return l.f.Close()
@@ -181,55 +228,78 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// write is the writer goroutine: it writes each record, flushing when
-// the queue is empty.
+// write is the writer goroutine.
 func (l *Log) write() {
 	defer close(l.done)
 	for {
 		select {
-		case ev, ok := <-l.queue:
-			if !ok {
-				l.flush()
+		case <-l.wake:
+			// Let the batch gather, unless asked for it.
+			l.timer.Reset(FlushEvery)
+			select {
+			case <-l.timer.C:
+			case <-l.urgent:
+				l.timer.Stop()
+			case req := <-l.ctl:
+				l.timer.Stop()
+				l.serve(req)
+			case <-l.closing:
+				l.timer.Stop()
+				l.drain()
 				return
 			}
-			l.record(&ev)
-			for more := true; more; {
-				select {
-				case ev, ok := <-l.queue:
-					if !ok {
-						l.flush()
-						return
-					}
-					l.record(&ev)
-				default:
-					more = false
-				}
-			}
-			l.flush()
-		case reply := <-l.ctl:
-			l.flush()
-			if l.f != nil {
-				l.f.Close()
-				l.f = nil
-			}
-			reply <- l.open()
+			l.drain()
+		case <-l.urgent:
+			l.drain()
+		case req := <-l.ctl:
+			l.serve(req)
+		case <-l.closing:
+			l.drain()
+			return
 		}
 	}
+}
+
+// serve answers a Sync or a Reopen.
+func (l *Log) serve(req ctlRequest) {
+	l.drain()
+	if !req.reopen {
+		req.reply <- nil
+		return
+	}
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+	req.reply <- l.open()
+}
+
+// drain writes every record queued and flushes them.
+func (l *Log) drain() {
+	if l.o.stall != nil {
+		l.o.stall()
+	}
+	l.pending.Store(false) // a record queued from now on wakes the writer again
+	for {
+		select {
+		case ev := <-l.queue:
+			l.record(&ev)
+			continue
+		default:
+		}
+		break
+	}
+	l.flush()
 }
 
 // record encodes ev and writes it, rotating first when the line would
 // take the file past MaxSize.
 func (l *Log) record(ev *event) {
-	r := l.build(ev)
-	l.line.Reset()
-	if err := json.NewEncoder(&l.line).Encode(r); err != nil {
-		l.log.Error("audit record", "error", err)
-		return
-	}
-	b := l.line.Bytes()
+	l.line = l.enc.appendRecord(l.line[:0], ev)
+	b := l.line
 	if l.o.Journald {
-		if err := journal.Send(string(bytes.TrimSuffix(b, []byte("\n"))), journal.PriInfo, map[string]string{
-			"SYSLOG_IDENTIFIER": "snodod-audit", "SNODOD_SESSION": strconv.FormatUint(r.Session, 10),
+		if err := journal.Send(string(b[:len(b)-1]), journal.PriInfo, map[string]string{
+			"SYSLOG_IDENTIFIER": "snodod-audit",
 		}); err != nil {
 			l.log.Error("audit log to journald", "error", err)
 		}
@@ -252,7 +322,7 @@ func (l *Log) record(ev *event) {
 }
 
 func (l *Log) flush() {
-	if l.w != nil {
+	if l.w != nil && l.w.Buffered() > 0 {
 		if err := l.w.Flush(); err != nil {
 			l.log.Error("audit log write", "file", l.o.File, "error", err)
 		}
@@ -292,11 +362,11 @@ func (l *Log) rotate() {
 	if l.o.MaxFiles == 0 {
 		os.Remove(path)
 	} else {
-		os.Remove(rotated(path, l.o.MaxFiles))
+		os.Remove(Rotated(path, l.o.MaxFiles))
 		for i := l.o.MaxFiles - 1; i >= 1; i-- {
-			os.Rename(rotated(path, i), rotated(path, i+1))
+			os.Rename(Rotated(path, i), Rotated(path, i+1))
 		}
-		if err := os.Rename(path, rotated(path, 1)); err != nil {
+		if err := os.Rename(path, Rotated(path, 1)); err != nil {
 			l.log.Error("audit log rotation", "file", path, "error", err)
 		}
 	}
@@ -305,61 +375,5 @@ func (l *Log) rotate() {
 	}
 }
 
-// rotated is the name of the i-th rotation of path.
-func rotated(path string, i int) string { return path + "." + strconv.Itoa(i) }
-
-// build makes ev's record.
-func (l *Log) build(ev *event) Record {
-	e := &ev.e
-	r := Record{Time: ev.at.UTC(), Method: e.Method, Server: e.Owner, DurationMS: float64(e.Duration.Microseconds()) / 1000}
-	if c := ev.caller; c != nil {
-		r.Session, r.View = c.Session, c.View
-		if c.Peer.Known {
-			r.Peer = &Peer{UID: c.Peer.UID, PID: c.Peer.PID, Exe: c.Peer.Exe}
-		}
-	}
-	if len(e.ClientInfo) > 0 {
-		var ci Client
-		if json.Unmarshal(e.ClientInfo, &ci) == nil && ci.Name != "" {
-			r.Client = &ci
-		}
-	}
-	switch {
-	case e.TimedOut:
-		r.Outcome = "timed_out"
-	case e.Cancelled:
-		r.Outcome = "cancelled"
-	case e.Err != nil:
-		r.Outcome, r.Code = "error", e.Err.Code
-	default:
-		r.Outcome = "ok"
-	}
-	var p struct {
-		Name      string          `json:"name"`
-		URI       string          `json:"uri"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if len(e.Params) > 0 {
-		_ = json.Unmarshal(e.Params, &p) // a malformed request is logged with what it has
-	}
-	switch e.Method {
-	case "tools/call":
-		r.Tool = p.Name
-	case "prompts/get":
-		r.Prompt = p.Name
-	case "resources/read":
-		r.URI = redactString(p.URI, l.o.Secrets)
-		return r
-	}
-	if d, err := Digest(p.Arguments); err == nil {
-		r.ArgsDigest = d
-	}
-	if l.o.Arguments && len(p.Arguments) > 0 {
-		if v, err := decode(p.Arguments); err == nil {
-			if b, err := canonical(redact(v, l.o.Secrets)); err == nil {
-				r.Arguments = b
-			}
-		}
-	}
-	return r
-}
+// Rotated is the name of the i-th rotation of path: path.i, 1 the newest.
+func Rotated(path string, i int) string { return path + "." + strconv.Itoa(i) }

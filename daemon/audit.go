@@ -93,3 +93,11 @@ func peerOf(uid, pid int) server.Peer {
 	}
 	return p
 }
+
+// syncAudit returns once the log in force has written what was queued
+// (tests, benchmarks).
+func (d *Daemon) syncAudit() {
+	if l := d.audit.log.Load(); l != nil {
+		l.Sync()
+	}
+}
