@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -19,6 +20,9 @@ type encoder struct {
 	lastInfo []byte
 	client   Client
 	hasInfo  bool
+	// The time to the second of the last record, and its text.
+	second     int64
+	secondText []byte
 }
 
 // appendRecord appends ev's record and a newline to dst: the fields in
@@ -26,7 +30,7 @@ type encoder struct {
 func (x *encoder) appendRecord(dst []byte, ev *event) []byte {
 	e := &ev.e
 	dst = append(dst, `{"time":"`...)
-	dst = ev.at.UTC().AppendFormat(dst, TimeFormat)
+	dst = x.appendTime(dst, ev.at)
 	dst = append(dst, `","session":`...)
 	var session uint64
 	view := ""
@@ -108,8 +112,43 @@ func (x *encoder) appendRecord(dst []byte, ev *event) []byte {
 		dst = append(dst, `ok"`...)
 	}
 	dst = append(dst, `,"duration_ms":`...)
-	dst = strconv.AppendFloat(dst, float64(e.Duration.Microseconds())/1000, 'f', -1, 64)
+	dst = appendMillis(dst, e.Duration.Microseconds())
 	return append(dst, "}\n"...)
+}
+
+// appendTime appends t in TimeFormat, the part to the second made once
+// a second.
+func (x *encoder) appendTime(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	if sec := t.Unix(); sec != x.second || x.secondText == nil {
+		x.second = sec
+		x.secondText = t.Truncate(time.Second).AppendFormat(x.secondText[:0], "2006-01-02T15:04:05")
+	}
+	dst = append(dst, x.secondText...)
+	ms := t.Nanosecond() / 1e6
+	return append(dst, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+// appendMillis appends us microseconds as milliseconds, a decimal
+// number with at most three decimals and no trailing zeros (as
+// strconv's shortest float for the same value).
+func appendMillis(dst []byte, us int64) []byte {
+	if us < 0 {
+		dst = append(dst, '-')
+		us = -us
+	}
+	dst = strconv.AppendInt(dst, us/1000, 10)
+	frac := us % 1000
+	if frac == 0 {
+		return dst
+	}
+	digits := [3]byte{byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
+	n := 3
+	for digits[n-1] == '0' {
+		n--
+	}
+	dst = append(dst, '.')
+	return append(dst, digits[:n]...)
 }
 
 // clientInfo parses raw, remembering the last one.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -266,4 +267,20 @@ func cpu() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+func TestTimeAndMillis(t *testing.T) {
+	var x encoder
+	for _, tm := range []time.Time{time.Date(2026, 12, 2, 13, 4, 5, 7e6, time.UTC), time.Date(2026, 12, 2, 13, 4, 5, 999999999, time.UTC),
+		time.Date(2026, 12, 2, 14, 4, 6, 0, time.FixedZone("x", 3600))} {
+		if got, want := string(x.appendTime(nil, tm)), tm.UTC().Format(TimeFormat); got != want {
+			t.Errorf("%v: %s, want %s", tm, got, want)
+		}
+	}
+	for _, us := range []int64{0, 1, 10, 100, 1500, 1234567, 999, 1000} {
+		want := strconv.FormatFloat(float64(us)/1000, 'f', -1, 64)
+		if got := string(appendMillis(nil, us)); got != want {
+			t.Errorf("%d µs: %s, want %s", us, got, want)
+		}
+	}
 }
