@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/audit"
+	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/server"
 )
 
@@ -167,5 +168,72 @@ func TestAuditLog(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A reload applies [audit]: off to a file, to another file; and with the
+// settings unchanged it reopens the file (logrotate moved it).
+func TestAuditReload(t *testing.T) {
+	dir := shortDir(t)
+	first, second := filepath.Join(dir, "first.log"), filepath.Join(dir, "second.log")
+	next := map[string]any{}
+	r := startDaemon(t, testConfig(t, dir, nil), Options{Reload: func() (*config.Config, error) { return loadConfig(dir, next) }})
+	c := dialSession(t, r.cfg.Daemon.Socket)
+	c.initialize()
+	id := 10
+	call := func() {
+		t.Helper()
+		id++
+		if a := c.call(id, "echo", `{"text":"x"}`); !strings.Contains(a, `"result"`) {
+			t.Fatalf("call: %s", a)
+		}
+	}
+	count := func(path string) int {
+		t.Helper()
+		r.d.syncAudit()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return -1
+		}
+		return strings.Count(string(b), "\n")
+	}
+	call()
+	if n := count(first); n != -1 {
+		t.Fatalf("audit off, yet %s has %d lines", first, n)
+	}
+	next["audit.file"] = first
+	if err := r.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	call()
+	if n := count(first); n != 1 {
+		t.Fatalf("after the reload that set audit.file: %d lines, want 1", n)
+	}
+	// Unchanged settings: SIGHUP's reload reopens the file.
+	if err := os.Rename(first, first+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	call()
+	if a, b := count(first+".1"), count(first); a != 1 || b != 1 {
+		t.Fatalf("after logrotate's move and a reload: moved %d, new %d lines; want 1 and 1", a, b)
+	}
+	next["audit.file"] = second
+	if err := r.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	call()
+	if a, b := count(first), count(second); a != 1 || b != 1 {
+		t.Fatalf("after the reload to another file: %d and %d lines, want 1 and 1", a, b)
+	}
+	delete(next, "audit.file")
+	if err := r.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	call()
+	if n := count(second); n != 1 {
+		t.Fatalf("audit off again, yet %d lines", n)
 	}
 }
