@@ -38,16 +38,16 @@ func (x *encoder) appendRecord(dst []byte, ev *event) []byte {
 		session, view = c.Session, c.View
 	}
 	dst = strconv.AppendUint(dst, session, 10)
-	if c := ev.caller; c != nil && c.Peer.Known {
+	if p := ev.peer; p.Known {
 		dst = append(dst, `,"peer":{"uid":`...)
-		dst = strconv.AppendInt(dst, int64(c.Peer.UID), 10)
-		if c.Peer.PID != 0 {
+		dst = strconv.AppendInt(dst, int64(p.UID), 10)
+		if p.PID != 0 {
 			dst = append(dst, `,"pid":`...)
-			dst = strconv.AppendInt(dst, int64(c.Peer.PID), 10)
+			dst = strconv.AppendInt(dst, int64(p.PID), 10)
 		}
-		if c.Peer.Exe != "" {
+		if p.Exe != "" {
 			dst = append(dst, `,"exe":`...)
-			dst = appendString(dst, c.Peer.Exe)
+			dst = appendString(dst, p.Exe)
 		}
 		dst = append(dst, '}')
 	}

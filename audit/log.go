@@ -105,6 +105,7 @@ type event struct {
 	at     time.Time
 	e      server.RequestEnd
 	caller *server.Caller
+	peer   server.Peer
 }
 
 // Open opens the log (creating the file, mode 0600, or checking the
@@ -158,7 +159,7 @@ func (l *Log) RequestEnded(e server.RequestEnd) {
 	if !Audited(e.Method) {
 		return
 	}
-	ev := event{at: time.Now(), e: e, caller: e.State.Caller()}
+	ev := event{at: time.Now(), e: e, caller: e.State.Caller(), peer: e.State.Peer()}
 	ev.e.Params = bytes.Clone(e.Params)
 	if e.ClientInfo != nil {
 		ev.e.ClientInfo = bytes.Clone(e.ClientInfo)

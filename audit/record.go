@@ -15,8 +15,9 @@ type Record struct {
 	// Time is when the request ended, UTC, RFC 3339 with milliseconds.
 	Time    time.Time `json:"time"`
 	Session uint64    `json:"session"`
-	// Peer is the client's process; absent when unknown (an HTTP
-	// session, a session resumed by an upgrade).
+	// Peer is the client's process: uid, pid and executable for the
+	// session socket, the uid alone for an HTTP client on loopback or a
+	// Unix socket; absent when unknown (an HTTP client on the network).
 	Peer   *Peer   `json:"peer,omitempty"`
 	Client *Client `json:"client,omitempty"`
 	// View is the session's view: "" for the aggregated one, else the
@@ -44,7 +45,9 @@ type Record struct {
 
 // Peer is the process at the other end of the session.
 type Peer struct {
-	UID int    `json:"uid"`
+	UID int `json:"uid"`
+	// PID and Exe are absent for an HTTP client and for a session an
+	// upgrade resumed.
 	PID int    `json:"pid,omitempty"`
 	Exe string `json:"exe,omitempty"`
 }

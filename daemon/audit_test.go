@@ -237,3 +237,52 @@ func TestAuditReload(t *testing.T) {
 		t.Fatalf("audit off again, yet %d lines", n)
 	}
 }
+
+// An HTTP client on loopback is recorded with the uid the listener judged
+// it by: a go-sdk client's legacy session, and a 2026 POST with its
+// clientInfo in _meta.
+func TestAuditHTTPPeer(t *testing.T) {
+	dir := shortDir(t)
+	file := filepath.Join(dir, "audit.log")
+	r := startDaemon(t, testConfig(t, dir, map[string]any{"http.listen": "127.0.0.1:0", "audit.file": file}), Options{})
+	url := "http://" + r.d.Status().HTTP.Listen + "/mcp"
+	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-http", Version: "9"}, nil)
+	ctx := context.Background()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	resp := postMCP(t, url, "tools/call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"b"},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},`+
+		`"io.modelcontextprotocol/clientInfo":{"name":"raw-2026","version":"0.1"}}}}`, "Mcp-Name", "echo")
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("2026 POST: %d", resp.StatusCode)
+	}
+	r.d.syncAudit()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []audit.Record
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec audit.Record
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records:\n%s", len(recs), b)
+	}
+	for i, want := range []string{"sdk-http", "raw-2026"} {
+		rec := recs[i]
+		if rec.Peer == nil || rec.Peer.UID != os.Geteuid() || rec.Peer.PID != 0 || rec.Client == nil || rec.Client.Name != want || rec.Session == 0 || rec.Tool != "echo" || rec.Outcome != "ok" {
+			t.Errorf("record %d: %+v peer %+v client %+v", i, rec, rec.Peer, rec.Client)
+		}
+	}
+}
