@@ -69,26 +69,28 @@ func (x *encoder) appendRecord(dst []byte, ev *event) []byte {
 	p := splitParams(e.Params)
 	switch e.Method {
 	case "tools/call":
-		if p.name != "" {
+		if len(p.name) > 0 {
 			dst = append(dst, `,"tool":`...)
 			dst = appendString(dst, p.name)
 		}
 	case "prompts/get":
-		if p.name != "" {
+		if len(p.name) > 0 {
 			dst = append(dst, `,"prompt":`...)
 			dst = appendString(dst, p.name)
 		}
 	case "resources/read":
-		if p.uri != "" {
+		if len(p.uri) > 0 {
 			dst = append(dst, `,"uri":`...)
-			dst = appendString(dst, redactString(p.uri, x.secrets))
+			dst = appendString(dst, redactString(string(p.uri), x.secrets))
 		}
 	}
 	if e.Method != "resources/read" {
-		if d, ok := digest(p.arguments); ok {
-			dst = append(dst, `,"args_digest":"`...)
-			dst = append(dst, d...)
-			dst = append(dst, '"')
+		mark := len(dst)
+		dst = append(dst, `,"args_digest":"`...)
+		if d, ok := appendDigest(dst, p.arguments); ok {
+			dst = append(d, '"')
+		} else {
+			dst = dst[:mark]
 		}
 		if x.arguments && len(p.arguments) > 0 {
 			if v, err := decode(p.arguments); err == nil {
@@ -166,7 +168,7 @@ func (x *encoder) clientInfo(raw []byte) (Client, bool) {
 
 // params are what a record takes of a request's params.
 type params struct {
-	name, uri string
+	name, uri []byte // unescaped
 	arguments []byte
 }
 
@@ -215,18 +217,18 @@ func splitParams(raw []byte) params {
 	}
 }
 
-// jsonString is the string a JSON string literal holds, "" for another
-// value.
-func jsonString(v []byte) string {
+// jsonString is the string a JSON string literal holds (v's own bytes
+// when it has no escape), nil for another value.
+func jsonString(v []byte) []byte {
 	if len(v) < 2 || v[0] != '"' {
-		return ""
+		return nil
 	}
 	if bytes.IndexByte(v, '\\') < 0 {
-		return string(v[1 : len(v)-1])
+		return v[1 : len(v)-1]
 	}
 	var s string
 	_ = json.Unmarshal(v, &s)
-	return s
+	return []byte(s)
 }
 
 func skipSpace(b []byte, i int) int {
@@ -287,16 +289,23 @@ func skipValue(b []byte, i int) int {
 // digest is Digest without the error: raw as it is when it is canonical
 // already (most clients' encoders make it so), else through canonical.
 func digest(raw []byte) (string, bool) {
+	b, ok := appendDigest(nil, raw)
+	return string(b), ok
+}
+
+// appendDigest appends digest's text to dst.
+func appendDigest(dst, raw []byte) ([]byte, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	if !isCanonical(raw) {
 		d, err := Digest(raw)
-		return d, err == nil
+		return append(dst, d...), err == nil
 	}
 	sum := sha256.Sum256(raw)
-	return "sha256:" + hex.EncodeToString(sum[:]), true
+	dst = append(dst, "sha256:"...)
+	return hex.AppendEncode(dst, sum[:]), true
 }
 
 // isCanonical reports whether raw is one JSON value exactly as canonical
@@ -429,10 +438,10 @@ func canonicalString(b []byte, i int) (int, bool) {
 }
 
 // appendString appends s as a JSON string (as canonical writes it).
-func appendString(dst []byte, s string) []byte {
+func appendString[S string | []byte](dst []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			b, _ := canonical(s)
+			b, _ := canonical(string(s))
 			return append(dst, b...)
 		}
 	}
