@@ -159,7 +159,11 @@ func (l *Log) RequestEnded(e server.RequestEnd) {
 	if !Audited(e.Method) {
 		return
 	}
-	ev := event{at: time.Now(), e: e, caller: e.State.Caller(), peer: e.State.Peer()}
+	at := e.End
+	if at.IsZero() {
+		at = time.Now()
+	}
+	ev := event{at: at, e: e, caller: e.State.Caller(), peer: e.State.Peer()}
 	ev.e.Params = bytes.Clone(e.Params)
 	if e.ClientInfo != nil {
 		ev.e.ClientInfo = bytes.Clone(e.ClientInfo)

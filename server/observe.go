@@ -63,6 +63,8 @@ type RequestEnd struct {
 	// (nil otherwise: a legacy session's is State.ClientInfo()); valid
 	// only during RequestEnded, as Params.
 	ClientInfo json.RawMessage
+	// End is when the handler returned (Duration after the start).
+	End time.Time
 }
 
 // observerBox holds the Observer, replaced atomically.
@@ -88,9 +90,10 @@ func (c *call) observed(ctx context.Context, o Observer, modern bool) Outcome {
 	} else {
 		out = c.serveLegacy(ctx)
 	}
+	end := time.Now()
 	e := RequestEnd{Method: c.req.Method, Item: c.item, Relayed: c.relayed, Owner: c.owner,
-		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: time.Since(start),
-		Params: c.req.Params, State: c.req.State}
+		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: end.Sub(start),
+		Params: c.req.Params, State: c.req.State, End: end}
 	if c.meta != nil {
 		e.ClientInfo = c.meta.ClientInfo
 	}
