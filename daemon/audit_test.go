@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/snodod/snodod/audit"
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon/control"
+	"github.com/snodod/snodod/internal/eventually"
+	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 	"github.com/snodod/snodod/server"
 )
 
@@ -284,5 +288,74 @@ func TestAuditHTTPPeer(t *testing.T) {
 		if rec.Peer == nil || rec.Peer.UID != os.Geteuid() || rec.Peer.PID != 0 || rec.Client == nil || rec.Client.Name != want || rec.Session == 0 || rec.Tool != "echo" || rec.Outcome != "ok" {
 			t.Errorf("record %d: %+v peer %+v client %+v", i, rec, rec.Peer, rec.Client)
 		}
+	}
+}
+
+// A relayed call names its server: in the aggregated view (the tool with
+// its prefix) and in the server's pass-through view.
+func TestAuditRelayed(t *testing.T) {
+	dir := shortDir(t)
+	file := filepath.Join(dir, "audit.log")
+	path := filepath.Join(dir, "config.toml")
+	text := fmt.Sprintf(`
+[daemon]
+socket = %q
+shutdown_grace = "2s"
+
+[http]
+listen = "127.0.0.1:0"
+
+[audit]
+file = %q
+
+[mcpServers.fake]
+command = %q
+start = "eager"
+`, filepath.Join(dir, "s.sock"), file, fakebuild.Build(t))
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.Options{File: path, Env: []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "none")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startDaemon(t, cfg, Options{StateDir: filepath.Join(dir, "state")})
+	eventually.True(t, "the fake to be ready", func() bool {
+		ups := r.d.Status().Upstreams
+		return len(ups) == 1 && ups[0].State == control.StateReady
+	})
+	c := dialSession(t, cfg.Daemon.Socket)
+	c.initialize()
+	if a := c.call(2, "fake__echo", `{"text":"a"}`); !strings.Contains(a, `"result"`) {
+		t.Fatalf("aggregated call: %s", a)
+	}
+	url := "http://" + r.d.Status().HTTP.Listen + "/mcp/fake"
+	resp := postMCP(t, url, "tools/call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"b"},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "Mcp-Name", "echo")
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("pass-through POST: %d", resp.StatusCode)
+	}
+	r.d.syncAudit()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []audit.Record
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec audit.Record
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records:\n%s", len(recs), b)
+	}
+	if rec := recs[0]; rec.View != "" || rec.Server != "fake" || rec.Tool != "fake__echo" || rec.Outcome != "ok" {
+		t.Errorf("aggregated: %+v", rec)
+	}
+	if rec := recs[1]; rec.View != "fake" || rec.Server != "fake" || rec.Tool != "echo" || rec.Outcome != "ok" {
+		t.Errorf("pass-through: %+v", rec)
 	}
 }
