@@ -8,7 +8,6 @@
 package audit
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -85,7 +84,8 @@ type Log struct {
 
 	// The writer's own.
 	f     *os.File
-	w     *bufio.Writer
+	w     io.Writer // the file (or Options.out); nil when it could not be opened
+	buf   []byte    // whole lines not written yet
 	size  int64
 	line  []byte
 	enc   encoder
@@ -136,7 +136,7 @@ func Open(o Options) (*Log, error) {
 			return nil, errors.New("audit.journald: the systemd journal's socket is not there (/run/systemd/journal/socket); set audit.file instead")
 		}
 	case o.out != nil:
-		l.w = bufio.NewWriter(o.out)
+		l.w = o.out
 	default:
 		if err := l.open(); err != nil {
 			return nil, err
@@ -319,19 +319,29 @@ func (l *Log) record(ev *event) {
 			return
 		}
 	}
-	n, err := l.w.Write(b)
-	l.size += int64(n)
-	if err != nil {
-		l.log.Error("audit log write", "file", l.o.File, "error", err)
+	if len(l.buf) > 0 && len(l.buf)+len(b) > writeBytes {
+		l.flush()
 	}
+	l.buf = append(l.buf, b...)
+	l.size += int64(len(b))
 }
 
+// writeBytes is how much a write holds at most (unless one line is
+// longer): whole lines only, so that a reader, or another process
+// appending to the file during an upgrade, never sees half of one.
+const writeBytes = 64 << 10
+
+// flush writes the lines held, in one write.
 func (l *Log) flush() {
-	if l.w != nil && l.w.Buffered() > 0 {
-		if err := l.w.Flush(); err != nil {
+	if len(l.buf) == 0 {
+		return
+	}
+	if l.w != nil {
+		if _, err := l.w.Write(l.buf); err != nil {
 			l.log.Error("audit log write", "file", l.o.File, "error", err)
 		}
 	}
+	l.buf = l.buf[:0]
 }
 
 // open opens the file for appending, mode 0600, and learns its size.
@@ -347,12 +357,7 @@ func (l *Log) open() error {
 		l.w = nil
 		return fmt.Errorf("audit.file: %w", err)
 	}
-	l.f, l.size = f, st.Size()
-	if l.w == nil {
-		l.w = bufio.NewWriterSize(f, 64<<10)
-	} else {
-		l.w.Reset(f)
-	}
+	l.f, l.w, l.size = f, f, st.Size()
 	return nil
 }
 

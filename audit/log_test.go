@@ -284,3 +284,42 @@ func TestTimeAndMillis(t *testing.T) {
 		}
 	}
 }
+
+// writes records each Write the writer makes.
+type writes struct {
+	mu    sync.Mutex
+	calls [][]byte
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, bytes.Clone(p))
+	return len(p), nil
+}
+
+// Each write holds whole lines, at most writeBytes of them: a reader,
+// or another process appending during an upgrade, never sees half a line.
+func TestWritesHoldWholeLines(t *testing.T) {
+	var w writes
+	l := open(t, Options{File: "test", out: &w})
+	for range 2000 { // about 600 KB
+		l.RequestEnded(end(`{"text":"` + strings.Repeat("x", 100) + `"}`))
+	}
+	l.Sync()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.calls) < 2 {
+		t.Fatalf("%d writes", len(w.calls))
+	}
+	lines := 0
+	for i, c := range w.calls {
+		if len(c) > writeBytes || c[len(c)-1] != '\n' {
+			t.Errorf("write %d: %d bytes, ends %q", i, len(c), c[len(c)-1])
+		}
+		lines += bytes.Count(c, []byte("\n"))
+	}
+	if lines != 2000 {
+		t.Errorf("%d lines", lines)
+	}
+}

@@ -63,7 +63,8 @@ type Line struct {
 }
 
 // Read calls fn with each line of the files in order, stopping at fn's
-// first error.
+// first error. A last line without its newline is being written: it is
+// left out.
 func Read(files []string, fn func(Line) error) error {
 	for _, name := range files {
 		f, err := os.Open(name)
@@ -73,7 +74,7 @@ func Read(files []string, fn func(Line) error) error {
 			}
 			return err
 		}
-		_, err = readLines(bufio.NewReaderSize(f, 64<<10), fn, false)
+		_, err = readLines(bufio.NewReaderSize(f, 64<<10), fn, true)
 		f.Close()
 		if err != nil {
 			return err

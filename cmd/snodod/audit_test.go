@@ -116,7 +116,7 @@ func (s *syncBuffer) lines() int {
 
 // --follow prints what is appended, and goes on in the new file after a
 // rotation (the old file renamed to .1, what it got before the rename
-// read to its end).
+// read to its end), and from the start of a file truncated.
 func TestAuditFollowAcrossRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "audit.log")
@@ -148,6 +148,12 @@ func TestAuditFollowAcrossRotation(t *testing.T) {
 	waitLines(4)
 	writeRecords(t, path, rec(now, "fifth", ""))
 	waitLines(5)
+	// logrotate's copytruncate: the file emptied in place.
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	writeRecords(t, path, rec(now, "sixth", ""))
+	waitLines(6)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -163,7 +169,7 @@ func TestAuditFollowAcrossRotation(t *testing.T) {
 		}
 		tools = append(tools, r.Tool)
 	}
-	if strings.Join(tools, " ") != "first second third fourth fifth" {
+	if strings.Join(tools, " ") != "first second third fourth fifth sixth" {
 		t.Errorf("followed %v", tools)
 	}
 }
