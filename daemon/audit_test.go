@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +23,7 @@ import (
 	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
+	"github.com/snodod/snodod/internal/syncbuf"
 	"github.com/snodod/snodod/server"
 )
 
@@ -358,4 +363,71 @@ start = "eager"
 	if rec := recs[1]; rec.View != "fake" || rec.Server != "fake" || rec.Tool != "echo" || rec.Outcome != "ok" {
 		t.Errorf("pass-through: %+v", rec)
 	}
+}
+
+// With the audit file a FIFO nobody reads, the writer blocks once the
+// pipe is full; calls are still answered at once, the records beyond the
+// queue are dropped and counted (snodod_audit_dropped_total), and the
+// log says so once.
+func TestAuditDropsWhenTheWriterBlocks(t *testing.T) {
+	dir := shortDir(t)
+	fifo := filepath.Join(dir, "audit.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Opened for reading (without blocking) so that the daemon's open for
+	// writing does not wait; read only at the end.
+	rd, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := make(chan struct{})
+	t.Cleanup(func() { <-copied; rd.Close() }) // after the daemon's stop
+	var logs syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	r := startDaemon(t, testConfig(t, dir, map[string]any{"audit.file": fifo, "admin.listen": "127.0.0.1:0"}), Options{Logger: logger})
+	// Before the daemon's stop (a cleanup registered later runs first),
+	// the writer is unblocked: the FIFO read to its end.
+	t.Cleanup(func() {
+		if err := syscall.SetNonblock(int(rd.Fd()), false); err != nil {
+			t.Error(err)
+		}
+		go func() {
+			defer close(copied)
+			io.Copy(io.Discard, rd) // until the daemon closes its end
+		}()
+	})
+	c := dialSession(t, r.cfg.Daemon.Socket)
+	c.initialize()
+	// More calls than the pipe (64 KiB, a few hundred lines) and the
+	// queue hold, 32 in flight.
+	const calls = audit.DefaultQueue + 2000
+	start := time.Now()
+	sent, got := 0, 0
+	var line []byte
+	for got < calls {
+		for ; sent < calls && sent-got < 32; sent++ {
+			line = fmt.Appendf(line[:0], `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`+"\n", sent+10)
+			if _, err := c.c.Write(line); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a := c.line(); !strings.Contains(a, `"result"`) {
+			t.Fatalf("answer %d: %s", got, a)
+		}
+		got++
+	}
+	elapsed := time.Since(start)
+	dropped := r.d.audit.Dropped()
+	if dropped == 0 || dropped > calls {
+		t.Fatalf("%d calls in %v with the writer blocked: %d dropped", calls, elapsed, dropped)
+	}
+	_, body := get(t, http.DefaultClient, "http://"+r.d.adminAddr()+"/metrics")
+	if want := fmt.Sprintf("snodod_audit_dropped_total %d", dropped); !strings.Contains(body, want) {
+		t.Errorf("/metrics has no %q", want)
+	}
+	if n := strings.Count(logs.String(), "audit log queue full"); n != 1 {
+		t.Errorf("the drop logged %d times, want once (at most once a minute):\n%s", n, logs.String())
+	}
+	t.Logf("%d calls in %v, %d records dropped", calls, elapsed, dropped)
 }
