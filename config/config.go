@@ -130,6 +130,12 @@ type Admin struct {
 	// NativeHistograms gives the latency histograms native (sparse)
 	// buckets beside the classic ones.
 	NativeHistograms bool `koanf:"native_histograms"`
+	// MaxViewers bounds the status page's live streams (/events) open at
+	// once; one more gets 503.
+	MaxViewers int `koanf:"max_viewers"`
+	// ViewerWriteTimeout is how long one update to a status page viewer
+	// may take to be written; a viewer slower than that is dropped.
+	ViewerWriteTimeout time.Duration `koanf:"viewer_write_timeout"`
 }
 
 // HTTP holds the Streamable HTTP listener's settings (docs/protocol.md §13).

@@ -153,6 +153,8 @@ var keyed = []*spec{
 	{name: "admin.listen", flag: "admin", daemonOnly: true, rule: scalar(`must be empty, a loopback host:port (such as "127.0.0.1:9464" or ":9464"), or unix: and an absolute path of at most 107 bytes`, validListen), desc: "Admin listener address (/metrics); empty: off; a host-less :port binds 127.0.0.1; unix:PATH listens on a Unix socket of mode 0600 (${VAR} and ${VAR:-default} are expanded); never a non-loopback address."},
 	{name: "admin.auth_token_file", rule: anyString(), desc: "File holding the bearer token the admin listener asks of local users other than the daemon's and daemon.allowed_uids (Authorization: Bearer). Empty: none; only those users are served."},
 	{name: "admin.native_histograms", rule: anyBool(), desc: "Give the latency histograms native buckets (factor 1.1) beside the classic ones, for a Prometheus that scrapes them; false keeps only the classic buckets, which cost less per request."},
+	{name: "admin.max_viewers", rule: positiveInt(), desc: "Status page live streams (/events) open at once; one more gets 503."},
+	{name: "admin.viewer_write_timeout", rule: positiveDuration(), desc: "How long one status page update may take to reach a viewer; a slower viewer is dropped."},
 	{name: "audit.file", daemonOnly: true, rule: anyString(), desc: "File the audit log is appended to, one JSON line per tool call, resource read and prompt get (mode 0600; ${VAR} and ${VAR:-default} are expanded); empty: no file."},
 	{name: "audit.max_size", rule: positiveInt(), desc: "Size in bytes at which the audit file is rotated (FILE.1, FILE.2, …): a line that would take it past this goes to a new file."},
 	{name: "audit.max_files", rule: positiveInt(), desc: "Rotated audit files kept besides the one written; the oldest beyond it is removed."},
@@ -168,6 +170,7 @@ var keyed = []*spec{
 	{name: "upstreams.stderr_total_bytes", rule: positiveInt(), desc: "Stderr kept by all upstreams together, in bytes."},
 	{name: "upstreams.drain_timeout", rule: positiveDuration(), desc: "How long a replaced or removed upstream instance may finish its requests after a reload."},
 	{name: "upstreams.list_wait", rule: positiveDuration(), desc: "How long a list waits for a never-listed upstream that is starting (from the start of its start); then it answers without it, and list_changed follows."},
+	{name: "upstreams.pin", rule: anyBool(), desc: "Pin the tool definitions of every hosted server whose entry sets no pin: a tool whose definition changes after it was first listed is held out of every view until snodod approve NAME TOOL."},
 	{name: "log.level", flag: "log-level", rule: oneOf("debug", "info", "warn", "error"), desc: "Lowest level logged."},
 	{name: "log.format", rule: oneOf("text", "json"), desc: "Log line format."},
 }

@@ -37,7 +37,7 @@ var wantDefaults = Config{
 		MaxSessions: 1024, MaxSessionsPerPeer: 256, AllowedHosts: []string{}, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 65536,
 	},
-	Admin: Admin{NativeHistograms: true},
+	Admin: Admin{NativeHistograms: true, MaxViewers: 100, ViewerWriteTimeout: 5 * time.Second},
 	Audit: Audit{MaxSize: 104857600, MaxFiles: 5},
 	Log:   Log{Level: "info", Format: "text"},
 	Upstreams: Upstreams{

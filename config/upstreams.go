@@ -62,6 +62,9 @@ type Upstreams struct {
 	// list answers with what is ready or cached, and list_changed follows
 	// when the server arrives (docs/upstreams.md §4). > 0.
 	ListWait time.Duration `koanf:"list_wait"`
+	// Pin pins the tool definitions of every hosted server whose entry
+	// does not set pin itself (docs/views.md, "Pinned definitions").
+	Pin bool `koanf:"pin"`
 }
 
 // Upstream is one entry of mcpServers: how to start one MCP server and how
@@ -105,6 +108,15 @@ type Upstream struct {
 	Restart Restart
 	// PingInterval is the health ping's period; 0 disables it.
 	PingInterval time.Duration
+	// Pin holds a tool whose definition changed since it was first
+	// listed out of every view until it is approved; PinNew ("hold" or
+	// "allow") says whether a tool first listed later waits the same way.
+	// Quarantine lists nothing of the server until it is approved once
+	// (docs/views.md, "Pinned definitions").
+	Pin        bool
+	PinNew     string
+	Quarantine bool
+	pinGiven   bool // pin was written in the entry (else upstreams.pin)
 	// Source is the file the entry came from: the configuration file, or
 	// an imported client file.
 	Source Source
@@ -164,6 +176,7 @@ const (
 	DefaultRequestTimeout = 10 * time.Minute
 	DefaultIdleTimeout    = 30 * time.Minute
 	DefaultPingInterval   = 30 * time.Second
+	DefaultPinNew         = "hold"
 )
 
 // DefaultRestart is the restart policy when restart is not set, field by
@@ -280,6 +293,11 @@ func decodeServers(ctx entryContext, table map[string]any, c *Config) []Problem 
 			continue
 		}
 		prefixes[u.Prefix] = u.Name
+	}
+	for i := range all {
+		if !all[i].pinGiven {
+			all[i].Pin = c.Upstreams.Pin
+		}
 	}
 	c.MCPServers = all
 	return d.problems

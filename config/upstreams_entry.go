@@ -38,6 +38,11 @@ type serverEntry struct {
 	Roots        []string       `key:"roots"`
 	Restart      Restart        `key:"restart"`
 	PingInterval time.Duration  `key:"ping_interval,never"`
+	// Pin, PinNew and Quarantine are the rug-pull protection
+	// (docs/views.md, "Pinned definitions"); pin unset is upstreams.pin.
+	Pin        *bool  `key:"pin"`
+	PinNew     string `key:"pin_new,oneof=hold|allow"`
+	Quarantine bool   `key:"quarantine"`
 	// The keys clients write that snodod accepts and ignores, reported
 	// once as a warning.
 	AlwaysAllow   ignoredKey `key:"alwaysAllow"`
@@ -52,6 +57,7 @@ func (e *serverEntry) setDefaults() {
 	e.MaxInstances = DefaultMaxInstances
 	e.StartTimeout, e.IdleTimeout, e.PingInterval = DefaultStartTimeout, DefaultIdleTimeout, DefaultPingInterval
 	e.Restart = DefaultRestart
+	e.PinNew = DefaultPinNew
 }
 
 // decodeServer decodes, provisions and validates the entry name, every
@@ -131,6 +137,10 @@ func (e *serverEntry) settle(f field, u *Upstream) {
 	u.StartTimeout, u.RequestTimeout, u.IdleTimeout = e.StartTimeout, DefaultRequestTimeout, e.IdleTimeout
 	u.Tools, u.Prompts, u.Resources = e.Tools, e.Prompts, e.Resources
 	u.Restart, u.PingInterval = e.Restart, e.PingInterval
+	u.PinNew, u.Quarantine = e.PinNew, e.Quarantine
+	if e.Pin != nil {
+		u.Pin, u.pinGiven = *e.Pin, true
+	}
 	if e.Type != "stdio" && !slices.Contains(remoteTypes, e.Type) {
 		f.child("type").problem(`must be "stdio" (a server snodod starts; "http" and "sse" are remote servers), got ` + literal(e.Type))
 	}

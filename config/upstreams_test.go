@@ -41,7 +41,7 @@ func TestUpstreamDefaults(t *testing.T) {
 			Env: map[string]string{}, InheritEnv: InheritEnv{Names: DefaultInheritEnv}}, Prefix: "memory-server", Share: "all", MaxInstances: 8,
 		Start: "lazy", StartTimeout: 120 * time.Second, RequestTimeout: 10 * time.Minute, IdleTimeout: 30 * time.Minute,
 		Protocol: "auto", Restart: Restart{MaxAttempts: 5, InitialDelay: time.Second, MaxDelay: time.Minute, ResetAfter: 5 * time.Minute},
-		PingInterval: 30 * time.Second, Sandbox: sandbox.Policy{Level: UnsetSandboxLevel},
+		PingInterval: 30 * time.Second, PinNew: "hold", Sandbox: sandbox.Policy{Level: UnsetSandboxLevel},
 	}
 	if !reflect.DeepEqual(u, want) {
 		t.Errorf("entry:\n got %+v\nwant %+v", u, want)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon/statuspage"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/metrics"
 	"github.com/snodod/snodod/server"
@@ -36,6 +37,7 @@ type adminListener struct {
 	ln     net.Listener
 	access httpAccess
 	srv    *http.Server
+	page   *statuspage.Page
 	once   sync.Once
 	done   chan struct{} // closed when Serve has returned
 }
@@ -136,12 +138,16 @@ func (d *Daemon) serveAdmin(listen string, ln net.Listener, token string) error 
 		ln.Close()
 		return err
 	}
-	l := &adminListener{ln: ln, access: access, done: make(chan struct{})}
-	gate := mcphttp.NewGate(mcphttp.GateOptions{AuthToken: token, IdentifyPeer: identifier(access), PeerAllowed: d.httpPeerAllowed}, d.adminMux())
-	l.srv = mcphttp.NewServer(gate, mcphttp.ServerLimits{}, d.log)
+	l := &adminListener{ln: ln, access: access, done: make(chan struct{}), page: d.newPage(d.Config().Admin, token)}
+	gate := mcphttp.NewGate(mcphttp.GateOptions{AuthToken: token, IdentifyPeer: identifier(access), PeerAllowed: d.httpPeerAllowed}, d.adminMux(l.page))
+	// The page's cookie stands for the token in front of the gate, so the
+	// server's ConnContext is the gate's own.
+	l.srv = mcphttp.NewServer(l.page.Credentials(gate), mcphttp.ServerLimits{}, d.log)
+	l.srv.ConnContext = gate.ConnContext
 	d.adminMu.Lock()
 	if d.draining.Err() != nil {
 		d.adminMu.Unlock()
+		l.page.Close()
 		ln.Close()
 		return nil
 	}
@@ -158,10 +164,12 @@ func (d *Daemon) serveAdmin(listen string, ln net.Listener, token string) error 
 	return nil
 }
 
-// adminMux routes the admin listener's paths.
-func (d *Daemon) adminMux() http.Handler {
+// adminMux routes the admin listener's paths: /metrics, and the status
+// page's (statuspage.Page.Register).
+func (d *Daemon) adminMux(page *statuspage.Page) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
+	page.Register(mux)
 	return mux
 }
 
@@ -175,6 +183,7 @@ func (d *Daemon) stopAdmin() {
 		return
 	}
 	l.once.Do(func() {
+		l.page.Close() // its streams end, or Shutdown would wait for them
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := l.srv.Shutdown(ctx); err != nil {

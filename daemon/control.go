@@ -109,6 +109,10 @@ func (d *Daemon) serveControl(c *net.UnixConn) {
 		d.serveLogin(c, req, peer)
 	case control.OpLogout:
 		d.logout(c, req, peer)
+	case control.OpApprove:
+		reply(c, d.approve(req, peer))
+	case control.OpDiff:
+		reply(c, d.diff(req))
 	case control.OpFault:
 		reply(c, d.fault(req.Session))
 	case control.OpUpstream:
@@ -256,18 +260,7 @@ const killWait = 10 * time.Second
 // kill ends session id for `snodod kill` and answers once it has ended:
 // its requests are cancelled, its device released, a terminal restored.
 func (d *Daemon) kill(id uint64, peer session.Peer) control.Reply {
-	s := d.sessions.session(id)
-	if s == nil {
-		return control.Reply{Error: fmt.Sprintf("no session %d; 'snodod status' lists the sessions", id)}
-	}
-	d.log.Info("killing a session", "session", id, "by_pid", peer.PID, "by_uid", peer.UID)
-	s.Kill(fmt.Sprintf("by snodod kill (pid %d)", peer.PID))
-	select {
-	case <-s.Done():
-		return control.Reply{OK: true, Session: id}
-	case <-time.After(killWait):
-		return control.Reply{Error: fmt.Sprintf("session %d is still ending after %v", id, killWait)}
-	}
+	return d.endSession(id, fmt.Sprintf("by snodod kill (pid %d)", peer.PID), fmt.Sprintf("snodod kill, pid %d uid %d", peer.PID, peer.UID))
 }
 
 // fault makes session id's coordinator fail once, as a bug would: a test

@@ -233,7 +233,7 @@ func TestControlRequests(t *testing.T) {
 	r := startDaemon(t, testConfig(t, dir, nil), Options{})
 	ctl := r.cfg.Daemon.ControlSocket
 	for _, tt := range []struct{ request, want string }{
-		{`{"op":"reboot"}`, `unknown op "reboot"; the ops are connect, status, kill, upgrade, upstream, logs, login, logout and fault`},
+		{`{"op":"reboot"}`, `unknown op "reboot"; the ops are connect, status, kill, upgrade, upstream, logs, login, logout, approve, diff and fault`},
 		{`not json`, "request is not a JSON object: invalid character 'o' in literal null (expecting 'u')"},
 		{`{"op":"connect"}`, "connect needs 2 descriptors (standard input and output) sent with the request, got 0"},
 		{`{"op":"connect","relay":true}`, "relay is not served on the control socket; connect to the session socket (daemon.socket) instead"},

@@ -22,7 +22,7 @@ func (d *Daemon) Status() *control.Status {
 		rows = append(rows, control.Session{
 			ID: st.ID, Kind: string(st.Kind), PeerPID: st.Peer.PID, PeerUID: st.Peer.UID,
 			Started: st.Started, Version: st.Version, Client: clientInfo(st.ClientInfo),
-			Via: at.via, View: at.view, InFlight: st.InFlight,
+			Via: at.via, View: at.view, InFlight: st.InFlight, Requests: st.Requests,
 			Subscriptions: st.Subscriptions, Restarts: st.Restarts,
 			BytesIn: st.BytesIn, BytesOut: st.BytesOut,
 		})
@@ -80,7 +80,8 @@ func upstreamRows(in []upstream.Status) []control.Upstream {
 			Unattributed: r.Unattributed, Dropped: r.Dropped, Subscribed: r.Subscribed,
 			Refused:   r.Refused,
 			Truncated: r.Truncated,
-			Sandbox:   r.Sandbox, Unenforced: r.Unenforced, CPUMs: r.CPUMs, RSSBytes: r.RSSBytes,
+			Changed:   r.Changed, New: r.New, Quarantined: r.Quarantined,
+			Sandbox: r.Sandbox, Unenforced: r.Unenforced, CPUMs: r.CPUMs, RSSBytes: r.RSSBytes,
 		}
 	}
 	return out

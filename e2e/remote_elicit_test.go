@@ -246,3 +246,76 @@ func authOf(st *control.Status, name string) string {
 	}
 	return ""
 }
+
+// TestRemoteLoginElicitedNeverListed: a 2026 client calling a tool of a
+// remote server that needs a login and was never listed (no cache, so
+// its tool is not in any catalog yet) is asked through input_required
+// too, as when the call itself needs the login; its retry waits for the
+// login and is answered. Through the aggregated view and a pass-through
+// one; a client without URL elicitation is told to run snodod login.
+func TestRemoteLoginElicitedNeverListed(t *testing.T) {
+	for _, view := range []string{"", "guarded"} {
+		t.Run("view="+view, func(t *testing.T) {
+			guarded := startFakeRemote(t, "-oauth", "-name", "guarded")
+			d := startDaemon(t, fmt.Sprintf("[mcpServers.guarded]\nurl = %q\n", guarded), nil)
+			var mu sync.Mutex
+			var asked []string
+			connect := func(caps *mcp.ClientCapabilities) *mcp.ClientSession {
+				t.Helper()
+				opts := &mcp.ClientOptions{Capabilities: caps, ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					asked = append(asked, req.Params.Mode+" "+req.Params.URL)
+					mu.Unlock()
+					u := req.Params.URL
+					go func() {
+						// A person's browser, later than the answer.
+						resp, err := (&http.Client{Timeout: 15 * time.Second}).Get(u)
+						if err != nil {
+							t.Errorf("the browser: %v", err)
+							return
+						}
+						resp.Body.Close()
+					}()
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				}}
+				client := mcp.NewClient(&mcp.Implementation{Name: "snodod-e2e-never-listed", Version: "1"}, opts)
+				args := []string{"connect"}
+				if view != "" {
+					args = append(args, view)
+				}
+				cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: d.command(args...)}, &mcp.ClientSessionOptions{ProtocolVersion: v2026})
+				if err != nil {
+					t.Fatalf("connect: %v", err)
+				}
+				t.Cleanup(func() { _ = cs.Close() })
+				return cs
+			}
+			tool := "guarded__echo"
+			if view != "" {
+				tool = "echo"
+			}
+			call := func(cs *mcp.ClientSession) (string, error) {
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "hi"}})
+				switch {
+				case err != nil:
+					return "", err
+				case res.IsError:
+					return "", errors.New(resultText(res))
+				}
+				return resultText(res), nil
+			}
+			if _, err := call(connect(nil)); err == nil || !strings.Contains(err.Error(), "run snodod login guarded") {
+				t.Errorf("a client without URL elicitation: %v", err)
+			}
+			urlMode := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}
+			if got, err := call(connect(urlMode)); err != nil || got != "guarded: hi" {
+				t.Fatalf("the call that asked for the login: %q %v", got, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(asked) != 1 || !strings.HasPrefix(asked[0], "url ") || !strings.Contains(asked[0], "/authorize?") {
+				t.Errorf("the client was asked %q", asked)
+			}
+		})
+	}
+}

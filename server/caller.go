@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-
-	"github.com/snodod/snodod/protocol"
 )
 
 // Caller is who asks: the session a request comes from, as whoever made
@@ -94,10 +92,25 @@ type StartHook interface {
 	// Start starts what req needs and waits for it, within ctx: in the
 	// request's executor worker for a request, on the coordinator for an
 	// initialize (whose answer it may hold back, at most its own bound).
-	// A non-nil error is the request's answer instead of the method's;
-	// an initialize is answered whatever Start returns.
-	Start(ctx context.Context, req *Request) *protocol.Error
+	// A non-nil error is the request's answer instead of the method's: a
+	// *protocol.Error as it is, an *InputFirst as that type says, any
+	// other -32603. An initialize is answered whatever Start returns.
+	Start(ctx context.Context, req *Request) error
 }
+
+// InputFirst is what a StartHook's Start returns for a 2026-era request
+// whose client must give input before what the request needs can start:
+// a person's login to the server it calls, which the server has never
+// been listed without (docs/upstreams.md §9). The runtime checks the
+// request as it checks any (docs/protocol.md §5.2) and answers
+// input_required with Result's inputRequests and its state, signed as a
+// relay handler's are (RawResult), so that the retry reaches the item's
+// relay handler with that state once Start lets it through. For a legacy
+// request, or a method that may not ask for input (§12.1), the answer is
+// -32603.
+type InputFirst struct{ Result *RawResult }
+
+func (*InputFirst) Error() string { return "the request needs its client's input before it can start" }
 
 // SetStartHook installs h (nil removes it).
 func (s *Server) SetStartHook(h StartHook) {

@@ -17,6 +17,7 @@ import (
 type startRecorder struct {
 	waits  []string
 	refuse *protocol.Error
+	first  *RawResult // answered as an InputFirst, before refuse
 
 	mu      sync.Mutex
 	started []string
@@ -25,11 +26,17 @@ type startRecorder struct {
 
 func (h *startRecorder) Ready(req *Request) bool { return !slices.Contains(h.waits, req.Method) }
 
-func (h *startRecorder) Start(_ context.Context, req *Request) *protocol.Error {
+func (h *startRecorder) Start(_ context.Context, req *Request) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.started = append(h.started, req.Method)
 	h.callers = append(h.callers, req.State.Caller())
+	if h.first != nil {
+		return &InputFirst{Result: h.first}
+	}
+	if h.refuse == nil {
+		return nil
+	}
 	return h.refuse
 }
 
@@ -103,3 +110,49 @@ type callerHook func(*SessionState)
 
 func (f callerHook) Subscribe(ss *SessionState, _ string)   { f(ss) }
 func (f callerHook) Unsubscribe(ss *SessionState, _ string) { f(ss) }
+
+// A StartHook's InputFirst is a 2026 request's input_required, after the
+// request's own checks, with a state the item's relay handler gets on
+// the retry; a legacy request gets -32603.
+func TestStartHookInputFirst(t *testing.T) {
+	h := newRelayHarness(t)
+	var got *RawRequest
+	relayAs(h.s, "up", RelayedItems{Tools: []RawTool{{Name: "up__t", Definition: json.RawMessage(`{"name":"up__t"}`),
+		Handler: func(_ context.Context, req *RawRequest) (*RawResult, error) {
+			got = req
+			return &RawResult{Result: json.RawMessage(`{"content":[]}`)}, nil
+		}}}})
+	hook := &startRecorder{waits: []string{"tools/call"}, first: &RawResult{
+		InputRequests: json.RawMessage(`{"login":{"method":"elicitation/create","params":{"mode":"url"}}}`), State: []byte("resend")}}
+	h.s.SetStartHook(hook)
+	first := h.modern("tools/call", `"name":"up__t","arguments":{}`)
+	var ir struct {
+		ResultType    string          `json:"resultType"`
+		InputRequests json.RawMessage `json:"inputRequests"`
+		RequestState  string          `json:"requestState"`
+	}
+	if err := json.Unmarshal([]byte(first), &ir); err != nil || ir.ResultType != "input_required" ||
+		string(ir.InputRequests) != `{"login":{"method":"elicitation/create","params":{"mode":"url"}}}` || ir.RequestState == "" {
+		t.Fatalf("the first round: %s", first)
+	}
+	if got != nil {
+		t.Fatal("the handler ran before the input was given")
+	}
+	hook.first = nil // the login happened: Start lets the retry through
+	retry := `"name":"up__t","arguments":{},"inputResponses":{"login":{"action":"accept"}},"requestState":"` + ir.RequestState + `"`
+	if res := h.modern("tools/call", retry); !strings.Contains(res, `"resultType":"complete"`) {
+		t.Fatalf("the retry: %s", res)
+	}
+	if got == nil || string(got.State) != "resend" || string(got.InputResponses["login"]) != `{"action":"accept"}` {
+		t.Fatalf("the retry reached the handler as %+v", got)
+	}
+	hook.first = &RawResult{InputRequests: json.RawMessage(`{}`)}
+	// The request's own checks come first.
+	bad := `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"up__t"}`
+	if res := encodeOutcome(t, h.s.Dispatch(context.Background(), &Request{ID: protocol.IntID(1), Method: "tools/call", Params: json.RawMessage(bad)})); !strings.Contains(res, "clientCapabilities") {
+		t.Errorf("a request failing §5.2: %s", res)
+	}
+	if res := h.legacy("tools/call", `{"name":"up__t"}`); res != `error {"code":-32603,"message":"Internal error"}` {
+		t.Errorf("a legacy request: %s", res)
+	}
+}

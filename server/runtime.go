@@ -200,6 +200,7 @@ type call struct {
 	req     *Request
 	sess    *SessionState
 	split   *protocol.Split // req.Params split, by the transport's decoder or Dispatch
+	first   *RawResult      // the StartHook's InputFirst: the answer once checked
 	version string
 	modern  bool
 	meta    *protocol.RequestMeta // 2026 only
@@ -239,12 +240,17 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 		}
 		split = &own
 	}
+	var first *RawResult
 	if h := s.startHook(); h != nil && !h.Ready(req) {
-		if perr := h.Start(ctx, req); perr != nil {
-			return errOutcome(perr)
+		if err := h.Start(ctx, req); err != nil {
+			var in *InputFirst
+			if !errors.As(err, &in) || in.Result == nil || !split.Modern {
+				return errOutcome(startError(err))
+			}
+			first = in.Result
 		}
 	}
-	c := &call{s: s, req: req, sess: req.State, split: split}
+	c := &call{s: s, req: req, sess: req.State, split: split, first: first}
 	if c.sess == nil {
 		c.sess = NewSessionState(0)
 	}
@@ -312,7 +318,20 @@ func (c *call) serveModern(ctx context.Context) Outcome {
 	if err := protocol.Gate(c.req.Method, c.caps); err != nil {
 		return errOutcome(err)
 	}
+	if c.first != nil {
+		return c.relayInputRequired(c.first)
+	}
 	return c.serveMethod(ctx)
+}
+
+// startError is the answer of a request whose StartHook's Start failed
+// with err.
+func startError(err error) *protocol.Error {
+	var perr *protocol.Error
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return errInternal
 }
 
 func (c *call) serveMethod(ctx context.Context) Outcome {

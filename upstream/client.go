@@ -188,6 +188,9 @@ var _ server.StartHook = startHook{}
 // Ready is the common case: every upstream has a catalog, or the method
 // needs none.
 func (h startHook) Ready(req *server.Request) bool {
+	if h.m.pinBlocking.Load() && pinChecked[req.Method] {
+		return false // Start refuses what the pins hold (pinRefusal)
+	}
 	if req.Method == "ping" || h.m.allListed.Load() {
 		return true
 	}
@@ -237,8 +240,20 @@ func (h startHook) needs(req *server.Request) (needs func(*upstream) bool, targe
 }
 
 // Start starts what req needs and waits for it, as startHook says.
-func (h startHook) Start(ctx context.Context, req *server.Request) *protocol.Error {
+func (h startHook) Start(ctx context.Context, req *server.Request) error {
+	if perr := h.start(ctx, req); perr != nil {
+		return perr
+	}
+	return nil
+}
+
+// start is Start, but for a 2026 request that must log in first (an
+// *server.InputFirst): a nil *protocol.Error is not a nil error.
+func (h startHook) start(ctx context.Context, req *server.Request) error {
 	m := h.m
+	if err := m.pinRefusal(h.view, req); err != nil {
+		return err
+	}
 	needs, target, bounded := h.needs(req)
 	if needs == nil {
 		return nil
@@ -264,7 +279,12 @@ func (h startHook) Start(ctx context.Context, req *server.Request) *protocol.Err
 	}
 	failed := m.ensureListed(ctx, c, h.view, needs, false)
 	if target != nil {
-		failed = c.loginFirst(ctx, req, target, failed, func() map[*upstream]error { return m.ensureListed(ctx, c, h.view, needs, false) })
+		relist := func() map[*upstream]error { return m.ensureListed(ctx, c, h.view, needs, false) }
+		failed = c.loginFirst(ctx, req, target, failed, relist)
+		var first *server.InputFirst
+		if failed, first = c.loginFirst2026(ctx, req, target, failed, relist); first != nil {
+			return first
+		}
 	}
 	if target != nil && target.currentCatalog() == nil && ctx.Err() == nil {
 		// Never listed, and cannot be now: its state says why, rather
@@ -311,6 +331,46 @@ func (c *Client) loginFirst(ctx context.Context, req *server.Request, target *up
 		failed = relist()
 	}
 	return failed
+}
+
+// loginFirst2026 is loginFirst for a 2026 client: its request, a call of
+// target's tool or prompt that target has never listed, cannot be
+// relayed, so the relay's input_required (loginThrough2026) cannot
+// happen either; the runtime answers it for the start hook instead
+// (server.InputFirst), with the relay's state, whose retry the relay
+// handler knows (loginRetried). The retry comes back here first: while
+// the login it was shown is under way it waits for it (awaitLogin), then
+// lists again. It returns the failures, and the InputFirst to answer
+// when the client is to be asked (again).
+func (c *Client) loginFirst2026(ctx context.Context, req *server.Request, target *upstream, failed map[*upstream]error, relist func() map[*upstream]error) (map[*upstream]error, *server.InputFirst) {
+	split, ok := protocol.SplitParams(req.Params)
+	if c == nil || !c.MayLogIn || !ok || !split.Modern || !mayAskInput(req.Method) ||
+		target.currentCatalog() != nil || !needsLogin(failed[target]) ||
+		!declaresURLElicitation(split.Meta.Value(protocol.MetaClientCapabilities)) {
+		return failed, nil
+	}
+	if split.Members.Has("requestState") {
+		if r, err := target.remoteOf(); err == nil {
+			r.loginMu.Lock()
+			el := r.elicited
+			r.loginMu.Unlock()
+			if el != nil {
+				if err := target.awaitLogin(ctx, el); err != nil {
+					failed[target] = target.loginFailure(failed[target], err.Error())
+					return failed, nil
+				}
+				if failed = relist(); target.currentCatalog() != nil || !needsLogin(failed[target]) {
+					return failed, nil
+				}
+			}
+		}
+	}
+	res, err := target.loginThrough2026(ctx, req.Method, failed[target])
+	if err != nil {
+		failed[target] = err
+		return failed, nil
+	}
+	return failed, &server.InputFirst{Result: res}
 }
 
 // close ends c's hold on the upstreams (Open's release): its share =

@@ -86,6 +86,11 @@ type Manager struct {
 	// allListed is true when every upstream has a catalog (or is
 	// disabled): no request needs to start one before it is served.
 	allListed atomic.Bool
+	// pins are the records of pinned and quarantined servers (pin.go);
+	// pinBlocking is true while one of them holds something, so that a
+	// call is checked against them (startHook).
+	pins        *pins
+	pinBlocking atomic.Bool
 	// pingWait, when not 0, replaces pingTimeout (nanoseconds): tests
 	// shorten it; it is no configuration key (docs/upstreams.md §4 fixes 10 s).
 	pingWait atomic.Int64
@@ -154,6 +159,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 		aggregates: map[*server.Server]string{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
 	}
 	m.parks = newParking(m)
+	m.pins = &pins{dir: opts.StateDir, log: m.log}
 	m.cache = &cache{log: m.log}
 	if opts.StateDir != "" {
 		m.cache.dir = filepath.Join(opts.StateDir, "upstreams")

@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/snodod/snodod/internal/proc"
@@ -69,6 +71,13 @@ type Status struct {
 	// Truncated says which of its lists were cut at their bounds (10,000
 	// items, 100 pages), from the catalog.
 	Truncated []string `json:"truncated,omitempty"`
+	// Changed and New are the tools its pins hold out of every view
+	// until approved (pin = true): their definitions changed, or they
+	// are new; Quarantined is set while it lists nothing until approved
+	// (quarantine = true). docs/views.md, "Pinned definitions".
+	Changed     []string `json:"changed_tools,omitempty"`
+	New         []string `json:"new_tools,omitempty"`
+	Quarantined bool     `json:"quarantined,omitempty"`
 
 	// Sandbox is the sandbox level in force for its process (standard,
 	// strict; "off" for an unconfined one; "" for a remote server), from
@@ -100,6 +109,16 @@ func (m *Manager) Status() []Status {
 		base := Status{Name: u.name, Share: cfg.Share, Start: cfg.Start, Collided: collided[u.name], Shortened: shortened[u.name]}
 		if cfg.Remote != nil {
 			base.URL, base.Auth = mcpclient.RedactURL(cfg.Remote.URL), u.authStatus()
+		}
+		if st := u.pin.Load(); st != nil {
+			base.Quarantined = st.quarantined
+			for _, n := range slices.Sorted(maps.Keys(st.held)) {
+				if st.held[n] == "new" {
+					base.New = append(base.New, n)
+				} else {
+					base.Changed = append(base.Changed, n)
+				}
+			}
 		}
 		u.mu.Lock()
 		cat, cached := u.catalog, u.cached

@@ -42,6 +42,12 @@ type upstream struct {
 	sup        *suture.Supervisor
 	token      suture.ServiceToken // in the manager's supervisor
 
+	// pin is what its pins hold of its current catalog (pin.go), nil
+	// when it is neither pinned nor quarantined; set by refreshViews, with
+	// pinMemo (guarded by Manager.viewMu), what it was evaluated against.
+	pin     atomic.Pointer[pinState]
+	pinMemo pinMemo
+
 	mu        sync.Mutex
 	instances map[string]*instanceSlot
 	catalog   *catalog // the last listing, from an instance or the cache

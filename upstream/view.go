@@ -91,6 +91,7 @@ func (m *Manager) refreshViews() {
 	m.viewMu.Lock()
 	defer m.viewMu.Unlock()
 	ups := m.sorted()
+	m.settlePins(ups)
 	all := true
 	for _, u := range ups {
 		all = all && (u.conf().Disabled || u.currentCatalog() != nil)
@@ -135,7 +136,11 @@ func (m *Manager) refreshViews() {
 			if json.Unmarshal(cat.ServerInfo, &info) == nil && info.Name != "" {
 				srv.SetInfo(info)
 			}
-			srv.SetInstructions(cat.Instructions)
+			if u.quarantined() {
+				srv.SetInstructions("") // nothing of it is shown before its approval
+			} else {
+				srv.SetInstructions(cat.Instructions)
+			}
 			srv.Advertise(advertised(parseCapabilities(cat.Capabilities)))
 		}
 		srv.ReplaceRelayed(map[string]server.RelayedItems{passOwner: m.items(u, func(n string) string { return n }, nil)})
@@ -191,12 +196,12 @@ func (m *Manager) items(u *upstream, name func(string) string, claim func(string
 	cfg := u.conf()
 	cat := u.currentCatalog()
 	var out server.RelayedItems
-	if cfg.Disabled || cat == nil {
+	if cfg.Disabled || cat == nil || u.quarantined() {
 		return out
 	}
 	ok := func(key string) bool { return claim == nil || claim(key) }
 	for _, def := range cat.Tools {
-		if n, valid := itemKey(def, "name"); valid && cfg.Tools.Allows(n) {
+		if n, valid := itemKey(def, "name"); valid && cfg.Tools.Allows(n) && !u.heldTool(n) {
 			if shown := name(n); ok("tool " + shown) {
 				out.Tools = append(out.Tools, server.RawTool{Name: shown, Definition: def, Handler: m.handler(u.name, "tools/call", n)})
 			}
@@ -231,7 +236,7 @@ func aggregateInstructions(own string, ups []*upstream) string {
 	b.WriteString(own)
 	for _, u := range ups {
 		cat := u.currentCatalog()
-		if u.conf().Disabled || cat == nil || strings.TrimSpace(cat.Instructions) == "" {
+		if u.conf().Disabled || cat == nil || u.quarantined() || strings.TrimSpace(cat.Instructions) == "" {
 			continue
 		}
 		if b.Len() > 0 {

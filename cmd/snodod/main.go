@@ -14,6 +14,8 @@
 //	stdio     serve one MCP session on this process's standard input and output
 //	login     log the daemon in to a remote server that asks for OAuth
 //	logout    make the daemon forget (and revoke) its tokens for a remote server
+//	approve   approve a pinned server's changed tools, or a quarantined server
+//	diff      show what a pinned server's tools changed, word by word
 //	version   print the snodod version
 //	help      show the commands, or one command's flags
 //
@@ -78,6 +80,8 @@ func init() {
 		{"audit", "print the audit log: who called which tool, read, prompt, and how it went", runAudit, auditUsage},
 		{"login", "log the daemon in to a remote server that asks for OAuth: snodod login NAME", runLogin, loginUsage},
 		{"logout", "make the daemon forget (and revoke) its tokens for a remote server: snodod logout NAME", runLogout, logoutUsage},
+		{"approve", "approve what a pinned or quarantined hosted server holds: snodod approve NAME [TOOL]", runApprove, approveUsage},
+		{"diff", "show what a pinned hosted server's held tools changed, word by word: snodod diff NAME", runDiff, diffUsage},
 		{"import", "print a client's MCP servers as snodod configuration, or move them into it (--write): snodod import FILE", runImport, importUsage},
 		{"version", "print the snodod version", runVersion, versionUsage},
 		{"help", "show the commands, or one command's flags: snodod help <command>", runHelp, helpUsage},

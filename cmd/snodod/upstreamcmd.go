@@ -236,6 +236,7 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 			r.Restarts, r.InFlight, r.Sessions, counts(r.Tools), counts(r.Prompts), counts(r.Resources+r.Templates), cpu, rss, box, exit)
 	}
 	tw.Flush()
+	pinNoted := map[string]bool{}
 	for _, r := range rows {
 		if len(r.Unenforced) > 0 {
 			fmt.Fprintf(w, "%s: sandbox %s, not enforced on this kernel: %s\n", r.Name, r.Sandbox, strings.Join(r.Unenforced, "; "))
@@ -280,6 +281,10 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 		if len(r.Hidden) > 0 {
 			fmt.Fprintf(w, "%s: filtered out: %s\n", r.Name, strings.Join(r.Hidden, ", "))
 		}
+		if note := pinNote(r); note != "" && !pinNoted[r.Name] {
+			pinNoted[r.Name] = true // once per server, not per instance
+			fmt.Fprintf(w, "%s: %s\n", r.Name, note)
+		}
 		if r.Unattributed > 0 {
 			fmt.Fprintf(w, "%s: %d requests from the server could not be given to one session; set share = \"session\"\n", r.Name, r.Unattributed)
 		}
@@ -290,6 +295,34 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 	if anyCached(rows) {
 		fmt.Fprintln(w, "* from the catalog cache: the server has not run since the daemon started")
 	}
+}
+
+// pinNote says what a server's pins hold (docs/views.md, "Pinned
+// definitions"): "2 tools changed, awaiting approval (…)"; "" for nothing.
+func pinNote(r control.Upstream) string {
+	if r.Quarantined {
+		return fmt.Sprintf("quarantined, awaiting approval: nothing of it is listed (snodod diff %s; snodod approve %s)", r.Name, r.Name)
+	}
+	var parts, names []string
+	plural := func(n int, what string) string {
+		if n == 1 {
+			return "1 tool " + what
+		}
+		return fmt.Sprintf("%d tools %s", n, what)
+	}
+	if len(r.Changed) > 0 {
+		parts = append(parts, plural(len(r.Changed), "changed"))
+		names = append(names, r.Changed...)
+	}
+	if len(r.New) > 0 {
+		parts = append(parts, plural(len(r.New), "new"))
+		names = append(names, r.New...)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s, awaiting approval: %s, held out of every view (snodod diff %s; snodod approve %s [TOOL])",
+		strings.Join(parts, ", "), strings.Join(names, ", "), r.Name, r.Name)
 }
 
 func anyCached(rows []control.Upstream) bool {

@@ -124,6 +124,27 @@ func (c *Client) UpstreamAction(ctx context.Context, name, action string) ([]Ins
 	return r.Instances, nil
 }
 
+// Approve asks the daemon to approve what the pinned or quarantined
+// hosted server name holds (tool alone, when not ""): the tools it
+// approved, and whether its quarantine ended. The views list them at once.
+func (c *Client) Approve(ctx context.Context, name, tool string) (approved []string, released bool, err error) {
+	var r Reply
+	if err := c.ask(ctx, Request{Op: OpApprove, Name: name, Tool: tool}, &r); err != nil {
+		return nil, false, err
+	}
+	return r.Approved, r.Released, nil
+}
+
+// Diff asks the daemon what the hosted server name holds for approval,
+// and how it changed, word by word ("" when nothing).
+func (c *Client) Diff(ctx context.Context, name string) (string, error) {
+	var r Reply
+	if err := c.ask(ctx, Request{Op: OpDiff, Name: name}, &r); err != nil {
+		return "", err
+	}
+	return r.Diff, nil
+}
+
 // Logs gives write what the daemon keeps of a log: the standard error of
 // the hosted server name, or with name "" the daemon's own log. With
 // follow it goes on giving what is written until ctx ends or the daemon

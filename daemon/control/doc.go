@@ -1,7 +1,7 @@
 // Package control is the daemon's control protocol: its wire types, the
 // rows of `snodod status`, and a Client that speaks it. `snodod connect`,
-// `status`, `kill`, `upgrade`, `upstream` and `logs` are thin shells around
-// a Client; package daemon serves the same types. It imports nothing of
+// `status`, `kill`, `upgrade`, `upstream`, `logs`, `approve` and `diff`
+// are thin shells around a Client; package daemon serves the same types. It imports nothing of
 // the daemon's runtime, so that a program that only asks a daemon for its
 // status does not link the daemon.
 //
@@ -30,6 +30,10 @@
 //	                                         {"redirect":"http://127.0.0.1:…/callback?code=…"},
 //	                                         pasted), {"ok":true,"result":"logged in at …"}
 //	{"op":"logout","name":"gh"}            → {"ok":true,"revoked":true}
+//	{"op":"approve","name":"gh","tool":"search"}
+//	                                       → {"ok":true,"approved":["search"]} (tool absent:
+//	                                         all it holds; "released":true ends a quarantine)
+//	{"op":"diff","name":"gh"}              → {"ok":true,"diff":"tool search: changed…"}
 //	{"op":"fault","session":7}             → {"ok":true}   (a test hook: SNODOD_TEST_FAULTS=1 only)
 //
 // A connect's descriptors ride on the first byte of its request line, in
@@ -44,8 +48,9 @@
 //
 // Peers are checked as on the session socket (the daemon's uid or
 // daemon.allowed_uids); an upgrade, which runs a binary as the daemon,
-// and a login or logout, which act on the daemon's user's accounts at
-// remote servers, only from the daemon's own uid. During a drain only "status" is
+// a login or logout, which act on the daemon's user's accounts at
+// remote servers, and an approve, which trusts a server's definitions for
+// every view, only from the daemon's own uid. During a drain only "status" is
 // answered; the rest is refused with a reason.
 //
 // The wire is kept compatible across versions: an upgrade hands a waiting

@@ -54,13 +54,15 @@ type Session struct {
 	// Via is how the session came: "socket" (the session socket) or
 	// "connect" (descriptors handed over); View the upstream it passes
 	// through, "" for the aggregated view.
-	Via           string `json:"via,omitempty"`
-	View          string `json:"view,omitempty"`
-	InFlight      int    `json:"in_flight"`
-	Subscriptions int    `json:"subscriptions"`
-	Restarts      int    `json:"restarts"`
-	BytesIn       int64  `json:"bytes_in"`
-	BytesOut      int64  `json:"bytes_out"`
+	Via      string `json:"via,omitempty"`
+	View     string `json:"view,omitempty"`
+	InFlight int    `json:"in_flight"`
+	// Requests counts the request lines the session has received.
+	Requests      int64 `json:"requests"`
+	Subscriptions int   `json:"subscriptions"`
+	Restarts      int   `json:"restarts"`
+	BytesIn       int64 `json:"bytes_in"`
+	BytesOut      int64 `json:"bytes_out"`
 }
 
 // ClientInfo is a client's name and version, as it sent them.
@@ -195,6 +197,13 @@ type Upstream struct {
 	// Truncated says which of its lists were cut at their bounds (10,000
 	// items, 100 pages), from the catalog.
 	Truncated []string `json:"truncated,omitempty"`
+	// Changed and New are the tools its pins hold out of every view
+	// until `snodod approve NAME [TOOL]` (pin = true): their definitions
+	// changed since they were pinned, or they are new; Quarantined is set
+	// while it lists nothing until approved (quarantine = true).
+	Changed     []string `json:"changed_tools,omitempty"`
+	New         []string `json:"new_tools,omitempty"`
+	Quarantined bool     `json:"quarantined,omitempty"`
 
 	// Sandbox is the sandbox level in force for its process (standard,
 	// strict; "off" for an unconfined one; "" for a remote server), from

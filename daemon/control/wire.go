@@ -10,6 +10,10 @@ const (
 	OpLogs     = "logs"
 	OpLogin    = "login"
 	OpLogout   = "logout"
+	// OpApprove approves what a pinned or quarantined hosted server
+	// holds; OpDiff describes it (docs/views.md, "Pinned definitions").
+	OpApprove = "approve"
+	OpDiff    = "diff"
 	// OpFault is a test hook (SNODOD_TEST_FAULTS=1): it makes a session's
 	// coordinator fail once, as a bug would.
 	OpFault = "fault"
@@ -17,7 +21,7 @@ const (
 
 // Ops lists every op, in the order the daemon's refusal of an unknown one
 // names them.
-var Ops = []string{OpConnect, OpStatus, OpKill, OpUpgrade, OpUpstream, OpLogs, OpLogin, OpLogout, OpFault}
+var Ops = []string{OpConnect, OpStatus, OpKill, OpUpgrade, OpUpstream, OpLogs, OpLogin, OpLogout, OpApprove, OpDiff, OpFault}
 
 // Upstream actions (Request.Action of OpUpstream).
 const (
@@ -51,6 +55,9 @@ type Request struct {
 	// Redirect is the second line of a login: the URL the person's
 	// browser was sent back to, pasted (snodod login --no-browser).
 	Redirect string `json:"redirect,omitempty"`
+	// Tool, for approve, is the one tool of Name to approve; "" approves
+	// all that Name holds.
+	Tool string `json:"tool,omitempty"`
 }
 
 // Reply is the first line of every answer (a status reply carries the
@@ -73,6 +80,12 @@ type Reply struct {
 	// Revoked says that a logout revoked the tokens at the authorization
 	// server (else they are forgotten only).
 	Revoked bool `json:"revoked,omitempty"`
+	// Approved are the tools an approve approved; Released says that it
+	// ended the server's quarantine. Diff is a diff's description of what
+	// the server holds ("" when nothing).
+	Approved []string `json:"approved,omitempty"`
+	Released bool     `json:"released,omitempty"`
+	Diff     string   `json:"diff,omitempty"`
 }
 
 // Instance is one instance of a hosted server after an upstream action.

@@ -48,6 +48,9 @@
 //	                        reused id is refused with -32600 "id reused")
 //	-pings MODE             answer (default), ignore (never answer) or error
 //	                        (-32601) pings, answering everything else (pings.go)
+//	-tools-file PATH        more tools: a JSON array of their definitions,
+//	                        read at start, listed last; a call echoes
+//	                        (toolsfile.go)
 //	-url-elicitation        legacy: the first elicit call answers -32042 with
 //	                        one URL to open, later ones {authorized: true}
 //	                        (urlelicit.go)

@@ -65,6 +65,9 @@ func (s *server) toolItems() []any {
 	for i := 1; i <= s.o.tools; i++ {
 		out = append(out, map[string]any{"name": fmt.Sprintf("tool-%03d", i), "inputSchema": schema})
 	}
+	for _, t := range fileTools() {
+		out = append(out, t)
+	}
 	return out
 }
 
@@ -216,6 +219,9 @@ func (s *server) tool(ctx context.Context, m message, params, meta map[string]js
 		if name == fmt.Sprintf("tool-%03d", i) {
 			return text(name), nil, true
 		}
+	}
+	if fileTool(name) {
+		return echo(), nil, true
 	}
 	return nil, &rpcError{Code: -32602, Message: "Unknown tool: " + name}, true
 }
