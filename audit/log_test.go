@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func end(args string) server.RequestEnd {
 	st := server.NewSessionState(0)
 	st.SetCaller(&server.Caller{Session: 7, View: "mem", Peer: server.Peer{Known: true, UID: 1000, PID: 42, Exe: "/usr/bin/client"}})
-	return server.RequestEnd{Method: "tools/call", Item: "echo", Duration: 1500 * time.Microsecond,
+	return server.RequestEnd{Method: "tools/call", Item: "echo", Duration: 1500 * time.Microsecond, End: time.Now(),
 		Params: json.RawMessage(`{"name":"echo","arguments":` + args + `}`), State: st,
 		ClientInfo: json.RawMessage(`{"name":"cli","version":"2"}`)}
 }
