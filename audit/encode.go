@@ -51,7 +51,11 @@ func (x *encoder) appendRecord(dst []byte, ev *event) []byte {
 		}
 		dst = append(dst, '}')
 	}
-	if ci, ok := x.clientInfo(e.ClientInfo); ok {
+	info := e.ClientInfo
+	if info == nil && e.State != nil {
+		info = e.State.ClientInfo() // a legacy one is never changed in place
+	}
+	if ci, ok := x.clientInfo(info); ok {
 		dst = append(dst, `,"client":{"name":`...)
 		dst = appendString(dst, ci.Name)
 		if ci.Version != "" {

@@ -100,7 +100,9 @@ type ctlRequest struct {
 }
 
 // event is what a request hands the writer: the RequestEnd with its
-// params and clientInfo copied (the transport's buffers are reused).
+// params and a 2026 clientInfo copied (the transport's buffers are
+// reused); without one, e.State is kept for the writer to read the
+// session's.
 type event struct {
 	at     time.Time
 	e      server.RequestEnd
@@ -167,10 +169,8 @@ func (l *Log) RequestEnded(e server.RequestEnd) {
 	ev.e.Params = bytes.Clone(e.Params)
 	if e.ClientInfo != nil {
 		ev.e.ClientInfo = bytes.Clone(e.ClientInfo)
-	} else if e.State != nil {
-		ev.e.ClientInfo = e.State.ClientInfo() // a legacy one is never changed in place
-	}
-	ev.e.State = nil
+		ev.e.State = nil
+	} // else the writer asks the state for the legacy initialize's (under its lock: not here)
 	select {
 	case l.queue <- ev:
 		if !l.pending.Load() && l.pending.CompareAndSwap(false, true) {
