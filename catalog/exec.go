@@ -21,6 +21,7 @@ import (
 	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/internal/tailbuf"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/tracing"
 )
 
 // Limits of every exec tool run that have no configuration key.
@@ -75,12 +76,17 @@ func (t *execTool) definition() *server.Tool {
 // group and returns ctx's error, which the runtime never writes. A run
 // that exits non-zero, is killed or times out gives an isError result with
 // the status and the end of stderr.
-func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (res *server.CallToolResult, err error) {
 	select {
 	case t.slots <- struct{}{}:
 		defer func() { <-t.slots }()
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	var span *tracing.Span // the run's, nil with tracing off (docs/observability.md, "Traces")
+	if tracing.Active(ctx) {
+		ctx, span = tracing.StartExec(ctx, t.cfg.Name)
+		defer func() { span.EndRun(res != nil && res.IsError, err) }()
 	}
 	values := callValues(req.Arguments, t.cfg.Arguments)
 	args := expandArgs(t.cfg.Args, values)
@@ -92,6 +98,11 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 	cmd := exec.Command(t.cfg.Path, args...)
 	cmd.Dir = t.dir
 	cmd.Env = append([]string{}, t.cfg.Env...) // never nil: nil would be the daemon's whole environment
+	if span != nil {
+		// The run's span is the program's parent, in the environment
+		// variables OpenTelemetry's SDKs read (TRACEPARENT, TRACESTATE).
+		cmd.Env = append(cmd.Env, tracing.Environ(ctx)...)
+	}
 	if t.cfg.HasStdin {
 		cmd.Stdin = strings.NewReader(expandStdin(t.cfg.Stdin, values))
 	}
@@ -168,6 +179,7 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (*serv
 	if launch != nil {
 		werr = launch.Exited(werr)
 	}
+	span.SetExit(cmd.ProcessState.ExitCode())
 	if progress != nil {
 		progress.wait() // every report precedes the result
 	}

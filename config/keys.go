@@ -3,6 +3,7 @@ package config
 import (
 	_ "embed"
 	"fmt"
+	"path"
 	"reflect"
 	"slices"
 	"strings"
@@ -171,6 +172,8 @@ var keyed = []*spec{
 	{name: "upstreams.drain_timeout", rule: positiveDuration(), desc: "How long a replaced or removed upstream instance may finish its requests after a reload."},
 	{name: "upstreams.list_wait", rule: positiveDuration(), desc: "How long a list waits for a never-listed upstream that is starting (from the start of its start); then it answers without it, and list_changed follows."},
 	{name: "upstreams.pin", rule: anyBool(), desc: "Pin the tool definitions of every hosted server whose entry sets no pin: a tool whose definition changes after it was first listed is held out of every view until snodod approve NAME TOOL."},
+	{name: "upstreams.max_tools", rule: scalar("must be 0 or an integer of at least 3 (search_tools, call_tool and one more)", func(v any) bool { return v.(int) == 0 || v.(int) >= 3 }), desc: "Tool budget of the aggregated view (docs/views.md, Budgets): over it, tools/list shows the most used tools, upstreams.always and search_tools and call_tool; 0: the connected client's known limit (none for a client not in the table)."},
+	{name: "upstreams.always", rule: eachString("entries must be tool names or globs, as the aggregated view names them", func(s string) bool { _, err := path.Match(s, ""); return s != "" && err == nil }), desc: "Tools the aggregated view lists even over its budget (names as the view shows them, globs allowed)."},
 	{name: "log.level", flag: "log-level", rule: oneOf("debug", "info", "warn", "error"), desc: "Lowest level logged."},
 	{name: "log.format", rule: oneOf("text", "json"), desc: "Log line format."},
 }

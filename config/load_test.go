@@ -42,7 +42,7 @@ var wantDefaults = Config{
 	Log:   Log{Level: "info", Format: "text"},
 	Upstreams: Upstreams{
 		Import: []string{}, MaxChildren: 64, MaxInFlight: 32, MaxQueued: 64, MaxParked: 32, MaxServerRequests: 32,
-		StderrBytes: 65536, StderrTotalBytes: 8388608, DrainTimeout: time.Minute, ListWait: 5 * time.Second,
+		StderrBytes: 65536, StderrTotalBytes: 8388608, DrainTimeout: time.Minute, ListWait: 5 * time.Second, Always: []string{},
 	},
 	Sandbox: sandbox.Policy{Level: DefaultSandboxLevel}, // no file: the embedded defaults are a new configuration
 }

@@ -65,6 +65,15 @@ type Upstreams struct {
 	// Pin pins the tool definitions of every hosted server whose entry
 	// does not set pin itself (docs/views.md, "Pinned definitions").
 	Pin bool `koanf:"pin"`
+	// MaxTools is the aggregated view's tool budget (docs/views.md,
+	// "Budgets"): the most tools/list shows, search_tools and call_tool
+	// included; 0 means the connected client's known limit, and no budget
+	// for a client the table does not know. A view's max_tools overrides it.
+	MaxTools int `koanf:"max_tools"`
+	// Always are the tools listed even over the budget: names as the
+	// aggregated view shows them (fs__read_text_file), or path.Match
+	// globs (fs__*). A view's always overrides it.
+	Always []string `koanf:"always"`
 }
 
 // Upstream is one entry of mcpServers: how to start one MCP server and how

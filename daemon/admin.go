@@ -71,22 +71,24 @@ func (d *Daemon) newMetrics(cfg *config.Config) {
 }
 
 // observer is the Observer the daemon's runtimes report to: the audit
-// log's sink (audit.go), which a reload may turn on, and the metrics
-// when there are any.
+// log's sink (audit.go), which a reload may turn on, the metrics when
+// there are any, and the tracer when traces are on.
 func (d *Daemon) observer() server.Observer {
 	if d.metrics == nil {
-		return &d.audit
+		return d.withTracing(&d.audit)
 	}
-	return observers{d.metrics, &d.audit}
+	return d.withTracing(metricsAndAudit{d.metrics, &d.audit})
 }
 
-// observers tells each of its Observers in turn.
-type observers []server.Observer
+// metricsAndAudit tells the metrics, then the audit log's sink.
+type metricsAndAudit struct {
+	m *metrics.Metrics
+	a *auditSink
+}
 
-func (obs observers) RequestEnded(e server.RequestEnd) {
-	for _, o := range obs {
-		o.RequestEnded(e)
-	}
+func (o metricsAndAudit) RequestEnded(e server.RequestEnd) {
+	o.m.RequestEnded(e)
+	o.a.RequestEnded(e)
 }
 
 // startAdmin binds admin.listen and serves it on a goroutine of its own;

@@ -20,6 +20,7 @@ import (
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/metrics"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/tracing"
 	mcphttp "github.com/snodod/snodod/transport/http"
 	"github.com/snodod/snodod/transport/stdio"
 	"github.com/snodod/snodod/upstream"
@@ -116,6 +117,7 @@ type Daemon struct {
 	// metrics is nil without admin.listen; admin is its listener once
 	// bound, adminGate its access rules (admin.go).
 	metrics   *metrics.Metrics
+	tracing   *tracing.Tracing // nil unless OTEL_* name an endpoint (tracing.go)
 	adminMu   sync.Mutex
 	admin     *adminListener
 	adminGate atomic.Pointer[mcphttp.Gate]
@@ -204,7 +206,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.notify = newNotifier(d.log)
 	d.store = newFDStore(d.log)
 	d.newMetrics(cfg)
+	d.newTracing()
 	if err := d.openUpstreams(cfg); err != nil {
+		d.flushTracing()
 		return nil, err
 	}
 	d.host = catalog.NewHost(catalog.HostOptions{Build: catalog.Build{Name: opts.Name, Version: d.version(), Started: d.started},
@@ -214,6 +218,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	g, err := d.build(cfg, nil)
 	if err != nil {
 		d.host.Close()
+		d.flushTracing()
 		return nil, err
 	}
 	d.attachViews(g, nil)
@@ -288,6 +293,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return errors.New("daemon: Run called twice")
 	}
 	defer close(d.stopped)
+	defer d.flushTracing()
 	defer d.host.Close()                      // the folders' watches
 	defer func() { d.gen.Load().release() }() // the views' attachments, the HTTP views' callers
 	defer d.startDrain()

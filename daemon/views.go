@@ -168,7 +168,7 @@ func (r *route) open() *server.Caller {
 	if c := r.stateless.Load(); c != nil || r.closed {
 		return c
 	}
-	c := &server.Caller{Session: r.d.sessions.newID(), View: r.name}
+	c := &server.Caller{Session: r.d.sessions.newID(), View: r.name, Kind: "http"}
 	end, err := r.d.ups.Open(c)
 	if err != nil {
 		return nil // the upstream was removed by a reload meanwhile
@@ -197,7 +197,7 @@ func (r *route) openSession() (*server.Caller, func()) {
 	if !r.g.acquire() {
 		return nil, func() {} // a reload let the generation go meanwhile
 	}
-	c := &server.Caller{Session: r.d.sessions.newID(), View: r.name}
+	c := &server.Caller{Session: r.d.sessions.newID(), View: r.name, Kind: "http"}
 	end, err := r.d.ups.Open(c)
 	if err != nil {
 		return nil, r.g.release

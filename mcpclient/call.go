@@ -36,6 +36,12 @@ type CallOptions struct {
 	// LogLevel (2026 upstream only), when set, is stamped into _meta as
 	// io.modelcontextprotocol/logLevel.
 	LogLevel string
+	// TraceParent and TraceState, when TraceParent is set, are the W3C
+	// trace context of the call's span (docs/observability.md, "Traces"):
+	// stamped into _meta as traceparent and tracestate, replacing the
+	// client's, and sent by an HTTP transport as the traceparent and
+	// tracestate headers too.
+	TraceParent, TraceState string
 }
 
 // call is one request in flight: in Conn.calls from before its message is
@@ -114,7 +120,8 @@ func (c *Conn) take(id protocol.ID) *call {
 // logLevel, serverInfo, subscriptionId) are removed and this hop's are
 // stamped for the upstream's era; other _meta keys (other reserved ones
 // such as io.modelcontextprotocol/related-task, and
-// traceparent/tracestate/baggage) pass through. If ctx ends first,
+// traceparent/tracestate/baggage) pass through, but CallOptions.TraceParent
+// replaces traceparent and tracestate. If ctx ends first,
 // notifications/cancelled {requestId} is sent (nothing at all when the
 // request was not written yet), a late answer is dropped, and ctx's error
 // is returned.
@@ -136,12 +143,12 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 	if err != nil {
 		return nil, err
 	}
-	return c.roundTrip(ctx, id, method, p, o.Owner, o.Progress)
+	return c.roundTrip(ctx, id, method, p, o)
 }
 
 // roundTrip sends request id and waits for its outcome (see Call).
-func (c *Conn) roundTrip(ctx context.Context, id int64, method string, params json.RawMessage, owner any, progress func(json.RawMessage)) (json.RawMessage, error) {
-	cl, err := c.begin(id, method, params, owner, progress)
+func (c *Conn) roundTrip(ctx context.Context, id int64, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
+	cl, err := c.beginTraced(id, method, params, o.Owner, o.Progress, o.TraceParent, o.TraceState)
 	if err != nil {
 		return nil, err
 	}
@@ -159,8 +166,15 @@ func (c *Conn) roundTrip(ctx context.Context, id int64, method string, params js
 
 // begin puts request id in flight; its outcome arrives on the call's resp.
 func (c *Conn) begin(id int64, method string, params json.RawMessage, owner any, progress func(json.RawMessage)) (*call, error) {
+	return c.beginTraced(id, method, params, owner, progress, "", "")
+}
+
+// beginTraced is begin of a request sent with a trace context (an HTTP
+// transport's headers, Outgoing.TraceParent).
+func (c *Conn) beginTraced(id int64, method string, params json.RawMessage, owner any, progress func(json.RawMessage), traceparent, tracestate string) (*call, error) {
 	cl := &call{c: c, id: id, owner: owner, progress: progress, resp: make(chan response, 1)}
-	cl.out = &Outgoing{Data: requestFrame(id, method, params), ID: id, Method: method, call: cl}
+	cl.out = &Outgoing{Data: requestFrame(id, method, params), ID: id, Method: method, call: cl,
+		TraceParent: traceparent, TraceState: tracestate}
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -217,7 +231,7 @@ var perHopMeta = []string{
 // metadata.
 func (c *Conn) outParams(params json.RawMessage, o CallOptions, token int64) (json.RawMessage, error) {
 	modern := c.era == Era2026
-	if !modern && token == 0 && !mentionsMeta(params) {
+	if !modern && token == 0 && o.TraceParent == "" && !mentionsMeta(params) {
 		// Nothing to rewrite, the common legacy case: only the outline is
 		// checked (the client's transport validated the JSON).
 		if t := bytes.TrimSpace(params); params != nil && (len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}') {
@@ -250,6 +264,15 @@ func (c *Conn) outParams(params json.RawMessage, o CallOptions, token int64) (js
 	}
 	if modern {
 		c.stamp2026(meta, o)
+	}
+	if o.TraceParent != "" {
+		// This hop's span is the next server's parent: the client's
+		// traceparent and tracestate are replaced, whatever they were.
+		meta["traceparent"] = protocol.AppendString(nil, o.TraceParent)
+		delete(meta, "tracestate")
+		if o.TraceState != "" {
+			meta["tracestate"] = protocol.AppendString(nil, o.TraceState)
+		}
 	}
 	out := make(map[string]json.RawMessage, len(members)+1)
 	for k, v := range members {

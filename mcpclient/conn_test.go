@@ -91,6 +91,43 @@ func TestCallMeta(t *testing.T) {
 	}
 }
 
+// CallOptions.TraceParent replaces the client's traceparent and
+// tracestate in _meta, in both eras, even where nothing else is stamped
+// (a legacy call without progress); a call without it passes the
+// client's (TestCallMeta).
+func TestCallTraceParent(t *testing.T) {
+	const mine = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"
+	for _, tc := range []struct {
+		name, state string
+		flags       []string
+	}{
+		{"legacy", "", nil},
+		{"legacy with tracestate", "snodod=1", nil},
+		{"2026", "", []string{"-era", "2026"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startFake(t, Options{}, tc.flags...)
+			res, err := c.Call(context.Background(), "tools/call", toolParams(t, "echo", map[string]any{},
+				map[string]any{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "client=1"}),
+				CallOptions{TraceParent: mine, TraceState: tc.state})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta map[string]json.RawMessage
+			if err := json.Unmarshal(structuredContent(t, res)["meta"], &meta); err != nil {
+				t.Fatal(err)
+			}
+			if string(meta["traceparent"]) != `"`+mine+`"` {
+				t.Errorf("traceparent %s, want %s", meta["traceparent"], mine)
+			}
+			state, ok := meta["tracestate"]
+			if tc.state == "" && ok || tc.state != "" && string(state) != `"`+tc.state+`"` {
+				t.Errorf("tracestate %s (%v), want %q", state, ok, tc.state)
+			}
+		})
+	}
+}
+
 // Two callers at once get their own answers over distinct ids: a session's
 // client id never reaches the upstream, so two sessions both using "id":1
 // cannot meet there. The fake refuses a reused id.

@@ -29,6 +29,12 @@ func (s *httpStream) post(ctx context.Context, m *Outgoing, p *post) (*http.Resp
 	if err != nil {
 		return nil, 0, err
 	}
+	if m.TraceParent != "" {
+		req.Header.Set("Traceparent", m.TraceParent)
+		if m.TraceState != "" {
+			req.Header.Set("Tracestate", m.TraceState)
+		}
+	}
 	switch mode {
 	case modeSSE:
 	case modeLegacy:

@@ -84,6 +84,10 @@ type Outgoing struct {
 	// Reply marks the answer to a request of the server's: it counts
 	// against Options.MaxServerRequests until it is written.
 	Reply bool
+	// TraceParent and TraceState are a request's W3C trace context
+	// (CallOptions.TraceParent), "" for none: an HTTP transport sends
+	// them as the traceparent and tracestate headers.
+	TraceParent, TraceState string
 
 	call *call // the request's call, nil for anything else
 

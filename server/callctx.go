@@ -12,6 +12,9 @@ type callContext struct {
 	c *call
 }
 
+// callKey finds the call a handler's context belongs to (CallTool).
+type callKey struct{}
+
 // Value answers the runtime's keys for this request, shadowing any the
 // parent holds: a 2026 request dispatched from inside a legacy handler (a
 // relay) is not legacy, and asks for input through MRTR.
@@ -27,6 +30,8 @@ func (x *callContext) Value(key any) any {
 			return nil
 		}
 		return &x.c.inputs
+	case callKey:
+		return x.c
 	}
 	return x.Context.Value(key)
 }

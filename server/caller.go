@@ -22,6 +22,10 @@ type Caller struct {
 	// View is "" for the aggregated view, else the upstream passed
 	// through (docs/upstreams.md §2).
 	View string
+	// Kind is how the session came, as snodod status names it: "pipe",
+	// "socket", "pty" (the session socket's), "http"; "" when unknown
+	// (a process's only session). Traces carry it (docs/observability.md).
+	Kind string
 	// MayLogIn lets a request of this session that needs a login to a
 	// remote server ask its client to open the login's URL (URL-mode
 	// elicitation, docs/upstreams.md §9). The daemon sets it for a client

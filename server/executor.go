@@ -101,6 +101,10 @@ func (l ExecutorLimits) withDefaults() ExecutorLimits {
 // which bounds how many may wait (a hosted upstream, an exec tool's
 // child), gives its slot back with Detach and stays in flight; the slots
 // bound the handlers that may use CPU, not the requests in flight.
+// A handler that waits on its own connection (room in its output) gives
+// its slot back with HoldConn, which also holds the connection: none of
+// its queued work starts until the wait ends, so that its client cannot
+// run more work by not reading.
 //
 // Goroutines. A goroutine runs per busy slot and per detached handler, and
 // only while there is work; a goroutine whose handler returns starts the
@@ -219,6 +223,10 @@ type ExecConn struct {
 	running, queued int
 	queue           linkedList[job] // this connection's queue, in admission order
 	ready           link[ExecConn]  // c's place in e's ready list
+	// holds counts the handlers of c waiting on c itself (HoldConn):
+	// while it is not zero c is out of the ready list and none of its
+	// queued work starts (executor_detach.go).
+	holds int
 }
 
 // Submit admits run under id on this connection. The checks are, in order
@@ -226,18 +234,20 @@ type ExecConn struct {
 //
 //  1. id is already admitted on this connection, running or queued:
 //     protocol.ErrDuplicateID;
-//  2. every slot is busy, this connection's own queue places are taken and
-//     the shared ones are full: protocol.ErrCapacity;
+//  2. every slot is busy (or the connection is held, see HoldConn), this
+//     connection's own queue places are taken and the shared ones are
+//     full: protocol.ErrCapacity;
 //  3. the executor is closed: protocol.ErrExecutorClosed;
-//  4. every slot is busy, this connection's own places are taken, it
-//     already has items in the shared places and only their reserve is
-//     left (see Executor): protocol.ErrCapacity.
+//  4. every slot is busy (or the connection is held), this connection's
+//     own places are taken, it already has items in the shared places and
+//     only their reserve is left (see Executor): protocol.ErrCapacity.
 //
 // A refused submission leaves no trace and run and done are never called.
 // On admission Submit returns nil; run starts at once if a slot is free and
-// is queued otherwise. Later done is called exactly once with the outcome,
-// unless the work is cancelled first (Cancel, CancelAll), in which case
-// neither done nor, for queued work, run is ever called:
+// the connection is not held, and is queued otherwise. Later done is
+// called exactly once with the outcome, unless the work is cancelled first
+// (Cancel, CancelAll), in which case neither done nor, for queued work, run
+// is ever called:
 //
 //   - run returned normally: its Outcome;
 //   - run panicked: Outcome{Err: protocol.ErrWorkerFailed}, with the panic
@@ -316,7 +326,8 @@ func (c *ExecConn) SubmitJob(ctx context.Context, id protocol.ID, slot *Job, tas
 		j.ctx.cancel()
 		return protocol.ErrDuplicateID
 	}
-	busy := e.running >= e.limits.MaxConcurrency
+	// A held connection's work waits as it would for a slot (HoldConn).
+	busy := e.running >= e.limits.MaxConcurrency || c.holds > 0
 	if refusal := e.refusalLocked(c, busy); refusal != nil {
 		e.mu.Unlock()
 		j.ctx.cancel()

@@ -1,6 +1,9 @@
 package server
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // This file holds Detach: a handler that only waits on something outside
 // the process (a hosted upstream's answer, an exec tool's child) gives its
@@ -69,4 +72,92 @@ func (e *Executor) returnSlotLocked(j *job) *job {
 		return nil
 	}
 	return e.nextLocked()
+}
+
+// HoldConn is Detach for a handler whose work is done and that now waits
+// on its own connection: for room in the connection's pending output,
+// which only its client reading makes (docs/transport.md §11.5). It gives
+// the slot of the request ctx belongs to back to the next queued item of
+// another connection, as Detach does (a handler that detached already
+// waits without one anyway), and holds the request's connection until the
+// returned release is called:
+//
+//   - none of the connection's queued work starts, and work it submits
+//     meanwhile is queued even when a slot is free (in its places, refused
+//     for capacity as Submit says when they are full);
+//   - other connections take turns for the slots as usual.
+//
+// So a client that does not read cannot make the slots of every other
+// session wait on it, nor, by the waiters giving their slots back, start
+// more of its work: the waiters of one connection are at most the
+// handlers it had running when the first began to wait (MaxConcurrency,
+// and the detached ones the bounds of Detach bound). Holds count: the
+// connection is released when the last one is, and its queued work then
+// takes the free slots, in its order.
+//
+// The request stays in flight while it waits, as with Detach: its key,
+// deadline, cancellation and outcome are unchanged, so a request cancelled
+// or timed out while waiting is answered or dropped as one that held its
+// slot. The handler's goroutine runs on without a slot until it returns.
+//
+// release must be called once the wait ends, whatever ended it; later calls
+// do nothing. Outside an executor's handler, or once the handler has
+// returned, HoldConn holds nothing and release does nothing. It may be
+// called from any goroutine, and e's lock is not held when it returns.
+func HoldConn(ctx context.Context) (release func()) {
+	j, _ := ctx.Value(jobKey{}).(*job)
+	if j == nil {
+		return func() {}
+	}
+	c, e := j.conn, j.conn.e
+	e.mu.Lock()
+	if j.slot == slotReturned || j.state == jobQueued {
+		e.mu.Unlock()
+		return func() {}
+	}
+	c.holds++
+	if e.ready.contains(&c.ready) {
+		e.ready.remove(&c.ready)
+	}
+	var next *job
+	var worker chan *job
+	if j.slot == slotHeld {
+		j.slot = slotDetached
+		e.detached++
+		if next = e.nextLocked(); next != nil {
+			worker = e.warmestLocked()
+		}
+	}
+	e.mu.Unlock()
+	if next != nil {
+		e.launch(worker, next)
+	}
+	var once sync.Once
+	return func() { once.Do(c.unhold) }
+}
+
+// unhold releases one of c's holds; with the last, c's queued work goes
+// back in the turn order and takes the slots that are free.
+func (c *ExecConn) unhold() {
+	e := c.e
+	e.mu.Lock()
+	c.holds--
+	if c.holds > 0 || c.queued == 0 {
+		e.mu.Unlock()
+		return
+	}
+	if !e.ready.contains(&c.ready) {
+		e.ready.pushBack(&c.ready, c)
+	}
+	var starts []*job
+	var workers []chan *job
+	for e.running < e.limits.MaxConcurrency && e.ready.front() != nil {
+		e.running++ // nextLocked hands over a slot; this one was free
+		starts = append(starts, e.nextLocked())
+		workers = append(workers, e.warmestLocked())
+	}
+	e.mu.Unlock()
+	for i, j := range starts {
+		e.launch(workers[i], j)
+	}
 }

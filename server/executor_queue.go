@@ -57,7 +57,8 @@ func (c *ExecConn) releaseLocked(j *job) {
 }
 
 // pushLocked appends j to c's queue, in c's own places or the shared ones,
-// and puts c in the ready list when it had nothing queued.
+// and puts c in the ready list when it had nothing queued, unless c is held
+// (HoldConn: its release puts it there).
 func (c *ExecConn) pushLocked(j *job) {
 	c.queue.pushBack(&j.queue, j)
 	c.queued++
@@ -65,7 +66,7 @@ func (c *ExecConn) pushLocked(j *job) {
 	if c.queued > c.places {
 		c.e.shared++
 	}
-	if !c.e.ready.contains(&c.ready) {
+	if c.holds == 0 && !c.e.ready.contains(&c.ready) {
 		c.e.ready.pushBack(&c.ready, c)
 	}
 }
@@ -87,7 +88,8 @@ func (c *ExecConn) unlinkLocked(j *job) {
 // nextLocked hands the slot of a returning handler to the oldest queued
 // item of the connection whose turn it is, and moves that connection to the
 // back of the turn order. With nothing queued the slot is freed and nil is
-// returned.
+// returned. A held connection (HoldConn) is not in the ready list: its
+// queued work is passed over until its last hold is released.
 func (e *Executor) nextLocked() *job {
 	c := e.ready.front()
 	if c == nil {

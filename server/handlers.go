@@ -171,6 +171,7 @@ func (c *call) readResource(ctx context.Context) Outcome {
 	if !ok {
 		return invalidParams("resources/read requires a string uri")
 	}
+	c.uri = uri
 	handler, vars, relay := c.s.findResource(uri)
 	if relay != nil {
 		if observerOf(&c.s.observer) != nil {

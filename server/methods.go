@@ -50,6 +50,12 @@ func (c *call) visible(e *toolEntry) bool {
 // key, paginated and shaped as member name. The entry maps are made once
 // by New and only ever changed under the lock.
 func list[E, T any](c *call, name string, entries map[string]E, view func(E) (T, bool), key func(T) string) Outcome {
+	return filteredList(c, name, entries, view, key, nil)
+}
+
+// filteredList is list with the sorted items passed through filter, when
+// set, before they are paginated.
+func filteredList[E, T any](c *call, name string, entries map[string]E, view func(E) (T, bool), key func(T) string, filter func([]T) []T) Outcome {
 	c.s.mu.RLock()
 	rev, items := c.s.revision, make([]T, 0, len(entries))
 	for _, e := range entries {
@@ -59,6 +65,9 @@ func list[E, T any](c *call, name string, entries map[string]E, view func(E) (T,
 	}
 	c.s.mu.RUnlock()
 	slices.SortFunc(items, func(a, b T) int { return strings.Compare(key(a), key(b)) })
+	if filter != nil {
+		items = filter(items)
+	}
 	out, cursor, fail, ok := paginate(c, items, rev, key)
 	if !ok {
 		return fail
@@ -76,7 +85,7 @@ func (c *call) dropIcons() bool { return c.version == protocol.Version20250618 }
 // The list views: a relayed entry (relay.go) is listed as it was relayed.
 
 func (c *call) listTools() Outcome {
-	return list(c, "tools", c.s.tools, func(e *toolEntry) (listedItem, bool) {
+	return filteredList(c, "tools", c.s.tools, func(e *toolEntry) (listedItem, bool) {
 		if e.relay != nil {
 			return e.relay.item(c.dropIcons()), true
 		}
@@ -85,7 +94,25 @@ func (c *call) listTools() Outcome {
 			t.Icons = nil
 		}
 		return listedItem{key: t.Name, v: t}, c.visible(e)
-	}, listedKey)
+	}, listedKey, c.filterTools)
+}
+
+// filterTools applies the server's ToolListFilter (toollist.go) to a
+// sorted listing.
+func (c *call) filterTools(items []listedItem) []listedItem {
+	f := c.s.toolListFilter()
+	if f == nil {
+		return items
+	}
+	names := make([]string, len(items))
+	for i, it := range items {
+		names[i] = it.key
+	}
+	keep := c.keepTools(f, names)
+	if keep == nil {
+		return items
+	}
+	return slices.DeleteFunc(items, func(it listedItem) bool { return !keep(it.key) })
 }
 
 func (c *call) listResources() Outcome {

@@ -53,6 +53,12 @@ type RequestEnd struct {
 	Modern bool
 	// Duration is from Dispatch's start to the handler's return.
 	Duration time.Duration
+	// URI is a resources/read's uri, "" for any other method. Unlike
+	// Item it is not bounded by the catalog: not a metric's label.
+	URI string
+	// Context is the context RequestStarted returned, for an Observer
+	// that is a RequestStarter; nil otherwise.
+	Context context.Context
 	// Params are the request's raw params and State its session (its
 	// Caller, its ClientInfo), for the audit log. Params may be the
 	// transport's buffer: they are valid only during RequestEnded, and an
@@ -67,8 +73,39 @@ type RequestEnd struct {
 	End time.Time
 }
 
-// observerBox holds the Observer, replaced atomically.
-type observerBox struct{ o Observer }
+// RequestStarter is an Observer that is also told when each request
+// starts, before its handler runs: the tracer's hook (docs/observability.md,
+// "Traces"). RequestStarted is called on the worker that serves the
+// request, once per request, before RequestEnded; it must not block. It
+// returns the context the request is served in, ctx or one made from it
+// (a span's), which reaches the handler and whatever it relays, and which
+// RequestEnded gets back in RequestEnd.Context. s is only valid during the
+// call.
+type RequestStarter interface {
+	Observer
+	RequestStarted(ctx context.Context, s *RequestStart) context.Context
+}
+
+// RequestStart is what a RequestStarter is told of a request as it
+// starts.
+type RequestStart struct {
+	// Method is the request's method, as sent.
+	Method string
+	// Meta are params._meta's members (nil without): where a client
+	// sends its W3C trace context (traceparent, tracestate).
+	Meta protocol.Object
+	// Modern is true for a request of the 2026 era (its _meta says so).
+	Modern bool
+	// Session is the connection's state; its Caller says who asks.
+	Session *SessionState
+}
+
+// observerBox holds the Observer, replaced atomically; starter is o as
+// a RequestStarter, nil when it is not one.
+type observerBox struct {
+	o       Observer
+	starter RequestStarter
+}
 
 // SetObserver makes o the server's Observer (nil: none). It may be called
 // while serving; a request already in Dispatch reports to the Observer
@@ -78,7 +115,8 @@ func (s *Server) SetObserver(o Observer) {
 		s.observer.Store(nil)
 		return
 	}
-	s.observer.Store(&observerBox{o})
+	st, _ := o.(RequestStarter)
+	s.observer.Store(&observerBox{o: o, starter: st})
 }
 
 // observed serves one request of either era and reports it to o.
@@ -93,9 +131,12 @@ func (c *call) observed(ctx context.Context, o Observer, modern bool) Outcome {
 	end := time.Now()
 	e := RequestEnd{Method: c.req.Method, Item: c.item, Relayed: c.relayed, Owner: c.owner,
 		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: end.Sub(start),
-		Params: c.req.Params, State: c.req.State, End: end}
+		URI: c.uri, Params: c.req.Params, State: c.req.State, End: end}
 	if c.meta != nil {
 		e.ClientInfo = c.meta.ClientInfo
+	}
+	if c.started {
+		e.Context = c.ctx.Context
 	}
 	if ctx.Err() != nil {
 		if timedOut(ctx) {
@@ -106,6 +147,17 @@ func (c *call) observed(ctx context.Context, o Observer, modern bool) Outcome {
 	}
 	o.RequestEnded(e)
 	return out
+}
+
+// start tells b's RequestStarter, if it has one, that c starts, and
+// makes the context it returns the parent of the call's own context;
+// before that context is used.
+func (c *call) start(ctx context.Context, b *observerBox) {
+	if b.starter == nil {
+		return
+	}
+	c.ctx.Context = b.starter.RequestStarted(ctx, &RequestStart{Method: c.req.Method, Meta: c.split.Meta, Modern: c.split.Modern, Session: c.sess})
+	c.started = true
 }
 
 // observerOf is the server's Observer, nil without one.

@@ -117,3 +117,102 @@ func TestObserverCancelledAndTimedOut(t *testing.T) {
 		t.Errorf("timed out: %+v", e)
 	}
 }
+
+// starterRecorder is a RequestStarter: it keeps what it was told of each
+// start and serves the request under a context of its own.
+type starterRecorder struct {
+	*endRecorder
+	starts []RequestStart
+	traces []string // each start's _meta.traceparent
+}
+
+type startKey struct{}
+
+func (r *starterRecorder) RequestStarted(ctx context.Context, s *RequestStart) context.Context {
+	raw, _ := s.Meta.Get("traceparent")
+	tp, _ := protocol.String(raw)
+	r.mu.Lock()
+	r.starts = append(r.starts, *s)
+	r.traces = append(r.traces, tp)
+	r.mu.Unlock()
+	return context.WithValue(ctx, startKey{}, s.Method)
+}
+
+// A RequestStarter is told of the start with the request's _meta, its
+// context reaches the handler (which still has the runtime's own values),
+// and comes back with the end.
+func TestRequestStarter(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen any
+	AddTool(s, &Tool{Name: "echo"}, func(ctx context.Context, _ *CallToolRequest, _ struct{}) (*CallToolResult, any, error) {
+		seen = ctx.Value(startKey{})
+		Log(ctx, "info", "still legacy", nil) // the call's own context is below the starter's
+		return &CallToolResult{}, nil, nil
+	})
+	r := &starterRecorder{endRecorder: newEndRecorder()}
+	s.SetObserver(r)
+	sess := NewSessionState(0)
+	sess.SetCaller(&Caller{View: "v", Kind: "socket"})
+	sess.SetNegotiated(protocol.Version20250618)
+	msg := protocol.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}`))
+	req := &Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Split: &msg.Split, State: sess,
+		Header: map[string][]string{HeaderProtocolVersion: {protocol.Version20250618}}}
+	if out := s.Dispatch(context.Background(), req); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	e := r.last(t)
+	if len(r.starts) != 1 || r.starts[0].Method != "tools/call" || r.starts[0].Modern || r.starts[0].Session != sess ||
+		r.traces[0] != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" {
+		t.Fatalf("starts %+v, traceparents %q", r.starts, r.traces)
+	}
+	if seen != "tools/call" {
+		t.Errorf("the handler's context has %v of the starter's", seen)
+	}
+	if e.Context == nil || e.Context.Value(startKey{}) != "tools/call" || e.Item != "echo" {
+		t.Errorf("the end has context %v, item %q", e.Context, e.Item)
+	}
+}
+
+// An Observer that is not a RequestStarter (the metrics alone, tracing
+// off) costs the dispatch no allocation, as no Observer does.
+func TestObserverAllocs(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	AddTool(s, &Tool{Name: "echo"}, func(context.Context, *CallToolRequest, struct{}) (*CallToolResult, any, error) {
+		return &CallToolResult{}, nil, nil
+	})
+	msg := protocol.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`))
+	sess := NewSessionState(0)
+	sess.SetNegotiated(protocol.Version20250618)
+	req := &Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Split: &msg.Split, State: sess,
+		Header: map[string][]string{HeaderProtocolVersion: {protocol.Version20250618}}}
+	allocs := func() float64 {
+		return testing.AllocsPerRun(200, func() {
+			if o := s.Dispatch(context.Background(), req); o.Err != nil {
+				t.Fatal(o.Err)
+			}
+		})
+	}
+	none := allocs()
+	s.SetObserver(nopObserver{})
+	observed := allocs()
+	var st RequestStarter = &nopStarter{}
+	s.SetObserver(st)
+	started := allocs()
+	if observed != none {
+		t.Errorf("a dispatch allocates %v times with an Observer, %v without", observed, none)
+	}
+	if started < none {
+		t.Errorf("a RequestStarter's dispatch allocates %v times, fewer than %v", started, none)
+	}
+	t.Logf("allocations per dispatch: %v without an Observer, %v with one, %v with a RequestStarter", none, observed, started)
+}
+
+type nopStarter struct{ nopObserver }
+
+func (*nopStarter) RequestStarted(ctx context.Context, _ *RequestStart) context.Context { return ctx }

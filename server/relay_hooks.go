@@ -13,6 +13,7 @@ type extensions struct {
 	advertised    protocol.ServerCapabilities
 	subscriptions SubscriptionHook
 	readFallback  RawHandler
+	toolList      ToolListFilter // toollist.go
 }
 
 // SubscriptionHook is told which resource URIs sessions subscribe to, so

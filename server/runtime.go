@@ -222,6 +222,8 @@ type call struct {
 	owner     string
 	relayed   bool
 	relayTime time.Duration
+	uri       string // a resources/read's
+	started   bool   // a RequestStarter made ctx's parent (observe.go)
 }
 
 // Dispatch serves one request in either era (docs/protocol.md §4.2, §5.2). It
@@ -255,10 +257,11 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 		c.sess = NewSessionState(0)
 	}
 	c.ctx = callContext{Context: ctx, c: c}
-	ctx = &c.ctx
-	if o := observerOf(&s.observer); o != nil {
-		return c.observed(ctx, o, split.Modern)
+	if b := s.observer.Load(); b != nil {
+		c.start(ctx, b)
+		return c.observed(&c.ctx, b.o, split.Modern)
 	}
+	ctx = &c.ctx
 	if split.Modern {
 		return c.serveModern(ctx)
 	}

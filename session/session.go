@@ -155,6 +155,11 @@ func New(id uint64, dev *Device, cfg Config) *Session {
 		rt:      server.NewSessionState(cfg.Limits.MaxSubscriptions),
 		done:    make(chan struct{}),
 	}
+	if cfg.Caller != nil && cfg.Caller.Kind == "" {
+		// Before the session serves, as SetCaller's contract asks: the
+		// device's kind is known here only (traces carry it).
+		cfg.Caller.Kind = string(dev.Kind())
+	}
 	s.rt.SetCaller(cfg.Caller)
 	s.fault = faults.New(s, s.done) // nil unless a test armed faults
 	if cfg.Journal != nil {

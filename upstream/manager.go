@@ -127,6 +127,13 @@ type Manager struct {
 	// formerOwners are the upstreams the aggregated view relayed at the
 	// last refresh, so that a removed one's items are removed.
 	formerOwners []string
+	// viewTools are the aggregated view's relayed tools as its tool
+	// budget ranks and searches them, and metas the names each
+	// aggregated server gives search_tools and call_tool (budget.go).
+	viewTools map[*server.Server]*viewTools
+	metas     map[*server.Server]metaNames
+	// usage counts each view's tool calls (usage.go).
+	usage *usage
 }
 
 // New prepares the upstreams of cfg (none runs before Serve). When
@@ -157,6 +164,7 @@ func New(cfg *config.Config, opts Options) (*Manager, error) {
 		done:   make(chan struct{}),
 		ups:    map[string]*upstream{}, rings: map[string]*mcpclient.StderrRing{}, passViews: map[*server.Server]string{},
 		aggregates: map[*server.Server]string{}, clients: map[*server.Caller]*Client{}, collided: map[string][]string{},
+		metas: map[*server.Server]metaNames{}, viewTools: map[*server.Server]*viewTools{}, usage: openUsage(opts.StateDir, opts.Logger),
 	}
 	m.parks = newParking(m)
 	m.pins = &pins{dir: opts.StateDir, log: m.log}
@@ -184,6 +192,7 @@ func (m *Manager) Serve(ctx context.Context) error {
 	}
 	err := m.sup.Serve(ctx)
 	close(m.done)
+	m.usage.flush()
 	for _, u := range m.sorted() {
 		u.remote.close()
 	}

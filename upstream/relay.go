@@ -12,6 +12,7 @@ import (
 	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/tracing"
 )
 
 // maxInputRounds bounds the input_required rounds snodod plays for a
@@ -329,19 +330,27 @@ func (in *instance) enter(ctx context.Context, o *owner) error {
 
 // callOnce sends one request to conn within request_timeout, with the
 // client's progress forwarded; the caller holds a place in the gate.
-func (in *instance) callOnce(ctx context.Context, conn *mcpclient.Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (json.RawMessage, error) {
+func (in *instance) callOnce(ctx context.Context, conn *mcpclient.Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest) (raw json.RawMessage, err error) {
 	in.begin(o)
 	defer in.end(o)
+	opts := mcpclient.CallOptions{Owner: o, ClientCapabilities: req.ClientCapabilities, ClientInfo: req.ClientInfo}
+	if tracing.Active(ctx) {
+		// The upstream's span, the parent the upstream is handed
+		// (docs/observability.md, "Traces").
+		var span *tracing.Span
+		ctx, span = tracing.StartUpstream(ctx, in.u.name, method, relayTarget(method, params))
+		defer func() { span.End(err) }()
+		opts.TraceParent, opts.TraceState = tracing.Parent(ctx)
+	}
 	timeout := in.u.conf().RequestTimeout
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	opts := mcpclient.CallOptions{Owner: o, ClientCapabilities: req.ClientCapabilities, ClientInfo: req.ClientInfo}
 	if req.ProgressToken != nil {
 		fwd := newForwarder(ctx)
 		defer fwd.stop()
 		opts.Progress = fwd.push
 	}
-	raw, err := conn.Call(callCtx, method, params, opts)
+	raw, err = conn.Call(callCtx, method, params, opts)
 	var perr *protocol.Error
 	switch {
 	case err == nil:
@@ -362,6 +371,17 @@ func (in *instance) callOnce(ctx context.Context, conn *mcpclient.Conn, o *owner
 		return nil, in.failureNow(CodeUnavailable, fmt.Sprintf("snodod: upstream %q did not answer within %s; the call was cancelled", in.u.name, shortDuration(timeout)))
 	}
 	return nil, err
+}
+
+// relayTarget is the name a relayed tools/call or prompts/get has on the
+// upstream, for its span; "" for any other method.
+func relayTarget(method string, params json.RawMessage) string {
+	if method != "tools/call" && method != "prompts/get" {
+		return ""
+	}
+	m, _ := protocol.Members(params)
+	name, _ := protocol.String(m["name"])
+	return name
 }
 
 // exitedDuring is the failure of a call whose process ended under it.

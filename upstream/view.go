@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -49,6 +50,7 @@ func composeName(prefix, name string) string {
 func (m *Manager) Attach(srv *server.Server, instructions string) (detach func()) {
 	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv})
 	srv.SetStartHook(startHook{m: m})
+	srv.SetToolListFilter(m.toolListFilter(srv))
 	m.mu.Lock()
 	m.aggregates[srv] = instructions
 	m.mu.Unlock()
@@ -56,6 +58,8 @@ func (m *Manager) Attach(srv *server.Server, instructions string) (detach func()
 	return func() {
 		m.mu.Lock()
 		delete(m.aggregates, srv)
+		delete(m.metas, srv)
+		delete(m.viewTools, srv)
 		m.mu.Unlock()
 	}
 }
@@ -71,7 +75,11 @@ func (m *Manager) AttachView(srv *server.Server, name string) (detach func()) {
 	srv.SetSubscriptionHook(&viewHook{m: m, srv: srv, upstream: name})
 	srv.SetStartHook(startHook{m: m, view: name})
 	if o := m.opts.Observer; o != nil {
-		srv.SetObserver(passObserver{o: o, upstream: name})
+		if st, ok := o.(server.RequestStarter); ok {
+			srv.SetObserver(passStarter{passObserver{o: o, upstream: name}, st})
+		} else {
+			srv.SetObserver(passObserver{o: o, upstream: name})
+		}
 	}
 	srv.SetReadFallback(m.handler(name, "resources/read", ""))
 	m.mu.Lock()
@@ -103,8 +111,22 @@ func (m *Manager) refreshViews() {
 	m.mu.Unlock()
 
 	sets, collided := m.aggregateItems(ups)
+	m.countUsage(sets)
 	for srv, instructions := range aggs {
-		for owner, names := range srv.ReplaceRelayed(sets) {
+		withMeta := maps.Clone(sets)
+		meta := m.chooseMetaNames(srv)
+		withMeta[budgetOwner] = m.metaItems(srv, meta)
+		refused := srv.ReplaceRelayed(withMeta)
+		vt := m.buildViewTools(srv, sets, meta)
+		m.mu.Lock()
+		if _, attached := m.aggregates[srv]; attached {
+			m.viewTools[srv] = vt
+		}
+		m.mu.Unlock()
+		for owner, names := range refused {
+			if owner == budgetOwner {
+				continue // chooseMetaNames picked names the catalog does not hold
+			}
 			for _, n := range names {
 				collided[owner] = append(collided[owner], n+" (taken by snodod's own catalog)")
 			}
@@ -391,4 +413,15 @@ func (p passObserver) RequestEnded(e server.RequestEnd) {
 		e.Owner = p.upstream
 	}
 	p.o.RequestEnded(e)
+}
+
+// passStarter is passObserver for an Observer that is a RequestStarter
+// too (the traces'): it is told of the start as well.
+type passStarter struct {
+	passObserver
+	st server.RequestStarter
+}
+
+func (p passStarter) RequestStarted(ctx context.Context, s *server.RequestStart) context.Context {
+	return p.st.RequestStarted(ctx, s)
 }

@@ -157,9 +157,12 @@ func (c *coordinator) answerInline(id protocol.ID, o server.Outcome) {
 // Run implements server.Task: the request's handler, on a worker. Unless
 // its outcome goes to the coordinator (see Done), the worker then encodes
 // the final frame and, for a large one, makes room for it in the output
-// (output.reserve), still holding its executor slot: a connection whose
-// client does not read makes its workers wait here, within the executor's
-// bound, rather than pile up frames (docs/transport.md §11.5).
+// (output.reserve): a connection whose client does not read makes its
+// workers wait here rather than pile up frames. A worker that must wait
+// gives its executor slot back first and holds its connection
+// (server.HoldConn), so that other sessions' work takes the slot while none
+// of this connection's starts: its waiters stay at most the handlers it
+// had running (docs/transport.md §11.5).
 func (w *work) Run(ctx context.Context) server.Outcome {
 	o := w.sink.c.disp.Dispatch(ctx, &w.req)
 	if o.Stream != nil || w.sink.asked.Load() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/limits"
+	"github.com/snodod/snodod/server"
 )
 
 // output is a connection's write path, shared by the coordinator and the
@@ -39,7 +40,9 @@ import (
 //     smallFrame first reserves room for it (reserve), waiting while the
 //     connection holds max bytes or more, and, past the first
 //     outputAllowance bytes, while the daemon's Budget is full; it waits in
-//     the handler's turn, holding its executor slot. The coordinator never
+//     the handler's turn, having given its executor slot back and holding
+//     its connection (server.HoldConn): no more of the connection's work
+//     starts while one of its workers waits. The coordinator never
 //     waits for room: past max it writes what is pending before it commits
 //     more (room), and it is the writer, so that is its own wait on the
 //     device, bounded by the write timeout.
@@ -423,14 +426,47 @@ func (o *output) dropHeldLocked() {
 // reserved nothing, when w ended (cancelled, timed out), the write path
 // failed or closed, or ctx ended meanwhile; the frame is then not
 // written. The room is w's (w.reserved) until finish takes it or w ends.
+//
+// ctx is the handler's. A worker that must wait first gives its executor
+// slot back and holds its connection (server.HoldConn): other sessions'
+// work takes the slot, none of this connection's starts until its waiters
+// have their room, and so its waiters are at most the handlers it had
+// running (docs/transport.md §11.5). The hold ends when reserve returns,
+// with room or without; the frame is committed without a slot.
 func (o *output) reserve(ctx context.Context, w *work, n int) bool {
+	var release func()
+	ok := o.reserveHolding(ctx, w, n, &release)
+	if release != nil {
+		release()
+	}
+	return ok
+}
+
+// reserveHolding is reserve's wait, setting *release (server.HoldConn's)
+// before it first waits. o.mu is not held when it is called or returns.
+func (o *output) reserveHolding(ctx context.Context, w *work, n int, release *func()) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	// hold holds the connection before the first wait, without o.mu (the
+	// executor's lock is never taken under it); the caller then looks
+	// again, as after any wait.
+	hold := func() bool {
+		if *release != nil {
+			return false
+		}
+		o.mu.Unlock()
+		*release = server.HoldConn(ctx)
+		o.mu.Lock()
+		return true
+	}
 	for {
 		if o.failed != nil || o.closed || w.state.Load() != live || ctx.Err() != nil {
 			return false
 		}
 		if o.held > 0 && o.held+n > o.max {
+			if hold() {
+				continue
+			}
 			o.waiters++
 			o.room.Wait()
 			o.waiters--
@@ -439,6 +475,9 @@ func (o *output) reserve(ctx context.Context, w *work, n int) bool {
 		if o.budget != nil {
 			if need := max(0, o.held+n-outputAllowance) - o.charged; need > 0 {
 				if !o.budget.tryOutput(int64(need)) {
+					if hold() {
+						continue
+					}
 					// The daemon's turn order, without the connection's lock:
 					// its writer goes on meanwhile.
 					o.mu.Unlock()

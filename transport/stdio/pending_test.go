@@ -21,7 +21,7 @@ import (
 
 // Output waiting for a slow reader is bounded (docs/transport.md §11.5):
 // per connection by MaxPendingOutputBytes, where a worker with a large
-// answer waits holding its executor slot, and for the daemon by the
+// answer waits without its executor slot, and for the daemon by the
 // Budget its sessions share.
 
 // bigFrame is the frame the test catalog's big tool answers id with for
@@ -77,8 +77,9 @@ func smallSocketPair(t *testing.T) endpoints {
 
 // TestPendingOutputBoundary pins max_pending_output_bytes at its exact
 // boundary on a client that does not read: with room for exactly two
-// answers, two are held and the third's worker waits in its executor
-// slot; with one byte less, one is held and the second waits. Once the
+// answers, two are held and the third's worker waits, having given its
+// executor slot back; with one byte less, one is held and the second and
+// third wait. Once the
 // client reads, every answer arrives whole and in order, and nothing is
 // held any more.
 func TestPendingOutputBoundary(t *testing.T) {
@@ -92,7 +93,7 @@ func testPendingOutputBoundary(t *testing.T, tool string, n int) {
 	for _, tt := range []struct {
 		max     int
 		held    int // answers held while the client does not read
-		running int // workers waiting in their slot
+		waiting int // workers waiting for room, without a slot
 	}{
 		{2 * f, 2, 1},
 		{2*f - 1, 1, 2},
@@ -110,12 +111,12 @@ func testPendingOutputBoundary(t *testing.T, tool string, n int) {
 			}
 			io.WriteString(s.ep.w, lines)
 			settled := func() bool {
-				return counters.PendingOutput() == int64(tt.held*f) && s.exec.Stats().Running == tt.running
+				return counters.PendingOutput() == int64(tt.held*f) && s.exec.Stats() == server.ExecutorStats{Detached: tt.waiting}
 			}
 			eventually.True(t, "the answers held and the workers waiting", settled)
 			time.Sleep(50 * time.Millisecond) // and nothing more is committed meanwhile
 			if !settled() {
-				t.Fatalf("held %d bytes with %d running, want %d and %d", counters.PendingOutput(), s.exec.Stats().Running, tt.held*f, tt.running)
+				t.Fatalf("held %d bytes with the executor at %+v, want %d and %d detached", counters.PendingOutput(), s.exec.Stats(), tt.held*f, tt.waiting)
 			}
 			br := skipFiller(t, s.ep.r, s.filler)
 			got := map[string]bool{}
@@ -130,7 +131,7 @@ func testPendingOutputBoundary(t *testing.T, tool string, n int) {
 			if !got["a1"] || !got["a2"] || !got["a3"] {
 				t.Fatalf("answers %v, want a1, a2 and a3", got)
 			}
-			eventually.True(t, "no output held and no worker running", func() bool { return counters.PendingOutput() == 0 && s.exec.Stats().Running == 0 })
+			eventually.True(t, "no output held and no worker running", func() bool { return counters.PendingOutput() == 0 && s.exec.Stats() == server.ExecutorStats{} })
 			s.ep.closeInput()
 			if err := s.wait(); err != nil {
 				t.Fatalf("Serve: %v", err)
@@ -138,6 +139,50 @@ func testPendingOutputBoundary(t *testing.T, tool string, n int) {
 			goleakCheck(t)
 		})
 	}
+}
+
+// TestPendingOutputWaiterTimesOut: a worker waiting for room waits
+// without its executor slot and holds its connection, so the connection's
+// next call stays queued beside the free slot; the waiter keeps its
+// request's deadline, and at request_timeout it is answered with the
+// timeout error, as one waiting in its slot was. Its hold then ends and the
+// queued call runs, and waits in its turn. Once the client reads, that one
+// has its room, the answers arrive in order and nothing is held.
+func TestPendingOutputWaiterTimesOut(t *testing.T) {
+	const n, timeout = 2000, 2 * time.Second
+	f := bigFrame(t, "a1", n)
+	counters := &stdio.Counters{}
+	s := startStalled(t, smallSocketPair, stdio.Transport{Counters: counters,
+		Limits: limits.Limits{MaxPendingOutputBytes: f, WriteTimeout: time.Minute}},
+		server.ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
+	var lines string
+	for _, id := range []string{"a1", "a2", "a3"} {
+		lines += call(id, "big", fmt.Sprintf(`{"bytes":%d}`, n)) + "\n"
+	}
+	io.WriteString(s.ep.w, lines)
+	// a1 is held, a2 waits for room without the one slot, and a3 waits for
+	// a2 although the slot is free.
+	eventually.True(t, "a2 waiting without its slot and a3 queued", func() bool {
+		return counters.PendingOutput() == int64(f) && s.exec.Stats() == server.ExecutorStats{Detached: 1, Queued: 1}
+	})
+	// a2 times out (its error frame never waits), a3 runs and waits.
+	eventually.True(t, "a3 waiting without its slot", func() bool {
+		return counters.PendingOutput() > int64(f) && s.exec.Stats() == server.ExecutorStats{Detached: 1}
+	})
+	br := skipFiller(t, s.ep.r, s.filler)
+	timedOut := `"error":{"code":-32603,"message":"Request execution timed out"}}`
+	for _, want := range []struct{ id, has string }{{"a1", `"result"`}, {"a2", timedOut}, {"a3", `"result"`}} {
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, `{"jsonrpc":"2.0","id":"`+want.id+`",`) || !strings.Contains(line, want.has) {
+			t.Fatalf("answer %s: %.120q (%v), want %s", want.id, line, err, want.has)
+		}
+	}
+	eventually.True(t, "no output held and no worker running", func() bool { return counters.PendingOutput() == 0 && s.exec.Stats() == server.ExecutorStats{} })
+	s.ep.closeInput()
+	if err := s.wait(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	goleakCheck(t)
 }
 
 // TestPendingOutputWriteTimeout: a client that never reads loses its

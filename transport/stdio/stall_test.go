@@ -20,19 +20,16 @@ import (
 )
 
 // TestStalledSessionDoesNotStallOthers pins a bug (docs/architecture.md
-// §3.4): a client that
-// pipelines 200 calls with large results and stops reading must not delay
-// an unrelated session sharing the executor. Its coordinator is stuck in a
-// write; the workers finishing its calls must hand their outcomes over
-// without waiting on it, and take the next job, which may be the other
-// session's. The healthy session's echo is answered while the stalled
+// §3.4, docs/transport.md §11.5): a client that pipelines 200 calls with
+// large results and stops reading must not delay an unrelated session
+// sharing the executor. Its coordinator is stuck in a write; the workers
+// finishing its calls must hand their outcomes over without waiting on it,
+// and take the next job, which may be the other session's. With the
+// default limits its answers (200 × 64 KiB) pass its pending output limit
+// (8,000,000 bytes), so its last workers wait for room: they must give
+// their executor slots back to wait, rather than hold every slot until the
+// write timeout. The healthy session's echo is answered while the stalled
 // session's write timeout has not fired yet (its Serve has not returned).
-//
-// The stalled session's pending output limit is above what it asks for:
-// past that limit its workers wait for room on their slots by design
-// (docs/transport.md §11.5), which is not the bug pinned here, and with the
-// default limit (8,000,000 bytes against 200 × 64 KiB) whether they reach it
-// would depend on how much the socket's buffers took first.
 func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	srv, err := server.New(server.Options{Logger: discardLog})
 	if err != nil {
@@ -51,9 +48,9 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := func(ep endpoints, writeTimeout time.Duration) chan error {
+	serve := func(ep endpoints, counters *stdio.Counters, writeTimeout time.Duration) chan error {
 		tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: srv, Executor: exec,
-			Limits: limits.Limits{WriteTimeout: writeTimeout, MaxPendingOutputBytes: 64 << 20}, Logger: discardLog}
+			Counters: counters, Limits: limits.Limits{WriteTimeout: writeTimeout}, Logger: discardLog}
 		done := make(chan error, 1)
 		go func() { done <- tr.Serve(context.Background()) }()
 		return done
@@ -63,7 +60,8 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	// The stalled session: initialized, then 200 pipelined calls it never
 	// reads the answers of.
 	stalled := socketPair(t)
-	stalledDone := serve(stalled, 30*time.Second)
+	stalledCounters := &stdio.Counters{}
+	stalledDone := serve(stalled, stalledCounters, 30*time.Second)
 	if _, err := io.WriteString(stalled.w, initialize+"\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -78,12 +76,17 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	if _, err := io.WriteString(stalled.w, calls.String()); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the stalled session has more finished calls than it can
-	// write: its executor share is done, its coordinator stuck.
-	eventually.True(t, "the stalled session's calls all ran", func() bool { return exec.Stats() == server.ExecutorStats{} })
+	// Wait until the stalled session's output is full and its calls have
+	// stopped: their workers wait for room, holding every slot (the bug)
+	// or none.
+	full := int64(limits.DefaultMaxPendingOutputBytes - 2*len(big))
+	eventually.True(t, "the stalled session's workers waiting for room", func() bool {
+		st := exec.Stats()
+		return stalledCounters.PendingOutput() > full && (st.Running == 4 || st.Running == 0 && st.Detached > 0)
+	})
 
 	healthy := socketPair(t)
-	healthyDone := serve(healthy, 0)
+	healthyDone := serve(healthy, nil, 0)
 	healthyOut := newLineSource(healthy.r)
 	if _, err := io.WriteString(healthy.w, initialize+"\n"+`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`+"\n"); err != nil {
 		t.Fatal(err)
