@@ -29,6 +29,7 @@ type Config struct {
 	HTTP     HTTP     `koanf:"http"`
 	Admin    Admin    `koanf:"admin"`
 	Log      Log      `koanf:"log"`
+	Audit    Audit    `koanf:"audit"`
 	// Upstreams holds the settings of every hosted server; MCPServers
 	// the servers themselves (upstreams.go), sorted by name.
 	Upstreams Upstreams `koanf:"upstreams"`
@@ -254,3 +255,25 @@ func (s Source) String() string {
 	}
 	return "default"
 }
+
+// Audit holds the audit log's settings (docs/observability.md, "Audit
+// log"): one JSON line per tool call, resource read and prompt get, to a
+// file or to journald, or nowhere when both are off.
+type Audit struct {
+	// File is the log's path (environment variables expanded at load);
+	// empty: no file.
+	File string `koanf:"file"`
+	// MaxSize is the size in bytes at which the file is rotated: a line
+	// that would take it past MaxSize goes to a new file.
+	MaxSize int `koanf:"max_size"`
+	// MaxFiles is how many rotated files are kept (FILE.1 the newest).
+	MaxFiles int `koanf:"max_files"`
+	// Journald sends each line to the systemd journal instead of a file.
+	Journald bool `koanf:"journald"`
+	// Arguments records a request's arguments (redacted) beside their
+	// digest.
+	Arguments bool `koanf:"arguments"`
+}
+
+// On reports whether the audit log is written anywhere.
+func (a Audit) On() bool { return a.File != "" || a.Journald }

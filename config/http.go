@@ -101,3 +101,17 @@ func checkAdmin(c *Config, ok map[string]bool, src map[string]Source) []Problem 
 	return []Problem{{Key: "admin.listen", Source: src["admin.listen"], Message: "must be a loopback address (127.0.0.1:PORT, [::1]:PORT, :PORT) " +
 		"or unix:PATH: the admin listener serves this machine only; got " + literal(a.Listen)}}
 }
+
+// checkAudit refuses an audit log sent both to a file and to journald,
+// and a relative audit.file (the daemon's working directory is not the
+// user's).
+func checkAudit(c *Config, ok map[string]bool, src map[string]Source) []Problem {
+	a := c.Audit
+	switch {
+	case ok["audit.file"] && ok["audit.journald"] && a.File != "" && a.Journald:
+		return []Problem{{Key: "audit.journald", Source: src["audit.journald"], Message: "must be false when audit.file is set: the audit log goes to one of them; got true with audit.file " + literal(a.File)}}
+	case ok["audit.file"] && a.File != "" && !filepath.IsAbs(a.File):
+		return []Problem{{Key: "audit.file", Source: src["audit.file"], Message: "must be an absolute path, got " + literal(a.File)}}
+	}
+	return nil
+}

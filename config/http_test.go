@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -108,4 +110,50 @@ func TestAdminListen(t *testing.T) {
 		{"admin.listen", `"10.0.0.7:9464"`, []string{refused + `"10.0.0.7:9464"`}},
 		{"admin.listen", `"unix:run/admin.sock"`, []string{`admin.listen: must be empty, a loopback host:port (such as "127.0.0.1:9464" or ":9464"), or unix: and an absolute path of at most 107 bytes, got "unix:run/admin.sock"`}},
 	})
+}
+
+// [audit] goes to one of a file and journald, and the file's path is
+// absolute once expanded (docs/observability.md, "Audit log").
+func TestAuditKeys(t *testing.T) {
+	runRows(t, []row{
+		{"audit.file", `""`, nil},
+		{"audit.file", `"/var/log/snodod/audit.log"`, nil},
+		{"audit.file", `"audit.log"`, []string{`audit.file: must be an absolute path, got "audit.log"`}},
+		{"audit.journald", `true`, nil},
+	})
+	path := writeFile(t, "config.toml", "[audit]\nfile = \"${HOME}/audit.log\"\njournald = true\n")
+	_, err := Load(Options{File: path, Env: testEnv(t)})
+	if got := problemLines(t, err); len(got) != 1 || !strings.HasPrefix(got[0], `audit.journald: must be false when audit.file is set`) {
+		t.Errorf("file and journald: %q", got)
+	}
+	path = writeFile(t, "config.toml", "[audit]\nfile = \"${HOME}/audit.log\"\n")
+	c, err := Load(Options{File: path, Env: testEnv(t)})
+	if err != nil || !filepath.IsAbs(c.Audit.File) || strings.Contains(c.Audit.File, "$") || !c.Audit.On() {
+		t.Errorf("audit.file with ${HOME}: %q, %v", c.Audit.File, err)
+	}
+}
+
+// SecretValues has the secrets the audit log redacts: the key and token
+// files' contents, secret-looking env values, remote headers.
+func TestSecretValues(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("k", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &Config{Server: Server{StateKeyFile: key}, MCPServers: []Upstream{
+		{Name: "a", Program: Program{Env: map[string]string{"GITHUB_TOKEN": "ghp_abcdefghijklmnop", "LANG": "C.UTF-8", "API_KEY": "abc"}}},
+		{Name: "b", Remote: &Remote{Headers: map[string]string{"Authorization": "Bearer tok-123456789"}}},
+	}}
+	got := c.SecretValues()
+	want := []string{"Bearer tok-123456789", strings.Repeat("k", 40), "ghp_abcdefghijklmnop", "tok-123456789"}
+	slices.SortFunc(want, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	if !slices.Equal(got, want) {
+		t.Errorf("SecretValues = %q, want %q (API_KEY's abc is too short, LANG no secret)", got, want)
+	}
 }

@@ -404,6 +404,7 @@ func (l *loader) buildPartial() (*Config, error) {
 	l.resolve(c, ok)
 	l.problems = append(l.problems, checkHTTP(c, ok, l.src)...)
 	l.problems = append(l.problems, checkAdmin(c, ok, l.src)...)
+	l.problems = append(l.problems, checkAudit(c, ok, l.src)...)
 	if !l.socketsOnly {
 		l.problems = append(l.problems, checkSecretFiles(c, ok, l.src)...)
 	}
@@ -486,6 +487,9 @@ func (l *loader) resolve(c *Config, ok map[string]bool) {
 	}
 	if strings.HasPrefix(c.Admin.Listen, "unix:") {
 		expand("admin.listen", &c.Admin.Listen)
+	}
+	if c.Audit.File != "" {
+		expand("audit.file", &c.Audit.File)
 	}
 	if ok["daemon.socket"] && ok["daemon.control_socket"] && c.Daemon.Socket == c.Daemon.ControlSocket {
 		l.problem(Problem{Key: "daemon.control_socket", Source: l.src["daemon.control_socket"],

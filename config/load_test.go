@@ -38,6 +38,7 @@ var wantDefaults = Config{
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 65536,
 	},
 	Admin: Admin{NativeHistograms: true, MaxViewers: 100, ViewerWriteTimeout: 5 * time.Second},
+	Audit: Audit{MaxSize: 104857600, MaxFiles: 5},
 	Log:   Log{Level: "info", Format: "text"},
 	Upstreams: Upstreams{
 		Import: []string{}, MaxChildren: 64, MaxInFlight: 32, MaxQueued: 64, MaxParked: 32, MaxServerRequests: 32,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -126,4 +127,68 @@ func literalText(s string) string {
 			s = s[i+1:]
 		}
 	}
+}
+
+// MinRedactedBytes is the shortest secret value SecretValues returns: a
+// shorter one would be found in too much that is not it.
+const MinRedactedBytes = 6
+
+// SecretValues returns the values of the secrets c holds, for the audit
+// log to redact wherever they appear (docs/observability.md, "Audit
+// log"): the contents of server.state_key_file, http.auth_token_file and
+// admin.auth_token_file (trimmed; a file that cannot be read is skipped),
+// the environment values of hosted servers and exec tools that
+// SecretLooking judges secret, and every header value of a remote
+// server (with, for "Scheme credentials", the credentials alone). Values
+// shorter than MinRedactedBytes are left out. The slice is new, without
+// duplicates, longest first (so that a value containing another is
+// redacted whole).
+func (c *Config) SecretValues() []string {
+	seen := map[string]bool{}
+	add := func(v string) {
+		v = strings.TrimSpace(v)
+		if len(v) >= MinRedactedBytes {
+			seen[v] = true
+		}
+	}
+	for _, path := range []string{c.Server.StateKeyFile, c.HTTP.AuthTokenFile, c.Admin.AuthTokenFile} {
+		if path == "" {
+			continue
+		}
+		if b, err := os.ReadFile(path); err == nil {
+			add(string(b))
+		}
+	}
+	env := func(m map[string]string) {
+		for k, v := range m {
+			if SecretLooking(k, v) {
+				add(v)
+			}
+		}
+	}
+	for _, u := range c.MCPServers {
+		env(u.Env)
+		if u.Remote != nil {
+			for _, v := range u.Remote.Headers {
+				add(v)
+				if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+					add(cred)
+				}
+			}
+		}
+	}
+	for _, t := range c.Tools {
+		env(t.Program.Env)
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	return out
 }

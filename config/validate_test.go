@@ -70,8 +70,8 @@ func TestLimitBoundaries(t *testing.T) {
 			)
 		}
 	}
-	if ints != 22 || durations != 12 {
-		t.Fatalf("found %d positive integer and %d positive duration keys, want 22 and 12", ints, durations)
+	if ints != 24 || durations != 12 {
+		t.Fatalf("found %d positive integer and %d positive duration keys, want 24 and 12", ints, durations)
 	}
 	runRows(t, rows)
 }

@@ -57,9 +57,10 @@ func (d *Daemon) newMetrics(cfg *config.Config) {
 		return
 	}
 	d.metrics = metrics.New(metrics.Options{
-		ClassicOnly: !cfg.Admin.NativeHistograms,
-		Status:      d.Status,
-		Limits:      func() limits.Limits { return d.gen.Load().limits },
+		ClassicOnly:  !cfg.Admin.NativeHistograms,
+		Status:       d.Status,
+		Limits:       func() limits.Limits { return d.gen.Load().limits },
+		AuditDropped: d.audit.Dropped,
 		AdminRefused: func() map[string]uint64 {
 			if a := d.adminGate.Load(); a != nil {
 				return a.Refused()
@@ -69,14 +70,25 @@ func (d *Daemon) newMetrics(cfg *config.Config) {
 	})
 }
 
-// observer is the Observer the daemon's runtimes report to: nil without
-// metrics or traces (an interface holding a nil *Metrics would not be
-// nil).
+// observer is the Observer the daemon's runtimes report to: the audit
+// log's sink (audit.go), which a reload may turn on, the metrics when
+// there are any, and the tracer when traces are on.
 func (d *Daemon) observer() server.Observer {
 	if d.metrics == nil {
-		return d.withTracing(nil)
+		return d.withTracing(&d.audit)
 	}
-	return d.withTracing(d.metrics)
+	return d.withTracing(metricsAndAudit{d.metrics, &d.audit})
+}
+
+// metricsAndAudit tells the metrics, then the audit log's sink.
+type metricsAndAudit struct {
+	m *metrics.Metrics
+	a *auditSink
+}
+
+func (o metricsAndAudit) RequestEnded(e server.RequestEnd) {
+	o.m.RequestEnded(e)
+	o.a.RequestEnded(e)
 }
 
 // startAdmin binds admin.listen and serves it on a goroutine of its own;

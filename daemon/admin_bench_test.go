@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,11 +17,13 @@ import (
 )
 
 // BenchmarkCallMetrics is one echo tools/call of a session of the socket,
-// 32 in flight, on two daemons side by side: one with the metrics off (no
-// admin.listen: nothing observes the runtime), one with them on
+// 32 in flight, on three daemons side by side: one with the metrics off (no
+// admin.listen: only the audit log's sink, off, observes the runtime),
+// one with them on
 // (admin.listen set, scraped once a second), with native histogram
 // buckets (the default) and with classic ones only
-// (admin.native_histograms = false). Each iteration is a batch of calls
+// (admin.native_histograms = false), and one with the metrics and the
+// audit log (audit.file) on. Each iteration is a batch of calls
 // on each daemon, alternately, so that both see the same machine; it
 // reports the process's CPU time per call of each (the daemon's and the
 // client's: both run in this process) and the difference in percent
@@ -32,14 +36,24 @@ func BenchmarkCallMetrics(b *testing.B) {
 		native bool
 	}{{"native", true}, {"classic", false}} {
 		b.Run(bc.name, func(b *testing.B) {
+			metricsOn := map[string]any{"admin.listen": "127.0.0.1:0", "admin.native_histograms": bc.native}
 			off := newBenchDaemon(b, nil)
-			on := newBenchDaemon(b, map[string]any{"admin.listen": "127.0.0.1:0", "admin.native_histograms": bc.native})
+			on := newBenchDaemon(b, metricsOn)
+			// The audit log on too (docs/observability.md, "Audit log"),
+			// to a file of the benchmark's: the goal is for metrics and
+			// audit together.
+			audited := map[string]any{"audit.file": filepath.Join(b.TempDir(), "audit.log")}
+			maps.Copy(audited, metricsOn)
+			both := newBenchDaemon(b, audited)
 			stop := scrapeEvery("http://"+on.d.adminAddr()+"/metrics", time.Second)
 			defer stop()
+			stopBoth := scrapeEvery("http://"+both.d.adminAddr()+"/metrics", time.Second)
+			defer stopBoth()
 			const batch = 256
-			off.calls(b, batch) // warm both up
+			off.calls(b, batch) // warm them up
 			on.calls(b, batch)
-			var offCPU, onCPU int64
+			both.calls(b, batch)
+			var offCPU, onCPU, bothCPU int64
 			calls := 0
 			for b.Loop() {
 				c0 := processCPU()
@@ -47,11 +61,16 @@ func BenchmarkCallMetrics(b *testing.B) {
 				c1 := processCPU()
 				on.calls(b, batch)
 				c2 := processCPU()
-				offCPU, onCPU, calls = offCPU+c1-c0, onCPU+c2-c1, calls+batch
+				both.calls(b, batch)
+				both.d.syncAudit() // its writer's work is the call's
+				c3 := processCPU()
+				offCPU, onCPU, bothCPU, calls = offCPU+c1-c0, onCPU+c2-c1, bothCPU+c3-c2, calls+batch
 			}
 			b.ReportMetric(float64(offCPU)/float64(calls), "off-cpu-ns/call")
 			b.ReportMetric(float64(onCPU)/float64(calls), "on-cpu-ns/call")
+			b.ReportMetric(float64(bothCPU)/float64(calls), "audit-cpu-ns/call")
 			b.ReportMetric(100*float64(onCPU-offCPU)/float64(offCPU), "overhead-%")
+			b.ReportMetric(100*float64(bothCPU-offCPU)/float64(offCPU), "audit-overhead-%")
 		})
 	}
 }

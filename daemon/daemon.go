@@ -121,6 +121,8 @@ type Daemon struct {
 	adminMu   sync.Mutex
 	admin     *adminListener
 	adminGate atomic.Pointer[mcphttp.Gate]
+	// audit is the audit log's sink (audit.go).
+	audit auditSink
 	// origin is where Run takes its listeners and sessions from: new
 	// sockets or systemd's (and the sessions kept through a crash), or
 	// the daemon that started this one for an upgrade (continuity.go).
@@ -336,6 +338,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.stopAdmin()
+	if err := d.applyAudit(cfg); err != nil {
+		d.origin.refuse(err)
+		return err
+	}
+	defer d.closeAudit()
 	// The root's context is not ctx: the drain stops the parts in order
 	// (listeners, then sessions) instead of all at once.
 	rootCtx, cancelRoot := context.WithCancel(context.WithoutCancel(ctx))

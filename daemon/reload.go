@@ -42,6 +42,9 @@ func (d *Daemon) Reload() error {
 			prev.release()
 			d.budget.SetMax(g.limits.MaxBufferedBytes)
 			d.warnRestartOnly(cfg)
+			if err := d.applyAudit(cfg); err != nil {
+				d.log.Error("audit log: the [audit] settings in force stay", "error", err)
+			}
 			d.refused.Store(nil)
 			d.log.Info("configuration reloaded; new sessions use it", "file", cfg.File())
 			if d.opts.OnReload != nil {

@@ -93,6 +93,7 @@ func (d *Daemon) admit(peer session.Peer, at place) (*entry, *generation, *proto
 	var refused *protocol.Error
 	switch why {
 	case "":
+		e.pid = peer.PID
 		return e, g, nil
 	case refusedDraining:
 		refused = errShuttingDown

@@ -29,6 +29,7 @@ import (
 type entry struct {
 	id  uint64
 	uid int
+	pid int // the peer's, when admitted (0 for a session resumed by an upgrade): the audit log's
 	at  place
 
 	journal *journal // the crash record; nil without systemd's store (crash.go)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
+	"github.com/snodod/snodod/server"
 	"github.com/snodod/snodod/tracing/tracingtest"
 )
 
@@ -84,12 +85,12 @@ command = %q
 }
 
 // Without an OTLP endpoint there is no tracer, and the observer is the
-// metrics' alone.
+// metrics' and the audit log's.
 func TestTracesOff(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 	r := startDaemon(t, testConfig(t, shortDir(t), map[string]any{"admin.listen": "127.0.0.1:0"}), Options{})
-	if r.d.tracing != nil || r.d.observer() != r.d.metrics {
+	if r.d.tracing != nil || r.d.observer() != server.Observer(metricsAndAudit{r.d.metrics, &r.d.audit}) {
 		t.Errorf("tracing %v, observer %T", r.d.tracing, r.d.observer())
 	}
 }

@@ -70,7 +70,8 @@ func (d *Daemon) attachUpstreams(srv *server.Server) {
 // through, whose start begins now; end releases what the session holds.
 func (d *Daemon) open(e *entry, g *generation) (*server.Server, *server.Caller, *generation, func(), error) {
 	g = d.hold(g)
-	caller := &server.Caller{Session: e.id, Cwd: e.at.cwd, View: e.at.view, MayLogIn: e.uid == d.uid}
+	caller := &server.Caller{Session: e.id, Cwd: e.at.cwd, View: e.at.view, MayLogIn: e.uid == d.uid,
+		Peer: peerOf(e.uid, e.pid)}
 	release, err := d.ups.Open(caller)
 	if err != nil {
 		g.release()

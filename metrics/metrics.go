@@ -29,6 +29,8 @@ type Options struct {
 	Limits func() limits.Limits
 	// AdminRefused counts the admin listener's own refusals by reason.
 	AdminRefused func() map[string]uint64
+	// AuditDropped counts the audit records dropped on a full queue.
+	AuditDropped func() uint64
 	// Usage reads a hosted server's process tree; nil is proc.TreeUsage.
 	Usage func(pid int) (proc.Usage, error)
 	// ClassicOnly leaves out the histograms' native buckets

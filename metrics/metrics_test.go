@@ -52,6 +52,7 @@ func newTestMetrics(f *fixture) *Metrics {
 			return limits.Limits{MaxBufferedBytes: 64_000_000, MaxPendingOutputBytes: 8_000_000}
 		},
 		AdminRefused: func() map[string]uint64 { return map[string]uint64{"peer": 4} },
+		AuditDropped: func() uint64 { return 3 },
 		Usage: func(pid int) (proc.Usage, error) {
 			if pid != 4242 {
 				return proc.Usage{}, errors.New("no such process")

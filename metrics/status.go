@@ -53,6 +53,7 @@ var (
 	descBuffered      = desc("snodod_buffered_bytes", "Bytes of unfinished lines and pending output all sessions hold.")
 	descBufferedMax   = desc("snodod_buffered_bytes_limit", "daemon.max_buffered_bytes, the budget snodod_buffered_bytes is held to.")
 	descPendingMax    = desc("snodod_session_pending_output_bytes_limit", "session.max_pending_output_bytes, each session's output budget.")
+	descAuditDropped  = desc("snodod_audit_dropped_total", "Audit records dropped because the audit log's queue was full (the writer could not keep up).")
 	descRefused       = desc("snodod_refused_connections_total", "Clients refused before they were served, by listener (socket, http, admin) and reason.", "listener", "reason")
 	descHTTPRequests  = desc("snodod_http_requests_total", "Requests the HTTP listener served, by era.", "era")
 	descHTTPStreams   = desc("snodod_http_streams", "Open SSE responses of the HTTP listener.")
@@ -108,6 +109,9 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		for reason, n := range c.o.AdminRefused() {
 			counter(ch, descRefused, float64(n), "admin", reason)
 		}
+	}
+	if c.o.AuditDropped != nil {
+		counter(ch, descAuditDropped, float64(c.o.AuditDropped()))
 	}
 	if c.o.Status == nil {
 		return

@@ -33,6 +33,22 @@ type Caller struct {
 	// of its own uid only, as only such a client may run snodod login;
 	// HTTP sessions never have it.
 	MayLogIn bool
+	// Peer is the client's process as the daemon learnt it, for the audit
+	// log (docs/observability.md, "Audit log"); the zero Peer is unknown.
+	Peer Peer
+}
+
+// Peer is the process at the other end of a session: for a connection
+// to the session socket, SO_PEERCRED's uid and pid and the executable of
+// /proc/PID/exe, read when the session was made; for an HTTP client on
+// loopback or a Unix socket, the uid the listener judged it by.
+type Peer struct {
+	// Known is true when UID (and PID, when not 0) were learnt.
+	Known bool
+	UID   int
+	PID   int
+	// Exe is the executable's path, "" when it could not be read.
+	Exe string
 }
 
 // SetCaller records who asks on this session's requests. Whoever creates
@@ -46,6 +62,25 @@ func (s *SessionState) Caller() *Caller {
 		return nil
 	}
 	return s.caller.Load()
+}
+
+// SetPeer records the peer of this state's requests when it is not its
+// Caller's: the HTTP transport's, whose 2026 POSTs share one Caller
+// across connections. Set before the state serves a request.
+func (s *SessionState) SetPeer(p Peer) { s.peer.Store(&p) }
+
+// Peer is SetPeer's, else the Caller's, else the zero (unknown) Peer.
+func (s *SessionState) Peer() Peer {
+	if s == nil {
+		return Peer{}
+	}
+	if p := s.peer.Load(); p != nil {
+		return *p
+	}
+	if c := s.caller.Load(); c != nil {
+		return c.Peer
+	}
+	return Peer{}
 }
 
 // StartHook prepares what a request needs before the runtime serves it: a

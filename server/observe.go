@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"sync/atomic"
 	"time"
 
@@ -21,8 +22,10 @@ type Observer interface {
 	RequestEnded(e RequestEnd)
 }
 
-// RequestEnd is what an Observer is told of one request. Its fields hold
-// no argument values and no session id: only names the catalog bounds.
+// RequestEnd is what an Observer is told of one request. Its first fields
+// hold no argument values and no session id: only names the catalog
+// bounds (what metrics may label with). Params, State and ClientInfo are
+// the request's own, for the audit log alone.
 type RequestEnd struct {
 	// Method is the request's method, as sent: the runtime answers an
 	// unknown one with -32601 before anything else.
@@ -56,6 +59,18 @@ type RequestEnd struct {
 	// Context is the context RequestStarted returned, for an Observer
 	// that is a RequestStarter; nil otherwise.
 	Context context.Context
+	// Params are the request's raw params and State its session (its
+	// Caller, its ClientInfo), for the audit log. Params may be the
+	// transport's buffer: they are valid only during RequestEnded, and an
+	// Observer that keeps them must copy them. Both may be nil.
+	Params json.RawMessage
+	State  *SessionState
+	// ClientInfo is a 2026 request's io.modelcontextprotocol/clientInfo
+	// (nil otherwise: a legacy session's is State.ClientInfo()); valid
+	// only during RequestEnded, as Params.
+	ClientInfo json.RawMessage
+	// End is when the handler returned (Duration after the start).
+	End time.Time
 }
 
 // RequestStarter is an Observer that is also told when each request
@@ -113,9 +128,13 @@ func (c *call) observed(ctx context.Context, o Observer, modern bool) Outcome {
 	} else {
 		out = c.serveLegacy(ctx)
 	}
+	end := time.Now()
 	e := RequestEnd{Method: c.req.Method, Item: c.item, Relayed: c.relayed, Owner: c.owner,
-		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: time.Since(start),
-		URI: c.uri}
+		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: end.Sub(start),
+		URI: c.uri, Params: c.req.Params, State: c.req.State, End: end}
+	if c.meta != nil {
+		e.ClientInfo = c.meta.ClientInfo
+	}
 	if c.started {
 		e.Context = c.ctx.Context
 	}

@@ -49,6 +49,8 @@ type SessionState struct {
 	modernInfo atomic.Pointer[json.RawMessage]
 	// caller is SetCaller's (caller.go).
 	caller atomic.Pointer[Caller]
+	// peer is SetPeer's (caller.go).
+	peer atomic.Pointer[Peer]
 }
 
 // NewSessionState returns the state of a new connection whose subscriptions are

@@ -78,6 +78,7 @@ func init() {
 		{"stdio", "serve one MCP session on this process's standard input and output", runStdio, stdioUsage},
 		{"upstream", "start, stop or restart a hosted server: snodod upstream restart NAME", runUpstream, upstreamUsage},
 		{"logs", "print a hosted server's standard error: snodod logs NAME [-f]", runLogs, logsUsage},
+		{"audit", "print the audit log: who called which tool, read, prompt, and how it went", runAudit, auditUsage},
 		{"login", "log the daemon in to a remote server that asks for OAuth: snodod login NAME", runLogin, loginUsage},
 		{"logout", "make the daemon forget (and revoke) its tokens for a remote server: snodod logout NAME", runLogout, logoutUsage},
 		{"approve", "approve what a pinned or quarantined hosted server holds: snodod approve NAME [TOOL]", runApprove, approveUsage},

@@ -46,6 +46,9 @@ func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 		// carrying who asks.
 		x.req.State = server.NewSessionState(0)
 		x.req.State.SetCaller(v.Caller)
+		if p := h.peer(r); p.known() {
+			x.req.State.SetPeer(server.Peer{Known: true, UID: p.UID}) // the audit log's
+		}
 	}
 	conn := h.o.Executor.RequestConn()
 	run := func(ctx context.Context) server.Outcome { return disp.Dispatch(ctx, &x.req) }

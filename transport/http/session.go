@@ -384,6 +384,9 @@ func (h *Handler) initialize(w nethttp.ResponseWriter, r *nethttp.Request, msg *
 	}
 	state := server.NewSessionState(h.o.SessionMaxSubscriptions)
 	state.SetCaller(caller)
+	if p := h.peer(r); p.known() {
+		state.SetPeer(server.Peer{Known: true, UID: p.UID}) // the audit log's
+	}
 	result, version, perr := disp.Initialize(state, msg.Params)
 	if perr != nil {
 		release()
