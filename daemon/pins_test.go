@@ -19,7 +19,7 @@ import (
 	"github.com/snodod/snodod/internal/fakeupstream/fakebuild"
 )
 
-// TestPinnedDefinitionsThroughDaemon is issue 23's test with a real
+// TestPinnedDefinitionsThroughDaemon is the pinning test (docs/views.md, Pinned definitions) with a real
 // client, the official Go SDK's, on the session socket: the pinned fake
 // server's description changes after a restart; the tool leaves the
 // client's list (list_changed), its call is refused naming snodod approve,

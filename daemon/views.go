@@ -436,7 +436,7 @@ func (d *Daemon) viewRows(g *generation, sessions []control.Session) []control.V
 			}
 		}
 		if srv := g.named["@"+v.Name]; srv != nil {
-			row.Tools, row.Prompts, row.Resources = len(srv.ToolNames()), len(srv.PromptNames()), srv.ResourceCount()
+			row.Tools, row.Prompts, row.Resources = upstream.ViewTools(srv), len(srv.PromptNames()), srv.ResourceCount()
 		}
 		for _, s := range sessions {
 			if s.View == "@"+v.Name {

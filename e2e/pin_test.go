@@ -13,7 +13,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 )
 
-// TestPinnedServerHeldUntilApproved is issue 23's acceptance test, black
+// TestPinnedServerHeldUntilApproved is the pinning acceptance test (docs/views.md, Pinned definitions), black
 // box: a pinned hosted server (the test's own fake) whose description
 // changes after a restart has the tool held out of the Go SDK client's
 // list, its call refused naming snodod approve; snodod status and snodod

@@ -359,3 +359,17 @@ func (m *Manager) callTool(ctx context.Context, srv *server.Server, req *server.
 	sub.Name, sub.Params = name, params
 	return t.Handler(ctx, &sub)
 }
+
+// ViewTools counts the tools srv, a view's server, holds: every tool of
+// its catalog but the budget's search_tools and call_tool, which reach
+// those (status and snodod views count what a view holds, not what its
+// budget lists).
+func ViewTools(srv *server.Server) int {
+	n := 0
+	for _, name := range srv.ToolNames() {
+		if owner, relayed := srv.ToolRelayed(name); !relayed || owner != budgetOwner {
+			n++
+		}
+	}
+	return n
+}

@@ -63,7 +63,7 @@ func toolNames(t *testing.T, c *client) []string {
 	return names(t, c.call("tools/list", ""), "tools", "name")
 }
 
-// TestPinHoldsChangedDefinition is issue 23's test: a pinned server whose
+// TestPinHoldsChangedDefinition is the pinning test (docs/views.md, Pinned definitions): a pinned server whose
 // description changes after a restart has that tool held out of the list,
 // a call to it refused naming snodod approve, the change shown word by
 // word, and the tool listed again once approved; a tool new since is held
