@@ -16,6 +16,7 @@ import (
 
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/session"
+	"github.com/snodod/snodod/upstream"
 )
 
 // An upgrade (`snodod upgrade`, SIGUSR2; docs/operations.md) replaces the
@@ -180,11 +181,23 @@ func (d *Daemon) upgrade(rs *runState, binary string) (pid int, err error) {
 	for _, m := range sent {
 		closeFiles(m.files) // the new process has its own
 	}
-	// The hosted servers stop here before they start there: the new
-	// process would take this one's for a crash's orphans. Their calls in
-	// flight were answered with their sessions' in-flight requests.
+	// The hosted servers that are idle are handed over (their calls in
+	// flight were answered with their sessions' in-flight requests); the
+	// others stop here before they start there: the new process would
+	// take this one's for a crash's orphans.
+	if next.adoptsServers() {
+		d.ups.KeepServers()
+	}
 	if err := rs.root.RemoveAndWait(rs.upstreams, d.gen.Load().limits.ShutdownGrace+drainMargin); err != nil {
 		d.log.Warn("the hosted servers did not stop in time for the upgrade", "error", err)
+	}
+	for _, k := range d.ups.KeptServers() {
+		if err := next.sendServer(k); err != nil {
+			// Its stdin ends with this process: a server that heeds it
+			// exits; the new daemon does not know it.
+			d.log.Error("upgrade: a hosted server could not be handed over; it is left to exit", "upstream", k.Name, "pid", k.Conn.PID, "error", err)
+		}
+		closeFiles(k.Files)
 	}
 	next.promote()
 	return next.pid(), nil
@@ -200,6 +213,8 @@ type newProcess struct {
 	log    *slog.Logger
 	exited chan struct{} // closed once the process has exited
 	status error         // its exit, once exited is closed
+	// servers is set when it said, ready, that it adopts hosted servers.
+	servers bool
 }
 
 var _ successor = (*newProcess)(nil)
@@ -208,6 +223,12 @@ func (s *newProcess) pid() int { return s.cmd.Process.Pid }
 
 func (s *newProcess) send(m movedSession, files []*os.File) error {
 	return s.wire.send(upgradeMsg{Type: "session", Session: &m}, files...)
+}
+
+func (s *newProcess) adoptsServers() bool { return s.servers }
+
+func (s *newProcess) sendServer(k upstream.KeptServer) error {
+	return s.wire.send(upgradeMsg{Type: "upstream", Upstream: &k}, k.Files...)
 }
 
 // kill ends the new process and waits for it.
@@ -288,6 +309,7 @@ func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*newProce
 		case a.m.Type != "ready":
 			return fail(fmt.Sprintf("it said %q, not ready", a.m.Type))
 		}
+		s.servers = a.m.Servers
 	case <-s.exited:
 		// What it said before it exited is the better reason.
 		if a := <-got; a.err == nil && a.m.Type == "error" {

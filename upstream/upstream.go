@@ -261,7 +261,9 @@ func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
 		if len(roots) == 0 && u.conf().Share != "all" {
 			roots = []string{"file://" + cwd}
 		}
-		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
+		// Start resolves Path on r.Env's PATH. Kept: the process outlives
+		// the daemon, so that an upgrade hands it over (instance_handover.go).
+		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, Kept: true}
 		if u.sandboxed() {
 			cmd.Sandbox, cmd.Dir = u.sandboxFor(roots, r.Dir)
 		}
