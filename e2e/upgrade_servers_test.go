@@ -97,3 +97,57 @@ func memoryRow(t *testing.T, st *control.Status) control.Upstream {
 	t.Fatalf("status has no memory upstream: %+v", st.Upstreams)
 	return control.Upstream{}
 }
+
+// The new daemon reads the configuration afresh: a server whose entry is
+// the same is adopted (same pid), one whose entry changed is stopped and
+// started anew (eager: at once), one the configuration no longer has is
+// stopped; nothing is left running, nothing is killed as an orphan.
+func TestUpgradeServersByConfig(t *testing.T) {
+	fake := fakeUpstream(t)
+	entry := func(name string, args ...string) string {
+		q := make([]string, len(args))
+		for i, a := range args {
+			q[i] = fmt.Sprintf("%q", a)
+		}
+		return fmt.Sprintf("[mcpServers.%s]\ncommand = %q\nargs = [%s]\nstart = \"eager\"\n", name, fake, strings.Join(q, ", "))
+	}
+	d := startDaemon(t, entry("same")+entry("changed")+entry("gone"), nil)
+	before := d.awaitStatus(t, "three upstreams ready", answerWithin, func(st *control.Status) bool {
+		return len(st.Upstreams) == 3 && st.Upstreams[0].State == "ready" && st.Upstreams[1].State == "ready" && st.Upstreams[2].State == "ready"
+	})
+	pids, tools := map[string]int{}, map[string]int{}
+	for _, u := range before.Upstreams {
+		pids[u.Name], tools[u.Name] = u.PID, u.Tools
+	}
+	d.writeConfig(t, entry("same")+entry("changed", "-tools", "3"))
+	pid := d.upgrade(t)
+	after := d.awaitStatus(t, "the new daemon's upstreams ready", answerWithin, func(st *control.Status) bool {
+		return st.PID == pid && len(st.Upstreams) == 2 && st.Upstreams[0].State == "ready" && st.Upstreams[1].State == "ready"
+	})
+	for _, u := range after.Upstreams {
+		switch u.Name {
+		case "same":
+			if u.PID != pids["same"] || u.Restarts != 0 {
+				t.Errorf("the unchanged server is pid %d (%d restarts) after the upgrade, want %d, none", u.PID, u.Restarts, pids["same"])
+			}
+		case "changed":
+			if u.PID == pids["changed"] || u.Tools != tools["changed"]+3 {
+				t.Errorf("the changed server is pid %d with %d tools after the upgrade; want a new process (not %d) with its new arguments", u.PID, u.Tools, pids["changed"])
+			}
+		default:
+			t.Errorf("after the upgrade an upstream %q", u.Name)
+		}
+	}
+	for _, name := range []string{"changed", "gone"} {
+		if !waitGone(pids[name], answerWithin) {
+			t.Errorf("the %s server's old process %d still runs after the upgrade", name, pids[name])
+		}
+	}
+	if strings.Contains(d.stderr.String(), "killed upstream processes a previous daemon left running") {
+		t.Errorf("the new daemon killed upstream processes as orphans:\n%s", d.stderr.String())
+	}
+	d.stopSuccessor(t)
+	if !waitGone(pids["same"], answerWithin) {
+		t.Errorf("the adopted server %d outlived the daemon that adopted it", pids["same"])
+	}
+}
