@@ -18,7 +18,8 @@ import (
 // is handed over too, reads the same after it, served by the same process
 // (snodod status --json: the same pid, no restart counted, the same
 // sandbox level), never initialized twice (the client's own session did
-// not initialize again either: the SDK would fail). Under "standard" the
+// not initialize again either: the SDK would fail), and again after a
+// second upgrade. Under "standard" the
 // pid is the sandbox launcher's, the server's init in its PID namespace;
 // "off" runs node itself.
 func TestUpgradeKeepsServerMemory(t *testing.T) {
@@ -70,11 +71,21 @@ sandbox = { paths = [%q] }
 				t.Errorf("after the upgrade the server is pid %d, %d restarts, %s, sandbox %q; want pid %d, none, ready, %q",
 					after.PID, after.Restarts, after.State, after.Sandbox, before.PID, before.Sandbox)
 			}
-			// It goes on working, and ends with the daemon that adopted it.
+			// It goes on working, and survives the next upgrade too (the
+			// adopted process is handed over again).
 			c.call(t, "add_observations", map[string]any{"observations": []map[string]any{{"entityName": "Ada", "contents": []string{"survived an upgrade"}}}})
-			if got := resultText(c.call(t, "read_graph", nil)); !strings.Contains(got, "survived an upgrade") {
-				t.Errorf("read_graph after add_observations: %s", got)
+			first := d.successor
+			d.upgrade(t)
+			if !waitGone(first, answerWithin) {
+				t.Fatalf("the first successor (pid %d) did not exit after the second upgrade", first)
 			}
+			if got := resultText(c.call(t, "read_graph", nil)); !strings.Contains(got, "survived an upgrade") {
+				t.Errorf("read_graph after the second upgrade: %s", got)
+			}
+			if again := memoryRow(t, d.statusJSON(t)); again.PID != before.PID || again.Restarts != 0 {
+				t.Errorf("after the second upgrade the server is pid %d with %d restarts; want %d, none", again.PID, again.Restarts, before.PID)
+			}
+			// It ends with the daemon that adopted it.
 			_ = c.cs.Close()
 			d.stopSuccessor(t)
 			if !waitGone(before.PID, answerWithin) {

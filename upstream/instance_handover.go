@@ -54,6 +54,12 @@ type handOver struct {
 	adopted map[string]*KeptServer // by name: to be taken by the shared instance's first start
 }
 
+// records reports whether the manager records its process groups (a state
+// directory, and not NoRecord): only then do its servers start kept
+// (without a parent-death signal), the record standing in for it after a
+// crash.
+func (m *Manager) records() bool { return m.cache.dir != "" && !m.opts.NoRecord }
+
 // KeepServers makes the shutdown that follows (the end of Serve's ctx)
 // hand the eligible servers over instead of stopping them.
 func (m *Manager) KeepServers() {

@@ -262,8 +262,10 @@ func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
 			roots = []string{"file://" + cwd}
 		}
 		// Start resolves Path on r.Env's PATH. Kept: the process outlives
-		// the daemon, so that an upgrade hands it over (instance_handover.go).
-		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, Kept: true}
+		// the daemon, so that an upgrade hands it over (instance_handover.go);
+		// only where its group is recorded, for the next daemon to end it
+		// after a crash: `snodod stdio`'s die with it.
+		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, Kept: u.m.records()}
 		if u.sandboxed() {
 			cmd.Sandbox, cmd.Dir = u.sandboxFor(roots, r.Dir)
 		}
