@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/thejerf/suture/v4"
@@ -193,9 +194,12 @@ func (d *Daemon) upgrade(rs *runState, binary string) (pid int, err error) {
 	}
 	for _, k := range d.ups.KeptServers() {
 		if err := next.sendServer(k); err != nil {
-			// Its stdin ends with this process: a server that heeds it
-			// exits; the new daemon does not know it.
-			d.log.Error("upgrade: a hosted server could not be handed over; it is left to exit", "upstream", k.Name, "pid", k.Conn.PID, "error", err)
+			// The new daemon does not know it: it is ended here, while it
+			// is still this process's child (only this process reaps it,
+			// so its group id names it unless it has just exited), and
+			// starts anew there.
+			d.log.Error("upgrade: a hosted server could not be handed over; killing it", "upstream", k.Name, "pid", k.Conn.PID, "error", err)
+			_ = syscall.Kill(-k.Conn.PID, syscall.SIGKILL)
 		}
 		closeFiles(k.Files)
 	}
