@@ -37,7 +37,10 @@ import (
 //     in flight finish within daemon.upgrade_grace), each as soon as it is
 //     paused, with its descriptors and the control connection of the
 //     `snodod connect` that waits for it;
-//  5. once the new process has every session serving, tells systemd that
+//  5. once the new process has every session serving, hands it every
+//     idle shared hosted server (their records and pipes, when it said,
+//     ready, that it adopts them: upstream/instance_handover.go) and stops
+//     the others, tells systemd that
 //     the new process is the main one (MAINPID=), stops accepting HTTP,
 //     serves every HTTP request it has read or still reads on a kept-alive
 //     connection, each answer closing its connection (Connection: close),
