@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodod/snodod/daemon/control"
 	"github.com/snodod/snodod/internal/proc"
+	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
 // Hosted servers survive `snodod upgrade` (issue 24): a server-memory
@@ -160,5 +162,34 @@ func TestUpgradeServersByConfig(t *testing.T) {
 	d.stopSuccessor(t)
 	if !waitGone(pids["same"], answerWithin) {
 		t.Errorf("the adopted server %d outlived the daemon that adopted it", pids["same"])
+	}
+}
+
+// The price of a server that can outlive its daemon: a daemon killed with
+// SIGKILL no longer takes its servers along (no parent-death signal). One
+// that heeds the end of its stdin exits (TestUpstreamOrphansAfterKill9);
+// one that ignores it runs until the next daemon, which finds its group in
+// the dead daemon's record and kills it.
+func TestKeptServerAfterKill9(t *testing.T) {
+	fake := fakeUpstream(t)
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d := startDaemonIn(t, dir, fmt.Sprintf("[mcpServers.fake]\ncommand = %q\nargs = [\"-ignore-eof\"]\nstart = \"eager\"\n", fake), nil)
+	st := d.awaitStatus(t, "the upstream ready", answerWithin, func(st *control.Status) bool {
+		return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
+	})
+	server := st.Upstreams[0].PID
+	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
+	d.signal(t, syscall.SIGKILL)
+	d.waitExit(t, answerWithin)
+	if !proctest.Alive(server) {
+		t.Fatalf("the server %d died with its daemon: it was started with a parent-death signal, and no upgrade could hand it over", server)
+	}
+	startDaemonIn(t, dir, "# no upstreams\n", nil)
+	if !waitGone(server, answerWithin) {
+		t.Errorf("the server %d of the daemon killed with SIGKILL still runs after the next daemon started", server)
 	}
 }
