@@ -15,15 +15,15 @@ import (
 	"github.com/snodod/snodod/internal/proc/proctest"
 )
 
-// Hosted servers survive `snodod upgrade` (issue 24): a server-memory
-// graph built before the upgrade, through a Go SDK client whose session
-// is handed over too, reads the same after it, served by the same process
-// (snodod status --json: the same pid, no restart counted, the same
-// sandbox level), never initialized twice (the client's own session did
-// not initialize again either: the SDK would fail), and again after a
-// second upgrade. Under "standard" the
-// pid is the sandbox launcher's, the server's init in its PID namespace;
-// "off" runs node itself.
+// Hosted servers survive `snodod upgrade` (docs/operations.md,
+// "Upgrading"): a server-memory graph built before the upgrade, through a
+// Go SDK client whose session is handed over too, reads the same after it,
+// served by the same process (snodod status --json: the same pid, no
+// restart counted, the same sandbox level), never initialized twice (the
+// client's own session did not initialize again either: the SDK would
+// fail), and again after a second upgrade. Under "standard" the pid is the
+// sandbox launcher's, the server's init in its PID namespace; "off" runs
+// node itself.
 func TestUpgradeKeepsServerMemory(t *testing.T) {
 	memory := npmServer(t, "server-memory")
 	for _, level := range []string{"standard", "off"} {
