@@ -138,3 +138,29 @@ func instanceConn(m *Manager, name string) *mcpclient.Conn {
 	defer in.mu.Unlock()
 	return in.conn
 }
+
+// Servers start kept (no parent-death signal) only where their groups are
+// recorded for the next daemon to end after a crash: a daemon's; not
+// `snodod stdio`'s (NoRecord), whose children die with it.
+func TestKeptOnlyWhenRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		kept bool
+	}{
+		{"daemon", Options{StateDir: t.TempDir()}, true},
+		{"stdio", Options{StateDir: t.TempDir(), NoRecord: true}, false},
+		{"no state directory", Options{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Logger = slog.New(slog.DiscardHandler)
+			m, err := New(loadConfig(t, handOverConfig), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.ups["fake"].instances[""].in.cmd.Kept; got != tc.kept {
+				t.Errorf("Kept = %v, want %v", got, tc.kept)
+			}
+		})
+	}
+}
