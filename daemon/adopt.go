@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/session"
 )
 
@@ -62,7 +63,7 @@ func (o *takeover) listen(*config.Config) ([]*listener, net.Listener, error) {
 // is the main one).
 func (o *takeover) resume(startUpstreams func()) {
 	d, w := o.d, o.w
-	if err := w.send(upgradeMsg{Type: "ready", PID: os.Getpid(), Version: d.version(), Servers: true}); err != nil {
+	if err := w.send(upgradeMsg{Type: "ready", PID: os.Getpid(), Version: d.version(), Servers: proc.CanAdopt()}); err != nil {
 		d.log.Error("upgrade: the running daemon cannot be told this one serves", "error", err)
 	}
 	d.late.Add(1)

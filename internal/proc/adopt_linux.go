@@ -3,6 +3,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -66,4 +67,15 @@ func (g *Group) watch() {
 	g.killTree()
 	g.err = ErrNotChild
 	close(g.done)
+}
+
+// CanAdopt reports whether this kernel lets Adopt watch a process that is
+// not this one's child (pidfd_open, Linux 5.3).
+func CanAdopt() bool {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
