@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/session"
 )
 
@@ -62,7 +63,7 @@ func (o *takeover) listen(*config.Config) ([]*listener, net.Listener, error) {
 // is the main one).
 func (o *takeover) resume(startUpstreams func()) {
 	d, w := o.d, o.w
-	if err := w.send(upgradeMsg{Type: "ready", PID: os.Getpid(), Version: d.version()}); err != nil {
+	if err := w.send(upgradeMsg{Type: "ready", PID: os.Getpid(), Version: d.version(), Servers: proc.CanAdopt()}); err != nil {
 		d.log.Error("upgrade: the running daemon cannot be told this one serves", "error", err)
 	}
 	d.late.Add(1)
@@ -201,7 +202,7 @@ func (d *Daemon) adoptSessions(w *wire) {
 	// A drain does not wait for a daemon that stays silent.
 	stop := context.AfterFunc(d.draining, func() { w.c.Close() })
 	defer stop()
-	adopted := 0
+	adopted, servers := 0, 0
 	for {
 		m, files, err := w.recv(time.Time{})
 		if err != nil {
@@ -225,8 +226,22 @@ func (d *Daemon) adoptSessions(w *wire) {
 			if err := w.send(upgradeMsg{Type: "adopted"}); err != nil {
 				d.log.Warn("upgrade: the running daemon cannot be told", "error", err)
 			}
+		case "upstream":
+			// A hosted server handed over: the manager, which does not
+			// serve yet, takes it (upstream/instance_handover.go).
+			if m.Upstream == nil {
+				closeFiles(files)
+				continue
+			}
+			k := *m.Upstream
+			k.Files = files
+			d.ups.Adopt(k)
+			servers++
 		case "main":
 			closeFiles(files)
+			if servers > 0 {
+				d.log.Info("upgrade: hosted servers handed over", "servers", servers)
+			}
 			d.notify.held.Store(false)
 			d.notify.send("READY=1", d.statusLine())
 			return

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/upstream"
 )
 
 // Continuity is how the sessions outlive the process that serves them
@@ -29,10 +30,14 @@ import (
 // table (table.go). Run knows neither way: it asks its origin for the
 // listeners, then to resume what the predecessor left.
 //
-// A variant that keeps the hosted servers running across an upgrade, say
-// by re-executing the daemon in place with its state handed over in a
-// memfd, is one more origin (the state read back, under the same pid)
-// and one more successor (the state written, then the exec).
+// The hosted servers travel too, after the sessions: the old daemon's
+// manager hands each idle shared server over instead of stopping it
+// (upstream/instance_handover.go), the successor sends it (sendServer:
+// its record and its three pipes), and the new daemon's manager adopts it
+// before it serves (takeover.adoptSessions). The processes never stop,
+// and were never the new daemon's children: they start without a
+// parent-death signal (proc.StartKept), and the new daemon watches them
+// through pidfds (proc.Adopt).
 
 // origin is where a process's listeners and sessions come from. Run calls
 // listen, then, once it serves the listeners, resume; refuse when it
@@ -95,6 +100,11 @@ type successor interface {
 	// finish tells it every session was sent, and waits until it serves
 	// them all.
 	finish() error
+	// adoptsServers says it takes hosted servers over (sendServer).
+	adoptsServers() bool
+	// sendServer hands it one hosted server (after finish, before
+	// promote); the server's files stay the caller's.
+	sendServer(k upstream.KeptServer) error
 	// promote makes it the main process (systemd follows it; it starts
 	// its hosted servers) and lets it go on alone.
 	promote()

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 		os.Exit(activationHelper())
 	}
 	if os.Getenv(successorEnv) != "" && os.Getenv(UpgradeEnv) != "" {
+		if os.Getenv(successorEnv) == "adopt" {
+			os.Exit(adoptingSuccessor())
+		}
 		os.Exit(refusingSuccessor())
 	}
 	goleak.VerifyTestMain(m,

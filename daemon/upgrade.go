@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/thejerf/suture/v4"
 
 	"github.com/snodod/snodod/internal/proc"
 	"github.com/snodod/snodod/session"
+	"github.com/snodod/snodod/upstream"
 )
 
 // An upgrade (`snodod upgrade`, SIGUSR2; docs/operations.md) replaces the
@@ -35,7 +37,10 @@ import (
 //     in flight finish within daemon.upgrade_grace), each as soon as it is
 //     paused, with its descriptors and the control connection of the
 //     `snodod connect` that waits for it;
-//  5. once the new process has every session serving, tells systemd that
+//  5. once the new process has every session serving, hands it every
+//     idle shared hosted server (their records and pipes, when it said,
+//     ready, that it adopts them: upstream/instance_handover.go) and stops
+//     the others, tells systemd that
 //     the new process is the main one (MAINPID=), stops accepting HTTP,
 //     serves every HTTP request it has read or still reads on a kept-alive
 //     connection, each answer closing its connection (Connection: close),
@@ -180,11 +185,26 @@ func (d *Daemon) upgrade(rs *runState, binary string) (pid int, err error) {
 	for _, m := range sent {
 		closeFiles(m.files) // the new process has its own
 	}
-	// The hosted servers stop here before they start there: the new
-	// process would take this one's for a crash's orphans. Their calls in
-	// flight were answered with their sessions' in-flight requests.
+	// The hosted servers that are idle are handed over (their calls in
+	// flight were answered with their sessions' in-flight requests); the
+	// others stop here before they start there: the new process would
+	// take this one's for a crash's orphans.
+	if next.adoptsServers() {
+		d.ups.KeepServers()
+	}
 	if err := rs.root.RemoveAndWait(rs.upstreams, d.gen.Load().limits.ShutdownGrace+drainMargin); err != nil {
 		d.log.Warn("the hosted servers did not stop in time for the upgrade", "error", err)
+	}
+	for _, k := range d.ups.KeptServers() {
+		if err := next.sendServer(k); err != nil {
+			// The new daemon does not know it: it is ended here, while it
+			// is still this process's child (only this process reaps it,
+			// so its group id names it unless it has just exited), and
+			// starts anew there.
+			d.log.Error("upgrade: a hosted server could not be handed over; killing it", "upstream", k.Name, "pid", k.Conn.PID, "error", err)
+			_ = syscall.Kill(-k.Conn.PID, syscall.SIGKILL)
+		}
+		closeFiles(k.Files)
 	}
 	next.promote()
 	return next.pid(), nil
@@ -200,6 +220,8 @@ type newProcess struct {
 	log    *slog.Logger
 	exited chan struct{} // closed once the process has exited
 	status error         // its exit, once exited is closed
+	// servers is set when it said, ready, that it adopts hosted servers.
+	servers bool
 }
 
 var _ successor = (*newProcess)(nil)
@@ -208,6 +230,12 @@ func (s *newProcess) pid() int { return s.cmd.Process.Pid }
 
 func (s *newProcess) send(m movedSession, files []*os.File) error {
 	return s.wire.send(upgradeMsg{Type: "session", Session: &m}, files...)
+}
+
+func (s *newProcess) adoptsServers() bool { return s.servers }
+
+func (s *newProcess) sendServer(k upstream.KeptServer) error {
+	return s.wire.send(upgradeMsg{Type: "upstream", Upstream: &k}, k.Files...)
 }
 
 // kill ends the new process and waits for it.
@@ -288,6 +316,7 @@ func (d *Daemon) startSuccessor(binary string, listeners []*listener) (*newProce
 		case a.m.Type != "ready":
 			return fail(fmt.Sprintf("it said %q, not ready", a.m.Type))
 		}
+		s.servers = a.m.Servers
 	case <-s.exited:
 		// What it said before it exited is the better reason.
 		if a := <-got; a.err == nil && a.m.Type == "error" {

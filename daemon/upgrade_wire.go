@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/snodod/snodod/session"
+	"github.com/snodod/snodod/upstream"
 )
 
 // The private socket of an upgrade (upgrade.go): the running daemon and
@@ -60,6 +61,12 @@ type upgradeMsg struct {
 
 	Listeners []listenerRecord `json:"listeners,omitempty"`
 	Session   *movedSession    `json:"session,omitempty"`
+
+	// Servers, in ready, says the new process adopts hosted servers; an
+	// upstream message (old to new, after adopted, before main) then
+	// carries one, its stdin, stdout and stderr as its descriptors.
+	Servers  bool                 `json:"servers,omitempty"`
+	Upstream *upstream.KeptServer `json:"upstream,omitempty"`
 }
 
 // listenerRecord is one listener of a hello; its descriptor is the next of

@@ -142,9 +142,10 @@ func TestUpgradeFails(t *testing.T) {
 }
 
 // An upgrade with a hosted server: a relayed call in flight is answered
-// by the old daemon's instance, which then stops (no orphan, nothing
-// killed mid-call); the new daemon starts its own, and lists and calls go
-// on through it.
+// by the old daemon's instance (its session's hand-over waits for it,
+// nothing is killed mid-call); the server, then idle, is handed over: the
+// new daemon serves the same process, initialized once, with its memory
+// of the call before, no restart counted, nothing killed as an orphan.
 func TestUpgradeUpstream(t *testing.T) {
 	fake := fakeUpstream(t)
 	d := startDaemon(t, fmt.Sprintf("[mcpServers.fake]\ncommand = %q\nstart = \"eager\"\n", fake), nil)
@@ -169,8 +170,8 @@ func TestUpgradeUpstream(t *testing.T) {
 		t.Fatalf("the relayed call across the upgrade: %s, %+v, %v", r.Result, r.Error, err)
 	}
 	pid := <-upgraded
-	if !waitGone(oldChild, answerWithin) {
-		t.Errorf("the old daemon's upstream (pid %d) outlived it", oldChild)
+	if !waitGone(d.cmd.Process.Pid, answerWithin) {
+		t.Fatalf("the old daemon (pid %d) did not exit after the upgrade", d.cmd.Process.Pid)
 	}
 	if err := s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`); err != nil {
 		t.Fatal(err)
@@ -187,8 +188,20 @@ func TestUpgradeUpstream(t *testing.T) {
 	st = d.awaitStatus(t, "the new daemon's upstream", answerWithin, func(st *control.Status) bool {
 		return st.PID == pid && len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
 	})
-	if st.Upstreams[0].PID == oldChild {
-		t.Errorf("the new daemon reports the old daemon's upstream pid %d", oldChild)
+	// The server was handed over, not restarted: the same process, which
+	// saw one initialize and the call from before the upgrade.
+	if st.Upstreams[0].PID != oldChild || st.Upstreams[0].Restarts != 0 {
+		t.Errorf("after the upgrade the upstream is pid %d with %d restarts; want the same process (%d), none", st.Upstreams[0].PID, st.Upstreams[0].Restarts, oldChild)
+	}
+	if err := s.send(callLine(4, "fake__history", `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.answer("4", answerWithin)
+	if err != nil || r.Error != nil {
+		t.Fatalf("history after the upgrade: %+v, %v", r, err)
+	}
+	if inits, slow := strings.Count(string(r.Result), `"method":"initialize"`), strings.Count(string(r.Result), `"tool":"slow"`); inits != 1 || slow != 1 {
+		t.Errorf("the server handed over saw %d initialize and %d slow call, want 1 and 1: %.500s", inits, slow, r.Result)
 	}
 	if strings.Contains(d.stderr.String(), "killed upstream processes a previous daemon left running") {
 		t.Errorf("the new daemon killed upstream processes as orphans:\n%s", d.stderr.String())

@@ -48,8 +48,9 @@ func fakeUpstream(t *testing.T) string {
 }
 
 // TestUpstreamOrphansAfterKill9: a daemon killed with SIGKILL leaves its
-// upstream's grandchild behind (the child itself dies with the daemon,
-// parent-death signal); the next daemon on the same sockets kills it.
+// upstream's grandchild behind (the child itself, which carries no
+// parent-death signal so that an upgrade can hand it over, exits at the
+// end of its stdin); the next daemon on the same sockets kills it.
 func TestUpstreamOrphansAfterKill9(t *testing.T) {
 	fake := fakeUpstream(t)
 	dir, err := os.MkdirTemp("", "sd")

@@ -60,6 +60,11 @@ type Command struct {
 	// and what is not) once the server runs, before the handshake. It
 	// must not block.
 	Sandboxed func(sandbox.Report)
+	// Kept starts the child without the parent-death signal
+	// (proc.StartKept), so that it can outlive this process: an upgrade
+	// hands it over (Conn.HandOver) to the daemon that follows, which
+	// adopts it (Adopt).
+	Kept bool
 }
 
 // GroupRecorder keeps the process groups a daemon runs, for its successor
@@ -175,6 +180,10 @@ type process struct {
 
 	tail  tailbuf.Buffer // this process's own last stderrTailBytes of stderr, for its ExitError
 	lines chan logLine
+
+	// handedOver is set once HandOver stops reading: the child runs on,
+	// another process's (command_handover.go).
+	handedOver atomic.Bool
 }
 
 // Open spawns the command (proc.Start: own group, parent-death signal)
@@ -188,10 +197,20 @@ func (cmd Command) Open(_ context.Context, l Link) (Stream, error) {
 	if cmd.StopGrace <= 0 {
 		cmd.StopGrace = DefaultStopGrace
 	}
+	p := newProcess(cmd, o, l.TooLong)
+	if err := p.spawn(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newProcess is the process of cmd (defaults applied) before its child
+// runs.
+func newProcess(cmd Command, o *Options, tooLong func(TooLongError)) *process {
 	p := &process{
 		cmd:        cmd,
 		limit:      o.MaxLineBytes,
-		tooLong:    l.TooLong,
+		tooLong:    tooLong,
 		log:        o.Logger.With("upstream", o.Name),
 		readDone:   make(chan struct{}),
 		stderrDone: make(chan struct{}),
@@ -201,10 +220,7 @@ func (cmd Command) Open(_ context.Context, l Link) (Stream, error) {
 		lines:      make(chan logLine, logQueue),
 	}
 	p.tail.Max = stderrTailBytes
-	if err := p.spawn(); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return p
 }
 
 // spawn starts the child with its three pipes and the process's
@@ -250,7 +266,11 @@ func (p *process) spawn() error {
 			return &ExitError{Code: -1, Err: fmt.Errorf("start %s: %w", cmd.Path, err)}
 		}
 	}
-	g, err := proc.Start(ec)
+	start := proc.Start
+	if cmd.Kept {
+		start = proc.StartKept
+	}
+	g, err := start(ec)
 	closeAll([]*os.File{inR, outW, errW}) // the child's ends
 	if err != nil {
 		if launch != nil {
@@ -277,14 +297,23 @@ func (p *process) spawn() error {
 			cmd.Sandboxed(rep)
 		}
 	}
-	p.group, p.launch = g, launch
-	if cmd.Record != nil {
-		if err := cmd.Record.Add(g); err != nil {
+	p.launch = launch
+	if cmd.Spawned != nil {
+		defer cmd.Spawned(g.PID())
+	}
+	p.run(g, inW, outR, errR)
+	p.log.Debug("upstream started", "pid", g.PID(), "command", cmd.Path)
+	return nil
+}
+
+// run records the group and starts the process's goroutines on its
+// pipes: the ends this process keeps, of a child it started or adopted.
+func (p *process) run(g *proc.Group, inW, outR, errR *os.File) {
+	p.group = g
+	if p.cmd.Record != nil {
+		if err := p.cmd.Record.Add(g); err != nil {
 			p.log.Warn("cannot record the process group; a daemon crash would leave it running", "pid", g.PID(), "err", err)
 		}
-	}
-	if cmd.Spawned != nil {
-		cmd.Spawned(g.PID())
 	}
 	p.stdout, p.stderr = outR, errR
 	p.w.init(inW, p.log, p.kill)
@@ -294,8 +323,6 @@ func (p *process) spawn() error {
 	go p.drainStderr()
 	go p.logStderr()
 	go p.supervise()
-	p.log.Debug("upstream started", "pid", g.PID(), "command", cmd.Path)
-	return nil
 }
 
 func closeAll(files []*os.File) {
@@ -392,6 +419,10 @@ func (p *process) PID() int { return p.group.PID() }
 // wait up to StopGrace, SIGTERM to the group, StopGrace, SIGKILL to the
 // group, reap. A ctx that ends early skips to SIGKILL.
 func (p *process) Close(ctx context.Context) {
+	if p.handedOver.Load() {
+		<-p.done
+		return
+	}
 	p.w.close()
 	steps := []func(){func() { _ = p.group.Signal(syscall.SIGTERM) }, p.kill}
 	for _, next := range steps {
@@ -434,6 +465,10 @@ func (p *process) supervise() {
 	select {
 	case <-p.group.Done():
 	case <-p.readDone:
+		if p.handedOver.Load() {
+			p.release()
+			return
+		}
 		// stdout ended: the child cannot be spoken to any more. It is
 		// usually exiting; if not, it is killed.
 		t := time.NewTimer(eofGrace)

@@ -125,6 +125,13 @@ func (w *writer) takeLocked(buf []byte) []byte {
 }
 
 // queuedReplies is how many answers wait in the queue.
+// busyOrQueued reports a write under way or messages queued.
+func (w *writer) busyOrQueued() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.busy || len(w.queue) > 0 || w.closed
+}
+
 func (w *writer) queuedReplies() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()

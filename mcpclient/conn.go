@@ -145,23 +145,13 @@ type Conn struct {
 // the server sent or that it said nothing in time.
 func Connect(ctx context.Context, t Transport, o Options) (*Conn, error) {
 	o.defaults()
-	c := &Conn{
-		o:        o,
-		log:      o.Logger.With("upstream", o.Name),
-		calls:    make(map[protocol.ID]*call),
-		incoming: make(map[protocol.ID]*Request),
-		readDone: make(chan struct{}),
-		done:     make(chan struct{}),
-	}
+	c := newConn(o)
 	s, err := t.Open(ctx, Link{Options: &c.o, TooLong: c.longLine})
 	if err != nil {
 		return nil, err
 	}
 	c.s = s
-	c.requests, c.cancelRequest = context.WithCancel(context.Background())
-	c.clientInfoMeta, _ = json.Marshal(o.ClientInfo)
-	go c.readLoop()
-	go c.watch()
+	c.start()
 	if err := c.handshake(ctx); err != nil {
 		if ended(err) {
 			// It ended by itself: its own end says why, stderr and all.
@@ -172,6 +162,26 @@ func Connect(ctx context.Context, t Transport, o Options) (*Conn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newConn is a Conn of o (defaults applied) without its stream.
+func newConn(o Options) *Conn {
+	return &Conn{
+		o:        o,
+		log:      o.Logger.With("upstream", o.Name),
+		calls:    make(map[protocol.ID]*call),
+		incoming: make(map[protocol.ID]*Request),
+		readDone: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+}
+
+// start starts the Conn's goroutines on its stream.
+func (c *Conn) start() {
+	c.requests, c.cancelRequest = context.WithCancel(context.Background())
+	c.clientInfoMeta, _ = json.Marshal(c.o.ClientInfo)
+	go c.readLoop()
+	go c.watch()
 }
 
 // watch finishes the Conn once its stream has ended: every call in flight

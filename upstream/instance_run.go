@@ -36,7 +36,11 @@ func (in *instance) Serve(ctx context.Context) error {
 		<-ctx.Done()
 		return suture.ErrDoNotRestart
 	}
-	eager := in.u.startEagerly(in)
+	ok, eager := in.serveAdopted(ctx)
+	if !ok {
+		return suture.ErrDoNotRestart
+	}
+	eager = eager || in.u.startEagerly(in)
 	for {
 		if !in.waitForStart(ctx, eager) {
 			return suture.ErrDoNotRestart
@@ -231,7 +235,9 @@ func (in *instance) serve(ctx context.Context, conn *mcpclient.Conn) bool {
 			in.failed(conn.Err(), conn)
 			return true
 		case <-ctx.Done():
-			in.stop(conn, false)
+			if !in.keep(conn) { // an upgrade hands it over (instance_handover.go)
+				in.stop(conn, false)
+			}
 			return false
 		case o := <-in.control:
 			switch o {

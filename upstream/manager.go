@@ -98,6 +98,10 @@ type Manager struct {
 	childMu  sync.Mutex
 	children int
 
+	// ho hands the servers over at an upgrade, and adopts them in the
+	// new daemon (instance_handover.go).
+	ho handOver
+
 	// store is the token store of remote servers (oauthStore).
 	storeOnce sync.Once
 	store     *oauth.Store

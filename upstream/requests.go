@@ -39,14 +39,21 @@ func (in *instance) connect(ctx context.Context, spawned func(pid int)) (*mcpcli
 	if err != nil {
 		return nil, err
 	}
-	return mcpclient.Connect(ctx, t, mcpclient.Options{
-		Name: in.u.name, Protocol: cfg.Protocol, KnownEra: known, MaxLineBytes: in.u.m.opts.MaxLineBytes,
-		ClientInfo:         protocol.Implementation{Name: "snodod", Version: in.u.m.opts.Version},
-		ClientCapabilities: rawCaps,
-		Logger:             in.u.m.log,
-		Handler:            in,
-		MaxServerRequests:  in.u.m.maxServerRequests(),
-	})
+	o := in.options()
+	o.Protocol, o.KnownEra, o.ClientCapabilities = cfg.Protocol, known, rawCaps
+	return mcpclient.Connect(ctx, t, o)
+}
+
+// options are the Conn options of in that do not depend on the handshake
+// (an adopted Conn has done its own: instance_handover.go).
+func (in *instance) options() mcpclient.Options {
+	return mcpclient.Options{
+		Name: in.u.name, MaxLineBytes: in.u.m.opts.MaxLineBytes,
+		ClientInfo:        protocol.Implementation{Name: "snodod", Version: in.u.m.opts.Version},
+		Logger:            in.u.m.log,
+		Handler:           in,
+		MaxServerRequests: in.u.m.maxServerRequests(),
+	}
 }
 
 // maxServerRequests is upstreams.max_server_requests.

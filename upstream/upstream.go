@@ -267,7 +267,11 @@ func (u *upstream) addInstanceLocked(key, label, cwd string) *instance {
 		if len(roots) == 0 && u.conf().Share != "all" {
 			roots = []string{"file://" + cwd}
 		}
-		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir} // Start resolves Path on r.Env's PATH
+		// Start resolves Path on r.Env's PATH. Kept: the process outlives
+		// the daemon, so that an upgrade hands it over (instance_handover.go);
+		// only where its group is recorded, for the next daemon to end it
+		// after a crash: `snodod stdio`'s die with it.
+		cmd = mcpclient.Command{Path: r.Command, Args: r.Args, Env: r.Env, Dir: r.Dir, Kept: u.m.records()}
 		if u.sandboxed() {
 			cmd.Sandbox, cmd.Dir = u.sandboxFor(roots, r.Dir)
 		}

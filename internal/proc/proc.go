@@ -36,6 +36,11 @@ type Group struct {
 	startTime uint64 // field 22 of /proc/PID/stat, read while the child is ours
 	marker    string // MarkerEnv's value in the tree
 
+	// adopted is set for a group this process did not start (Adopt):
+	// another process is the leader's parent and reaps it.
+	adopted bool
+	pidfd   int // an adopted leader's pidfd, until it has exited
+
 	mu     sync.Mutex
 	exited bool // the leader has exited: the group is signalled no more
 
@@ -63,7 +68,24 @@ type Group struct {
 // its direct children; their own children are not covered by Pdeathsig,
 // which is why the daemon records groups (KillOrphans).
 func Start(cmd *exec.Cmd) (*Group, error) {
+	return start(cmd, true)
+}
+
+// StartKept is Start without the parent-death signal: the child outlives
+// this process, so that an upgrade can hand it over to the daemon that
+// follows (Adopt). A daemon killed with SIGKILL leaves it running, with
+// the end of its stdin (the daemon held the only write end) as the hint
+// to exit; the next daemon ends it from the record (KillOrphans), as it
+// ends what the leader started.
+func StartKept(cmd *exec.Cmd) (*Group, error) {
+	return start(cmd, false)
+}
+
+func start(cmd *exec.Cmd, pdeathsig bool) (*Group, error) {
 	cmd.SysProcAttr = sysProcAttr(cmd.SysProcAttr)
+	if !pdeathsig {
+		cmd.SysProcAttr.Pdeathsig = 0
+	}
 	g := &Group{cmd: cmd, marker: newMarker(), done: make(chan struct{})}
 	cmd.Env = withMarker(cmd.Env, g.marker)
 	started := make(chan error, 1)

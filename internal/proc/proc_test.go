@@ -52,6 +52,8 @@ func helperMain(role string) int {
 	switch role {
 	case "start":
 		g, err = start()
+	case "kept":
+		g, err = proc.StartKept(exec.Command("sleep", "1000"))
 	case "thread-exit":
 		done := make(chan struct{})
 		go func() {

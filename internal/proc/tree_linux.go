@@ -271,7 +271,18 @@ func (m member) signal(sig syscall.Signal) {
 // leader: the leader's descendants (while it runs) and the orphans that
 // carry its marker, with their descendants.
 func (g *Group) tree() []member {
-	roots := orphans(g.marker, false, g.startTime)
+	var roots []member
+	if g.adopted {
+		// Not this process's children: its orphans went to init or
+		// another subreaper. The leader carries the marker too.
+		for _, m := range orphansAnywhere(g.marker, false, g.startTime) {
+			if m.pid != g.pid {
+				roots = append(roots, m)
+			}
+		}
+	} else {
+		roots = orphans(g.marker, false, g.startTime)
+	}
 	if p, err := ReadProcess(g.pid); err == nil && p.StartTime == g.startTime && !p.Exited() {
 		for _, c := range childrenOf(g.pid) {
 			if st, err := StartTime(c); err == nil {

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,14 +59,14 @@ func (e Endpoint) String() string {
 	if e.Host == "" {
 		return strconv.Itoa(int(e.Port))
 	}
-	return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
+	return joinHostPort(e.Host, strconv.Itoa(int(e.Port)))
 }
 
 // ParseEndpoint parses "host:port", "[v6]:port", ":port" or "port".
 func ParseEndpoint(s string) (Endpoint, error) {
 	host, port := "", s
 	if strings.Contains(s, ":") {
-		h, p, err := net.SplitHostPort(s)
+		h, p, err := splitHostPort(s)
 		if err != nil {
 			return Endpoint{}, fmt.Errorf("network entry %q: want host:port or a port: %v", s, err)
 		}
