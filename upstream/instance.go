@@ -77,7 +77,10 @@ type instance struct {
 	retryAt      time.Time // the next automatic attempt, in backoff
 	lastAttempt  time.Time
 	readySince   time.Time
-	restarts     int
+	restarts     int // crashes restarted and manualRestarts
+	// manualRestarts are the restarts of a running process that snodod
+	// upstream restart (or start) ordered.
+	manualRestarts int
 	starts       int  // starts attempted, for a request's one attempt of a failed one
 	loginNeeded  bool // the last start failed for want of a login (a remote server)
 	manual       bool // held stopped by start = "manual" or snodod upstream stop
