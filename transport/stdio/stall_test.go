@@ -16,6 +16,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/transport/internal/progress"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -102,6 +103,114 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 	}
 
 	// End both: the stalled client goes away, the healthy one closes.
+	stalled.closeAll()
+	if err := <-stalledDone; !errors.As(err, new(*stdio.OutputError)) {
+		t.Errorf("the stalled session returned %v, want an output failure", err)
+	}
+	healthy.closeInput()
+	if err := <-healthyDone; err != nil {
+		t.Errorf("the healthy session returned %v", err)
+	}
+	healthy.closeAll()
+	exec.Close()
+	goleak.VerifyNone(t)
+}
+
+// TestStalledProgressDoesNotHoldSlots pins a bug (docs/transport.md
+// §10.2): a handler's progress report to a client that does not read
+// waited for its acknowledgement up to progress.AckTimeout (5 s) holding
+// its executor slot, so a client pipelining MaxConcurrency calls that
+// report progress, and reading nothing, held every slot of the daemon that
+// long. A report now waits only while the device takes writes: once it
+// would block, the report gets ErrProgressTimeout at once (it stays with
+// the coordinator, written in its turn), and the handler goes on. Here the
+// handlers report until a report fails, far more than a socket holds, so
+// each must meet the stall before it returns; the healthy session's echo,
+// queued behind them, is answered well within progress.AckTimeout.
+func TestStalledProgressDoesNotHoldSlots(t *testing.T) {
+	srv, err := server.New(server.Options{Logger: discardLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 4 // MaxConcurrency: every slot
+	message := strings.Repeat("m", progress.MaxMessageBytes)
+	started := make(chan struct{}, calls)
+	refusals := make(chan error, calls)
+	srv.AddTool(&server.Tool{Name: "ticks", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+			started <- struct{}{}
+			for i := 1; i <= 2000; i++ { // 8 MB of progress: no socket holds it
+				if err := server.ReportProgress(ctx, server.Progress{Progress: float64(i), Message: message}); err != nil {
+					refusals <- err
+					break
+				}
+			}
+			return textResult("done"), nil
+		})
+	srv.AddTool(&server.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return textResult("pong"), nil
+		})
+	exec, err := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: calls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(ep endpoints) chan error {
+		tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: srv, Executor: exec,
+			Limits: limits.Limits{WriteTimeout: 30 * time.Second}, Logger: discardLog}
+		done := make(chan error, 1)
+		go func() { done <- tr.Serve(context.Background()) }()
+		return done
+	}
+	const initialize = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+	stalled := socketPair(t)
+	stalledDone := serve(stalled)
+	if _, err := io.WriteString(stalled.w, initialize+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(stalled.r).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	var lines strings.Builder
+	for i := range calls {
+		fmt.Fprintf(&lines, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ticks","arguments":{},"_meta":{"progressToken":%d}}}`+"\n", i, i)
+	}
+	if _, err := io.WriteString(stalled.w, lines.String()); err != nil {
+		t.Fatal(err)
+	}
+	for range calls {
+		<-started // every slot is the stalled session's
+	}
+
+	healthy := socketPair(t)
+	healthyDone := serve(healthy)
+	healthyOut := newLineSource(healthy.r)
+	if _, err := io.WriteString(healthy.w, initialize+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	healthyOut.next(t)
+	sent := time.Now()
+	if _, err := io.WriteString(healthy.w, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if l := healthyOut.next(t); !strings.Contains(l, `"id":1,"result"`) || !strings.Contains(l, "pong") {
+		t.Fatalf("the healthy session's echo: %s", l)
+	}
+	if took, within := time.Since(sent), progress.AckTimeout-time.Second; took > within {
+		t.Errorf("the healthy session's echo took %v: the stalled session's reports held the slots (want within %v)", took, within)
+	}
+	for range calls {
+		if err := <-refusals; !errors.Is(err, server.ErrProgressTimeout) {
+			t.Errorf("a stalled report returned %v, want ErrProgressTimeout", err)
+		}
+	}
+	select {
+	case err := <-stalledDone:
+		t.Fatalf("the stalled session ended (%v) before the healthy one was answered", err)
+	default:
+	}
+
 	stalled.closeAll()
 	if err := <-stalledDone; !errors.As(err, new(*stdio.OutputError)) {
 		t.Errorf("the stalled session returned %v, want an output failure", err)
