@@ -223,3 +223,84 @@ func TestStalledProgressDoesNotHoldSlots(t *testing.T) {
 	exec.Close()
 	goleak.VerifyNone(t)
 }
+
+// TestStalledProgressResumes: a report refused because the client stopped
+// reading (ErrProgressTimeout) stays with the coordinator, and once the
+// client reads again and it is written, the request's next report is
+// written too (docs/transport.md §10.2). It used to stay outstanding for
+// good: every later report of the request got ErrProgressBusy.
+func TestStalledProgressResumes(t *testing.T) {
+	srv, err := server.New(server.Options{Logger: discardLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	message := strings.Repeat("m", progress.MaxMessageBytes)
+	stalledAt := make(chan error, 1)
+	resume := make(chan struct{})
+	srv.AddTool(&server.Tool{Name: "ticks", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+			i := 1
+			for ; i < progress.MaxNotifications/2; i++ { // 2 MB of progress: no socket holds it
+				if err := server.ReportProgress(ctx, server.Progress{Progress: float64(i), Message: message}); err != nil {
+					stalledAt <- err
+					break
+				}
+			}
+			<-resume
+			// The refused report is written once the client reads; until
+			// then the next is busy.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				i++
+				err := server.ReportProgress(ctx, server.Progress{Progress: float64(i), Message: "again"})
+				if !errors.Is(err, server.ErrProgressBusy) || time.Now().After(deadline) {
+					return textResult(fmt.Sprintf("again: %v", err)), nil
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	exec, err := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := socketPair(t)
+	tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: srv, Executor: exec,
+		Limits: limits.Limits{WriteTimeout: 30 * time.Second}, Logger: discardLog}
+	done := make(chan error, 1)
+	go func() { done <- tr.Serve(context.Background()) }()
+	const initialize = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	if _, err := io.WriteString(ep.w, initialize+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(ep.r).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(ep.w, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ticks","arguments":{},"_meta":{"progressToken":"p"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stalledAt; !errors.Is(err, server.ErrProgressTimeout) {
+		t.Fatalf("a report to a client that does not read returned %v, want ErrProgressTimeout", err)
+	}
+	close(resume)
+	out := newLineSource(ep.r) // the client reads again
+	var again bool
+	for {
+		l := out.next(t)
+		if strings.Contains(l, `"message":"again"`) {
+			again = true
+		}
+		if strings.Contains(l, `"id":1,`) {
+			if !strings.Contains(l, "again: <nil>") || !again {
+				t.Errorf("after the client read again: %s (the report written: %v)", l, again)
+			}
+			break
+		}
+	}
+	ep.closeInput()
+	if err := <-done; err != nil {
+		t.Errorf("Serve returned %v", err)
+	}
+	ep.closeAll()
+	exec.Close()
+	goleak.VerifyNone(t)
+}
