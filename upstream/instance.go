@@ -77,10 +77,7 @@ type instance struct {
 	retryAt      time.Time // the next automatic attempt, in backoff
 	lastAttempt  time.Time
 	readySince   time.Time
-	restarts     int // crashes restarted and manualRestarts
-	// manualRestarts are the restarts of a running process that snodod
-	// upstream restart (or start) ordered.
-	manualRestarts int
+	restarts     int
 	starts       int  // starts attempted, for a request's one attempt of a failed one
 	loginNeeded  bool // the last start failed for want of a login (a remote server)
 	manual       bool // held stopped by start = "manual" or snodod upstream stop
@@ -91,6 +88,11 @@ type instance struct {
 	resyncing    map[string]int // list method → 1 running, 2 running and asked again
 	listenCancel func()         // ends a 2026 upstream's listen stream
 	stats        counters
+
+	// manualRestarts are the restarts of a running process that snodod
+	// upstream restart (or start) ordered, counted in restarts too.
+	manualRestarts int
+
 	// sessionless queues the upstream's requests for calls that come
 	// from no Session (requests.go).
 	sessionless clientQueue
