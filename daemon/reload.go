@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/snodod/snodod/config"
@@ -92,8 +93,8 @@ func problemLines(err error) []string {
 
 // warnRestartOnly logs the keys whose configured value differs from the one
 // still in force since the start, which a reload cannot apply: the sockets
-// are bound, the log format is the caller's handler, and the HTTP listener
-// keeps the settings it started with. The running value is the first
+// are bound, the log format is the caller's handler, and the HTTP and admin
+// listeners keep the settings they started with. The running value is the first
 // configuration's, not the previous reload's: a reload that was not applied
 // changed nothing.
 func (d *Daemon) warnRestartOnly(cfg *config.Config) {
@@ -107,4 +108,7 @@ func (d *Daemon) warnRestartOnly(cfg *config.Config) {
 	changed("daemon.control_socket", old.Daemon.ControlSocket, cfg.Daemon.ControlSocket)
 	changed("log.format", old.Log.Format, cfg.Log.Format)
 	changed("http.*", httpSettings(old), httpSettings(cfg)) // http.go: the listener is built once
+	// admin.go: the listener, its token, the page's viewer bounds and the
+	// metrics' histograms are all built once, at the start.
+	changed("admin.*", fmt.Sprintf("%+v", old.Admin), fmt.Sprintf("%+v", cfg.Admin))
 }

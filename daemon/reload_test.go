@@ -104,3 +104,37 @@ func TestReloadLetsTheOldGenerationGo(t *testing.T) {
 		t.Error("a generation let go was held again")
 	}
 }
+
+// The [admin] keys are read once, at the start (admin.go): a reload that
+// changes one warns that it applies only after a restart, as it does for
+// http.*, and a reload back to the running value warns of nothing.
+func TestReloadWarnsOfAdminKeys(t *testing.T) {
+	dir := shortDir(t)
+	var logs syncbuf.Buffer
+	d, err := New(testConfig(t, dir, nil), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		key  string
+		val  any
+		warn bool
+	}{
+		{"admin.max_viewers", 7, true},
+		{"admin.viewer_write_timeout", "9s", true},
+		{"admin.native_histograms", false, true}, // the default is true
+		{"admin.listen", "127.0.0.1:1", true},
+		{"admin.max_viewers", 100, false}, // the default: the running value
+	} {
+		next := testConfig(t, dir, map[string]any{step.key: step.val})
+		d.opts.Reload = func() (*config.Config, error) { return next, nil }
+		if err := d.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		got := logs.Take()
+		warned := strings.Contains(got, `msg="this setting applies only after a restart" key=admin.*`)
+		if warned != step.warn {
+			t.Errorf("reload to %s = %v logged:\n%s\nwant a warning for admin.*: %v", step.key, step.val, got, step.warn)
+		}
+	}
+}

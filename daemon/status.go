@@ -75,7 +75,7 @@ func upstreamRows(in []upstream.Status) []control.Upstream {
 		out[i] = control.Upstream{
 			Name: r.Name, State: string(r.State), Instance: r.Instance, Share: r.Share, Start: r.Start,
 			PID: r.PID, URL: r.URL, Auth: r.Auth, Era: r.Era, Version: r.Version, Server: r.Server, Since: r.Since, StartingSince: r.StartingSince,
-			Restarts: r.Restarts, Failures: r.Failures, Cause: r.Cause, LastExit: r.LastExit,
+			Restarts: r.Restarts, ManualRestarts: r.ManualRestarts, Failures: r.Failures, Cause: r.Cause, LastExit: r.LastExit,
 			RetryInMs: r.RetryInMs, InFlight: r.InFlight, Queued: r.Queued, Sessions: r.Sessions,
 			Tools: r.Tools, Prompts: r.Prompts, Resources: r.Resources, Templates: r.Templates,
 			Cached: r.Cached, Hidden: r.Hidden, Collided: r.Collided, Shortened: r.Shortened,

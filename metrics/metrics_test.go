@@ -36,7 +36,7 @@ func newFixture() *fixture {
 		},
 		Executor: control.Executor{Running: 3, Detached: 1, Queued: 4, MaxConcurrency: 16, MaxQueue: 256},
 		Upstreams: []control.Upstream{
-			{Name: "mem", State: control.StateReady, PID: 4242, Since: started.Add(time.Minute), Restarts: 2, InFlight: 1, Queued: 1, Sessions: 2},
+			{Name: "mem", State: control.StateReady, PID: 4242, Since: started.Add(time.Minute), Restarts: 2, ManualRestarts: 1, InFlight: 1, Queued: 1, Sessions: 2},
 			{Name: "mem", State: control.StateBackoff, Restarts: 1},
 			{Name: "web", State: control.StateReady, URL: "https://example.invalid/mcp", Since: started},
 		},
@@ -189,10 +189,12 @@ snodod_upstream_cpu_seconds_total{upstream="mem"} 1.5
 snodod_upstream_resident_memory_bytes{upstream="mem"} 1.048576e+06
 `,
 		"snodod_upstream_restarts_total": `
-# HELP snodod_upstream_restarts_total Restarts of a hosted server's instances (those alive now).
+# HELP snodod_upstream_restarts_total Restarts of a hosted server's instances (those alive now), by reason: crash (exited or lost, restarted) or manual (snodod upstream restart).
 # TYPE snodod_upstream_restarts_total counter
-snodod_upstream_restarts_total{upstream="mem"} 3
-snodod_upstream_restarts_total{upstream="web"} 0
+snodod_upstream_restarts_total{reason="crash",upstream="mem"} 2
+snodod_upstream_restarts_total{reason="crash",upstream="web"} 0
+snodod_upstream_restarts_total{reason="manual",upstream="mem"} 1
+snodod_upstream_restarts_total{reason="manual",upstream="web"} 0
 `,
 		"snodod_upstream_start_time_seconds": `
 # HELP snodod_upstream_start_time_seconds When the most recently started ready instance of a hosted server became ready, in seconds since the epoch.

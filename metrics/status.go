@@ -59,7 +59,7 @@ var (
 	descHTTPStreams   = desc("snodod_http_streams", "Open SSE responses of the HTTP listener.")
 	descHTTPResponses = desc("snodod_http_responses_total", "Responses of the HTTP listener that ended, by status code.", "code")
 	descUpInstances   = desc("snodod_upstream_instances", "Instances of a hosted server, by state.", "upstream", "state")
-	descUpRestarts    = desc("snodod_upstream_restarts_total", "Restarts of a hosted server's instances (those alive now).", "upstream")
+	descUpRestarts    = desc("snodod_upstream_restarts_total", "Restarts of a hosted server's instances (those alive now), by reason: crash (exited or lost, restarted) or manual (snodod upstream restart).", "upstream", "reason")
 	descUpStart       = desc("snodod_upstream_start_time_seconds", "When the most recently started ready instance of a hosted server became ready, in seconds since the epoch.", "upstream")
 	descUpInFlight    = desc("snodod_upstream_requests_in_flight", "Requests a hosted server's instances have in flight.", "upstream")
 	descUpQueued      = desc("snodod_upstream_requests_queued", "Requests waiting for a hosted server's instances.", "upstream")
@@ -204,13 +204,13 @@ func (c *statusCollector) collectSessions(ch chan<- prometheus.Metric, st *contr
 
 // upstreamSums is one hosted server's instances added up.
 type upstreamSums struct {
-	states                                     map[string]int
-	restarts, inFlight, queued, refused, procs int
-	sessions                                   int
-	start                                      float64
-	cpu                                        float64
-	rss                                        int64
-	running                                    bool
+	states                                             map[string]int
+	restarts, manual, inFlight, queued, refused, procs int
+	sessions                                           int
+	start                                              float64
+	cpu                                                float64
+	rss                                                int64
+	running                                            bool
 }
 
 func (c *statusCollector) collectUpstreams(ch chan<- prometheus.Metric, rows []control.Upstream) {
@@ -225,6 +225,7 @@ func (c *statusCollector) collectUpstreams(ch chan<- prometheus.Metric, rows []c
 		}
 		s.states[r.State]++
 		s.restarts += r.Restarts
+		s.manual += r.ManualRestarts
 		s.inFlight += r.InFlight
 		s.queued += r.Queued
 		s.refused += r.Refused
@@ -246,7 +247,8 @@ func (c *statusCollector) collectUpstreams(ch chan<- prometheus.Metric, rows []c
 		for _, state := range upstreamStates {
 			gauge(ch, descUpInstances, float64(s.states[state]), name, state)
 		}
-		counter(ch, descUpRestarts, float64(s.restarts), name)
+		counter(ch, descUpRestarts, float64(s.restarts-s.manual), name, "crash")
+		counter(ch, descUpRestarts, float64(s.manual), name, "manual")
 		if s.start > 0 {
 			gauge(ch, descUpStart, s.start, name)
 		}

@@ -88,6 +88,11 @@ type instance struct {
 	resyncing    map[string]int // list method → 1 running, 2 running and asked again
 	listenCancel func()         // ends a 2026 upstream's listen stream
 	stats        counters
+
+	// manualRestarts are the restarts of a running process that snodod
+	// upstream restart (or start) ordered, counted in restarts too.
+	manualRestarts int
+
 	// sessionless queues the upstream's requests for calls that come
 	// from no Session (requests.go).
 	sessionless clientQueue

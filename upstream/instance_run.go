@@ -248,6 +248,8 @@ func (in *instance) serve(ctx context.Context, conn *mcpclient.Conn) bool {
 				in.stop(conn, false)
 				in.mu.Lock()
 				in.failures = 0
+				in.restarts++ // a restart too, as a crash's is
+				in.manualRestarts++
 				in.mu.Unlock()
 				in.ask()
 				return true

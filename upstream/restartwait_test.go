@@ -57,3 +57,40 @@ restart = { initial_delay = "1h", max_delay = "1h", max_attempts = 2 }
 		t.Errorf("a call in a backoff longer than request_timeout: %s", msg)
 	}
 }
+
+// TestManualRestartCounted: snodod upstream restart of a running instance
+// is a restart: counted in Restarts, as a crash's is, and in
+// ManualRestarts (it used to leave Restarts at 0, so the status and
+// snodod_upstream_restarts_total counted crashes only).
+func TestManualRestartCounted(t *testing.T) {
+	h := newHarness(t, `
+[mcpServers.fake]
+command = "FAKE"
+start = "eager"
+restart = { initial_delay = "10ms", max_delay = "10ms" }
+`)
+	eventually.True(t, "eager start", func() bool { return h.row("fake", "").State == StateReady })
+	first := h.row("fake", "").PID
+	if err := h.m.Restart("fake"); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, "restarted", func() bool {
+		r := h.row("fake", "")
+		return r.State == StateReady && r.PID != 0 && r.PID != first
+	})
+	if r := h.row("fake", ""); r.Restarts != 1 || r.ManualRestarts != 1 {
+		t.Fatalf("after snodod upstream restart: restarts %d, manual %d; want 1, 1", r.Restarts, r.ManualRestarts)
+	}
+	second := h.row("fake", "").PID
+	c := h.connect("", "", "2025-11-25")
+	if res := c.call("tools/call", fakeTool("fake__crash", "")); !isError(t, res) {
+		t.Fatalf("crash answered %s", res["result"])
+	}
+	eventually.True(t, "restarted after the crash", func() bool {
+		r := h.row("fake", "")
+		return r.State == StateReady && r.PID != 0 && r.PID != second
+	})
+	if r := h.row("fake", ""); r.Restarts != 2 || r.ManualRestarts != 1 {
+		t.Errorf("after a crash: restarts %d, manual %d; want 2, 1", r.Restarts, r.ManualRestarts)
+	}
+}

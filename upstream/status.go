@@ -38,7 +38,11 @@ type Status struct {
 	// StartingSince is when the start under way began (state starting);
 	// PID is then the starting process's, before its handshake ends.
 	StartingSince time.Time `json:"starting_since,omitzero"`
-	Restarts      int       `json:"restarts"`
+	// Restarts counts the instance's process restarts, ManualRestarts
+	// those of them that snodod upstream restart ordered (the rest: a
+	// crash restarted).
+	Restarts       int `json:"restarts"`
+	ManualRestarts int `json:"manual_restarts"`
 	// Failures counts consecutive failed starts or crashes; Cause the
 	// last one's reason; RetryInMs when the next attempt is due.
 	Failures  int    `json:"failures"`
@@ -145,6 +149,7 @@ func (m *Manager) Status() []Status {
 			s := in.snapshotLocked(now)
 			row.State, row.Failures, row.Cause, row.LastExit = s.state, s.failures, s.cause, s.lastExit
 			row.Restarts, row.Unattributed, row.Dropped = in.restarts, in.stats.unattributed, in.stats.dropped
+			row.ManualRestarts = in.manualRestarts
 			row.Subscribed = len(in.subs)
 			if s.retryIn > 0 {
 				ms := s.retryIn.Milliseconds()

@@ -85,3 +85,30 @@ func TestApproveWithoutDaemon(t *testing.T) {
 		t.Errorf("approve --help: status %d, stdout %q", r.status, r.stdout)
 	}
 }
+
+// TestUpstreamRowServerNotes: the notes of a server, the same on each of
+// its instances' rows (its names taken by another, its filters, its
+// lists' cuts, its URL), are written once per server; an instance's own
+// (a backoff) once per instance.
+func TestUpstreamRowServerNotes(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	row := func(instance string) control.Upstream {
+		return control.Upstream{Name: "fs", State: control.StateBackoff, Instance: instance, Failures: 2, Cause: "exit 1",
+			Collided: []string{"read (taken by mcpServers.gh)"}, Hidden: []string{"write"}, Truncated: []string{"tools cut at 10000"},
+			URL: "https://fs.example/mcp"}
+	}
+	var b bytes.Buffer
+	writeUpstreams(&b, []control.Upstream{row("/a"), row("/b"), row("/c")}, now)
+	out := b.String()
+	for want, n := range map[string]int{
+		"fs: not listed in the aggregated view: read (taken by mcpServers.gh)\n": 1,
+		"fs: filtered out: write\n":            1,
+		"fs: tools cut at 10000\n":             1,
+		"fs: remote https://fs.example/mcp\n":  1,
+		"fs: backoff after 2 failures: exit 1": 3,
+	} {
+		if got := strings.Count(out, want); got != n {
+			t.Errorf("%q written %d times, want %d:\n%s", want, got, n, out)
+		}
+	}
+}

@@ -236,7 +236,16 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 			r.Restarts, r.InFlight, r.Sessions, counts(r.Tools), counts(r.Prompts), counts(r.Resources+r.Templates), cpu, rss, box, exit)
 	}
 	tw.Flush()
-	pinNoted := map[string]bool{}
+	// A server's own notes (its URL, names, filters, lists and pins) are
+	// the same on each of its instances' rows: they are written once per
+	// server. An instance's own (its state, sandbox, counts) once per row.
+	noted := map[string]bool{}
+	once := func(format string, a ...any) {
+		if line := fmt.Sprintf(format, a...); !noted[line] {
+			noted[line] = true
+			io.WriteString(w, line)
+		}
+	}
 	for _, r := range rows {
 		if len(r.Unenforced) > 0 {
 			fmt.Fprintf(w, "%s: sandbox %s, not enforced on this kernel: %s\n", r.Name, r.Sandbox, strings.Join(r.Unenforced, "; "))
@@ -249,7 +258,7 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 					auth += " (snodod login " + r.Name + ")"
 				}
 			}
-			fmt.Fprintf(w, "%s: remote %s%s\n", r.Name, r.URL, auth)
+			once("%s: remote %s%s\n", r.Name, r.URL, auth)
 		}
 		switch r.State {
 		case control.StateStarting:
@@ -273,17 +282,16 @@ func writeUpstreams(w io.Writer, rows []control.Upstream, now time.Time) {
 				r.Name, r.Failures, r.Cause, when, r.Name, r.Name)
 		}
 		if len(r.Collided) > 0 {
-			fmt.Fprintf(w, "%s: not listed in the aggregated view: %s\n", r.Name, strings.Join(r.Collided, ", "))
+			once("%s: not listed in the aggregated view: %s\n", r.Name, strings.Join(r.Collided, ", "))
 		}
 		for _, cut := range r.Truncated {
-			fmt.Fprintf(w, "%s: %s\n", r.Name, cut)
+			once("%s: %s\n", r.Name, cut)
 		}
 		if len(r.Hidden) > 0 {
-			fmt.Fprintf(w, "%s: filtered out: %s\n", r.Name, strings.Join(r.Hidden, ", "))
+			once("%s: filtered out: %s\n", r.Name, strings.Join(r.Hidden, ", "))
 		}
-		if note := pinNote(r); note != "" && !pinNoted[r.Name] {
-			pinNoted[r.Name] = true // once per server, not per instance
-			fmt.Fprintf(w, "%s: %s\n", r.Name, note)
+		if note := pinNote(r); note != "" {
+			once("%s: %s\n", r.Name, note)
 		}
 		if r.Unattributed > 0 {
 			fmt.Fprintf(w, "%s: %d requests from the server could not be given to one session; set share = \"session\"\n", r.Name, r.Unattributed)

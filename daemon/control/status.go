@@ -178,7 +178,10 @@ type Upstream struct {
 	// StartingSince is when the start under way began (state starting);
 	// PID is the process's from its spawn on.
 	StartingSince time.Time `json:"starting_since,omitzero"`
-	Restarts      int       `json:"restarts"`
+	// Restarts counts every restart of the instance's process: a crash
+	// restarted, or snodod upstream restart; ManualRestarts the latter.
+	Restarts       int `json:"restarts"`
+	ManualRestarts int `json:"manual_restarts"`
 	// Failures counts consecutive failed starts or crashes; Cause the
 	// last one's reason; RetryInMs when the next attempt is due (for a
 	// failed one: from when a request may try again).

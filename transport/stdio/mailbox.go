@@ -2,6 +2,7 @@ package stdio
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/snodod/snodod/server"
 )
@@ -65,6 +66,10 @@ type note struct {
 	reply    chan error
 	event    server.Event
 	err      error
+
+	// wait is a report's or notification's: noteWaiting until the
+	// coordinator answers it or its sender stops waiting (requestSink.send).
+	wait atomic.Uint32
 }
 
 // post queues m for the coordinator, or reports false once the
@@ -135,9 +140,9 @@ func (c *coordinator) handleMessage(m message) {
 		c.complete(m.w, m.w.outcome)
 		c.lazy = false
 	case msgProgress:
-		m.note.reply <- c.progress(m.note.sink, m.note.progress)
+		m.note.answer(c.progress(m.note.sink, m.note.progress))
 	case msgNotify:
-		m.note.reply <- c.notify(m.note.sink, m.note.method, m.note.params)
+		m.note.answer(c.notify(m.note.sink, m.note.method, m.note.params))
 	case msgEvent:
 		c.streamEvent(m.w, m.note.event, m.note.err)
 	case msgClientRequest:

@@ -90,6 +90,10 @@ type output struct {
 	hasFinished atomic.Bool // finished is not empty, for a look without mu
 	eager       bool
 	nudged      atomic.Bool // a wake for the coordinator is on its way
+
+	// stall, made by stalled while the device does not block, is closed
+	// when it does (blockLocked).
+	stall chan struct{}
 }
 
 // The states of a request (work.state). A request leaves live once, under
@@ -308,7 +312,7 @@ func (o *output) writeParts(parts [][]byte) (wake, kept bool) {
 			for _, rest := range o.parts {
 				o.partsLen += len(rest)
 			}
-			o.blocked = true
+			o.blockLocked()
 			kept = true
 		}
 		o.writing = false
@@ -556,7 +560,7 @@ func (o *output) writeDirect(buf []byte, own bool) (wake bool) {
 			// follows, with the write timeout.
 			o.shrinkLocked(n)
 			o.pending = append(buf[n:], o.pending...)
-			o.blocked = true
+			o.blockLocked()
 			wake = true
 		default:
 			o.shrinkLocked(len(buf))
@@ -613,7 +617,7 @@ func (o *output) flush() bool {
 	buf := o.takeLocked()
 	o.writing = true
 	o.mu.Unlock()
-	err := o.w.Write(buf)
+	err := o.drain(buf)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.writing = false
@@ -642,6 +646,57 @@ func (o *output) failLocked(err error) {
 	o.parts, o.partsLen = nil, 0
 	o.dropHeldLocked()
 }
+
+// drain is flush's write of buf, with the write timeout. On a device that
+// takes non-blocking writes it tries one first, so that it knows when the
+// device would block (blockLocked) before it waits on it: with the write
+// timeout, while a stalled client reads nothing. o.writing is set by the
+// caller.
+func (o *output) drain(buf []byte) error {
+	if !o.direct {
+		return o.w.Write(buf)
+	}
+	n, err := o.w.Try(buf)
+	if err != nil || n == len(buf) {
+		return err
+	}
+	o.mu.Lock()
+	o.blockLocked()
+	o.mu.Unlock()
+	return o.w.Write(buf[n:])
+}
+
+// blockLocked records that the device would block: the coordinator
+// drains pending, and the reports waiting on it stop waiting (stalled).
+// o.mu is held.
+func (o *output) blockLocked() {
+	o.blocked = true
+	if o.stall != nil {
+		close(o.stall)
+		o.stall = nil
+	}
+}
+
+// stalled returns a channel closed once the device would block, already
+// closed when it does now (docs/transport.md §10.2): a progress report
+// waits for its acknowledgement only until then, not while the client
+// does not read. On a device without non-blocking writes (not Direct)
+// nobody knows, and the channel is never closed: a report waits at most
+// progress.AckTimeout there.
+func (o *output) stalled() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.blocked {
+		return closedStall
+	}
+	if o.stall == nil {
+		o.stall = make(chan struct{})
+	}
+	return o.stall
+}
+
+// closedStall is stalled's answer while the device would block.
+var closedStall = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // err is the terminal failure, or nil.
 func (o *output) err() error {

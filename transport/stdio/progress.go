@@ -38,14 +38,31 @@ func (s *requestSink) Notify(method string, params any) error {
 	return s.send(message{kind: msgNotify, note: &note{method: method, params: params}})
 }
 
+// The states of a note's wait (note.wait).
+const (
+	noteWaiting   uint32 = iota
+	noteAnswered         // the coordinator answered it
+	noteAbandoned        // its sender stopped waiting first
+)
+
 // send hands m to the coordinator and waits for it to be written or
-// refused, at most progress.AckTimeout.
+// refused: at most progress.AckTimeout, and not at all while the
+// connection's device would block (output.stalled), since then the client
+// is not reading and only it can end the wait (docs/transport.md §10.2).
+// A handler never waits on its client holding its executor slot: a report
+// that cannot be written at once is left to the coordinator, which writes
+// it when its turn comes (or drops it with its request), and the handler
+// gets server.ErrProgressTimeout at once. Until the coordinator has
+// handled it, later reports get server.ErrProgressBusy, also at once: one
+// report at a time is outstanding, so a client that does not read costs
+// its connection's mailbox one note per request.
 func (s *requestSink) send(m message) error {
 	if !s.busy.CompareAndSwap(false, true) {
 		return server.ErrProgressBusy
 	}
 	reply := make(chan error, 1)
 	m.note.sink, m.note.reply = s, reply
+	stalled := s.c.out.stalled()
 	if !s.c.mail.post(m) {
 		s.busy.Store(false)
 		return server.ErrProgressClosed
@@ -64,8 +81,23 @@ func (s *requestSink) send(m message) error {
 		default:
 			return server.ErrProgressClosed
 		}
+	case <-stalled:
 	case <-timer.C:
-		return server.ErrProgressTimeout // the slot stays held: later reports are busy
+	}
+	if m.note.wait.CompareAndSwap(noteWaiting, noteAbandoned) {
+		return server.ErrProgressTimeout // busy until the coordinator handles it (answer)
+	}
+	s.busy.Store(false) // answered meanwhile
+	return <-reply
+}
+
+// answer is the coordinator's answer to a report or notification; when
+// its sender stopped waiting (send), answer makes the request's next
+// report possible again.
+func (n *note) answer(err error) {
+	n.reply <- err
+	if !n.wait.CompareAndSwap(noteWaiting, noteAnswered) {
+		n.sink.busy.Store(false)
 	}
 }
 

@@ -22,7 +22,9 @@ const (
 	// MaxMessageBytes is the longest message a report may carry.
 	MaxMessageBytes = 4096
 	// AckTimeout is how long a handler's report waits to be written or
-	// refused before it gets server.ErrProgressTimeout.
+	// refused before it gets server.ErrProgressTimeout. A transport that
+	// knows its device would block does not wait that long: the stdio
+	// one refuses at once then (docs/transport.md §10.2).
 	AckTimeout = 5 * time.Second
 )
 
