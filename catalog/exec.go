@@ -123,6 +123,10 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (res *
 	// marker by which the next daemon finds what this run leaves, even if
 	// a crash comes before the group itself is recorded.
 	rec := t.groupRecord()
+	// The tool's deadline covers its start too: a sandboxed start on a
+	// busy machine may outlast what is left of session.request_timeout,
+	// which would answer -32603 for a run that never got its timeout.
+	server.ExtendDeadline(ctx, t.deadline())
 	var launch *sandbox.Launch
 	if t.sandboxed() {
 		var err error
