@@ -16,6 +16,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -44,7 +45,7 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 			return textResult("pong"), nil
 		})
-	exec, err := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: 4})
+	exec, err := executor.New(executor.Limits{MaxConcurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
