@@ -84,7 +84,7 @@ func (l Limits) withDefaults() Limits {
 }
 
 // The executor is split by idea: this file holds its API and admission;
-// executor_queue.go the queues and the turn order; executor_worker.go the
+// queue.go the queues and the turn order; worker.go the
 // workers, deadlines and outcomes.
 
 // Executor runs request handlers for every connection of the process
@@ -141,7 +141,7 @@ type Executor struct {
 	ready linkedList[Conn]
 	// idle holds the workers waiting for work, longest waiting first.
 	idle []idleWorker
-	// run lists the running jobs in deadline order (executor_worker.go);
+	// run lists the running jobs in deadline order (worker.go);
 	// the two timers are set for deadlineAt and reaperAt (zero: not set).
 	run                  linkedList[job]
 	deadlines, reaper    *time.Timer
@@ -226,7 +226,7 @@ func (e *Executor) RequestConn() *Conn {
 // Conn is one connection's handle on an Executor. Its methods may be
 // called concurrently with each other and with other connections' methods.
 // Its queue and its links in the executor's turn order are in
-// executor_queue.go.
+// queue.go.
 type Conn struct {
 	e      *Executor
 	places int // queue places of its own: Limits.ConnQueue, or 0
@@ -237,7 +237,7 @@ type Conn struct {
 	ready           link[Conn]      // c's place in e's ready list
 	// holds counts the handlers of c waiting on c itself (HoldConn):
 	// while it is not zero c is out of the ready list and none of its
-	// queued work starts (executor_detach.go).
+	// queued work starts (detach.go).
 	holds int
 }
 

@@ -34,7 +34,7 @@ type job struct {
 	ctx      jobContext // the handler's
 	state    jobState
 	deadline time.Time // while running
-	slot     slotState // guarded by e.mu (executor_detach.go)
+	slot     slotState // guarded by e.mu (detach.go)
 	// timedOut is set by expireDue before it cancels ctx, for an Observer
 	// that tells a timeout from a cancellation (TimedOut).
 	timedOut atomic.Bool
