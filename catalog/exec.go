@@ -21,6 +21,7 @@ import (
 	"github.com/snodod/snodod/internal/sandbox"
 	"github.com/snodod/snodod/internal/tailbuf"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/tracing"
 )
 
@@ -126,7 +127,7 @@ func (t *execTool) call(ctx context.Context, req *server.CallToolRequest) (res *
 	// The tool's deadline covers its start too: a sandboxed start on a
 	// busy machine may outlast what is left of session.request_timeout,
 	// which would answer -32603 for a run that never got its timeout.
-	server.ExtendDeadline(ctx, t.deadline())
+	executor.ExtendDeadline(ctx, t.deadline())
 	var launch *sandbox.Launch
 	if t.sandboxed() {
 		var err error

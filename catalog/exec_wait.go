@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // deadlineMargin is what the executor deadline of a run leaves after the
@@ -18,8 +18,8 @@ const deadlineMargin = time.Second
 // deadline wins"): session.request_timeout would otherwise cut a run
 // before its timeout, 60 s by default against 30 s.
 func (t *execTool) waitOnChild(ctx context.Context) {
-	server.ExtendDeadline(ctx, t.deadline())
-	server.Detach(ctx)
+	executor.ExtendDeadline(ctx, t.deadline())
+	executor.Detach(ctx)
 }
 
 // deadline is how long a run may take from its start: its timeout, then

@@ -14,6 +14,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // An exec tool's run in the shared executor, as the daemon serves it: it
@@ -24,7 +25,7 @@ import (
 // executed submits a tools/call of name to ec, from a client of its own
 // (a client sends one request at a time), and returns the channel of its
 // outcome.
-func executed(t *testing.T, ec *server.ExecConn, srv *server.Server, id int64, name string) chan server.Outcome {
+func executed(t *testing.T, ec *executor.Conn, srv *server.Server, id int64, name string) chan server.Outcome {
 	t.Helper()
 	c := newClient(t, srv, "2025-11-25", `{}`)
 	out := make(chan server.Outcome, 1)
@@ -37,9 +38,9 @@ func executed(t *testing.T, ec *server.ExecConn, srv *server.Server, id int64, n
 	return out
 }
 
-func newExecutor(t *testing.T, l server.ExecutorLimits) *server.Executor {
+func newExecutor(t *testing.T, l executor.Limits) *executor.Executor {
 	t.Helper()
-	e, err := server.NewExecutor(l)
+	e, err := executor.New(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestExecRunsGiveSlotsBack(t *testing.T) {
 	if err := os.Chmod(script, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e := newExecutor(t, server.ExecutorLimits{})
+	e := newExecutor(t, executor.Limits{})
 	runs := e.Limits().MaxConcurrency + 1
 	_, srv := newHost(t, loadConfig(t, dir, fmt.Sprintf("[tools.wait]\ncommand = [%q, %q]\nmax_concurrency = %d\n", script, dir, runs)), catalog.HostOptions{})
 	srv.AddTool(&server.Tool{Name: "fast", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -89,7 +90,7 @@ func TestExecRunsGiveSlotsBack(t *testing.T) {
 	}
 	// A child records its start before its run detaches from its slot:
 	// wait for the executor to see every run detached.
-	var s server.ExecutorStats
+	var s executor.Stats
 	if !eventually.Within(30*time.Second, func() bool { s = e.Stats(); return s.Running == 0 && s.Detached == runs }) {
 		t.Fatalf("executor %+v, want nothing running and %d detached", s, runs)
 	}
@@ -103,7 +104,7 @@ func TestExecRunsGiveSlotsBack(t *testing.T) {
 // than a run, the run's own timeout decides, success or "timed out".
 func TestExecDeadlineIsTheToolTimeout(t *testing.T) {
 	dir := t.TempDir()
-	e := newExecutor(t, server.ExecutorLimits{RequestTimeout: 200 * time.Millisecond})
+	e := newExecutor(t, executor.Limits{RequestTimeout: 200 * time.Millisecond})
 	_, srv := newHost(t, loadConfig(t, dir, `
 [tools.finishes]
 command = ["sleep", "0.6"]

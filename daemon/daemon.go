@@ -20,6 +20,7 @@ import (
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/metrics"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/tracing"
 	mcphttp "github.com/snodod/snodod/transport/http"
 	"github.com/snodod/snodod/transport/stdio"
@@ -165,7 +166,7 @@ type generation struct {
 	// hand-built Config may leave them zero).
 	limits  limits.Limits
 	srv     *server.Server
-	exec    *server.Executor
+	exec    *executor.Executor
 	genHold // its views and who holds it (views.go)
 }
 
@@ -247,16 +248,16 @@ func (d *Daemon) build(cfg *config.Config, prev *generation) (*generation, error
 		return nil, err
 	}
 	lim := cfg.Limits.WithDefaults()
-	el := server.ExecutorLimits{
+	el := executor.Limits{
 		MaxConcurrency: lim.MaxConcurrency,
 		MaxQueue:       lim.MaxQueue,
 		ConnQueue:      sessionQueue,
 		RequestTimeout: lim.RequestTimeout,
 	}
-	var exec *server.Executor
+	var exec *executor.Executor
 	if prev != nil && prev.exec.Limits() == el {
 		exec = prev.exec
-	} else if exec, err = server.NewExecutor(el); err != nil {
+	} else if exec, err = executor.New(el); err != nil {
 		return nil, fmt.Errorf("build the executor: %w", err)
 	}
 	g := &generation{cfg: cfg, limits: lim, srv: srv, exec: exec}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/internal/eventually"
-	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // The daemon's executor gives each session queue places of its own
@@ -20,7 +20,7 @@ func TestExecutorSessionQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := d.gen.Load().exec.Limits()
-	want := server.ExecutorLimits{MaxConcurrency: cfg.Limits.MaxConcurrency, MaxQueue: 7, ConnQueue: 4, RequestTimeout: cfg.Limits.RequestTimeout}
+	want := executor.Limits{MaxConcurrency: cfg.Limits.MaxConcurrency, MaxQueue: 7, ConnQueue: 4, RequestTimeout: cfg.Limits.RequestTimeout}
 	if got != want {
 		t.Fatalf("executor limits %+v, want %+v", got, want)
 	}

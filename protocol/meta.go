@@ -67,13 +67,26 @@ type unsupportedVersionData struct {
 //   - _meta not an object (null included): "_meta must be an object";
 //   - then the checks of DecodeMeta.
 func DecodeModernMeta(p *Split) (*RequestMeta, *Error) {
+	m := new(RequestMeta)
+	if err := m.DecodeModern(p); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// DecodeModern is DecodeModernMeta into m, for a caller that keeps the
+// metadata in a structure of its own (the runtime's admission); m is
+// overwritten, and is partly set on error.
+func (m *RequestMeta) DecodeModern(p *Split) *Error {
 	if !p.Members.Has("_meta") {
-		return nil, invalidParams("Required request _meta is missing")
+		*m = RequestMeta{}
+		return invalidParams("Required request _meta is missing")
 	}
 	if !p.MetaObject {
-		return nil, invalidParams(msgMetaObject)
+		*m = RequestMeta{}
+		return invalidParams(msgMetaObject)
 	}
-	return DecodeMeta(p.Meta)
+	return m.Decode(p.Meta)
 }
 
 // DecodeMeta runs docs/protocol.md §5.2 steps 3 to 5 on a 2026-era request's

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server/internal/ctxkey"
 )
 
 // This file holds requests from snodod to the client of a legacy request
@@ -47,7 +48,7 @@ type ClientRequester interface {
 	RequestClient(ctx context.Context, method string, params any) (json.RawMessage, error)
 }
 
-type clientRequesterKey struct{}
+type clientRequesterKey = ctxkey.Requester
 
 // WithClientRequester returns a context whose legacy handler sends its
 // requests to the client through r.

@@ -32,6 +32,12 @@ type Request struct {
 	// State is the connection's state. A nil State serves the request
 	// as if on a fresh connection.
 	State *SessionState
+	// Admission, when set, is what AdmitModern found of a 2026-era
+	// request before the transport submitted it (HTTP's, which answers
+	// its refusals before dispatch), so that Dispatch does not run
+	// docs/protocol.md §5.2 steps 2 to 8 again; nil makes Dispatch run
+	// them.
+	Admission *Admission
 }
 
 // RequestFrom is the request a transport hands to Dispatch for msg, a

@@ -19,9 +19,10 @@
 // connection keeps: its legacy state, its subscriptions, and the ids and
 // places of its requests to the client.
 //
-// The Executor admits, queues, runs, times out and cancels handlers for
-// every connection of the process, taking turns between connections and
-// giving each connection queue places of its own when asked to.
+// Handlers run on the shared executor of package server/executor, which
+// admits, queues, times out and cancels them for every connection of the
+// process; a handler that waits on something outside the process gives its
+// slot back there (executor.Detach, executor.ExtendDeadline).
 //
 // The package never does I/O on devices: it knows nothing of bytes, framing
 // or JSON-RPC lines. Transports decode requests, hand them to Dispatch and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server/internal/ctxkey"
 )
 
 // Observer is told of every request Dispatch served, when its handler
@@ -166,4 +167,12 @@ func observerOf(p *atomic.Pointer[observerBox]) Observer {
 		return b.o
 	}
 	return nil
+}
+
+// timedOut reports whether the request ctx belongs to was ended by its
+// executor deadline (rather than cancelled): the executor answers
+// ctxkey.TimedOut in its handlers' contexts.
+func timedOut(ctx context.Context) bool {
+	t, _ := ctx.Value(ctxkey.TimedOut{}).(*atomic.Bool)
+	return t != nil && t.Load()
 }

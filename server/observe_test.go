@@ -82,42 +82,6 @@ func TestObserverOutcomes(t *testing.T) {
 	}
 }
 
-// A request the client cancels is reported Cancelled; one the
-// executor's deadline ends, TimedOut.
-func TestObserverCancelledAndTimedOut(t *testing.T) {
-	h := newRelayHarness(t)
-	rec := newEndRecorder()
-	h.s.SetObserver(rec)
-	started := make(chan struct{}, 1)
-	h.s.AddTool(&Tool{Name: "block"}, func(ctx context.Context, _ *CallToolRequest) (*CallToolResult, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
-	exec := newExec(t, ExecutorLimits{RequestTimeout: time.Hour})
-	conn := exec.Conn()
-	req := &Request{ID: protocol.IntID(1), Method: "tools/call", Params: json.RawMessage(`{"name":"block","arguments":{}}`), State: h.sess,
-		Header: map[string][]string{HeaderProtocolVersion: {"2025-11-25"}}}
-	serve := func(ctx context.Context) Outcome { return h.s.Dispatch(ctx, req) }
-	if err := conn.Submit(context.Background(), req.ID, serve, func(Outcome) {}); err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	conn.Cancel(req.ID)
-	if e := rec.last(t); !e.Cancelled || e.TimedOut || e.Item != "block" {
-		t.Errorf("cancelled: %+v", e)
-	}
-
-	short := newExec(t, ExecutorLimits{RequestTimeout: time.Millisecond})
-	if err := short.Conn().Submit(context.Background(), req.ID, serve, func(Outcome) {}); err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	if e := rec.last(t); !e.TimedOut || e.Cancelled {
-		t.Errorf("timed out: %+v", e)
-	}
-}
-
 // starterRecorder is a RequestStarter: it keeps what it was told of each
 // start and serves the request under a context of its own.
 type starterRecorder struct {

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+
+	"github.com/snodod/snodod/server/internal/ctxkey"
 )
 
 // Progress is one progress report of a handler (docs/transport.md §10).
@@ -35,7 +37,7 @@ type ProgressReporter interface {
 	Report(p Progress) error
 }
 
-type progressKey struct{}
+type progressKey = ctxkey.Progress
 
 // WithProgress returns a context whose handler reports progress to r.
 func WithProgress(ctx context.Context, r ProgressReporter) context.Context {
@@ -62,7 +64,7 @@ type Notifier interface {
 	Notify(method string, params any) error
 }
 
-type notifierKey struct{}
+type notifierKey = ctxkey.Notifier
 
 // WithNotifier returns a context whose handler sends request-scoped
 // notifications through n.

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/snodod/snodod/protocol"
 )
@@ -340,50 +338,6 @@ func TestIdentitySetters(t *testing.T) {
 	if got := h.modern("tools/list", ""); !strings.Contains(got, `"io.modelcontextprotocol/serverInfo":{"name":"upstream-x","version":"9"}`) {
 		t.Errorf("2026 result _meta lacks the new serverInfo: %s", got)
 	}
-}
-
-// TestExtendDeadline runs on a fake clock: a handler that extends its
-// deadline outlives the executor's RequestTimeout.
-func TestExtendDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e, err := NewExecutor(ExecutorLimits{RequestTimeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn := e.Conn()
-		outcomes := make(chan Outcome, 2)
-		run := func(extend bool) func(context.Context) Outcome {
-			return func(ctx context.Context) Outcome {
-				if extend && !ExtendDeadline(ctx, time.Minute) {
-					return Outcome{Err: errInternal}
-				}
-				select {
-				case <-time.After(10 * time.Second):
-					return Outcome{Result: struct{}{}}
-				case <-ctx.Done():
-					return Outcome{}
-				}
-			}
-		}
-		done := func(o Outcome) { outcomes <- o }
-		if err := conn.Submit(context.Background(), protocol.IntID(1), run(true), done); err != nil {
-			t.Fatal(err)
-		}
-		if err := conn.Submit(context.Background(), protocol.IntID(2), run(false), done); err != nil {
-			t.Fatal(err)
-		}
-		if o := <-outcomes; o.Err != protocol.ErrTimedOut {
-			t.Errorf("first outcome %+v, want the unextended request timed out", o)
-		}
-		if o := <-outcomes; o.Err != nil {
-			t.Errorf("extended request: %+v, want its result", o.Err)
-		}
-		if ExtendDeadline(context.Background(), time.Second) {
-			t.Error("ExtendDeadline outside a handler reported true")
-		}
-		time.Sleep(time.Second) // idle workers leave
-		synctest.Wait()
-	})
 }
 
 // relayAs replaces one owner's items and returns what was refused.

@@ -305,12 +305,14 @@ func (c *call) serveLegacy(ctx context.Context) Outcome {
 // serveModern serves a 2026-era request.
 func (c *call) serveModern(ctx context.Context) Outcome {
 	c.modern = true // the call's context no longer says legacy (callContext)
-	meta := &c.metaData
-	if err := meta.Decode(c.split.Meta); err != nil {
-		return errOutcome(err)
-	}
-	if err := meta.Check(c.s.versions); err != nil {
-		return errOutcome(err)
+	var meta *protocol.RequestMeta
+	if a := c.req.Admission; a != nil && a.versions == c.s.versions {
+		meta = &a.meta // admitted before the executor (AdmitModern)
+	} else {
+		meta = &c.metaData
+		if err := admitModern(meta, c.split, c.s.versions, nil); err != nil {
+			return errOutcome(err)
+		}
 	}
 	c.meta, c.version = meta, meta.ProtocolVersion
 	c.sess.noteModernClient(meta.ClientInfo)

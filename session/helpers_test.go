@@ -24,6 +24,7 @@ import (
 	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/internal/syncbuf"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // leakCheck verifies, after every other cleanup of the test, that no
@@ -103,7 +104,7 @@ func pattern(n int) string {
 
 // config is a Config on a fresh catalog and executor.
 func config(t *testing.T, cat *catalog) Config {
-	exec, err := server.NewExecutor(server.ExecutorLimits{})
+	exec, err := executor.New(executor.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/thejerf/suture/v4"
 
-	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // BenchmarkIdleSession reports what an idle session holds: heap and
@@ -22,7 +22,7 @@ import (
 func BenchmarkIdleSession(b *testing.B) {
 	const n = 2000
 	cat := newCatalog(b)
-	exec, err := server.NewExecutor(server.ExecutorLimits{})
+	exec, err := executor.New(executor.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}

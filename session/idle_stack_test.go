@@ -9,7 +9,7 @@ import (
 
 	"github.com/thejerf/suture/v4"
 
-	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // idleStackLimit is what an idle session's coordinator must fit: 4 KiB.
@@ -56,7 +56,7 @@ func TestIdleCoordinatorStack(t *testing.T) {
 // close (socketDevice's cleanup) before the supervisor stops.
 func serveIdle(t *testing.T) (open func(k int)) {
 	cat := newCatalog(t)
-	exec, err := server.NewExecutor(server.ExecutorLimits{})
+	exec, err := executor.New(executor.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -33,7 +34,7 @@ type Config struct {
 	// servers. Nil: nobody in particular.
 	Caller *server.Caller
 	// Executor runs requests; nil gives each transport instance its own.
-	Executor *server.Executor
+	Executor *executor.Executor
 
 	// Limits are the transport's limits (docs/transport.md §15) and the
 	// restart limits: RestartIntensity failures of the transport are

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // Client is one session as the upstreams see it: who it is, where it
@@ -290,7 +291,7 @@ func (h startHook) start(ctx context.Context, req *server.Request) error {
 	if target != nil && target.currentCatalog() == nil {
 		// Waiting for a start may outlast session.request_timeout, as the
 		// relayed call that follows may.
-		server.ExtendDeadline(ctx, relayDeadline(target.conf()))
+		executor.ExtendDeadline(ctx, relayDeadline(target.conf()))
 	}
 	failed := m.ensureListed(ctx, c, h.view, needs, false)
 	if target != nil {

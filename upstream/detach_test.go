@@ -8,6 +8,7 @@ import (
 
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // TestRelayedCallsGiveSlotsBack is the boundary of docs/transport.md §13.7:
@@ -45,6 +46,6 @@ func TestRelayedCallsGiveSlotsBack(t *testing.T) {
 	cancelSlow()
 	eventually.True(t, "the cancelled calls gone", func() bool {
 		r := h.row("fake", "")
-		return r.InFlight == 0 && r.Queued == 0 && h.exec.Stats() == server.ExecutorStats{}
+		return r.InFlight == 0 && r.Queued == 0 && h.exec.Stats() == executor.Stats{}
 	})
 }

@@ -31,7 +31,7 @@ func newGate(maxInFlight, maxQueued int) *gate {
 // returns false at once when the queue is full, and ctx's error when ctx
 // ends first. admitted, when not nil, is called once the
 // request has a slot or a place in the queue, before it waits: the request
-// may then give its executor slot back (server.Detach), the gate bounding
+// may then give its executor slot back (executor.Detach), the gate bounding
 // it. A true enter must be paired with leave.
 func (g *gate) enter(ctx context.Context, session *Client, admitted func()) (bool, error) {
 	g.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"github.com/snodod/snodod/internal/proc/proctest"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -30,7 +31,7 @@ type harness struct {
 	t        *testing.T
 	m        *Manager
 	agg      *server.Server
-	exec     *server.Executor
+	exec     *executor.Executor
 	stateDir string
 	cancel   context.CancelFunc
 	served   chan struct{}
@@ -171,7 +172,7 @@ func newHarness(t *testing.T, toml string, stateDir ...string) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.m.Attach(h.agg, "snodod's own"))
-	if h.exec, err = server.NewExecutor(server.ExecutorLimits{}); err != nil {
+	if h.exec, err = executor.New(executor.Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

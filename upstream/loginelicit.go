@@ -13,6 +13,7 @@ import (
 	"github.com/snodod/snodod/mcpclient/oauth"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // A login asked of the client (docs/upstreams.md §9, "Login through the
@@ -191,8 +192,8 @@ func (u *upstream) loginThroughLegacy(ctx context.Context, orig error, ask reque
 // the login's bound plus a call's.
 func (u *upstream) awaitLogin(ctx context.Context, el *elicitedLogin) error {
 	// A person's visit: no CPU of the daemon's is used while it waits.
-	server.ExtendDeadline(ctx, oauth.DefaultLoginTimeout+relayDeadline(u.conf()))
-	server.Detach(ctx)
+	executor.ExtendDeadline(ctx, oauth.DefaultLoginTimeout+relayDeadline(u.conf()))
+	executor.Detach(ctx)
 	select {
 	case <-el.done:
 	case <-ctx.Done():

@@ -13,6 +13,7 @@ import (
 	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // A 2026 client on a legacy upstream (docs/upstreams.md §6): the upstream asks
@@ -169,7 +170,7 @@ func (p *parking) resume(ctx context.Context, handle string, req *server.RawRequ
 	}
 	// The retry only waits on the parked call, which upstreams.max_parked
 	// and the gate bound (docs/transport.md §13.7).
-	server.Detach(ctx)
+	executor.Detach(ctx)
 	pc.pending.r.Reply(answer, nil)
 	pc.pending = nil
 	return p.wait(ctx, pc)

@@ -12,6 +12,7 @@ import (
 	"github.com/snodod/snodod/mcpclient"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/tracing"
 )
 
@@ -75,7 +76,7 @@ func (m *Manager) handler(name, method, orig string) server.RawHandler {
 // own names, a 2026 retry's state, then the call.
 func (u *upstream) relay(ctx context.Context, req *server.RawRequest, method, orig string) (*server.RawResult, error) {
 	cfg := u.conf()
-	server.ExtendDeadline(ctx, relayDeadline(cfg))
+	executor.ExtendDeadline(ctx, relayDeadline(cfg))
 	c := u.m.clientOf(req.Caller)
 	if c != nil {
 		c.markUsed(u.name)
@@ -204,7 +205,7 @@ func (u *upstream) call(ctx context.Context, in *instance, o *owner, method stri
 			// The wait for a start or a restart used part of the deadline
 			// relay set; renewed whole, it never shrinks, and the call
 			// still gets its request_timeout.
-			server.ExtendDeadline(ctx, relayDeadline(cfg))
+			executor.ExtendDeadline(ctx, relayDeadline(cfg))
 		}
 		if o.modern && conn.Era() == mcpclient.EraLegacy && mayAskInput(method) {
 			parked = true
@@ -314,7 +315,7 @@ func clientError(err error) error {
 // the upstream alone, bounded by the gate, so it gives its executor slot
 // back (docs/transport.md §13.7). A nil error must be paired with gate.leave.
 func (in *instance) enter(ctx context.Context, o *owner) error {
-	ok, err := in.gate.enter(ctx, o.client, func() { server.Detach(ctx) })
+	ok, err := in.gate.enter(ctx, o.client, func() { executor.Detach(ctx) })
 	if err != nil {
 		return err
 	}

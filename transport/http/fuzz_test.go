@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
 
@@ -42,7 +43,7 @@ func fuzzEndpoint(f *testing.F) string {
 		func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 			return &server.ReadResourceResult{Contents: []server.ResourceContents{{URI: "test://watched", Text: "w"}}}, nil
 		})
-	exec, err := server.NewExecutor(server.ExecutorLimits{RequestTimeout: 5 * time.Second})
+	exec, err := executor.New(executor.Limits{RequestTimeout: 5 * time.Second})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
 
@@ -32,7 +33,7 @@ type env struct {
 	url     string
 	handler *mcphttp.Handler
 	srv     *server.Server
-	exec    *server.Executor
+	exec    *executor.Executor
 	// cancelled receives the name of a blocking tool whose context ended.
 	cancelled chan string
 	// started receives the name of a blocking tool once it runs.
@@ -49,7 +50,7 @@ func newEnv(t *testing.T, edit func(*mcphttp.Options, *mcphttp.ServerLimits)) *e
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := server.NewExecutor(server.ExecutorLimits{})
+	exec, err := executor.New(executor.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +72,13 @@ func newEnv(t *testing.T, edit func(*mcphttp.Options, *mcphttp.ServerLimits)) *e
 
 // serveLoopback serves h on a new loopback listener until the test ends,
 // then shuts it down and closes exec; it returns the listener's URL.
-func serveLoopback(t testing.TB, h *mcphttp.Handler, limits mcphttp.ServerLimits, exec *server.Executor) string {
+func serveLoopback(t testing.TB, h *mcphttp.Handler, limits mcphttp.ServerLimits, exec *executor.Executor) string {
 	t.Helper()
 	return serveAt(t, "127.0.0.1:0", h, limits, exec)
 }
 
 // serveAt is serveLoopback on addr; a test skips where addr cannot be bound.
-func serveAt(t testing.TB, addr string, h *mcphttp.Handler, limits mcphttp.ServerLimits, exec *server.Executor) string {
+func serveAt(t testing.TB, addr string, h *mcphttp.Handler, limits mcphttp.ServerLimits, exec *executor.Executor) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

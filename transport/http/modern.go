@@ -16,21 +16,18 @@ import (
 func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *protocol.Message, v View) {
 	disp := v.Dispatcher
 	timeout := h.o.WriteTimeout
-	// §5.2 steps 2 to 8 run here, before the executor, so that their
-	// errors get 400 before anything is committed; the runtime repeats
-	// steps 2 to 5, 7 and 8 (cheap) and adds the method's own checks.
-	// They read the params as the decoder split them (msg.Split).
-	// A request routed here by its header (§13.2 steps 4 and 5) may lack
-	// an object _meta: DecodeModernMeta says which.
-	meta, perr := protocol.DecodeModernMeta(&msg.Split)
-	if perr == nil {
-		perr = checkModernHeaders(r.Header, msg, meta.ProtocolVersion, disp)
-	}
-	if perr == nil {
-		perr = meta.Check(h.versions)
-	}
-	if perr != nil {
-		refuse(w, nethttp.StatusBadRequest, msg.ID, perr, timeout)
+	// §5.2 steps 2 to 8 run here, once, before the executor, so that
+	// their errors get 400 before anything is committed: the runtime's
+	// admission, with the headers (step 6) checked between its steps 5
+	// and 7, on the params as the decoder split them (msg.Split). A
+	// request routed here by its header (§13.2 steps 4 and 5) may lack
+	// an object _meta: step 2 says which. The runtime then takes the
+	// admission from the request instead of checking again.
+	admitted, aerr := server.AdmitModern(&msg.Split, h.versions, func(version string) *protocol.Error {
+		return checkModernHeaders(r.Header, msg, version, disp)
+	})
+	if aerr != nil {
+		refuse(w, admitStatus(aerr), msg.ID, aerr.Err, timeout)
 		return
 	}
 	listen := msg.Method == "subscriptions/listen"
@@ -41,6 +38,7 @@ func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 	}
 	stream := sse && (listen || msg.ProgressToken != nil)
 	x := newExchange(msg)
+	x.req.Admission = admitted
 	if v.Caller != nil {
 		// The state the runtime would make for a request without one,
 		// carrying who asks.
@@ -79,8 +77,14 @@ func (h *Handler) modern(w nethttp.ResponseWriter, r *nethttp.Request, msg *prot
 	h.final(rsp, msg.ID, o, modernStatus)
 }
 
+// admitStatus is the status of a 2026 request the runtime's admission
+// refused (§5.2 steps 2 to 8): every such refusal is the request's fault,
+// found before anything is committed.
+func admitStatus(*server.AdmitError) int { return nethttp.StatusBadRequest }
+
 // modernStatus is the status of a 2026 error answered by the runtime
-// (§13.3's table); the errors found before dispatch got 400 already.
+// (§13.3's table); the errors found before dispatch got 400 already
+// (admitStatus).
 func modernStatus(e *protocol.Error) int {
 	switch e.Code {
 	case protocol.CodeMethodNotFound:

@@ -13,6 +13,7 @@ import (
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // Defaults of the handler's limits (docs/protocol.md §13.5). Zero in Options
@@ -92,7 +93,7 @@ type Options struct {
 	Views Views
 	// Executor runs every request; it is shared with the other transports
 	// of the process. Required.
-	Executor *server.Executor
+	Executor *executor.Executor
 	// Versions are the enabled protocol versions (empty: all three). They
 	// decide the routing of requests that carry no 2026 metadata
 	// (docs/protocol.md §13.2 steps 4 and 5).

@@ -5,9 +5,8 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/internal/eventually"
+	"github.com/snodod/snodod/server/executor"
 	mcphttp "github.com/snodod/snodod/transport/http"
-
-	"github.com/snodod/snodod/server"
 )
 
 // 2026 POSTs wait in the executor's shared queue places, not in places of
@@ -16,7 +15,7 @@ import (
 // exhausted"), although the executor gives each connection 4 places and
 // each POST is an executor connection of its own.
 func TestModernPostsShareTheQueue(t *testing.T) {
-	exec, err := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: 1, MaxQueue: 1, ConnQueue: 4})
+	exec, err := executor.New(executor.Limits{MaxConcurrency: 1, MaxQueue: 1, ConnQueue: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

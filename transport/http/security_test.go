@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	mcphttp "github.com/snodod/snodod/transport/http"
 )
 
@@ -147,7 +148,7 @@ func TestUnauthorizedChallenge(t *testing.T) {
 func serveOn(t *testing.T, addr string, edit func(*mcphttp.Options)) (*mcphttp.Handler, string) {
 	t.Helper()
 	srv := namedServer(t, "t")
-	exec, err := server.NewExecutor(server.ExecutorLimits{})
+	exec, err := executor.New(executor.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

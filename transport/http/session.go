@@ -11,6 +11,7 @@ import (
 
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/internal/cancelled"
 )
 
@@ -176,7 +177,7 @@ type session struct {
 	header  nethttp.Header // Mcp-Protocol-Version: version; read-only
 	disp    server.Dispatcher
 	close   func() // what View.Open returned as release; run once by end
-	exec    *server.ExecConn
+	exec    *executor.Conn
 	ended   chan struct{} // closed by end
 
 	mu        sync.Mutex

@@ -8,6 +8,7 @@ import (
 	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/internal/cancelled"
 )
 
@@ -111,7 +112,7 @@ func (c *coordinator) request(msg *protocol.Message, w *work) {
 	req := &w.req
 	req.State = c.sess
 	w.sink.c, w.sink.w = c, w
-	w.ctx = server.RequestContext{Context: context.Background(), Notifier: &w.sink}
+	w.ctx = executor.RequestContext{Context: context.Background(), Notifier: &w.sink}
 	if !msg.Modern {
 		req.Header = c.header
 		w.ctx.Requester = &w.sink // docs/protocol.md §3.1
@@ -129,7 +130,7 @@ func (c *coordinator) request(msg *protocol.Message, w *work) {
 		return
 	}
 	// Counted before it is submitted: a worker may run and end it (and
-	// uncount it) before SubmitJob returns.
+	// uncount it) before the executor's SubmitJob returns.
 	c.out.counters.addInFlight(1)
 	if err := c.exec.SubmitJob(&w.ctx, msg.ID, &w.job, w); err != nil {
 		c.out.counters.addInFlight(-1)
@@ -154,13 +155,13 @@ func (c *coordinator) answerInline(id protocol.ID, o server.Outcome) {
 	}
 }
 
-// Run implements server.Task: the request's handler, on a worker. Unless
+// Run implements executor.Task: the request's handler, on a worker. Unless
 // its outcome goes to the coordinator (see Done), the worker then encodes
 // the final frame and, for a large one, makes room for it in the output
 // (output.reserve): a connection whose client does not read makes its
 // workers wait here rather than pile up frames. A worker that must wait
 // gives its executor slot back first and holds its connection
-// (server.HoldConn), so that other sessions' work takes the slot while none
+// (executor.HoldConn), so that other sessions' work takes the slot while none
 // of this connection's starts: its waiters stay at most the handlers it
 // had running (docs/transport.md §11.5).
 func (w *work) Run(ctx context.Context) server.Outcome {
@@ -206,7 +207,7 @@ func encodeFinal(dst []byte, id protocol.ID, o server.Outcome, c *coordinator, s
 	return frame
 }
 
-// Done implements server.Task: the worker that finished the request
+// Done implements executor.Task: the worker that finished the request
 // commits its final frame itself (docs/architecture.md §4.2, see
 // output), and wakes the coordinator only when it must. A listen stream,
 // and a legacy request that sent requests to the client (their

@@ -19,6 +19,7 @@ import (
 	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -102,10 +103,10 @@ func newAskServer(t *testing.T) *askServer {
 // serveAsk serves a on a fresh device from open, with the executor limits
 // l, and returns the device and a function that ends the connection and
 // checks Serve returned and no goroutine leaked.
-func serveAsk(t *testing.T, a *askServer, open func(*testing.T) endpoints, l server.ExecutorLimits) (endpoints, func()) {
+func serveAsk(t *testing.T, a *askServer, open func(*testing.T) endpoints, l executor.Limits) (endpoints, func()) {
 	t.Helper()
 	ep := open(t)
-	exec, err := server.NewExecutor(l)
+	exec, err := executor.New(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestClientRequestsGoSDK(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			onDevices(t, func(t *testing.T, open func(*testing.T) endpoints) {
 				a := newAskServer(t)
-				ep, end := serveAsk(t, a, open, server.ExecutorLimits{})
+				ep, end := serveAsk(t, a, open, executor.Limits{})
 				client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 					Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
 					ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -204,7 +205,7 @@ func TestClientRequestsMissingCapability(t *testing.T) {
 	for _, version := range legacyVersions {
 		t.Run(version, func(t *testing.T) {
 			a := newAskServer(t)
-			ep, end := serveAsk(t, a, socketPair, server.ExecutorLimits{})
+			ep, end := serveAsk(t, a, socketPair, executor.Limits{})
 			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 				Capabilities: &mcp.ClientCapabilities{},
 			})
@@ -235,7 +236,7 @@ func TestClientRequestsCancelled(t *testing.T) {
 	}{{"client cancels", 0}, {"deadline", 300 * time.Millisecond}} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAskServer(t)
-			ep, end := serveAsk(t, a, socketPair, server.ExecutorLimits{RequestTimeout: tc.timeout})
+			ep, end := serveAsk(t, a, socketPair, executor.Limits{RequestTimeout: tc.timeout})
 			asked, handlerDone := make(chan struct{}), make(chan error, 1)
 			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 				ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -313,7 +314,7 @@ func (s *rawSession) initialize(caps string) {
 // on a session: the 17th is sent only once one of the 16 is answered.
 func TestClientRequestsCap(t *testing.T) {
 	a := newAskServer(t)
-	ep, end := serveAsk(t, a, socketPair, server.ExecutorLimits{})
+	ep, end := serveAsk(t, a, socketPair, executor.Limits{})
 	defer end()
 	s := &rawSession{t: t, ep: ep, out: newLineSource(ep.r)}
 	s.initialize(`{"roots":{}}`)
@@ -362,7 +363,7 @@ func TestClientRequestsCap(t *testing.T) {
 func TestClientRequestsRestart(t *testing.T) {
 	a := newAskServer(t)
 	ep := pipes(t)
-	exec, err := server.NewExecutor(server.ExecutorLimits{})
+	exec, err := executor.New(executor.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +434,7 @@ func TestClientRequestsRestart(t *testing.T) {
 func TestClientRequestsEndOfInput(t *testing.T) {
 	onDevices(t, func(t *testing.T, open func(*testing.T) endpoints) {
 		a := newAskServer(t)
-		ep, end := serveAsk(t, a, open, server.ExecutorLimits{})
+		ep, end := serveAsk(t, a, open, executor.Limits{})
 		s := &rawSession{t: t, ep: ep, out: newLineSource(ep.r)}
 		s.initialize(`{"elicitation":{}}`)
 		s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_elicit","arguments":{}}}`)

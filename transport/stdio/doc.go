@@ -6,7 +6,7 @@
 // limit on its own goroutine; it outlives a Transport, so that a session
 // restarted on the same device loses no byte. The coordinator (Serve's
 // goroutine) owns the connection's state: it decodes and classifies lines,
-// admits requests to the shared server.Executor and never waits on a
+// admits requests to the shared executor.Executor and never waits on a
 // handler. Handlers run on the executor's workers. A legacy request's
 // handler may send requests to the client (server.RequestClient): the
 // coordinator writes them and routes the client's responses back

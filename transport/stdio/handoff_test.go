@@ -13,6 +13,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -76,7 +77,7 @@ func TestHandoffContinuesInANewTransport(t *testing.T) {
 		defer ep.closeAll()
 		release := make(chan struct{})
 		oldSrv := handoffServer(t, release)
-		exec, _ := server.NewExecutor(server.ExecutorLimits{})
+		exec, _ := executor.New(executor.Limits{})
 		defer exec.Close()
 		reader := stdio.NewReader(ep.in, 0)
 		state := server.NewSessionState(0)

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/snodod/snodod/protocol"
-	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -97,30 +97,30 @@ type harness struct {
 	out    chan string
 	served chan error
 	cancel context.CancelFunc
-	exec   *server.Executor
+	exec   *executor.Executor
 
 	inputClosed bool
 	result      *error
 }
 
-type option func(*stdio.Transport, *server.ExecutorLimits)
+type option func(*stdio.Transport, *executor.Limits)
 
 func withLimit(n int) option {
-	return func(tr *stdio.Transport, _ *server.ExecutorLimits) { tr.Limits.MaxLineBytes = n }
+	return func(tr *stdio.Transport, _ *executor.Limits) { tr.Limits.MaxLineBytes = n }
 }
 
 func withExecutor(concurrency, queue int) option {
-	return func(_ *stdio.Transport, l *server.ExecutorLimits) {
+	return func(_ *stdio.Transport, l *executor.Limits) {
 		l.MaxConcurrency, l.MaxQueue = concurrency, queue
 	}
 }
 
 func withRequestTimeout(d time.Duration) option {
-	return func(_ *stdio.Transport, l *server.ExecutorLimits) { l.RequestTimeout = d }
+	return func(_ *stdio.Transport, l *executor.Limits) { l.RequestTimeout = d }
 }
 
 func with(f func(*stdio.Transport)) option {
-	return func(tr *stdio.Transport, _ *server.ExecutorLimits) { f(tr) }
+	return func(tr *stdio.Transport, _ *executor.Limits) { f(tr) }
 }
 
 // start serves a fresh connection on the device open makes. Everything is
@@ -130,11 +130,11 @@ func start(t *testing.T, open func(*testing.T) endpoints, opts ...option) *harne
 	ep := open(t)
 	h := &harness{t: t, ep: ep, cat: newTestCatalog(), out: make(chan string, 10000), served: make(chan error, 1)}
 	tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: h.cat}
-	var limits server.ExecutorLimits
+	var limits executor.Limits
 	for _, o := range opts {
 		o(tr, &limits)
 	}
-	exec, err := server.NewExecutor(limits)
+	exec, err := executor.New(limits)
 	if err != nil {
 		t.Fatal(err)
 	}

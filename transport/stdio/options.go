@@ -7,6 +7,7 @@ import (
 
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // Transport serves one connection: newline-delimited JSON-RPC over In and
@@ -30,7 +31,7 @@ type Transport struct {
 	// Executor runs requests; it is shared by every connection of a process.
 	// When nil, Serve makes a private one with the executor's Limits
 	// (MaxConcurrency, MaxQueue, RequestTimeout) and closes it on return.
-	Executor *server.Executor
+	Executor *executor.Executor
 
 	// Limits are the connection's limits. The transport reads
 	// MaxLineBytes (one input line, its newline included), WriteTimeout

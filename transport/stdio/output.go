@@ -9,7 +9,7 @@ import (
 
 	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/limits"
-	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // output is a connection's write path, shared by the coordinator and the
@@ -41,7 +41,7 @@ import (
 //     connection holds max bytes or more, and, past the first
 //     outputAllowance bytes, while the daemon's Budget is full; it waits in
 //     the handler's turn, having given its executor slot back and holding
-//     its connection (server.HoldConn): no more of the connection's work
+//     its connection (executor.HoldConn): no more of the connection's work
 //     starts while one of its workers waits. The coordinator never
 //     waits for room: past max it writes what is pending before it commits
 //     more (room), and it is the writer, so that is its own wait on the
@@ -432,7 +432,7 @@ func (o *output) dropHeldLocked() {
 // written. The room is w's (w.reserved) until finish takes it or w ends.
 //
 // ctx is the handler's. A worker that must wait first gives its executor
-// slot back and holds its connection (server.HoldConn): other sessions'
+// slot back and holds its connection (executor.HoldConn): other sessions'
 // work takes the slot, none of this connection's starts until its waiters
 // have their room, and so its waiters are at most the handlers it had
 // running (docs/transport.md §11.5). The hold ends when reserve returns,
@@ -446,7 +446,7 @@ func (o *output) reserve(ctx context.Context, w *work, n int) bool {
 	return ok
 }
 
-// reserveHolding is reserve's wait, setting *release (server.HoldConn's)
+// reserveHolding is reserve's wait, setting *release (executor.HoldConn's)
 // before it first waits. o.mu is not held when it is called or returns.
 func (o *output) reserveHolding(ctx context.Context, w *work, n int, release *func()) bool {
 	o.mu.Lock()
@@ -459,7 +459,7 @@ func (o *output) reserveHolding(ctx context.Context, w *work, n int, release *fu
 			return false
 		}
 		o.mu.Unlock()
-		*release = server.HoldConn(ctx)
+		*release = executor.HoldConn(ctx)
 		o.mu.Lock()
 		return true
 	}

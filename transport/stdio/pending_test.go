@@ -15,7 +15,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
-	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -102,7 +102,7 @@ func testPendingOutputBoundary(t *testing.T, tool string, n int) {
 			counters := &stdio.Counters{}
 			s := startStalled(t, smallSocketPair, stdio.Transport{Counters: counters,
 				Limits: limits.Limits{MaxPendingOutputBytes: tt.max, WriteTimeout: time.Minute}},
-				server.ExecutorLimits{MaxConcurrency: 4})
+				executor.Limits{MaxConcurrency: 4})
 			// One write, one read: the coordinator admits all three before
 			// it writes (and then reads nothing while it writes).
 			var lines string
@@ -111,7 +111,7 @@ func testPendingOutputBoundary(t *testing.T, tool string, n int) {
 			}
 			io.WriteString(s.ep.w, lines)
 			settled := func() bool {
-				return counters.PendingOutput() == int64(tt.held*f) && s.exec.Stats() == server.ExecutorStats{Detached: tt.waiting}
+				return counters.PendingOutput() == int64(tt.held*f) && s.exec.Stats() == executor.Stats{Detached: tt.waiting}
 			}
 			eventually.True(t, "the answers held and the workers waiting", settled)
 			time.Sleep(50 * time.Millisecond) // and nothing more is committed meanwhile
@@ -131,7 +131,7 @@ func testPendingOutputBoundary(t *testing.T, tool string, n int) {
 			if !got["a1"] || !got["a2"] || !got["a3"] {
 				t.Fatalf("answers %v, want a1, a2 and a3", got)
 			}
-			eventually.True(t, "no output held and no worker running", func() bool { return counters.PendingOutput() == 0 && s.exec.Stats() == server.ExecutorStats{} })
+			eventually.True(t, "no output held and no worker running", func() bool { return counters.PendingOutput() == 0 && s.exec.Stats() == executor.Stats{} })
 			s.ep.closeInput()
 			if err := s.wait(); err != nil {
 				t.Fatalf("Serve: %v", err)
@@ -154,7 +154,7 @@ func TestPendingOutputWaiterTimesOut(t *testing.T) {
 	counters := &stdio.Counters{}
 	s := startStalled(t, smallSocketPair, stdio.Transport{Counters: counters,
 		Limits: limits.Limits{MaxPendingOutputBytes: f, WriteTimeout: time.Minute}},
-		server.ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
+		executor.Limits{MaxConcurrency: 1, RequestTimeout: timeout})
 	var lines string
 	for _, id := range []string{"a1", "a2", "a3"} {
 		lines += call(id, "big", fmt.Sprintf(`{"bytes":%d}`, n)) + "\n"
@@ -163,11 +163,11 @@ func TestPendingOutputWaiterTimesOut(t *testing.T) {
 	// a1 is held, a2 waits for room without the one slot, and a3 waits for
 	// a2 although the slot is free.
 	eventually.True(t, "a2 waiting without its slot and a3 queued", func() bool {
-		return counters.PendingOutput() == int64(f) && s.exec.Stats() == server.ExecutorStats{Detached: 1, Queued: 1}
+		return counters.PendingOutput() == int64(f) && s.exec.Stats() == executor.Stats{Detached: 1, Queued: 1}
 	})
 	// a2 times out (its error frame never waits), a3 runs and waits.
 	eventually.True(t, "a3 waiting without its slot", func() bool {
-		return counters.PendingOutput() > int64(f) && s.exec.Stats() == server.ExecutorStats{Detached: 1}
+		return counters.PendingOutput() > int64(f) && s.exec.Stats() == executor.Stats{Detached: 1}
 	})
 	br := skipFiller(t, s.ep.r, s.filler)
 	timedOut := `"error":{"code":-32603,"message":"Request execution timed out"}}`
@@ -177,7 +177,7 @@ func TestPendingOutputWaiterTimesOut(t *testing.T) {
 			t.Fatalf("answer %s: %.120q (%v), want %s", want.id, line, err, want.has)
 		}
 	}
-	eventually.True(t, "no output held and no worker running", func() bool { return counters.PendingOutput() == 0 && s.exec.Stats() == server.ExecutorStats{} })
+	eventually.True(t, "no output held and no worker running", func() bool { return counters.PendingOutput() == 0 && s.exec.Stats() == executor.Stats{} })
 	s.ep.closeInput()
 	if err := s.wait(); err != nil {
 		t.Fatalf("Serve: %v", err)
@@ -200,7 +200,7 @@ func testPendingOutputWriteTimeout(t *testing.T, tool string, n int) {
 	counters := &stdio.Counters{}
 	s := startStalled(t, smallSocketPair, stdio.Transport{Counters: counters,
 		Limits: limits.Limits{MaxPendingOutputBytes: f, WriteTimeout: 200 * time.Millisecond}},
-		server.ExecutorLimits{MaxConcurrency: 8})
+		executor.Limits{MaxConcurrency: 8})
 	for i := range 8 {
 		io.WriteString(s.ep.w, call(fmt.Sprintf("a%d", i), tool, fmt.Sprintf(`{"bytes":%d}`, n))+"\n")
 	}
@@ -223,7 +223,7 @@ type budgetConn struct {
 	served chan error
 }
 
-func serveOnBudget(t *testing.T, b *stdio.Budget, exec *server.Executor, lim limits.Limits) *budgetConn {
+func serveOnBudget(t *testing.T, b *stdio.Budget, exec *executor.Executor, lim limits.Limits) *budgetConn {
 	t.Helper()
 	ep := smallSocketPair(t)
 	reader := b.NewReader(ep.in, 0)
@@ -252,7 +252,7 @@ func TestPendingOutputSharedBudget(t *testing.T) {
 	const n = 40_000 // 240 KB frames, past the 64 KiB a connection holds on its own
 	f := bigFrame(t, "a1", n)
 	budget := stdio.NewBudget(3 * f)
-	exec, err := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: 8})
+	exec, err := executor.New(executor.Limits{MaxConcurrency: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestPendingOutputCoordinator(t *testing.T) {
 	errFrame := len(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}` + "\n")
 	counters := &stdio.Counters{}
 	s := startStalled(t, smallSocketPair, stdio.Transport{Counters: counters,
-		Limits: limits.Limits{MaxPendingOutputBytes: max, WriteTimeout: time.Minute}}, server.ExecutorLimits{})
+		Limits: limits.Limits{MaxPendingOutputBytes: max, WriteTimeout: time.Minute}}, executor.Limits{})
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)

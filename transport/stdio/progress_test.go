@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -170,7 +171,7 @@ func TestProgressLegacy(t *testing.T) {
 // One report outstanding at a time: a second report while the first waits
 // for the device is refused as busy and writes nothing.
 func TestProgressBusy(t *testing.T) {
-	s := startStalled(t, pipes, stdio.Transport{}, server.ExecutorLimits{})
+	s := startStalled(t, pipes, stdio.Transport{}, executor.Limits{})
 	io.WriteString(s.ep.w, callWithToken(1, "concurrent_reports", `{}`, `"b"`)+"\n")
 	if err := <-s.cat.seen; !errors.Is(err, server.ErrProgressBusy) {
 		t.Fatalf("second report: %v", err)

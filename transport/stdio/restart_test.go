@@ -8,6 +8,7 @@ import (
 
 	"github.com/snodod/snodod/internal/faults"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -21,12 +22,12 @@ type restartRig struct {
 	point  *faults.Point
 	r      *lineSource
 	t      *testing.T
-	exec   *server.Executor
+	exec   *executor.Executor
 }
 
 func newRestartRig(t *testing.T) *restartRig {
 	ep := pipes(t)
-	exec, _ := server.NewExecutor(server.ExecutorLimits{})
+	exec, _ := executor.New(executor.Limits{})
 	g := &restartRig{
 		ep: ep, cat: newTestCatalog(), reader: stdio.NewReader(ep.in, 0), sess: server.NewSessionState(0),
 		r: newLineSource(ep.r), t: t, exec: exec,

@@ -15,6 +15,7 @@ import (
 	"github.com/snodod/snodod/internal/framing"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 )
 
 // The coordinator is split by idea: this file holds its life (open, the
@@ -46,10 +47,10 @@ func (t *Transport) Serve(ctx context.Context) error {
 // not supply it (an executor, a reader, a session) is released by release.
 func (t *Transport) open(ctx context.Context) (*coordinator, error) {
 	exec := t.Executor
-	var ownExec *server.Executor
+	var ownExec *executor.Executor
 	if exec == nil {
 		var err error
-		if exec, err = server.NewExecutor(server.ExecutorLimits{
+		if exec, err = executor.New(executor.Limits{
 			MaxConcurrency: t.Limits.MaxConcurrency,
 			MaxQueue:       t.Limits.MaxQueue,
 			RequestTimeout: t.Limits.RequestTimeout,
@@ -125,7 +126,7 @@ func (c *coordinator) release() {
 type coordinator struct {
 	log   *slog.Logger
 	disp  server.Dispatcher
-	exec  *server.ExecConn
+	exec  *executor.Conn
 	out   *output
 	sess  *server.SessionState
 	grace time.Duration
@@ -159,7 +160,7 @@ type coordinator struct {
 	swept    []*work     // the output's finished list, for reuse (see sweep)
 
 	// What open created for this connection alone (release closes it).
-	ownExec   *server.Executor
+	ownExec   *executor.Executor
 	ownReader *Reader
 	ownSess   *server.SessionState
 
@@ -189,8 +190,8 @@ type work struct {
 	// members hold split's members, when they fit (protocol.DecodeInto).
 	members [workMembers]protocol.Member
 	req     server.Request
-	ctx     server.RequestContext
-	job     server.Job // the executor's record of it
+	ctx     executor.RequestContext
+	job     executor.Job // the executor's record of it
 	sink    requestSink
 	// state is live until the request's final frame is committed (done)
 	// or it is cancelled or ended (dropped); it changes under output.mu.

@@ -11,6 +11,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -37,7 +38,7 @@ func TestInlineMethodsSkipTheExecutor(t *testing.T) {
 			}
 			return &server.CallToolResult{Content: []server.Content{server.TextContent("released")}}, nil
 		})
-	exec, err := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: 1, MaxQueue: 1})
+	exec, err := executor.New(executor.Limits{MaxConcurrency: 1, MaxQueue: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

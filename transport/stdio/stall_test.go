@@ -16,6 +16,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/internal/progress"
 	"github.com/snodod/snodod/transport/stdio"
 )
@@ -45,7 +46,7 @@ func TestStalledSessionDoesNotStallOthers(t *testing.T) {
 		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 			return textResult("pong"), nil
 		})
-	exec, err := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: 4})
+	exec, err := executor.New(executor.Limits{MaxConcurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestStalledProgressDoesNotHoldSlots(t *testing.T) {
 		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 			return textResult("pong"), nil
 		})
-	exec, err := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: calls})
+	exec, err := executor.New(executor.Limits{MaxConcurrency: calls})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestStalledProgressResumes(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 		})
-	exec, err := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: 2})
+	exec, err := executor.New(executor.Limits{MaxConcurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

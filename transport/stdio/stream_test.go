@@ -11,6 +11,7 @@ import (
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -81,7 +82,7 @@ func TestListenCap(t *testing.T) {
 
 // Case 72: the next event is asked for only after the previous was written.
 func TestListenBackPressure(t *testing.T) {
-	s := startStalled(t, pipes, stdio.Transport{}, server.ExecutorLimits{})
+	s := startStalled(t, pipes, stdio.Transport{}, executor.Limits{})
 	io.WriteString(s.ep.w, listen("s")+"\n")
 	src := <-s.cat.sources
 	for range 3 {
@@ -114,7 +115,7 @@ func TestListenBackPressure(t *testing.T) {
 // Case 55: a blocked acknowledgement closes the source as an output
 // failure; a blocked write with a stream open closes it as disconnected.
 func TestListenOutputFailure(t *testing.T) {
-	s := startStalled(t, pipes, stdio.Transport{Limits: limits.Limits{WriteTimeout: 30 * time.Millisecond}}, server.ExecutorLimits{})
+	s := startStalled(t, pipes, stdio.Transport{Limits: limits.Limits{WriteTimeout: 30 * time.Millisecond}}, executor.Limits{})
 	io.WriteString(s.ep.w, listen("s")+"\n")
 	if err := s.wait(); !errors.Is(err, stdio.ErrWriteTimeout) {
 		t.Fatalf("Serve returned %v", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -71,7 +72,7 @@ func (panicReader) Read([]byte) (int, error) { panic("device driver bug") }
 func TestShutdown(t *testing.T) {
 	ep := pipes(t)
 	cat := newTestCatalog()
-	exec, _ := server.NewExecutor(server.ExecutorLimits{})
+	exec, _ := executor.New(executor.Limits{})
 	defer exec.Close()
 	tr := &stdio.Transport{In: ep.in, Out: ep.out, Dispatcher: cat, Executor: exec, Limits: limits.Limits{ShutdownGrace: 50 * time.Millisecond}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -148,7 +149,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
 	}
-	if _, err := server.NewExecutor(server.ExecutorLimits{MaxQueue: -1}); err == nil || err.Error() != "max_queue must be a positive integer" {
+	if _, err := executor.New(executor.Limits{MaxQueue: -1}); err == nil || err.Error() != "max_queue must be a positive integer" {
 		t.Errorf("executor error %v", err)
 	}
 	if err := (&stdio.Transport{In: os.Stdin, Out: os.Stdout, Dispatcher: newTestCatalog()}).Validate(); err != nil {

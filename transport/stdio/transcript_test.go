@@ -23,6 +23,7 @@ import (
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -306,7 +307,7 @@ func runTranscript(t *testing.T, tr *transcript, open func(*testing.T) endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := server.NewExecutor(server.ExecutorLimits{})
+	exec, err := executor.New(executor.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

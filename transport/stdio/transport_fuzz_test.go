@@ -13,6 +13,7 @@ import (
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
 	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -88,7 +89,7 @@ func FuzzTransport(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"+`{"jsonrpc":"2.0","id":1,"method":"ping"}`), uint16(40))
 	f.Add([]byte("\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"initialize\"}\r\n[]\n{"), uint16(12))
 	srv := fuzzServer(f)
-	exec, err := server.NewExecutor(server.ExecutorLimits{RequestTimeout: 5 * time.Second})
+	exec, err := executor.New(executor.Limits{RequestTimeout: 5 * time.Second})
 	if err != nil {
 		f.Fatal(err)
 	}

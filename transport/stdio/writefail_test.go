@@ -13,7 +13,7 @@ import (
 
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/limits"
-	"github.com/snodod/snodod/server"
+	"github.com/snodod/snodod/server/executor"
 	"github.com/snodod/snodod/transport/stdio"
 )
 
@@ -72,18 +72,18 @@ type stalled struct {
 	out    *countingWriter
 	filler int
 	cat    *testCatalog
-	exec   *server.Executor
+	exec   *executor.Executor
 	served chan error
 }
 
-func startStalled(t *testing.T, open func(*testing.T) endpoints, tr stdio.Transport, limits server.ExecutorLimits) *stalled {
+func startStalled(t *testing.T, open func(*testing.T) endpoints, tr stdio.Transport, limits executor.Limits) *stalled {
 	t.Helper()
 	ep := open(t)
 	s := &stalled{t: t, ep: ep, cat: newTestCatalog(), served: make(chan error, 1)}
 	s.out = &countingWriter{deadlineWriter: ep.out.(deadlineWriter)}
 	s.filler = fill(t, s.out)
 	s.out.writes.Store(0)
-	exec, err := server.NewExecutor(limits)
+	exec, err := executor.New(limits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func (s *stalled) wait() error {
 // Case 52: one attempted write, a timeout error, no retry, device open.
 func TestWriteTimeoutIsTerminal(t *testing.T) {
 	onDevices(t, func(t *testing.T, open func(*testing.T) endpoints) {
-		s := startStalled(t, open, stdio.Transport{Limits: limits.Limits{WriteTimeout: 30 * time.Millisecond}}, server.ExecutorLimits{})
+		s := startStalled(t, open, stdio.Transport{Limits: limits.Limits{WriteTimeout: 30 * time.Millisecond}}, executor.Limits{})
 		io.WriteString(s.ep.w, "{invalid}\n{also-invalid}\n")
 		s.ep.closeInput()
 		err := s.wait()
@@ -163,7 +163,7 @@ func TestWriteErrorIsTerminal(t *testing.T) {
 func TestWriteFailureCancelsWork(t *testing.T) {
 	ep := pipes(t)
 	cat := newTestCatalog()
-	exec, _ := server.NewExecutor(server.ExecutorLimits{MaxConcurrency: 1, MaxQueue: 1})
+	exec, _ := executor.New(executor.Limits{MaxConcurrency: 1, MaxQueue: 1})
 	defer exec.Close()
 	out := &countingWriter{deadlineWriter: ep.out.(deadlineWriter)}
 	tr := &stdio.Transport{In: ep.in, Out: out, Dispatcher: cat, Executor: exec, Limits: limits.Limits{WriteTimeout: 40 * time.Millisecond}}
@@ -191,7 +191,7 @@ func TestWriteFailureCancelsWork(t *testing.T) {
 
 // Case 56: progress waits for the device; the order holds.
 func TestProgressWaitsForSlowReader(t *testing.T) {
-	s := startStalled(t, pipes, stdio.Transport{}, server.ExecutorLimits{})
+	s := startStalled(t, pipes, stdio.Transport{}, executor.Limits{})
 	io.WriteString(s.ep.w, callWithToken(1, "counter", `{"n":2}`, `"c"`)+"\n")
 	time.Sleep(100 * time.Millisecond)
 	if n := s.out.writes.Load(); n != 1 {
@@ -212,7 +212,7 @@ func TestProgressWaitsForSlowReader(t *testing.T) {
 
 // Case 57: EOF while a write is blocked: the write timeout still ends it.
 func TestEOFWhileWriteBlocked(t *testing.T) {
-	s := startStalled(t, pipes, stdio.Transport{Limits: limits.Limits{WriteTimeout: 200 * time.Millisecond}}, server.ExecutorLimits{})
+	s := startStalled(t, pipes, stdio.Transport{Limits: limits.Limits{WriteTimeout: 200 * time.Millisecond}}, executor.Limits{})
 	io.WriteString(s.ep.w, "{invalid}\n")
 	s.ep.closeInput()
 	if err := s.wait(); !errors.Is(err, stdio.ErrWriteTimeout) {
@@ -239,7 +239,7 @@ func TestWriteTimeoutWithoutDeadlines(t *testing.T) {
 // arrive while a write is blocked follow it in a single write, whole and
 // each on its own line.
 func TestReadyFramesShareAWrite(t *testing.T) {
-	s := startStalled(t, pipes, stdio.Transport{}, server.ExecutorLimits{})
+	s := startStalled(t, pipes, stdio.Transport{}, executor.Limits{})
 	for i := range 5 {
 		io.WriteString(s.ep.w, call(i, "block", `{}`)+"\n")
 		<-s.cat.started

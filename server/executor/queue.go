@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"sync/atomic"
@@ -28,13 +28,13 @@ const (
 // job is one submission. conn, id, task and ctx's parent are fixed by
 // Submit; state, deadline and the links are guarded by e.mu.
 type job struct {
-	conn     *ExecConn
+	conn     *Conn
 	id       protocol.ID
 	task     Task
 	ctx      jobContext // the handler's
 	state    jobState
 	deadline time.Time // while running
-	slot     slotState // guarded by e.mu (executor_detach.go)
+	slot     slotState // guarded by e.mu (detach.go)
 	// timedOut is set by expireDue before it cancels ctx, for an Observer
 	// that tells a timeout from a cancellation (TimedOut).
 	timedOut atomic.Bool
@@ -44,7 +44,7 @@ type job struct {
 
 // releaseLocked stops tracking j (queued or running) without delivering an
 // outcome. A running job keeps its slot until its handler returns.
-func (c *ExecConn) releaseLocked(j *job) {
+func (c *Conn) releaseLocked(j *job) {
 	delete(c.jobs, j.id)
 	switch j.state {
 	case jobQueued:
@@ -59,7 +59,7 @@ func (c *ExecConn) releaseLocked(j *job) {
 // pushLocked appends j to c's queue, in c's own places or the shared ones,
 // and puts c in the ready list when it had nothing queued, unless c is held
 // (HoldConn: its release puts it there).
-func (c *ExecConn) pushLocked(j *job) {
+func (c *Conn) pushLocked(j *job) {
 	c.queue.pushBack(&j.queue, j)
 	c.queued++
 	c.e.queued++
@@ -73,7 +73,7 @@ func (c *ExecConn) pushLocked(j *job) {
 
 // unlinkLocked removes j from c's queue, and c from the ready list when its
 // queue is now empty.
-func (c *ExecConn) unlinkLocked(j *job) {
+func (c *Conn) unlinkLocked(j *job) {
 	c.queue.remove(&j.queue)
 	if c.queued > c.places {
 		c.e.shared-- // the last item leaves the shared places first

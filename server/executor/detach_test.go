@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
 )
 
 // Detach (docs/transport.md §13.5): a handler waiting on something outside the
@@ -15,8 +16,8 @@ import (
 // synctest's clock, so "answered at once" means before any time passes.
 
 // detaching runs f after giving its slot back.
-func detaching(f *fake) func(context.Context) Outcome {
-	return func(ctx context.Context) Outcome {
+func detaching(f *fake) func(context.Context) server.Outcome {
+	return func(ctx context.Context) server.Outcome {
 		if !Detach(ctx) {
 			panic("Detach refused a running handler")
 		}
@@ -24,7 +25,7 @@ func detaching(f *fake) func(context.Context) Outcome {
 	}
 }
 
-func submitDetaching(t *testing.T, c *ExecConn, id string, f *fake) {
+func submitDetaching(t *testing.T, c *Conn, id string, f *fake) {
 	t.Helper()
 	if err := c.Submit(context.Background(), protocol.StringID(id), detaching(f), f.done); err != nil {
 		t.Fatalf("submit %s: %v", id, err)
@@ -36,7 +37,7 @@ func submitDetaching(t *testing.T, c *ExecConn, id string, f *fake) {
 func TestExecutorDetachedDoNotHoldSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		e := newExec(t, ExecutorLimits{})
+		e := newExec(t, Limits{})
 		c := e.Conn()
 		n := e.Limits().MaxConcurrency + 1
 		slow := make([]*fake, n)
@@ -45,8 +46,8 @@ func TestExecutorDetachedDoNotHoldSlots(t *testing.T) {
 			submitDetaching(t, c, slow[i].name, slow[i])
 		}
 		synctest.Wait()
-		expectStats(t, "executor", e.Stats(), ExecutorStats{Detached: n})
-		expectStats(t, "conn", c.Stats(), ExecutorStats{Running: n})
+		expectStats(t, "executor", e.Stats(), Stats{Detached: n})
+		expectStats(t, "conn", c.Stats(), Stats{Running: n})
 		start := time.Now()
 		mustSubmit(t, c, "fast", r.instant("fast"))
 		expectDeliveries(t, r, "fast")
@@ -67,11 +68,11 @@ func TestExecutorDetachedDoNotHoldSlots(t *testing.T) {
 func TestExecutorDetachStartsQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		e := newExec(t, ExecutorLimits{MaxConcurrency: 1})
+		e := newExec(t, Limits{MaxConcurrency: 1})
 		c := e.Conn()
 		first := r.blocking("first")
 		detach := make(chan struct{})
-		run := func(ctx context.Context) Outcome {
+		run := func(ctx context.Context) server.Outcome {
 			<-detach
 			Detach(ctx)
 			return first.run(ctx)
@@ -83,17 +84,17 @@ func TestExecutorDetachStartsQueued(t *testing.T) {
 		mustSubmit(t, c, "second", second)
 		mustSubmit(t, c, "third", third)
 		synctest.Wait()
-		expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1, Queued: 2})
+		expectStats(t, "executor", e.Stats(), Stats{Running: 1, Queued: 2})
 		close(detach)
 		if got := nextStarts(t, r, 2); got[0] != "first" || got[1] != "second" {
 			t.Fatalf("starts = %v, want first then second", got)
 		}
 		synctest.Wait()
-		expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1, Queued: 1, Detached: 1})
+		expectStats(t, "executor", e.Stats(), Stats{Running: 1, Queued: 1, Detached: 1})
 		first.Release() // a detached handler returning frees no slot
 		expectDeliveries(t, r, "first")
 		synctest.Wait()
-		expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1, Queued: 1})
+		expectStats(t, "executor", e.Stats(), Stats{Running: 1, Queued: 1})
 		second.Release()
 		expectDeliveries(t, r, "second")
 		recv(t, third.started, "third to start")
@@ -110,7 +111,7 @@ func TestExecutorDetachedDeadlineAndCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 20 * time.Millisecond
 		r := newRecorder()
-		e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
+		e := newExec(t, Limits{MaxConcurrency: 1, RequestTimeout: timeout})
 		c := e.Conn()
 
 		late := r.blocking("late")
@@ -128,7 +129,7 @@ func TestExecutorDetachedDeadlineAndCancel(t *testing.T) {
 		synctest.Wait()
 
 		extended := r.blocking("extended")
-		run := func(ctx context.Context) Outcome {
+		run := func(ctx context.Context) server.Outcome {
 			Detach(ctx)
 			if !ExtendDeadline(ctx, 3*timeout) {
 				panic("ExtendDeadline refused a detached handler")
@@ -164,16 +165,16 @@ func TestExecutorDetachMisuse(t *testing.T) {
 			t.Fatal("Detach outside a handler reported true")
 		}
 		r := newRecorder()
-		e := newExec(t, ExecutorLimits{MaxConcurrency: 1})
+		e := newExec(t, Limits{MaxConcurrency: 1})
 		c := e.Conn()
 		kept := make(chan context.Context, 1)
-		twice := func(ctx context.Context) Outcome {
+		twice := func(ctx context.Context) server.Outcome {
 			first, second := Detach(ctx), Detach(ctx)
 			kept <- ctx
-			return Outcome{Result: fmt.Sprint(first, second)}
+			return server.Outcome{Result: fmt.Sprint(first, second)}
 		}
-		outs := make(chan Outcome, 1)
-		if err := c.Submit(context.Background(), protocol.StringID("twice"), twice, func(o Outcome) { outs <- o }); err != nil {
+		outs := make(chan server.Outcome, 1)
+		if err := c.Submit(context.Background(), protocol.StringID("twice"), twice, func(o server.Outcome) { outs <- o }); err != nil {
 			t.Fatal(err)
 		}
 		if o := recv(t, outs, "outcome"); o.Result != "true false" {
@@ -183,12 +184,12 @@ func TestExecutorDetachMisuse(t *testing.T) {
 		if Detach(<-kept) {
 			t.Fatal("Detach after the handler returned reported true")
 		}
-		expectStats(t, "executor", e.Stats(), ExecutorStats{})
+		expectStats(t, "executor", e.Stats(), Stats{})
 		blocker, queued := r.blocking("blocker"), r.blocking("queued")
 		mustSubmit(t, c, "blocker", blocker)
 		mustSubmit(t, c, "queued", queued)
 		synctest.Wait()
-		expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1, Queued: 1})
+		expectStats(t, "executor", e.Stats(), Stats{Running: 1, Queued: 1})
 		blocker.Release()
 		queued.Release()
 		expectDeliveries(t, r, "blocker", "queued")

@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestExecutorTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 20 * time.Millisecond
 		r := newRecorder()
-		e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
+		e := newExec(t, Limits{MaxConcurrency: 1, RequestTimeout: timeout})
 		c := e.Conn()
 		s := r.blocking("s")
 		s.stubborn = true
@@ -30,8 +30,8 @@ func TestExecutorTimeout(t *testing.T) {
 			t.Fatalf("timed out after %v, want exactly %v", took, timeout)
 		}
 		recv(t, s.cancelled, "the timed-out handler's context to end")
-		expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1})
-		expectStats(t, "conn", c.Stats(), ExecutorStats{})
+		expectStats(t, "executor", e.Stats(), Stats{Running: 1})
+		expectStats(t, "conn", c.Stats(), Stats{})
 		mustSubmit(t, c, "s", r.instant("s again"))
 		s.Release()
 		expectDeliveries(t, r, "s again") // the late result of s is discarded
@@ -44,7 +44,7 @@ func TestExecutorQueueTimeNotCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 100 * time.Millisecond
 		r := newRecorder()
-		e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
+		e := newExec(t, Limits{MaxConcurrency: 1, RequestTimeout: timeout})
 		c := e.Conn()
 		blocker, q := r.blocking("blocker"), r.blocking("q")
 		blocker.stubborn = true
@@ -73,7 +73,7 @@ func TestExecutorQueueTimeNotCounted(t *testing.T) {
 func TestExecutorWorkerIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		e := newExec(t, ExecutorLimits{})
+		e := newExec(t, Limits{})
 		c := e.Conn()
 		idleWorkers := func() int {
 			e.mu.Lock()

@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
 )
 
 // HoldConn (docs/transport.md §11.5): a handler waiting on its own
@@ -25,22 +26,22 @@ type holder struct {
 	name           string
 	gate, released chan struct{} // closed by the test
 	held           chan struct{} // closed by the handler once HoldConn returned
-	out            chan Outcome
+	out            chan server.Outcome
 }
 
 func newHolder(name string) *holder {
 	return &holder{name: name, gate: make(chan struct{}), released: make(chan struct{}),
-		held: make(chan struct{}), out: make(chan Outcome, 1)}
+		held: make(chan struct{}), out: make(chan server.Outcome, 1)}
 }
 
-func (h *holder) run(ctx context.Context) Outcome {
+func (h *holder) run(ctx context.Context) server.Outcome {
 	<-h.gate
 	release := HoldConn(ctx)
 	close(h.held)
 	<-h.released
 	release()
 	release() // a second call does nothing
-	return Outcome{Result: h.name}
+	return server.Outcome{Result: h.name}
 }
 
 // startedNow drains the starts recorded so far, once every goroutine of
@@ -57,7 +58,7 @@ func startedNow(r *recorder) []string {
 func TestExecutorHeldConnection(t *testing.T) {
 	tests := []struct {
 		name   string
-		limits ExecutorLimits
+		limits Limits
 		// holders is how many of A's handlers hold A; before are submitted
 		// behind them, after while A is held, each a connection's letter
 		// and a name; a trailing "!" is a submission refused for capacity.
@@ -70,7 +71,7 @@ func TestExecutorHeldConnection(t *testing.T) {
 	}{
 		{
 			name:      "another connection takes the slot; the held one's queue waits",
-			limits:    ExecutorLimits{MaxConcurrency: 1},
+			limits:    Limits{MaxConcurrency: 1},
 			holders:   1,
 			before:    []string{"A1", "B1", "A2"},
 			after:     []string{"B2"},
@@ -79,7 +80,7 @@ func TestExecutorHeldConnection(t *testing.T) {
 		},
 		{
 			name:      "the held connection's new work queues beside a free slot",
-			limits:    ExecutorLimits{MaxConcurrency: 2},
+			limits:    Limits{MaxConcurrency: 2},
 			holders:   1,
 			after:     []string{"A1", "B1"},
 			whileHeld: []string{"B1"},
@@ -87,7 +88,7 @@ func TestExecutorHeldConnection(t *testing.T) {
 		},
 		{
 			name:      "held until its last hold is released",
-			limits:    ExecutorLimits{MaxConcurrency: 2},
+			limits:    Limits{MaxConcurrency: 2},
 			holders:   2,
 			before:    []string{"A1"},
 			after:     []string{"B1", "A2"},
@@ -96,7 +97,7 @@ func TestExecutorHeldConnection(t *testing.T) {
 		},
 		{
 			name:      "the held connection's work waits in queue places, refused when they are full",
-			limits:    ExecutorLimits{MaxConcurrency: 2, MaxQueue: 1},
+			limits:    Limits{MaxConcurrency: 2, MaxQueue: 1},
 			holders:   1,
 			after:     []string{"A1", "A2!", "B1"},
 			whileHeld: []string{"B1"},
@@ -104,7 +105,7 @@ func TestExecutorHeldConnection(t *testing.T) {
 		},
 		{
 			name:     "nothing else queued: the hold changes no order",
-			limits:   ExecutorLimits{MaxConcurrency: 1},
+			limits:   Limits{MaxConcurrency: 1},
 			holders:  1,
 			before:   []string{"A1", "A2"},
 			released: []string{"A1", "A2"},
@@ -115,12 +116,12 @@ func TestExecutorHeldConnection(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRecorder()
 				e := newExec(t, tt.limits)
-				conns := map[string]*ExecConn{"A": e.Conn(), "B": e.Conn()}
+				conns := map[string]*Conn{"A": e.Conn(), "B": e.Conn()}
 				holders := make([]*holder, tt.holders)
 				for i := range holders {
 					h := newHolder(fmt.Sprint("holder", i))
 					holders[i] = h
-					if err := conns["A"].Submit(context.Background(), protocol.StringID(h.name), h.run, func(o Outcome) { h.out <- o }); err != nil {
+					if err := conns["A"].Submit(context.Background(), protocol.StringID(h.name), h.run, func(o server.Outcome) { h.out <- o }); err != nil {
 						t.Fatalf("submit %s: %v", h.name, err)
 					}
 				}
@@ -152,7 +153,7 @@ func TestExecutorHeldConnection(t *testing.T) {
 				if got := started(); !slices.Equal(got, tt.whileHeld) {
 					t.Fatalf("started while A is held: %v, want %v", got, tt.whileHeld)
 				}
-				if want := (ExecutorStats{Detached: tt.holders, Queued: len(tt.released)}); e.Stats() != want {
+				if want := (Stats{Detached: tt.holders, Queued: len(tt.released)}); e.Stats() != want {
 					t.Fatalf("executor stats while A is held = %+v, want %+v", e.Stats(), want)
 				}
 				for i, h := range holders {
@@ -192,12 +193,12 @@ func TestExecutorHeldDeadlineAndCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 20 * time.Millisecond
 		r := newRecorder()
-		e := newExec(t, ExecutorLimits{MaxConcurrency: 1, RequestTimeout: timeout})
+		e := newExec(t, Limits{MaxConcurrency: 1, RequestTimeout: timeout})
 		a := e.Conn()
 		h := newHolder("holder")
 		close(h.gate)
 		start := time.Now()
-		if err := a.Submit(context.Background(), protocol.StringID(h.name), h.run, func(o Outcome) { h.out <- o }); err != nil {
+		if err := a.Submit(context.Background(), protocol.StringID(h.name), h.run, func(o server.Outcome) { h.out <- o }); err != nil {
 			t.Fatal(err)
 		}
 		<-h.held
@@ -214,7 +215,7 @@ func TestExecutorHeldDeadlineAndCancel(t *testing.T) {
 		if got := startedNow(r); len(got) != 0 {
 			t.Fatalf("started while held after the timeout: %v", got)
 		}
-		expectStats(t, "executor", e.Stats(), ExecutorStats{Queued: 1, Detached: 1})
+		expectStats(t, "executor", e.Stats(), Stats{Queued: 1, Detached: 1})
 		close(h.released)
 		if got := startedNow(r); !slices.Equal(got, []string{"queued"}) {
 			t.Fatalf("started once released: %v, want [queued]", got)
@@ -231,15 +232,15 @@ func TestExecutorHoldConnMisuse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		HoldConn(context.Background())() // a release that does nothing
 		r := newRecorder()
-		e := newExec(t, ExecutorLimits{MaxConcurrency: 1})
+		e := newExec(t, Limits{MaxConcurrency: 1})
 		c := e.Conn()
 		kept := make(chan context.Context, 1)
-		keep := func(ctx context.Context) Outcome {
+		keep := func(ctx context.Context) server.Outcome {
 			kept <- ctx
-			return Outcome{Result: "kept"}
+			return server.Outcome{Result: "kept"}
 		}
-		outs := make(chan Outcome, 1)
-		if err := c.Submit(context.Background(), protocol.StringID("kept"), keep, func(o Outcome) { outs <- o }); err != nil {
+		outs := make(chan server.Outcome, 1)
+		if err := c.Submit(context.Background(), protocol.StringID("kept"), keep, func(o server.Outcome) { outs <- o }); err != nil {
 			t.Fatal(err)
 		}
 		recv(t, outs, "outcome")

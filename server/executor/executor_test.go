@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodod/snodod/internal/eventually"
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -33,7 +34,7 @@ type recorder struct {
 
 type delivery struct {
 	name string
-	out  Outcome
+	out  server.Outcome
 }
 
 func newRecorder() *recorder {
@@ -46,7 +47,7 @@ func newRecorder() *recorder {
 type fake struct {
 	name      string
 	rec       *recorder
-	out       Outcome
+	out       server.Outcome
 	stubborn  bool
 	panicWith any
 	goexit    bool
@@ -57,7 +58,7 @@ type fake struct {
 }
 
 func (r *recorder) blocking(name string) *fake {
-	return &fake{name: name, rec: r, out: Outcome{Result: name},
+	return &fake{name: name, rec: r, out: server.Outcome{Result: name},
 		started: make(chan struct{}), cancelled: make(chan struct{}), release: make(chan struct{})}
 }
 
@@ -69,7 +70,7 @@ func (r *recorder) instant(name string) *fake {
 
 func (f *fake) Release() { f.releaseMu.Do(func() { close(f.release) }) }
 
-func (f *fake) run(ctx context.Context) Outcome {
+func (f *fake) run(ctx context.Context) server.Outcome {
 	f.rec.starts <- f.name
 	close(f.started)
 	if f.panicWith != nil {
@@ -89,13 +90,13 @@ func (f *fake) run(ctx context.Context) Outcome {
 	return f.out
 }
 
-func (f *fake) done(o Outcome) { f.rec.deliveries <- delivery{f.name, o} }
+func (f *fake) done(o server.Outcome) { f.rec.deliveries <- delivery{f.name, o} }
 
-func submit(c *ExecConn, id string, f *fake) *protocol.Error {
+func submit(c *Conn, id string, f *fake) *protocol.Error {
 	return c.Submit(context.Background(), protocol.StringID(id), f.run, f.done)
 }
 
-func mustSubmit(t *testing.T, c *ExecConn, id string, f *fake) {
+func mustSubmit(t *testing.T, c *Conn, id string, f *fake) {
 	t.Helper()
 	if err := submit(c, id, f); err != nil {
 		t.Fatalf("submit %s: %v", id, err)
@@ -103,7 +104,7 @@ func mustSubmit(t *testing.T, c *ExecConn, id string, f *fake) {
 }
 
 // refuse submits a handler that must not be admitted and checks the refusal.
-func refuse(t *testing.T, c *ExecConn, id string, want *protocol.Error) {
+func refuse(t *testing.T, c *Conn, id string, want *protocol.Error) {
 	t.Helper()
 	f := &fake{name: "refused " + id}
 	if err := submit(c, id, f); err != want {
@@ -111,9 +112,9 @@ func refuse(t *testing.T, c *ExecConn, id string, want *protocol.Error) {
 	}
 }
 
-func newExec(t *testing.T, l ExecutorLimits) *Executor {
+func newExec(t *testing.T, l Limits) *Executor {
 	t.Helper()
-	e, err := NewExecutor(l)
+	e, err := New(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func expectNoMoreDeliveries(t *testing.T, r *recorder) {
 	}
 }
 
-func expectStats(t *testing.T, what string, got, want ExecutorStats) {
+func expectStats(t *testing.T, what string, got, want Stats) {
 	t.Helper()
 	if got != want {
 		t.Fatalf("%s stats = %+v, want %+v", what, got, want)
@@ -168,7 +169,7 @@ func expectStats(t *testing.T, what string, got, want ExecutorStats) {
 
 func idle(t *testing.T, e *Executor) {
 	t.Helper()
-	eventually.True(t, "idle executor", func() bool { return e.Stats() == ExecutorStats{} })
+	eventually.True(t, "idle executor", func() bool { return e.Stats() == Stats{} })
 }
 
 // settle waits for e to be idle and checks nothing more was delivered.
@@ -197,27 +198,27 @@ func TestExecutorLimits(t *testing.T) {
 	)
 	tests := []struct {
 		name   string
-		limits ExecutorLimits
-		want   ExecutorLimits
+		limits Limits
+		want   Limits
 		errs   []string
 	}{
-		{"zero means defaults", ExecutorLimits{}, ExecutorLimits{32, 256, 0, 30 * time.Second}, nil},
-		{"set values kept", ExecutorLimits{1, 2, 3, time.Millisecond}, ExecutorLimits{1, 2, 3, time.Millisecond}, nil},
-		{"negative concurrency", ExecutorLimits{MaxConcurrency: -1}, ExecutorLimits{}, []string{conc}},
-		{"negative queue", ExecutorLimits{MaxQueue: -1}, ExecutorLimits{}, []string{queue}},
-		{"negative timeout", ExecutorLimits{RequestTimeout: -1}, ExecutorLimits{}, []string{tmo}},
-		{"negative connection queue", ExecutorLimits{ConnQueue: -1}, ExecutorLimits{}, []string{connQ}},
-		{"all four", ExecutorLimits{-1, -1, -1, -time.Second}, ExecutorLimits{}, []string{conc, queue, connQ, tmo}},
+		{"zero means defaults", Limits{}, Limits{32, 256, 0, 30 * time.Second}, nil},
+		{"set values kept", Limits{1, 2, 3, time.Millisecond}, Limits{1, 2, 3, time.Millisecond}, nil},
+		{"negative concurrency", Limits{MaxConcurrency: -1}, Limits{}, []string{conc}},
+		{"negative queue", Limits{MaxQueue: -1}, Limits{}, []string{queue}},
+		{"negative timeout", Limits{RequestTimeout: -1}, Limits{}, []string{tmo}},
+		{"negative connection queue", Limits{ConnQueue: -1}, Limits{}, []string{connQ}},
+		{"all four", Limits{-1, -1, -1, -time.Second}, Limits{}, []string{conc, queue, connQ, tmo}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := NewExecutor(tt.limits)
+			e, err := New(tt.limits)
 			if verr := tt.limits.Validate(); fmt.Sprint(verr) != fmt.Sprint(err) {
-				t.Fatalf("NewExecutor error %v differs from Validate %v", err, verr)
+				t.Fatalf("New error %v differs from Validate %v", err, verr)
 			}
 			if tt.errs != nil {
 				if err == nil || err.Error() != strings.Join(tt.errs, "\n") || e != nil {
-					t.Fatalf("NewExecutor = %v, %v; want errors %q", e, err, tt.errs)
+					t.Fatalf("New = %v, %v; want errors %q", e, err, tt.errs)
 				}
 				return
 			}
@@ -233,7 +234,7 @@ func TestExecutorLimits(t *testing.T) {
 
 func TestExecutorAdmissionOrder(t *testing.T) {
 	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1, MaxQueue: 1})
+	e := newExec(t, Limits{MaxConcurrency: 1, MaxQueue: 1})
 	c := e.Conn()
 	a := r.blocking("a")
 	mustSubmit(t, c, "a", a)
@@ -264,7 +265,7 @@ func TestExecutorSpecExamples(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("queue %d", tt.queue), func(t *testing.T) {
 			r := newRecorder()
-			e := newExec(t, ExecutorLimits{MaxConcurrency: 1, MaxQueue: tt.queue})
+			e := newExec(t, Limits{MaxConcurrency: 1, MaxQueue: tt.queue})
 			c := e.Conn()
 			first := r.blocking(tt.admitted[0])
 			mustSubmit(t, c, first.name, first)
@@ -272,7 +273,7 @@ func TestExecutorSpecExamples(t *testing.T) {
 				mustSubmit(t, c, name, r.instant(name))
 			}
 			refuse(t, c, tt.refused, protocol.ErrCapacity)
-			expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1, Queued: tt.queue})
+			expectStats(t, "executor", e.Stats(), Stats{Running: 1, Queued: tt.queue})
 			first.Release()
 			expectDeliveries(t, r, tt.admitted...)
 			if got := nextStarts(t, r, len(tt.admitted)); !slices.Equal(got, tt.admitted) {
@@ -285,7 +286,7 @@ func TestExecutorSpecExamples(t *testing.T) {
 
 func TestExecutorDuplicateKey(t *testing.T) {
 	r := newRecorder()
-	e := newExec(t, ExecutorLimits{})
+	e := newExec(t, Limits{})
 	c1, c2 := e.Conn(), e.Conn()
 	a := r.blocking("a")
 	mustSubmit(t, c1, "7", a)
@@ -306,14 +307,14 @@ func TestExecutorDuplicateKey(t *testing.T) {
 
 func TestExecutorCancelQueued(t *testing.T) {
 	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1})
+	e := newExec(t, Limits{MaxConcurrency: 1})
 	c := e.Conn()
 	a, b := r.blocking("a"), r.instant("b")
 	mustSubmit(t, c, "a", a)
 	mustSubmit(t, c, "b", b)
 	c.Cancel(protocol.StringID("b"))
 	c.Cancel(protocol.StringID("unknown")) // no-op
-	expectStats(t, "conn", c.Stats(), ExecutorStats{Running: 1})
+	expectStats(t, "conn", c.Stats(), Stats{Running: 1})
 	mustSubmit(t, c, "b", r.instant("b again")) // the id is free at once
 	a.Release()
 	expectDeliveries(t, r, "a", "b again")
@@ -325,7 +326,7 @@ func TestExecutorCancelQueued(t *testing.T) {
 
 func TestExecutorCancelRunning(t *testing.T) {
 	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1})
+	e := newExec(t, Limits{MaxConcurrency: 1})
 	c := e.Conn()
 	a, b := r.blocking("a"), r.instant("b")
 	a.stubborn = true
@@ -335,8 +336,8 @@ func TestExecutorCancelRunning(t *testing.T) {
 	c.Cancel(protocol.StringID("a"))
 	recv(t, a.cancelled, "a's context to end")
 	// The key is free, the slot is not: b waits for a to return.
-	expectStats(t, "executor", e.Stats(), ExecutorStats{Running: 1, Queued: 1})
-	expectStats(t, "conn", c.Stats(), ExecutorStats{Queued: 1})
+	expectStats(t, "executor", e.Stats(), Stats{Running: 1, Queued: 1})
+	expectStats(t, "conn", c.Stats(), Stats{Queued: 1})
 	mustSubmit(t, c, "a", r.instant("a again"))
 	if closed(b.started) {
 		t.Fatal("queued work started while the cancelled handler held the slot")
@@ -369,7 +370,7 @@ func TestExecutorHandlerFailure(t *testing.T) {
 			t.Cleanup(func() { slog.SetDefault(old) })
 
 			r := newRecorder()
-			e := newExec(t, ExecutorLimits{MaxConcurrency: 1})
+			e := newExec(t, Limits{MaxConcurrency: 1})
 			c := e.Conn()
 			p := r.blocking("p")
 			tt.set(p)
@@ -394,7 +395,7 @@ func TestExecutorHandlerFailure(t *testing.T) {
 
 func TestExecutorCancelAll(t *testing.T) {
 	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1})
+	e := newExec(t, Limits{MaxConcurrency: 1})
 	ending, other := e.Conn(), e.Conn()
 	a, b := r.blocking("a"), r.instant("b")
 	mustSubmit(t, ending, "a", a)
@@ -403,7 +404,7 @@ func TestExecutorCancelAll(t *testing.T) {
 	mustSubmit(t, other, "x", r.instant("x"))
 	ending.CancelAll()
 	recv(t, a.cancelled, "a's context to end")
-	expectStats(t, "ending conn", ending.Stats(), ExecutorStats{})
+	expectStats(t, "ending conn", ending.Stats(), Stats{})
 	expectDeliveries(t, r, "x")
 	if closed(b.started) {
 		t.Fatal("queued work of an ended connection ran")
@@ -415,7 +416,7 @@ func TestExecutorCancelAll(t *testing.T) {
 
 func TestExecutorClose(t *testing.T) {
 	r := newRecorder()
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 1})
+	e := newExec(t, Limits{MaxConcurrency: 1})
 	c := e.Conn()
 	a := r.blocking("a")
 	mustSubmit(t, c, "a", a)
@@ -430,17 +431,17 @@ func TestExecutorClose(t *testing.T) {
 
 func TestExecutorContext(t *testing.T) {
 	type key struct{}
-	e := newExec(t, ExecutorLimits{})
+	e := newExec(t, Limits{})
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
 	started, release := make(chan struct{}), make(chan struct{})
-	run := func(ctx context.Context) Outcome {
+	run := func(ctx context.Context) server.Outcome {
 		close(started)
 		<-release
 		_, hasDeadline := ctx.Deadline()
-		return Outcome{Result: fmt.Sprintf("%v %v %v", ctx.Value(key{}), ctx.Err(), hasDeadline)}
+		return server.Outcome{Result: fmt.Sprintf("%v %v %v", ctx.Value(key{}), ctx.Err(), hasDeadline)}
 	}
-	outs := make(chan Outcome, 1)
-	if err := e.Conn().Submit(parent, protocol.IntID(1), run, func(o Outcome) { outs <- o }); err != nil {
+	outs := make(chan server.Outcome, 1)
+	if err := e.Conn().Submit(parent, protocol.IntID(1), run, func(o server.Outcome) { outs <- o }); err != nil {
 		t.Fatal(err)
 	}
 	recv(t, started, "start")
@@ -462,7 +463,7 @@ func TestExecutorStress(t *testing.T) { executorStress(t, nil) }
 // anything else.
 func executorStress(t *testing.T, first func(ctx context.Context, i int)) {
 	const conns, perConn = 8, 200
-	e := newExec(t, ExecutorLimits{MaxConcurrency: 4, MaxQueue: 64})
+	e := newExec(t, Limits{MaxConcurrency: 4, MaxQueue: 64})
 	var delivered [conns][perConn]atomic.Int32
 	var cancelled [conns][perConn]bool
 	var wg sync.WaitGroup
@@ -471,16 +472,16 @@ func executorStress(t *testing.T, first func(ctx context.Context, i int)) {
 			c := e.Conn()
 			for i := range perConn {
 				id := protocol.IntID(int64(i))
-				run := func(ctx context.Context) Outcome {
+				run := func(ctx context.Context) server.Outcome {
 					if first != nil {
 						first(ctx, i)
 					}
 					if i%7 == 0 {
 						<-ctx.Done() // only ends by cancellation
 					}
-					return Outcome{Result: i}
+					return server.Outcome{Result: i}
 				}
-				done := func(Outcome) { delivered[n][i].Add(1) }
+				done := func(server.Outcome) { delivered[n][i].Add(1) }
 				for c.Submit(context.Background(), id, run, done) != nil {
 					runtime.Gosched() // overloaded: retry
 				}
@@ -500,7 +501,7 @@ func executorStress(t *testing.T, first func(ctx context.Context, i int)) {
 				}
 			}
 		}
-		return e.Stats() == ExecutorStats{}
+		return e.Stats() == Stats{}
 	})
 	for n := range conns {
 		for i := range perConn {

@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"context"
@@ -29,13 +29,6 @@ func ExtendDeadline(ctx context.Context, d time.Duration) bool {
 }
 
 type jobKey struct{}
-
-// timedOut reports whether the request ctx belongs to was ended by its
-// executor deadline (rather than cancelled).
-func timedOut(ctx context.Context) bool {
-	j, _ := ctx.Value(jobKey{}).(*job)
-	return j != nil && j.timedOut.Load()
-}
 
 // runSortedLocked puts the running j into the running list at its
 // deadline's place (an extended deadline is no longer in start order),

@@ -1,9 +1,11 @@
-package server
+package executor
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/snodod/snodod/server/internal/ctxkey"
 )
 
 // jobContext is the context a job's handler runs with: the submitter's
@@ -52,11 +54,19 @@ func (c *jobContext) Err() error {
 	return c.err
 }
 
-// Value answers jobKey with the job (ExtendDeadline), and the submitter's
-// values otherwise.
+// Value answers jobKey with the job (ExtendDeadline, Detach, HoldConn),
+// ctxkey.TimedOut with the job's timeout flag (the runtime's Observer),
+// and the submitter's values otherwise.
 func (c *jobContext) Value(key any) any {
-	if _, ok := key.(jobKey); ok && c.job != nil {
-		return c.job
+	switch key.(type) {
+	case jobKey:
+		if c.job != nil {
+			return c.job
+		}
+	case ctxkey.TimedOut:
+		if c.job != nil {
+			return &c.job.timedOut
+		}
 	}
 	return c.parent.Value(key)
 }
@@ -108,4 +118,4 @@ func (c *jobContext) cancel() {
 
 // String names the context in panics and logs, as the context package's
 // contexts do.
-func (c *jobContext) String() string { return "server.jobContext" }
+func (c *jobContext) String() string { return "executor.jobContext" }

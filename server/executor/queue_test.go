@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"fmt"
@@ -32,8 +32,8 @@ func TestExecutorFairness(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRecorder()
-			e := newExec(t, ExecutorLimits{MaxConcurrency: 1, MaxQueue: 100})
-			conns := map[string]*ExecConn{"A": e.Conn(), "B": e.Conn(), "C": e.Conn()}
+			e := newExec(t, Limits{MaxConcurrency: 1, MaxQueue: 100})
+			conns := map[string]*Conn{"A": e.Conn(), "B": e.Conn(), "C": e.Conn()}
 			blocker := r.blocking("blocker")
 			mustSubmit(t, conns["A"], "blocker", blocker)
 			for _, name := range tt.submitted {
@@ -63,12 +63,12 @@ type queueRig struct {
 	e       *Executor
 	r       *recorder
 	blocker *fake
-	conns   map[string]*ExecConn
+	conns   map[string]*Conn
 }
 
-func newQueueRig(t *testing.T, l ExecutorLimits) *queueRig {
+func newQueueRig(t *testing.T, l Limits) *queueRig {
 	l.MaxConcurrency = 1
-	q := &queueRig{t: t, e: newExec(t, l), r: newRecorder(), conns: map[string]*ExecConn{}}
+	q := &queueRig{t: t, e: newExec(t, l), r: newRecorder(), conns: map[string]*Conn{}}
 	q.blocker = q.r.blocking("blocker")
 	mustSubmit(t, q.e.Conn(), "blocker", q.blocker)
 	return q
@@ -114,7 +114,7 @@ func TestExecutorQueueReserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("queue %d", tt.queue), func(t *testing.T) {
-			q := newQueueRig(t, ExecutorLimits{MaxQueue: tt.queue})
+			q := newQueueRig(t, Limits{MaxQueue: tt.queue})
 			q.run(tt.steps)
 			q.end()
 		})
@@ -128,7 +128,7 @@ func TestExecutorQueueReserve(t *testing.T) {
 func TestExecutorConnQueue(t *testing.T) {
 	// ConnQueue 2, MaxQueue 4 (a reserve of 1: a connection already in
 	// the shared places is refused once they hold 3).
-	q := newQueueRig(t, ExecutorLimits{MaxQueue: 4, ConnQueue: 2})
+	q := newQueueRig(t, Limits{MaxQueue: 4, ConnQueue: 2})
 	q.run([]queueStep{
 		{"A", false}, {"A", false}, // A's own places
 		{"A", false}, {"A", false}, {"A", false}, // shared 1 to 3
@@ -139,7 +139,7 @@ func TestExecutorConnQueue(t *testing.T) {
 		{"C", false}, {"C", false}, // C's own places: still admitted
 		{"C", true}, // shared full
 	})
-	expectStats(t, "executor", q.e.Stats(), ExecutorStats{Running: 1, Queued: 10})
+	expectStats(t, "executor", q.e.Stats(), Stats{Running: 1, Queued: 10})
 	// Cancelling queued work frees shared places first: A, down to its own
 	// two, leaves room in the shared places for B again.
 	for _, id := range []string{"2", "3", "4"} {
@@ -161,9 +161,9 @@ func TestExecutorEverySessionHasRoom(t *testing.T) {
 	r := newRecorder()
 	r.starts = make(chan string, sessions*4)
 	r.deliveries = make(chan delivery, sessions*4)
-	e := newExec(t, ExecutorLimits{ConnQueue: 4})
+	e := newExec(t, Limits{ConnQueue: 4})
 	blockers := make([]*fake, 0, DefaultMaxConcurrency)
-	conns := make([]*ExecConn, sessions)
+	conns := make([]*Conn, sessions)
 	for i := range conns {
 		conns[i] = e.Conn()
 		f := r.instant(fmt.Sprint(i))
@@ -195,7 +195,7 @@ func TestExecutorEverySessionHasRoom(t *testing.T) {
 // the shared places full it is refused at once, while a Conn beside it
 // still has its own ConnQueue places.
 func TestExecutorRequestConnHasNoPlaces(t *testing.T) {
-	q := newQueueRig(t, ExecutorLimits{MaxQueue: 2, ConnQueue: 2})
+	q := newQueueRig(t, Limits{MaxQueue: 2, ConnQueue: 2})
 	// MaxQueue 2 has no reserve: two POSTs fill the shared places.
 	for i, want := range []*protocol.Error{nil, nil, protocol.ErrCapacity, protocol.ErrCapacity} {
 		c := q.e.RequestConn()
@@ -205,6 +205,6 @@ func TestExecutorRequestConnHasNoPlaces(t *testing.T) {
 		}
 	}
 	q.run([]queueStep{{"A", false}, {"A", false}, {"A", true}})
-	expectStats(t, "executor", q.e.Stats(), ExecutorStats{Running: 1, Queued: 4})
+	expectStats(t, "executor", q.e.Stats(), Stats{Running: 1, Queued: 4})
 	q.end()
 }

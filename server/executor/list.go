@@ -1,4 +1,4 @@
-package server
+package executor
 
 // linkedList is an intrusive doubly-linked list of *T: an element carries
 // one link field per list it may be on (a job its place in its

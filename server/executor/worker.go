@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
 )
 
 // This file holds the executor's workers: a goroutine per busy slot that
@@ -151,18 +152,18 @@ func (e *Executor) unrunLocked(j *job) {
 }
 
 // call runs j's handler and recovers a panic into ErrWorkerFailed.
-func (e *Executor) call(j *job) (out Outcome) {
+func (e *Executor) call(j *job) (out server.Outcome) {
 	if j.ctx.Err() != nil {
 		// Cancelled between taking the slot and starting: nothing to run,
 		// and finish delivers nothing for released work.
-		return Outcome{}
+		return server.Outcome{}
 	}
 	returned := false
 	defer func() {
 		if returned {
 			return
 		}
-		out = Outcome{Err: protocol.ErrWorkerFailed}
+		out = server.Outcome{Err: protocol.ErrWorkerFailed}
 		if v := recover(); v != nil {
 			slog.Default().Error("request handler panicked",
 				slog.String("id", j.id.String()),
@@ -184,13 +185,13 @@ func (e *Executor) call(j *job) (out Outcome) {
 // afterGoexit finishes j, whose handler called runtime.Goexit, and carries
 // on with the queue.
 func (e *Executor) afterGoexit(j *job) {
-	e.work(e.finish(j, Outcome{Err: protocol.ErrWorkerFailed}))
+	e.work(e.finish(j, server.Outcome{Err: protocol.ErrWorkerFailed}))
 }
 
 // finish releases j's slot (to the next queued item, if any) unless j
 // detached from it, delivers out when j is still tracked, and returns the
 // job the slot was handed.
-func (e *Executor) finish(j *job, out Outcome) *job {
+func (e *Executor) finish(j *job, out server.Outcome) *job {
 	e.mu.Lock()
 	deliver := j.state == jobRunning
 	if deliver {
@@ -224,6 +225,6 @@ func (e *Executor) expireDue() {
 	for _, j := range due {
 		j.timedOut.Store(true)
 		j.ctx.cancel()
-		j.task.Done(Outcome{Err: protocol.ErrTimedOut})
+		j.task.Done(server.Outcome{Err: protocol.ErrTimedOut})
 	}
 }

@@ -1,4 +1,15 @@
-package server
+// Package executor is the bounded executor every connection of a process
+// shares (docs/transport.md §13): it admits, queues, runs, times out and
+// cancels the handlers of requests, taking turns between connections and
+// giving each connection queue places of its own when asked to.
+//
+// It is for transports, which submit each admitted request through a
+// connection's Conn with the RequestContext that carries the request's
+// sinks, and for the daemon, which builds one Executor for all of them.
+// Handlers use only Detach, HoldConn and ExtendDeadline, on the context
+// they were given. What a handler returns is a server.Outcome; the
+// executor never writes anything.
+package executor
 
 import (
 	"context"
@@ -8,6 +19,7 @@ import (
 
 	"github.com/snodod/snodod/limits"
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
 )
 
 // Executor defaults (docs/transport.md §15), those of package limits.
@@ -17,9 +29,9 @@ const (
 	DefaultRequestTimeout = limits.DefaultRequestTimeout
 )
 
-// ExecutorLimits configures an Executor. Zero means the default; negative
+// Limits configures an Executor. Zero means the default; negative
 // values are invalid (there is no "no deadline" and no "no queue" setting).
-type ExecutorLimits struct {
+type Limits struct {
 	// MaxConcurrency is the number of handlers that may run at once
 	// (default 32).
 	MaxConcurrency int
@@ -41,7 +53,7 @@ type ExecutorLimits struct {
 
 // Validate reports every negative field, one error each, joined with
 // errors.Join, in the wording of docs/transport.md §15. Zero fields are valid.
-func (l ExecutorLimits) Validate() error {
+func (l Limits) Validate() error {
 	var errs []error
 	if l.MaxConcurrency < 0 {
 		errs = append(errs, errors.New("max_concurrency must be a positive integer"))
@@ -58,7 +70,7 @@ func (l ExecutorLimits) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (l ExecutorLimits) withDefaults() ExecutorLimits {
+func (l Limits) withDefaults() Limits {
 	if l.MaxConcurrency == 0 {
 		l.MaxConcurrency = DefaultMaxConcurrency
 	}
@@ -72,7 +84,7 @@ func (l ExecutorLimits) withDefaults() ExecutorLimits {
 }
 
 // The executor is split by idea: this file holds its API and admission;
-// executor_queue.go the queues and the turn order; executor_worker.go the
+// queue.go the queues and the turn order; worker.go the
 // workers, deadlines and outcomes.
 
 // Executor runs request handlers for every connection of the process
@@ -80,7 +92,7 @@ func (l ExecutorLimits) withDefaults() ExecutorLimits {
 // waiting in shared places, plus ConnQueue per connection), applies RequestTimeout to each running handler, and reports each
 // outcome to the submitter through a callback; it never writes anything.
 //
-// Work is submitted through an ExecConn, one per connection, under the key
+// Work is submitted through an Conn, one per connection, under the key
 // (connection, request id).
 //
 // Order and fairness. Each connection's queued work starts strictly in its
@@ -111,10 +123,10 @@ func (l ExecutorLimits) withDefaults() ExecutorLimits {
 // next queued item itself. An idle executor has no goroutines and needs no
 // stopping: Close only refuses new work.
 //
-// All methods of Executor and ExecConn may be called concurrently. One mutex
+// All methods of Executor and Conn may be called concurrently. One mutex
 // guards all state; handlers and callbacks never run under it.
 type Executor struct {
-	limits ExecutorLimits
+	limits Limits
 	// crowded is the number of items in the shared places at which a
 	// connection that already has some there is refused; MaxQueue when
 	// there is no reserve.
@@ -126,10 +138,10 @@ type Executor struct {
 	queued  int // every waiting item
 	shared  int // the waiting items in the shared places (beyond ConnQueue)
 	// ready lists the connections with queued work, in turn order.
-	ready linkedList[ExecConn]
+	ready linkedList[Conn]
 	// idle holds the workers waiting for work, longest waiting first.
 	idle []idleWorker
-	// run lists the running jobs in deadline order (executor_worker.go);
+	// run lists the running jobs in deadline order (worker.go);
 	// the two timers are set for deadlineAt and reaperAt (zero: not set).
 	run                  linkedList[job]
 	deadlines, reaper    *time.Timer
@@ -139,9 +151,9 @@ type Executor struct {
 	detached int
 }
 
-// NewExecutor validates l, applies its defaults and returns an idle executor.
+// New validates l, applies its defaults and returns an idle executor.
 // The error is l.Validate()'s.
-func NewExecutor(l ExecutorLimits) (*Executor, error) {
+func New(l Limits) (*Executor, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -154,7 +166,7 @@ func NewExecutor(l ExecutorLimits) (*Executor, error) {
 }
 
 // Limits returns the effective limits, defaults applied.
-func (e *Executor) Limits() ExecutorLimits { return e.limits }
+func (e *Executor) Limits() Limits { return e.limits }
 
 // Close makes Submit refuse new work with protocol.ErrExecutorClosed.
 // Admitted work (running and queued) goes on and its outcomes are delivered.
@@ -170,35 +182,35 @@ func (e *Executor) Close() {
 	}
 }
 
-// ExecutorStats is a snapshot of an executor's or a connection's load, for
+// Stats is a snapshot of an executor's or a connection's load, for
 // status displays and tests.
-type ExecutorStats struct {
+type Stats struct {
 	// Running counts busy slots for an Executor, including handlers whose
-	// context was cancelled but that have not returned yet. For an ExecConn
+	// context was cancelled but that have not returned yet. For an Conn
 	// it counts the connection's running work that is still tracked (not
 	// cancelled or timed out).
 	Running int
 	// Queued counts admitted work waiting for a slot.
 	Queued int
 	// Detached counts, for an Executor, handlers that gave their slot back
-	// with Detach and have not returned yet; an ExecConn counts its
+	// with Detach and have not returned yet; an Conn counts its
 	// detached work in Running.
 	Detached int
 }
 
 // Stats returns the executor's current load.
-func (e *Executor) Stats() ExecutorStats {
+func (e *Executor) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return ExecutorStats{Running: e.running, Queued: e.queued, Detached: e.detached}
+	return Stats{Running: e.running, Queued: e.queued, Detached: e.detached}
 }
 
 // Conn returns a new connection handle on e. Work is keyed by (connection,
 // request id), so equal ids on different connections never collide. A
 // connection holds no resources of its own: when it ends, CancelAll releases
 // its work and the handle may be dropped.
-func (e *Executor) Conn() *ExecConn {
-	return &ExecConn{e: e, jobs: make(map[protocol.ID]*job), places: e.limits.ConnQueue}
+func (e *Executor) Conn() *Conn {
+	return &Conn{e: e, jobs: make(map[protocol.ID]*job), places: e.limits.ConnQueue}
 }
 
 // RequestConn returns a connection handle for the one request of a
@@ -207,25 +219,25 @@ func (e *Executor) Conn() *ExecConn {
 // could wait beside a busy executor and the number waiting would be bounded
 // only by the open HTTP connections. Its request waits, if it must, in the
 // shared places, and is refused with ErrCapacity when they are full.
-func (e *Executor) RequestConn() *ExecConn {
-	return &ExecConn{e: e, jobs: make(map[protocol.ID]*job)}
+func (e *Executor) RequestConn() *Conn {
+	return &Conn{e: e, jobs: make(map[protocol.ID]*job)}
 }
 
-// ExecConn is one connection's handle on an Executor. Its methods may be
+// Conn is one connection's handle on an Executor. Its methods may be
 // called concurrently with each other and with other connections' methods.
 // Its queue and its links in the executor's turn order are in
-// executor_queue.go.
-type ExecConn struct {
+// queue.go.
+type Conn struct {
 	e      *Executor
-	places int // queue places of its own: ExecutorLimits.ConnQueue, or 0
+	places int // queue places of its own: Limits.ConnQueue, or 0
 	// The fields below are guarded by e.mu.
 	jobs            map[protocol.ID]*job // tracked work: queued or running
 	running, queued int
 	queue           linkedList[job] // this connection's queue, in admission order
-	ready           link[ExecConn]  // c's place in e's ready list
+	ready           link[Conn]      // c's place in e's ready list
 	// holds counts the handlers of c waiting on c itself (HoldConn):
 	// while it is not zero c is out of the ready list and none of its
-	// queued work starts (executor_detach.go).
+	// queued work starts (detach.go).
 	holds int
 }
 
@@ -249,10 +261,10 @@ type ExecConn struct {
 // (Cancel, CancelAll), in which case neither done nor, for queued work, run
 // is ever called:
 //
-//   - run returned normally: its Outcome;
-//   - run panicked: Outcome{Err: protocol.ErrWorkerFailed}, with the panic
+//   - run returned normally: its server.Outcome;
+//   - run panicked: server.Outcome{Err: protocol.ErrWorkerFailed}, with the panic
 //     value and stack logged to slog.Default() at level Error;
-//   - RequestTimeout passed since run started: Outcome{Err:
+//   - RequestTimeout passed since run started: server.Outcome{Err:
 //     protocol.ErrTimedOut}, delivered at once while run's context is
 //     cancelled; whatever run returns later is discarded.
 //
@@ -273,9 +285,9 @@ type ExecConn struct {
 // own in-flight entry) to tell the outcomes apart.
 //
 // ctx, run and done must not be nil.
-func (c *ExecConn) Submit(ctx context.Context, id protocol.ID, run func(context.Context) Outcome, done func(Outcome)) *protocol.Error {
+func (c *Conn) Submit(ctx context.Context, id protocol.ID, run func(context.Context) server.Outcome, done func(server.Outcome)) *protocol.Error {
 	if run == nil || done == nil {
-		panic("server: Submit with a nil run or done")
+		panic("executor: Submit with a nil run or done")
 	}
 	return c.SubmitTask(ctx, id, funcTask{run, done})
 }
@@ -285,21 +297,21 @@ func (c *ExecConn) Submit(ctx context.Context, id protocol.ID, run func(context.
 // A transport's per-request state may implement it, so that submitting
 // needs no closures.
 type Task interface {
-	Run(ctx context.Context) Outcome
-	Done(Outcome)
+	Run(ctx context.Context) server.Outcome
+	Done(server.Outcome)
 }
 
 type funcTask struct {
-	run  func(context.Context) Outcome
-	done func(Outcome)
+	run  func(context.Context) server.Outcome
+	done func(server.Outcome)
 }
 
-func (f funcTask) Run(ctx context.Context) Outcome { return f.run(ctx) }
-func (f funcTask) Done(o Outcome)                  { f.done(o) }
+func (f funcTask) Run(ctx context.Context) server.Outcome { return f.run(ctx) }
+func (f funcTask) Done(o server.Outcome)                  { f.done(o) }
 
 // SubmitTask is Submit with the handler and the outcome's receiver in one
 // Task, which must not be nil.
-func (c *ExecConn) SubmitTask(ctx context.Context, id protocol.ID, task Task) *protocol.Error {
+func (c *Conn) SubmitTask(ctx context.Context, id protocol.ID, task Task) *protocol.Error {
 	return c.SubmitJob(ctx, id, new(Job), task)
 }
 
@@ -311,7 +323,7 @@ type Job struct{ j job }
 
 // SubmitJob is SubmitTask keeping the executor's record of the submission
 // in slot, which must be zero and is the executor's from then on.
-func (c *ExecConn) SubmitJob(ctx context.Context, id protocol.ID, slot *Job, task Task) *protocol.Error {
+func (c *Conn) SubmitJob(ctx context.Context, id protocol.ID, slot *Job, task Task) *protocol.Error {
 	e := c.e
 	j := &slot.j
 	j.conn, j.id, j.task = c, id, task
@@ -350,7 +362,7 @@ func (c *ExecConn) SubmitJob(ctx context.Context, id protocol.ID, slot *Job, tas
 }
 
 // refusalLocked applies checks 2 to 4 of Submit to a new item of c.
-func (e *Executor) refusalLocked(c *ExecConn, busy bool) *protocol.Error {
+func (e *Executor) refusalLocked(c *Conn, busy bool) *protocol.Error {
 	// Where the item would wait: in one of c's own places, or in the
 	// shared ones.
 	inShared := busy && c.queued >= c.places
@@ -371,7 +383,7 @@ func (e *Executor) refusalLocked(c *ExecConn, busy bool) *protocol.Error {
 // submitted again immediately, and done is never called for the withdrawn
 // work. An id that is not admitted (unknown, or whose outcome was already
 // released for delivery) is ignored.
-func (c *ExecConn) Cancel(id protocol.ID) {
+func (c *Conn) Cancel(id protocol.ID) {
 	e := c.e
 	e.mu.Lock()
 	j := c.jobs[id]
@@ -387,7 +399,7 @@ func (c *ExecConn) Cancel(id protocol.ID) {
 // CancelAll cancels every queued and running item of the connection, as
 // Cancel does for each; it is called when the connection ends. No outcomes
 // are delivered for them. The connection stays usable.
-func (c *ExecConn) CancelAll() {
+func (c *Conn) CancelAll() {
 	e := c.e
 	e.mu.Lock()
 	cancels := make([]*job, 0, len(c.jobs))
@@ -403,8 +415,8 @@ func (c *ExecConn) CancelAll() {
 
 // Stats returns this connection's share of the load: its tracked running
 // work and its queued work.
-func (c *ExecConn) Stats() ExecutorStats {
+func (c *Conn) Stats() Stats {
 	c.e.mu.Lock()
 	defer c.e.mu.Unlock()
-	return ExecutorStats{Running: c.running, Queued: c.queued}
+	return Stats{Running: c.running, Queued: c.queued}
 }

@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"context"
@@ -138,7 +138,7 @@ func HoldConn(ctx context.Context) (release func()) {
 
 // unhold releases one of c's holds; with the last, c's queued work goes
 // back in the turn order and takes the slots that are free.
-func (c *ExecConn) unhold() {
+func (c *Conn) unhold() {
 	e := c.e
 	e.mu.Lock()
 	c.holds--

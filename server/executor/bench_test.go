@@ -1,4 +1,4 @@
-package server
+package executor
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/snodod/snodod/protocol"
+	"github.com/snodod/snodod/server"
 )
 
-func trivial(context.Context) Outcome { return Outcome{Result: struct{}{}} }
+func trivial(context.Context) server.Outcome { return server.Outcome{Result: struct{}{}} }
 
 // BenchmarkExecutorSubmit measures Submit→done throughput of trivial jobs.
 //
@@ -20,10 +21,10 @@ func trivial(context.Context) Outcome { return Outcome{Result: struct{}{}} }
 //     job in flight, contending on the executor's lock.
 func BenchmarkExecutorSubmit(b *testing.B) {
 	b.Run("serial", func(b *testing.B) {
-		e := benchExecutor(b, ExecutorLimits{})
+		e := benchExecutor(b, Limits{})
 		c := e.Conn()
-		outs := make(chan Outcome, 1)
-		done := func(o Outcome) { outs <- o }
+		outs := make(chan server.Outcome, 1)
+		done := func(o server.Outcome) { outs <- o }
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			if err := c.Submit(context.Background(), protocol.IntID(int64(i)), trivial, done); err != nil {
@@ -33,12 +34,12 @@ func BenchmarkExecutorSubmit(b *testing.B) {
 		}
 	})
 	b.Run("window", func(b *testing.B) {
-		l := ExecutorLimits{MaxConcurrency: 8, MaxQueue: 256}
+		l := Limits{MaxConcurrency: 8, MaxQueue: 256}
 		e := benchExecutor(b, l)
 		c := e.Conn()
 		window := l.MaxConcurrency + l.MaxQueue - l.MaxQueue/4 // the reserve is not ours
 		tokens := make(chan struct{}, window)
-		done := func(Outcome) { <-tokens }
+		done := func(server.Outcome) { <-tokens }
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			tokens <- struct{}{}
@@ -51,13 +52,13 @@ func BenchmarkExecutorSubmit(b *testing.B) {
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
-		e := benchExecutor(b, ExecutorLimits{MaxConcurrency: 1 << 16, MaxQueue: 1 << 16})
+		e := benchExecutor(b, Limits{MaxConcurrency: 1 << 16, MaxQueue: 1 << 16})
 		var refused atomic.Int64
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			c := e.Conn()
-			outs := make(chan Outcome, 1)
-			done := func(o Outcome) { outs <- o }
+			outs := make(chan server.Outcome, 1)
+			done := func(o server.Outcome) { outs <- o }
 			for i := int64(0); pb.Next(); i++ {
 				if err := c.Submit(context.Background(), protocol.IntID(i), trivial, done); err != nil {
 					refused.Add(1)
@@ -72,9 +73,9 @@ func BenchmarkExecutorSubmit(b *testing.B) {
 	})
 }
 
-func benchExecutor(b *testing.B, l ExecutorLimits) *Executor {
+func benchExecutor(b *testing.B, l Limits) *Executor {
 	b.Helper()
-	e, err := NewExecutor(l)
+	e, err := New(l)
 	if err != nil {
 		b.Fatal(err)
 	}
