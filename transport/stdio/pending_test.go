@@ -78,10 +78,10 @@ func smallSocketPair(t *testing.T) endpoints {
 // TestPendingOutputBoundary pins max_pending_output_bytes at its exact
 // boundary on a client that does not read: with room for exactly two
 // answers, two are held and the third's worker waits, having given its
-// executor slot back; with one byte less, one is held and the second and
-// third wait. Once the
-// client reads, every answer arrives whole and in order, and nothing is
-// held any more.
+// executor slot back; with one byte less, one is held and the second
+// waits, the third waiting too or, when the second held the connection
+// before it started, queued. Once the client reads, every answer arrives
+// whole and in order, and nothing is held any more.
 func TestPendingOutputBoundary(t *testing.T) {
 	for _, tool := range pendingTools {
 		t.Run(tool.tool, func(t *testing.T) { testPendingOutputBoundary(t, tool.tool, tool.n) })
@@ -110,13 +110,19 @@ func testPendingOutputBoundary(t *testing.T, tool string, n int) {
 				lines += call(id, tool, fmt.Sprintf(`{"bytes":%d}`, n)) + "\n"
 			}
 			io.WriteString(s.ep.w, lines)
+			// A held connection starts no new job (docs/transport.md
+			// §11.5): a call not started when the first worker began to
+			// wait stays queued rather than waiting too.
 			settled := func() bool {
-				return counters.PendingOutput() == int64(tt.held*f) && s.exec.Stats() == executor.Stats{Detached: tt.waiting}
+				st := s.exec.Stats()
+				return counters.PendingOutput() == int64(tt.held*f) && st.Running == 0 && st.Detached >= 1 && st.Detached+st.Queued == tt.waiting
 			}
-			eventually.True(t, "the answers held and the workers waiting", settled)
+			if !eventually.Within(10*time.Second, settled) {
+				t.Fatalf("never settled: held %d bytes with the executor at %+v, want %d and %d detached or queued", counters.PendingOutput(), s.exec.Stats(), tt.held*f, tt.waiting)
+			}
 			time.Sleep(50 * time.Millisecond) // and nothing more is committed meanwhile
 			if !settled() {
-				t.Fatalf("held %d bytes with the executor at %+v, want %d and %d detached", counters.PendingOutput(), s.exec.Stats(), tt.held*f, tt.waiting)
+				t.Fatalf("held %d bytes with the executor at %+v, want %d and %d detached or queued", counters.PendingOutput(), s.exec.Stats(), tt.held*f, tt.waiting)
 			}
 			br := skipFiller(t, s.ep.r, s.filler)
 			got := map[string]bool{}
