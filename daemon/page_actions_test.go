@@ -236,8 +236,9 @@ start = "manual"
 // The status page's login button, on a remote server that needs a login
 // (internal/fakeremote behind its OAuth server): shown on its row; the
 // POST is refused without the CSRF token or from another origin, and
-// otherwise answers 303 to the authorization server's /authorize; the
-// browser that follows it comes back to the daemon's loopback listener,
+// otherwise answers a page that sends the browser on (a refresh, a link)
+// to the authorization server's /authorize; the browser that follows it
+// comes back to the daemon's loopback listener,
 // which completes the login: the server's authorization is ok and it
 // starts.
 func TestStatusPageLogin(t *testing.T) {
@@ -279,11 +280,15 @@ start = "eager"
 	if n := auth.Logins.Load(); n != 0 {
 		t.Fatalf("%d logins after the refusals", n)
 	}
-	resp := p.post("/servers/far/login", p.csrf, "", nil)
-	resp.Body.Close()
-	loc := resp.Header.Get("Location")
-	if resp.StatusCode != 303 || !strings.HasPrefix(loc, ts.URL+"/authorize?") {
-		t.Fatalf("the login button: %s, Location %q; want 303 to %s/authorize", resp.Status, loc, ts.URL)
+	status, body := p.postBody("/servers/far/login", p.csrf, "", nil)
+	refresh := regexp.MustCompile(`<meta http-equiv="refresh" content="0; url=([^"]+)">`).FindStringSubmatch(body)
+	link := regexp.MustCompile(`<a id="authorize" href="([^"]+)">`).FindStringSubmatch(body)
+	if status != 200 || refresh == nil || link == nil {
+		t.Fatalf("the login button: %d %.2000s; want a page sending the browser on", status, body)
+	}
+	loc := html.UnescapeString(link[1])
+	if got := html.UnescapeString(refresh[1]); got != loc || !strings.HasPrefix(loc, ts.URL+"/authorize?") {
+		t.Fatalf("the login page refreshes to %q and links to %q; want %s/authorize?…", got, loc, ts.URL)
 	}
 	// The browser: the authorization server sends it on to the daemon's
 	// loopback listener at once, as a person who logged in would.

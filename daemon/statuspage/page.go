@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -387,10 +388,14 @@ func (p *Page) serveApprove(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveLogin is POST /servers/{name}/login: `snodod login NAME`, the
-// browser sent on to the authorization URL (303); the authorization
-// server's redirect comes back to the daemon's loopback listener, which
-// completes the login, and the page shows the new authorization at its
-// next snapshot.
+// browser sent on to the authorization URL. Not by a redirect: the
+// page's form-action 'self' (its Content-Security-Policy) covers the
+// redirects of a form's navigation too, and Chromium stops one to
+// another origin; a page that refreshes to the URL at once (and links
+// to it) is a navigation of its own. The authorization server's redirect
+// comes back to the daemon's loopback listener, which completes the
+// login, and the status page shows the new authorization at its next
+// snapshot.
 func (p *Page) serveLogin(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	a := action{what: "log in to " + name, server: name, ownerOnly: true}
@@ -408,13 +413,35 @@ func (p *Page) serveLogin(w http.ResponseWriter, r *http.Request) {
 		p.page(w, http.StatusConflict, a.what+": "+errNoAction.Error(), true)
 		return
 	}
-	u, err := p.o.Login(name)
+	raw, err := p.o.Login(name)
+	if err == nil {
+		err = webURL(raw)
+	}
 	if err != nil {
 		p.page(w, http.StatusConflict, a.what+": "+err.Error(), true)
 		return
 	}
+	var b bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&b, "login", loginView{Name: name, URL: raw}); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, u, http.StatusSeeOther)
+	w.Write(b.Bytes())
+}
+
+// loginView is what the login page shows: where it sends the browser.
+type loginView struct{ Name, URL string }
+
+// webURL refuses an authorization URL that is not http or https (an
+// authorization server's metadata names it).
+func webURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("the authorization URL %q is not an http or https URL", raw)
+	}
+	return nil
 }
 
 // serveDiff is GET /servers/{name}/diff: `snodod diff NAME`, with the
