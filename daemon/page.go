@@ -111,7 +111,10 @@ type pageLogins struct {
 	wg      sync.WaitGroup
 }
 
-type pendingLogin struct{ cancel context.CancelFunc }
+type pendingLogin struct {
+	cancel   context.CancelFunc
+	replaced bool // by a newer login to the same server (under mu)
+}
 
 // wait waits, on a goroutine of its own, for login's redirect, and takes
 // the outcome as the login op does; it closes login when done.
@@ -125,7 +128,8 @@ func (l *pageLogins) wait(name string, login *oauth.Login, d *Daemon) error {
 		l.pending = map[string]*pendingLogin{}
 	}
 	if old := l.pending[name]; old != nil {
-		old.cancel() // replaced: its URL is no longer the one shown
+		old.replaced = true // its URL is no longer the one shown
+		old.cancel()
 	}
 	ctx, cancel := context.WithTimeout(d.draining, oauth.DefaultLoginTimeout)
 	pl := &pendingLogin{cancel: cancel}
@@ -138,8 +142,13 @@ func (l *pageLogins) wait(name string, login *oauth.Login, d *Daemon) error {
 		if l.pending[name] == pl {
 			delete(l.pending, name)
 		}
+		replaced := pl.replaced
 		l.mu.Unlock()
-		if err != nil {
+		switch {
+		case err != nil && replaced:
+			d.log.Info("login replaced by a newer one", "upstream", name, "by", "status page")
+			return
+		case err != nil:
 			d.log.Warn("login failed", "upstream", name, "by", "status page", "err", err)
 			return
 		}
@@ -147,6 +156,13 @@ func (l *pageLogins) wait(name string, login *oauth.Login, d *Daemon) error {
 		d.log.Info("logged in", "upstream", name, "by", "status page", "result", res.String())
 	})
 	return nil
+}
+
+// count is the logins under way (tests).
+func (l *pageLogins) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending)
 }
 
 // close ends the logins under way and waits for them.

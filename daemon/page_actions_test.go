@@ -240,7 +240,8 @@ start = "manual"
 // to the authorization server's /authorize; the browser that follows it
 // comes back to the daemon's loopback listener,
 // which completes the login: the server's authorization is ok and it
-// starts.
+// starts. A second click replaces a login under way; the daemon's end
+// ends one.
 func TestStatusPageLogin(t *testing.T) {
 	fr, auth := fakeremote.New("far"), fakeremote.NewAuth()
 	ts := httptest.NewServer(auth.Protect("/mcp", fr.Handler(fakeremote.ModeStreamable)))
@@ -280,16 +281,39 @@ start = "eager"
 	if n := auth.Logins.Load(); n != 0 {
 		t.Fatalf("%d logins after the refusals", n)
 	}
-	status, body := p.postBody("/servers/far/login", p.csrf, "", nil)
-	refresh := regexp.MustCompile(`<meta http-equiv="refresh" content="0; url=([^"]+)">`).FindStringSubmatch(body)
-	link := regexp.MustCompile(`<a id="authorize" href="([^"]+)">`).FindStringSubmatch(body)
-	if status != 200 || refresh == nil || link == nil {
-		t.Fatalf("the login button: %d %.2000s; want a page sending the browser on", status, body)
+	loginURL := func() string {
+		t.Helper()
+		status, body := p.postBody("/servers/far/login", p.csrf, "", nil)
+		refresh := regexp.MustCompile(`<meta http-equiv="refresh" content="0; url=([^"]+)">`).FindStringSubmatch(body)
+		link := regexp.MustCompile(`<a id="authorize" href="([^"]+)">`).FindStringSubmatch(body)
+		if status != 200 || refresh == nil || link == nil {
+			t.Fatalf("the login button: %d %.2000s; want a page sending the browser on", status, body)
+		}
+		loc := html.UnescapeString(link[1])
+		if got := html.UnescapeString(refresh[1]); got != loc || !strings.HasPrefix(loc, ts.URL+"/authorize?") {
+			t.Fatalf("the login page refreshes to %q and links to %q; want %s/authorize?…", got, loc, ts.URL)
+		}
+		return loc
 	}
-	loc := html.UnescapeString(link[1])
-	if got := html.UnescapeString(refresh[1]); got != loc || !strings.HasPrefix(loc, ts.URL+"/authorize?") {
-		t.Fatalf("the login page refreshes to %q and links to %q; want %s/authorize?…", got, loc, ts.URL)
+	pending := func() int {
+		r.d.adminMu.Lock()
+		defer r.d.adminMu.Unlock()
+		return r.d.admin.logins.count()
 	}
+	// A second click replaces the first login: one waits, and the first
+	// one's loopback listener is closed.
+	first := loginURL()
+	loc := loginURL()
+	if n := pending(); n != 1 {
+		t.Errorf("%d logins wait after two clicks, want 1", n)
+	}
+	eventually.True(t, "the replaced login's listener closed", func() bool {
+		resp, err := http.Get(first)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err != nil
+	})
 	// The browser: the authorization server sends it on to the daemon's
 	// loopback listener at once, as a person who logged in would.
 	browser, err := http.Get(loc)
@@ -311,4 +335,9 @@ start = "eager"
 	if _, body := p.get("/"); strings.Contains(body, `action="/servers/far/login"`) {
 		t.Errorf("the login button is still shown once logged in")
 	}
+	if n := pending(); n != 0 {
+		t.Errorf("%d logins wait after the login", n)
+	}
+	// One left waiting ends with the daemon (goleak: TestMain).
+	loginURL()
 }
