@@ -283,22 +283,16 @@ func (p *Page) act(w http.ResponseWriter, r *http.Request, what string, do func(
 // the daemon's own user or the admin token may run it.
 type action struct {
 	what, server string
-	ownerOnly    bool
+	// ownerOnly, when not "", is why only the daemon's user may.
+	ownerOnly string
 }
 
 // actOn is act for an action that says what it did (its message follows
 // the action's words).
 func (p *Page) actOn(w http.ResponseWriter, r *http.Request, a action, do func() (string, error)) {
-	if refusal := p.refuse(r, a); refusal != "" {
-		p.o.Log.Warn("status page action refused", "action", a.what, "reason", refusal)
-		p.page(w, http.StatusForbidden, refusal, true)
+	if !p.admit(w, r, a) {
 		return
 	}
-	if a.server != "" && !p.known(a.server) {
-		p.page(w, http.StatusNotFound, a.what+": "+unknownServer(a.server), true)
-		return
-	}
-	p.o.Log.Info("status page action", "action", a.what)
 	msg, err := do()
 	p.hub.wantNow()
 	if err != nil {
@@ -308,26 +302,37 @@ func (p *Page) actOn(w http.ResponseWriter, r *http.Request, a action, do func()
 	p.page(w, http.StatusOK, a.what+": "+msg, false)
 }
 
-// refuse is checkPost, and for an action of the owner's alone the check
-// of who asks.
-func (p *Page) refuse(r *http.Request, a action) string {
-	if refusal := p.checkPost(r); refusal != "" {
-		return refusal
+// admit checks an action's POST before it runs: checkPost, who asks for
+// an action of the daemon's user alone, and that its server exists. A
+// refusal is answered (403, 404) and logged, and admit is false.
+func (p *Page) admit(w http.ResponseWriter, r *http.Request, a action) bool {
+	refusal := p.checkPost(r)
+	if refusal == "" && a.ownerOnly != "" && !p.owner(r) {
+		refusal = "refused: only the daemon's own user, or a request with the admin token (admin.auth_token_file), may " + a.what + ", as on the control socket: " + a.ownerOnly
 	}
-	if a.ownerOnly && !p.owner(r) {
-		return "refused: only the daemon's own user, or a request with the admin token (admin.auth_token_file), may " + a.what + ", as on the control socket: every session sees what it does"
+	if refusal != "" {
+		p.o.Log.Warn("status page action refused", "action", a.what, "reason", refusal)
+		p.page(w, http.StatusForbidden, refusal, true)
+		return false
 	}
-	return ""
+	if a.server != "" && !p.known(a.server) {
+		p.page(w, http.StatusNotFound, a.what+": "+unknownServer(a.server), true)
+		return false
+	}
+	p.o.Log.Info("status page action", "action", a.what)
+	return true
 }
 
 // owner reports whether r is the daemon's own user's (Options.Owner) or
-// carries the admin token (as a header, or as the cookie Credentials
-// turned into one).
+// carries the admin token (as a bearer header, or as the cookie
+// Credentials turned into one).
 func (p *Page) owner(r *http.Request) bool {
 	if p.o.Owner != nil && p.o.Owner(r) {
 		return true
 	}
-	return p.o.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+p.o.Token)) == 1
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return p.o.Token != "" && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(p.o.Token)) == 1
 }
 
 // known reports whether the daemon hosts a server called name (status
@@ -365,7 +370,7 @@ func (p *Page) serveApprove(w http.ResponseWriter, r *http.Request) {
 	if tool != "" {
 		what += " " + tool
 	}
-	p.actOn(w, r, action{what: what, server: name, ownerOnly: true}, func() (string, error) {
+	p.actOn(w, r, action{what: what, server: name, ownerOnly: "every session sees what a server says"}, func() (string, error) {
 		if p.o.Approve == nil {
 			return "", errNoAction
 		}
@@ -398,17 +403,10 @@ func (p *Page) serveApprove(w http.ResponseWriter, r *http.Request) {
 // snapshot.
 func (p *Page) serveLogin(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	a := action{what: "log in to " + name, server: name, ownerOnly: true}
-	if refusal := p.refuse(r, a); refusal != "" {
-		p.o.Log.Warn("status page action refused", "action", a.what, "reason", refusal)
-		p.page(w, http.StatusForbidden, refusal, true)
+	a := action{what: "log in to " + name, server: name, ownerOnly: "the tokens are its user's"}
+	if !p.admit(w, r, a) {
 		return
 	}
-	if !p.known(name) {
-		p.page(w, http.StatusNotFound, a.what+": "+unknownServer(name), true)
-		return
-	}
-	p.o.Log.Info("status page action", "action", a.what)
 	if p.o.Login == nil {
 		p.page(w, http.StatusConflict, a.what+": "+errNoAction.Error(), true)
 		return
