@@ -38,6 +38,7 @@ type adminListener struct {
 	access httpAccess
 	srv    *http.Server
 	page   *statuspage.Page
+	logins pageLogins // the page's logins under way
 	once   sync.Once
 	done   chan struct{} // closed when Serve has returned
 }
@@ -140,12 +141,15 @@ func (d *Daemon) serveAdmin(listen string, ln net.Listener, token string) error 
 		ln.Close()
 		return err
 	}
-	l := &adminListener{ln: ln, access: access, done: make(chan struct{}), page: d.newPage(d.Config().Admin, token)}
+	l := &adminListener{ln: ln, access: access, done: make(chan struct{})}
+	l.page = d.newPage(d.Config().Admin, token, access, &l.logins)
 	gate := mcphttp.NewGate(mcphttp.GateOptions{AuthToken: token, IdentifyPeer: identifier(access), PeerAllowed: d.httpPeerAllowed}, d.adminMux(l.page))
 	// The page's cookie stands for the token in front of the gate, so the
 	// server's ConnContext is the gate's own.
 	l.srv = mcphttp.NewServer(l.page.Credentials(gate), mcphttp.ServerLimits{}, d.log)
-	l.srv.ConnContext = gate.ConnContext
+	l.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(gate.ConnContext(ctx, c), adminConnKey{}, c)
+	}
 	d.adminMu.Lock()
 	if d.draining.Err() != nil {
 		d.adminMu.Unlock()
@@ -192,6 +196,7 @@ func (d *Daemon) stopAdmin() {
 			l.srv.Close()
 		}
 		<-l.done
+		l.logins.close()
 	})
 }
 

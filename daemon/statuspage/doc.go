@@ -7,7 +7,10 @@
 // viewers watch; their number is bounded, and a viewer whose write
 // outlasts its timeout is dropped, so that no viewer holds anything up.
 // Its buttons run what the command line runs (restart a server, end a
-// session) behind the admin listener's authentication and a CSRF check.
+// session, approve what a pinned server holds, log in to a remote
+// server) behind the admin listener's authentication and a CSRF check;
+// approving and logging in only for the daemon's own user or the admin
+// token, as the control socket.
 //
 // It keeps no books of its own: everything it shows comes from the
 // daemon's status snapshot (what `snodod status` shows), the metrics'
