@@ -447,7 +447,7 @@ func canonicalString(b []byte, i int) (int, bool) {
 // appendString appends s as a JSON string (as canonical writes it).
 func appendString[S string | []byte](dst []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+		if !plainByte[s[i]] {
 			b, _ := canonical(string(s))
 			return append(dst, b...)
 		}
@@ -456,3 +456,12 @@ func appendString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, s...)
 	return append(dst, '"')
 }
+
+// plainByte is true for the bytes a JSON string holds as they are:
+// printable ASCII but " and \.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()

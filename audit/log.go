@@ -424,7 +424,7 @@ func (l *Log) record(r *record, arena []byte) {
 // writeBytes is how much a write holds at most (unless one line is
 // longer): whole lines only, so that a reader, or another process
 // appending to the file during an upgrade, never sees half of one.
-const writeBytes = 64 << 10
+const writeBytes = 256 << 10
 
 // flush writes the lines held, in one write.
 func (l *Log) flush() {
