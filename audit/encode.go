@@ -25,20 +25,20 @@ type encoder struct {
 	secondText []byte
 }
 
-// appendRecord appends ev's record and a newline to dst: the fields in
-// Record's order, as Record's JSON encoding has them.
-func (x *encoder) appendRecord(dst []byte, ev *event) []byte {
-	e := &ev.e
+// appendRecord appends r's record and a newline to dst: the fields in
+// Record's order, as Record's JSON encoding has them. r's bytes are in
+// arena.
+func (x *encoder) appendRecord(dst []byte, r *record, arena []byte) []byte {
 	dst = append(dst, `{"time":"`...)
-	dst = x.appendTime(dst, ev.at)
+	dst = x.appendTime(dst, time.Unix(0, r.at))
 	dst = append(dst, `","session":`...)
 	var session uint64
 	view := ""
-	if c := ev.caller; c != nil {
+	if c := r.caller; c != nil {
 		session, view = c.Session, c.View
 	}
 	dst = strconv.AppendUint(dst, session, 10)
-	if p := ev.peer; p.Known {
+	if p := &r.peer; p.Known {
 		dst = append(dst, `,"peer":{"uid":`...)
 		dst = strconv.AppendInt(dst, int64(p.UID), 10)
 		if p.PID != 0 {
@@ -51,9 +51,11 @@ func (x *encoder) appendRecord(dst []byte, ev *event) []byte {
 		}
 		dst = append(dst, '}')
 	}
-	info := e.ClientInfo
-	if info == nil && e.State != nil {
-		info = e.State.ClientInfo() // a legacy one is never changed in place
+	var info []byte
+	if r.hasInfo {
+		info = r.info.of(arena)
+	} else if r.state != nil {
+		info = r.state.ClientInfo() // a legacy one is never changed in place
 	}
 	if ci, ok := x.clientInfo(info); ok {
 		dst = append(dst, `,"client":{"name":`...)
@@ -67,28 +69,29 @@ func (x *encoder) appendRecord(dst []byte, ev *event) []byte {
 	dst = append(dst, `,"view":`...)
 	dst = appendString(dst, view)
 	dst = append(dst, `,"server":`...)
-	dst = appendString(dst, e.Owner)
-	dst = append(dst, `,"method":`...)
-	dst = appendString(dst, e.Method)
-	p := splitParams(e.Params)
-	switch e.Method {
-	case "tools/call":
+	dst = appendString(dst, r.owner)
+	dst = append(dst, `,"method":"`...)
+	dst = append(dst, methodNames[r.method]...)
+	dst = append(dst, '"')
+	p := splitParams(r.params.of(arena))
+	switch r.method {
+	case toolsCall:
 		if len(p.name) > 0 {
 			dst = append(dst, `,"tool":`...)
 			dst = appendString(dst, p.name)
 		}
-	case "prompts/get":
+	case promptsGet:
 		if len(p.name) > 0 {
 			dst = append(dst, `,"prompt":`...)
 			dst = appendString(dst, p.name)
 		}
-	case "resources/read":
+	case resourcesRead:
 		if len(p.uri) > 0 {
 			dst = append(dst, `,"uri":`...)
 			dst = appendString(dst, redactString(string(p.uri), x.secrets))
 		}
 	}
-	if e.Method != "resources/read" {
+	if r.method != resourcesRead {
 		mark := len(dst)
 		dst = append(dst, `,"args_digest":"`...)
 		if d, ok := appendDigest(dst, p.arguments); ok {
@@ -106,19 +109,19 @@ func (x *encoder) appendRecord(dst []byte, ev *event) []byte {
 		}
 	}
 	dst = append(dst, `,"outcome":"`...)
-	switch {
-	case e.TimedOut:
+	switch r.outcome {
+	case outcomeTimedOut:
 		dst = append(dst, `timed_out"`...)
-	case e.Cancelled:
+	case outcomeCancelled:
 		dst = append(dst, `cancelled"`...)
-	case e.Err != nil:
+	case outcomeError:
 		dst = append(dst, `error","code":`...)
-		dst = strconv.AppendInt(dst, e.Err.Code, 10)
+		dst = strconv.AppendInt(dst, r.code, 10)
 	default:
 		dst = append(dst, `ok"`...)
 	}
 	dst = append(dst, `,"duration_ms":`...)
-	dst = appendMillis(dst, e.Duration.Microseconds())
+	dst = appendMillis(dst, time.Duration(r.dur).Microseconds())
 	return append(dst, "}\n"...)
 }
 
@@ -444,7 +447,7 @@ func canonicalString(b []byte, i int) (int, bool) {
 // appendString appends s as a JSON string (as canonical writes it).
 func appendString[S string | []byte](dst []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+		if !plainByte[s[i]] {
 			b, _ := canonical(string(s))
 			return append(dst, b...)
 		}
@@ -453,3 +456,12 @@ func appendString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, s...)
 	return append(dst, '"')
 }
+
+// plainByte is true for the bytes a JSON string holds as they are:
+// printable ASCII but " and \.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()

@@ -8,7 +8,6 @@
 package audit
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -68,19 +67,27 @@ const dropLogEvery = time.Minute
 // Log is an open audit log. RequestEnded may be called from any
 // goroutine; Reopen, Sync and Close from one at a time.
 type Log struct {
-	o       Options
-	queue   chan event
-	pending atomic.Bool   // the writer was woken for the queue's records
-	wake    chan struct{} // the first record after a pause
-	urgent  chan struct{} // the queue is half full
-	dropped *atomic.Uint64
-	lastLog atomic.Int64 // UnixNano of the last drop logged
-	log     *slog.Logger
-
-	ctl     chan ctlRequest // Reopen's and Sync's requests
-	closing chan struct{}   // Close's
-	done    chan struct{}   // closed when the writer has returned
-	once    sync.Once
+	o Options
+	// The queue: the records waiting for the writer and their bytes (a
+	// request's params and 2026 clientInfo), appended under mu. The
+	// writer swaps them for the spare pair it has written: no channel
+	// send, no allocation per record (once the slices have grown), and
+	// few pointers for the collector to scan.
+	mu       sync.Mutex
+	fill     []record
+	arena    []byte
+	pending  atomic.Bool   // the writer was woken for the queue's records
+	wake     chan struct{} // the first record after a pause
+	urgent   chan struct{} // the queue is half full
+	dropped  *atomic.Uint64
+	lastLog  atomic.Int64 // UnixNano of the last drop logged
+	log      *slog.Logger
+	ctl      chan ctlRequest // Reopen's and Sync's requests
+	closing  chan struct{}   // Close's
+	done     chan struct{}   // closed when the writer has returned
+	once     sync.Once
+	spare    []record // the writer's, written, given back at the next swap
+	spareBuf []byte
 
 	// The writer's own.
 	f     *os.File
@@ -99,16 +106,62 @@ type ctlRequest struct {
 	reply  chan error
 }
 
-// event is what a request hands the writer: the RequestEnd with its
-// params and a 2026 clientInfo copied (the transport's buffers are
-// reused); without one, e.State is kept for the writer to read the
-// session's.
-type event struct {
-	at     time.Time
-	e      server.RequestEnd
-	caller *server.Caller
-	peer   server.Peer
+// record is what a request hands the writer: what its line needs of
+// the RequestEnd, its params and a 2026 clientInfo copied into the
+// queue's arena (the transport's buffers are reused); without one,
+// state is kept for the writer to read the session's.
+type record struct {
+	at, dur int64 // the end (UnixNano) and the duration
+	code    int64 // the error's, with outcome outcomeError
+	caller  *server.Caller
+	peer    server.Peer
+	state   *server.SessionState
+	owner   string
+	params  span
+	info    span // the 2026 clientInfo, with hasInfo
+	method  method
+	outcome outcome
+	hasInfo bool
 }
+
+// span is a part of the queue's arena.
+type span struct{ off, end int }
+
+func (s span) of(arena []byte) []byte { return arena[s.off:s.end] }
+
+// method is an audited method.
+type method uint8
+
+const (
+	notAudited method = iota
+	toolsCall
+	resourcesRead
+	promptsGet
+)
+
+var methodNames = [...]string{toolsCall: "tools/call", resourcesRead: "resources/read", promptsGet: "prompts/get"}
+
+func methodOf(m string) method {
+	switch m {
+	case "tools/call":
+		return toolsCall
+	case "resources/read":
+		return resourcesRead
+	case "prompts/get":
+		return promptsGet
+	}
+	return notAudited
+}
+
+// outcome is a record's outcome.
+type outcome uint8
+
+const (
+	outcomeOK outcome = iota
+	outcomeError
+	outcomeCancelled
+	outcomeTimedOut
+)
 
 // Open opens the log (creating the file, mode 0600, or checking the
 // journal) and starts its writer.
@@ -122,7 +175,7 @@ func Open(o Options) (*Log, error) {
 	if o.MaxFiles < 0 {
 		o.MaxFiles = 0
 	}
-	l := &Log{o: o, queue: make(chan event, o.Queue), dropped: o.Dropped, log: o.Logger,
+	l := &Log{o: o, dropped: o.Dropped, log: o.Logger,
 		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
 		ctl: make(chan ctlRequest), closing: make(chan struct{}), done: make(chan struct{})}
 	l.enc.secrets, l.enc.arguments = o.Secrets, o.Arguments
@@ -155,36 +208,71 @@ func Audited(method string) bool {
 	return method == "tools/call" || method == "resources/read" || method == "prompts/get"
 }
 
+// newRecord is e's record but for its bytes (addBytes).
+func newRecord(e *server.RequestEnd, m method) record {
+	r := record{dur: int64(e.Duration), caller: e.State.Caller(), peer: e.State.Peer(), owner: e.Owner, method: m}
+	if e.End.IsZero() {
+		r.at = time.Now().UnixNano()
+	} else {
+		r.at = e.End.UnixNano()
+	}
+	switch {
+	case e.TimedOut:
+		r.outcome = outcomeTimedOut
+	case e.Cancelled:
+		r.outcome = outcomeCancelled
+	case e.Err != nil:
+		r.outcome, r.code = outcomeError, e.Err.Code
+	}
+	if e.ClientInfo != nil {
+		r.hasInfo = true
+	} else {
+		r.state = e.State // the writer asks the state for the legacy initialize's (under its lock: not here)
+	}
+	return r
+}
+
+// addBytes copies e's params and 2026 clientInfo into arena, for r.
+func (r *record) addBytes(e *server.RequestEnd, arena []byte) []byte {
+	r.params.off = len(arena)
+	arena = append(arena, e.Params...)
+	r.params.end = len(arena)
+	if r.hasInfo {
+		r.info.off = len(arena)
+		arena = append(arena, e.ClientInfo...)
+		r.info.end = len(arena)
+	}
+	return arena
+}
+
 // RequestEnded queues the record of an audited request, or counts it
-// dropped when the queue is full: it never blocks.
+// dropped when the queue is full: it never blocks (but for the queue's
+// lock, held to append one record).
 func (l *Log) RequestEnded(e server.RequestEnd) {
-	if !Audited(e.Method) {
+	m := methodOf(e.Method)
+	if m == notAudited {
 		return
 	}
-	at := e.End
-	if at.IsZero() {
-		at = time.Now()
-	}
-	ev := event{at: at, e: e, caller: e.State.Caller(), peer: e.State.Peer()}
-	ev.e.Params = bytes.Clone(e.Params)
-	if e.ClientInfo != nil {
-		ev.e.ClientInfo = bytes.Clone(e.ClientInfo)
-		ev.e.State = nil
-	} // else the writer asks the state for the legacy initialize's (under its lock: not here)
-	select {
-	case l.queue <- ev:
-		if !l.pending.Load() && l.pending.CompareAndSwap(false, true) {
-			signal(l.wake)
-		} else if len(l.queue) >= cap(l.queue)/2 {
-			signal(l.urgent)
-		}
-	default:
+	r := newRecord(&e, m)
+	l.mu.Lock()
+	if len(l.fill) >= l.o.Queue {
+		l.mu.Unlock()
 		n := l.dropped.Add(1)
 		signal(l.urgent)
 		now := time.Now().UnixNano()
 		if last := l.lastLog.Load(); now-last >= int64(dropLogEvery) && l.lastLog.CompareAndSwap(last, now) {
-			l.log.Warn("audit log queue full: records dropped (snodod_audit_dropped_total)", "dropped_total", n, "queue", cap(l.queue))
+			l.log.Warn("audit log queue full: records dropped (snodod_audit_dropped_total)", "dropped_total", n, "queue", l.o.Queue)
 		}
+		return
+	}
+	l.arena = r.addBytes(&e, l.arena)
+	l.fill = append(l.fill, r)
+	n := len(l.fill)
+	l.mu.Unlock()
+	if !l.pending.Load() && l.pending.CompareAndSwap(false, true) {
+		signal(l.wake)
+	} else if n >= l.o.Queue/2 {
+		signal(l.urgent)
 	}
 }
 
@@ -285,22 +373,29 @@ func (l *Log) drain() {
 		l.o.stall()
 	}
 	l.pending.Store(false) // a record queued from now on wakes the writer again
-	for {
-		select {
-		case ev := <-l.queue:
-			l.record(&ev)
-			continue
-		default:
-		}
-		break
+	l.mu.Lock()
+	recs, arena := l.fill, l.arena
+	l.fill, l.arena = l.spare[:0], l.spareBuf[:0]
+	l.mu.Unlock()
+	for i := range recs {
+		l.record(&recs[i], arena)
 	}
 	l.flush()
+	clear(recs) // let go of their sessions
+	if cap(arena) > keepArena {
+		arena = nil // a burst of large params: not kept for ever
+	}
+	l.spare, l.spareBuf = recs[:0], arena[:0]
 }
 
-// record encodes ev and writes it, rotating first when the line would
-// take the file past MaxSize.
-func (l *Log) record(ev *event) {
-	l.line = l.enc.appendRecord(l.line[:0], ev)
+// keepArena is the most of a queue's arena kept from one batch to the
+// next.
+const keepArena = 1 << 20
+
+// record encodes r (its bytes in arena) and writes it, rotating first
+// when the line would take the file past MaxSize.
+func (l *Log) record(r *record, arena []byte) {
+	l.line = l.enc.appendRecord(l.line[:0], r, arena)
 	b := l.line
 	if l.o.Journald {
 		if err := journal.Send(string(b[:len(b)-1]), journal.PriInfo, map[string]string{
@@ -329,7 +424,7 @@ func (l *Log) record(ev *event) {
 // writeBytes is how much a write holds at most (unless one line is
 // longer): whole lines only, so that a reader, or another process
 // appending to the file during an upgrade, never sees half of one.
-const writeBytes = 64 << 10
+const writeBytes = 256 << 10
 
 // flush writes the lines held, in one write.
 func (l *Log) flush() {

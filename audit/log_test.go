@@ -153,8 +153,8 @@ func TestRotationAtTheBoundary(t *testing.T) {
 	path := filepath.Join(dir, "a.log")
 	var enc encoder
 	e := end(`{"text":"x"}`)
-	ev := event{at: time.Now(), e: e, caller: e.State.Caller(), peer: e.State.Peer()}
-	n := int64(len(enc.appendRecord(nil, &ev)))
+	r := newRecord(&e, toolsCall)
+	n := int64(len(enc.appendRecord(nil, &r, r.addBytes(&e, nil))))
 	l := open(t, Options{File: path, MaxSize: 2 * n, MaxFiles: 2})
 	write := func(k int) {
 		for range k {

@@ -36,6 +36,12 @@ func (a *auditSink) RequestEnded(e server.RequestEnd) {
 	}
 }
 
+// Idle is true while no log is in force: when the sink is the daemon's
+// only Observer (no metrics, no traces) a request then reads no clock
+// and tells nothing (server.Idler), and a reload that opens a log makes
+// the requests after it observed again.
+func (a *auditSink) Idle() bool { return a.log.Load() == nil }
+
 // Dropped is how many records the queue had no room for.
 func (a *auditSink) Dropped() uint64 { return a.dropped.Load() }
 

@@ -176,7 +176,7 @@ func (c *call) readResource(ctx context.Context) Outcome {
 	c.uri = uri
 	handler, vars, relay := c.s.findResource(uri)
 	if relay != nil {
-		if observerOf(&c.s.observer) != nil {
+		if c.observing {
 			c.owner, _ = c.s.RelayOwner(uri) // "" for the read fallback
 		}
 		return c.relay(ctx, relay, uri)

@@ -101,11 +101,33 @@ type RequestStart struct {
 	Session *SessionState
 }
 
+// Idler is an Observer that may have nothing to observe for a while:
+// the daemon's audit log while it is off and nothing else observes (a
+// reload may turn it on). Dispatch asks Idle as a request starts and,
+// when it says true, serves the request as without an Observer: no
+// clock is read, nothing is told, and the request is not told later
+// either. Idle is called as RequestEnded is; it must be cheap (an
+// atomic load) and must not block.
+type Idler interface {
+	Observer
+	Idle() bool
+}
+
 // observerBox holds the Observer, replaced atomically; starter is o as
-// a RequestStarter, nil when it is not one.
+// a RequestStarter, nil when it is not one; idler o as an Idler.
 type observerBox struct {
 	o       Observer
 	starter RequestStarter
+	idler   Idler
+}
+
+// active is b when its Observer is to see a request starting now, nil
+// otherwise (no Observer, or an idle one).
+func (b *observerBox) active() *observerBox {
+	if b == nil || b.idler != nil && b.idler.Idle() {
+		return nil
+	}
+	return b
 }
 
 // SetObserver makes o the server's Observer (nil: none). It may be called
@@ -117,11 +139,13 @@ func (s *Server) SetObserver(o Observer) {
 		return
 	}
 	st, _ := o.(RequestStarter)
-	s.observer.Store(&observerBox{o: o, starter: st})
+	idler, _ := o.(Idler)
+	s.observer.Store(&observerBox{o: o, starter: st, idler: idler})
 }
 
 // observed serves one request of either era and reports it to o.
 func (c *call) observed(ctx context.Context, o Observer, modern bool) Outcome {
+	c.observing = true
 	start := time.Now()
 	var out Outcome
 	if modern {
@@ -129,9 +153,12 @@ func (c *call) observed(ctx context.Context, o Observer, modern bool) Outcome {
 	} else {
 		out = c.serveLegacy(ctx)
 	}
-	end := time.Now()
+	// One clock read, the monotonic one: the end's wall time is the
+	// start's plus the duration.
+	d := time.Since(start)
+	end := start.Add(d)
 	e := RequestEnd{Method: c.req.Method, Item: c.item, Relayed: c.relayed, Owner: c.owner,
-		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: end.Sub(start),
+		UpstreamDuration: c.relayTime, Err: out.Err, Modern: c.modern, Duration: d,
 		URI: c.uri, Params: c.req.Params, State: c.req.State, End: end}
 	if c.meta != nil {
 		e.ClientInfo = c.meta.ClientInfo
@@ -159,14 +186,6 @@ func (c *call) start(ctx context.Context, b *observerBox) {
 	}
 	c.ctx.Context = b.starter.RequestStarted(ctx, &RequestStart{Method: c.req.Method, Meta: c.split.Meta, Modern: c.split.Modern, Session: c.sess})
 	c.started = true
-}
-
-// observerOf is the server's Observer, nil without one.
-func observerOf(p *atomic.Pointer[observerBox]) Observer {
-	if b := p.Load(); b != nil {
-		return b.o
-	}
-	return nil
 }
 
 // timedOut reports whether the request ctx belongs to was ended by its

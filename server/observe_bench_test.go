@@ -11,17 +11,20 @@ type nopObserver struct{}
 
 func (nopObserver) RequestEnded(RequestEnd) {}
 
+// idleObserver is an Observer that is always idle (Idler): the daemon's
+// audit log's sink while the log, the metrics and the traces are off.
+type idleObserver struct{ nopObserver }
+
+func (idleObserver) Idle() bool { return true }
+
 // BenchmarkDispatchObserved is BenchmarkDispatch's legacy echo call with
-// no Observer and with one that does nothing: what the hook itself costs.
+// no Observer, with one that does nothing (what the hook itself costs),
+// and with an idle one (what a daemon with nothing observing pays).
 func BenchmarkDispatchObserved(b *testing.B) {
 	type echoIn struct {
 		Text string `json:"text"`
 	}
-	for _, observed := range []bool{false, true} {
-		name := "off"
-		if observed {
-			name = "on"
-		}
+	for _, name := range []string{"off", "on", "idle"} {
 		b.Run(name, func(b *testing.B) {
 			s, err := New(Options{})
 			if err != nil {
@@ -30,8 +33,11 @@ func BenchmarkDispatchObserved(b *testing.B) {
 			AddTool(s, &Tool{Name: "echo"}, func(_ context.Context, _ *CallToolRequest, in echoIn) (*CallToolResult, any, error) {
 				return &CallToolResult{Content: []Content{TextContent(in.Text)}}, nil, nil
 			})
-			if observed {
+			switch name {
+			case "on":
 				s.SetObserver(nopObserver{})
+			case "idle":
+				s.SetObserver(idleObserver{})
 			}
 			msg := protocol.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"bench-1"}}}`))
 			sess := NewSessionState(0)

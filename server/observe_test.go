@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,3 +181,67 @@ func TestObserverAllocs(t *testing.T) {
 type nopStarter struct{ nopObserver }
 
 func (*nopStarter) RequestStarted(ctx context.Context, _ *RequestStart) context.Context { return ctx }
+
+// idleRecorder is an endRecorder that is an Idler, idle while idle is
+// set.
+type idleRecorder struct {
+	*endRecorder
+	idle atomic.Bool
+}
+
+func (r *idleRecorder) Idle() bool { return r.idle.Load() }
+
+// An idle Observer is not told of the requests that start while it is
+// idle, and is of those after it stops being idle: the audit log's sink,
+// off and then turned on by a reload, while the server serves.
+func TestIdleObserver(t *testing.T) {
+	h := newRelayHarness(t)
+	rec := &idleRecorder{endRecorder: newEndRecorder()}
+	rec.idle.Store(true)
+	h.s.SetObserver(rec)
+	h.s.AddTool(&Tool{Name: "own"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{}, nil
+	})
+	h.legacy("tools/call", `{"name":"own","arguments":{}}`)
+	h.modern("tools/call", `"name":"own","arguments":{}`)
+	rec.mu.Lock()
+	told := len(rec.ends)
+	rec.mu.Unlock()
+	if told != 0 {
+		t.Fatalf("an idle Observer was told of %d requests", told)
+	}
+	rec.idle.Store(false)
+	h.legacy("tools/call", `{"name":"own","arguments":{}}`)
+	if e := rec.last(t); e.Method != "tools/call" || e.Item != "own" || e.Duration <= 0 || e.End.IsZero() {
+		t.Errorf("once active: %+v", e)
+	}
+}
+
+// An idle Observer costs a dispatch no allocation either.
+func TestIdleObserverAllocs(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	AddTool(s, &Tool{Name: "echo"}, func(context.Context, *CallToolRequest, struct{}) (*CallToolResult, any, error) {
+		return &CallToolResult{}, nil, nil
+	})
+	msg := protocol.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`))
+	sess := NewSessionState(0)
+	sess.SetNegotiated(protocol.Version20250618)
+	req := &Request{ID: msg.ID, Method: msg.Method, Params: msg.Params, Split: &msg.Split, State: sess,
+		Header: map[string][]string{HeaderProtocolVersion: {protocol.Version20250618}}}
+	none := testing.AllocsPerRun(200, func() { s.Dispatch(context.Background(), req) })
+	var o idleCounter
+	s.SetObserver(&o)
+	idle := testing.AllocsPerRun(200, func() { s.Dispatch(context.Background(), req) })
+	if idle != none || o.told.Load() != 0 {
+		t.Errorf("with an idle Observer a dispatch allocates %v times (%v without) and told it %d times", idle, none, o.told.Load())
+	}
+}
+
+// idleCounter is an always idle Observer that counts what it is told.
+type idleCounter struct{ told atomic.Int64 }
+
+func (o *idleCounter) RequestEnded(RequestEnd) { o.told.Add(1) }
+func (o *idleCounter) Idle() bool              { return true }

@@ -224,6 +224,7 @@ type call struct {
 	relayTime time.Duration
 	uri       string // a resources/read's
 	started   bool   // a RequestStarter made ctx's parent (observe.go)
+	observing bool   // an Observer will be told of the call (observe.go)
 }
 
 // Dispatch serves one request in either era (docs/protocol.md §4.2, §5.2). It
@@ -257,7 +258,7 @@ func (s *Server) Dispatch(ctx context.Context, req *Request) Outcome {
 		c.sess = NewSessionState(0)
 	}
 	c.ctx = callContext{Context: ctx, c: c}
-	if b := s.observer.Load(); b != nil {
+	if b := s.observer.Load().active(); b != nil {
 		c.start(ctx, b)
 		return c.observed(&c.ctx, b.o, split.Modern)
 	}

@@ -77,6 +77,8 @@ func (m *Manager) AttachView(srv *server.Server, name string) (detach func()) {
 	if o := m.opts.Observer; o != nil {
 		if st, ok := o.(server.RequestStarter); ok {
 			srv.SetObserver(passStarter{passObserver{o: o, upstream: name}, st})
+		} else if idler, ok := o.(server.Idler); ok {
+			srv.SetObserver(passIdler{passObserver{o: o, upstream: name}, idler})
 		} else {
 			srv.SetObserver(passObserver{o: o, upstream: name})
 		}
@@ -445,6 +447,15 @@ type passStarter struct {
 	passObserver
 	st server.RequestStarter
 }
+
+// passIdler is passObserver for an Observer that may be idle (the audit
+// log's alone, while it is off: server.Idler).
+type passIdler struct {
+	passObserver
+	idler server.Idler
+}
+
+func (p passIdler) Idle() bool { return p.idler.Idle() }
 
 func (p passStarter) RequestStarted(ctx context.Context, s *server.RequestStart) context.Context {
 	return p.st.RequestStarted(ctx, s)
