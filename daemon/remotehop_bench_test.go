@@ -1,0 +1,133 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodod/snodod/config"
+	"github.com/snodod/snodod/daemon/control"
+)
+
+// BenchmarkRemoteHop is issue 22's latency goal in one process: the Go
+// SDK's client calling echo on a stateless Streamable HTTP server (the Go
+// SDK's, JSON responses, as bench/peers/gosdkhttp serves it) on loopback,
+// directly and through a daemon hosting it as "remote" (the client's pipes
+// passed over the control socket, as `snodod connect remote` passes them).
+// Each iteration is rounds of calls on each path in turn, so that both see
+// the same machine; it reports each one's p50 and the added p50 of the hop
+// (docs/bench.md, "Remote servers": the goal is 100 µs).
+func BenchmarkRemoteHop(b *testing.B) {
+	const rounds, perRound = 10, 200
+	srv := mcp.NewServer(&mcp.Implementation{Name: "peer", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	defer ts.Close()
+
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "config.toml")
+	text := fmt.Sprintf("[daemon]\nsocket = %q\nshutdown_grace = \"2s\"\n\n[mcpServers.remote]\nurl = %q\nping_interval = \"0s\"\n",
+		filepath.Join(dir, "s.sock"), ts.URL)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Load(config.Options{File: path, Env: []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "none")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := New(cfg, Options{Logger: testLogger(), Catalog: demo, StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			b.Errorf("Run: %v", err)
+		}
+	}()
+	<-d.Ready()
+
+	direct := connectSDK(b, &mcp.StreamableClientTransport{Endpoint: ts.URL})
+	defer direct.Close()
+	// The daemon's ends of two pipes, as a client's child has them.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := (&control.Client{Socket: cfg.Daemon.ControlSocket}).Connect(ctx, inR, outW, control.ConnectOptions{View: "remote", Cwd: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	hopped := connectSDK(b, &mcp.IOTransport{Reader: outR, Writer: inW})
+	defer func() {
+		hopped.Close()
+		h.Close()
+	}()
+
+	call := func(cs *mcp.ClientSession) time.Duration {
+		t0 := time.Now()
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	for range 100 { // warm both up
+		call(direct)
+		call(hopped)
+	}
+	var dl, hl []time.Duration
+	for b.Loop() {
+		for range rounds {
+			for range perRound {
+				dl = append(dl, call(direct))
+			}
+			for range perRound {
+				hl = append(hl, call(hopped))
+			}
+		}
+	}
+	dp, hp := p50(dl), p50(hl)
+	b.ReportMetric(float64(dp.Nanoseconds())/1e3, "direct-p50-µs")
+	b.ReportMetric(float64(hp.Nanoseconds())/1e3, "snodod-p50-µs")
+	b.ReportMetric(float64((hp-dp).Nanoseconds())/1e3, "added-p50-µs")
+}
+
+func connectSDK(b *testing.B, t mcp.Transport) *mcp.ClientSession {
+	b.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), t, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs
+}
+
+func p50(lat []time.Duration) time.Duration {
+	slices.Sort(lat)
+	return lat[len(lat)/2]
+}
