@@ -27,72 +27,10 @@ import (
 // (docs/bench.md, "Remote servers": the goal is 100 µs).
 func BenchmarkRemoteHop(b *testing.B) {
 	const rounds, perRound = 10, 200
-	srv := mcp.NewServer(&mcp.Implementation{Name: "peer", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-		Text string `json:"text"`
-	}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-	})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
-	defer ts.Close()
-
-	dir, err := os.MkdirTemp("", "sd")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "config.toml")
-	text := fmt.Sprintf("[daemon]\nsocket = %q\nshutdown_grace = \"2s\"\n\n[mcpServers.remote]\nurl = %q\nping_interval = \"0s\"\n",
-		filepath.Join(dir, "s.sock"), ts.URL)
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := config.Load(config.Options{File: path, Env: []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "none")}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := New(cfg, Options{Logger: testLogger(), Catalog: demo, StateDir: filepath.Join(dir, "state")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- d.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			b.Errorf("Run: %v", err)
-		}
-	}()
-	<-d.Ready()
-
-	direct := connectSDK(b, &mcp.StreamableClientTransport{Endpoint: ts.URL})
-	defer direct.Close()
-	// The daemon's ends of two pipes, as a client's child has them.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := (&control.Client{Socket: cfg.Daemon.ControlSocket}).Connect(ctx, inR, outW, control.ConnectOptions{View: "remote", Cwd: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	inR.Close()
-	outW.Close()
-	hopped := connectSDK(b, &mcp.IOTransport{Reader: outR, Writer: inW})
-	defer func() {
-		hopped.Close()
-		h.Close()
-	}()
-
+	direct, hopped := remoteHop(b, nil)
 	call := func(cs *mcp.ClientSession) time.Duration {
 		t0 := time.Now()
-		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+		if _, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(t0)
@@ -116,6 +54,80 @@ func BenchmarkRemoteHop(b *testing.B) {
 	b.ReportMetric(float64(dp.Nanoseconds())/1e3, "direct-p50-µs")
 	b.ReportMetric(float64(hp.Nanoseconds())/1e3, "snodod-p50-µs")
 	b.ReportMetric(float64((hp-dp).Nanoseconds())/1e3, "added-p50-µs")
+}
+
+// remoteHop starts the server (its handler wrapped by wrap, when set) and
+// a daemon hosting it until the benchmark ends, and returns the Go SDK's
+// client connected to it directly and through the daemon.
+func remoteHop(b *testing.B, wrap func(http.Handler) http.Handler) (direct, hopped *mcp.ClientSession) {
+	b.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "peer", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ts := httptest.NewServer(h)
+	b.Cleanup(ts.Close)
+
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "config.toml")
+	text := fmt.Sprintf("[daemon]\nsocket = %q\nshutdown_grace = \"2s\"\n\n[mcpServers.remote]\nurl = %q\nping_interval = \"0s\"\n",
+		filepath.Join(dir, "s.sock"), ts.URL)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Load(config.Options{File: path, Env: []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "none")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := New(cfg, Options{Logger: testLogger(), Catalog: demo, StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			b.Errorf("Run: %v", err)
+		}
+	})
+	<-d.Ready()
+
+	direct = connectSDK(b, &mcp.StreamableClientTransport{Endpoint: ts.URL})
+	b.Cleanup(func() { direct.Close() })
+	// The daemon's ends of two pipes, as a client's child has them.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ho, err := (&control.Client{Socket: cfg.Daemon.ControlSocket}).Connect(ctx, inR, outW, control.ConnectOptions{View: "remote", Cwd: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	hopped = connectSDK(b, &mcp.IOTransport{Reader: outR, Writer: inW})
+	b.Cleanup(func() {
+		hopped.Close()
+		ho.Close()
+	})
+	return direct, hopped
 }
 
 func connectSDK(b *testing.B, t mcp.Transport) *mcp.ClientSession {
