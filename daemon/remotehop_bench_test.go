@@ -3,11 +3,13 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +29,8 @@ import (
 // (docs/bench.md, "Remote servers": the goal is 100 µs).
 func BenchmarkRemoteHop(b *testing.B) {
 	const rounds, perRound = 10, 200
-	direct, hopped := remoteHop(b, nil)
+	var conns atomic.Int64
+	direct, hopped := remoteHop(b, nil, &conns)
 	call := func(cs *mcp.ClientSession) time.Duration {
 		t0 := time.Now()
 		if _, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
@@ -50,6 +53,9 @@ func BenchmarkRemoteHop(b *testing.B) {
 			}
 		}
 	}
+	if n := conns.Load(); n > 4 {
+		b.Errorf("the server saw %d connections; want one for each client and the daemon's probe", n)
+	}
 	dp, hp := p50(dl), p50(hl)
 	b.ReportMetric(float64(dp.Nanoseconds())/1e3, "direct-p50-µs")
 	b.ReportMetric(float64(hp.Nanoseconds())/1e3, "snodod-p50-µs")
@@ -59,7 +65,7 @@ func BenchmarkRemoteHop(b *testing.B) {
 // remoteHop starts the server (its handler wrapped by wrap, when set) and
 // a daemon hosting it until the benchmark ends, and returns the Go SDK's
 // client connected to it directly and through the daemon.
-func remoteHop(b *testing.B, wrap func(http.Handler) http.Handler) (direct, hopped *mcp.ClientSession) {
+func remoteHop(b *testing.B, wrap func(http.Handler) http.Handler, conns *atomic.Int64) (direct, hopped *mcp.ClientSession) {
 	b.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "peer", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -72,7 +78,13 @@ func remoteHop(b *testing.B, wrap func(http.Handler) http.Handler) (direct, hopp
 	if wrap != nil {
 		h = wrap(h)
 	}
-	ts := httptest.NewServer(h)
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
 	b.Cleanup(ts.Close)
 
 	dir, err := os.MkdirTemp("", "sd")

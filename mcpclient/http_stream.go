@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -80,6 +81,9 @@ type post struct {
 	gen      int           // the legacy session it was sent in
 	session  string        // that session's id
 	answered chan struct{} // closed when its answer was read, on any stream
+	// pushed: a message of its own stream went to Read (on the goroutine
+	// that reads that stream, the only one that uses it).
+	pushed bool
 }
 
 // errStreamClosed is the end of a stream its Conn closed.
@@ -461,6 +465,12 @@ func (s *httpStream) remoteError(status int, what string, body []byte) *RemoteEr
 // dispatch hands one message of a response to Read, noting the answers
 // (and what the stream learns from them: a legacy session's version, a
 // 2026 server's tool headers). It reports false once the stream is ending.
+//
+// The answer of from, when it is the first message of from's own stream
+// (a JSON body, or an event stream without progress before it), goes to
+// its call directly instead (Outgoing.answer): no hop to the Conn's
+// reader and back, and no second decode (issue 22). What came before it
+// on the stream went through Read, so the answer follows it there too.
 func (s *httpStream) dispatch(msg []byte, from *post) bool {
 	d := protocol.DecodeFromServer(msg)
 	if d.Kind == protocol.KindResponse {
@@ -481,18 +491,22 @@ func (s *httpStream) dispatch(msg []byte, from *post) bool {
 			s.mu.Unlock()
 			s.learn(p.m, d.Result)
 			defer close(p.answered)
+			if p == from && !from.pushed && s.ctx.Err() == nil && p.m.answer(d) {
+				return true
+			}
 		}
+	}
+	if from != nil {
+		from.pushed = true
 	}
 	return s.push(msg)
 }
 
 // intID is the Conn's id a response names.
 func intID(id protocol.ID) (int64, bool) {
-	var n int64
-	if json.Unmarshal(id.AppendJSON(nil), &n) != nil {
-		return 0, false
-	}
-	return n, true
+	var buf [24]byte
+	n, err := strconv.ParseInt(string(id.AppendJSON(buf[:0])), 10, 64)
+	return n, err == nil && protocol.IntID(n) == id
 }
 
 // splitBatch returns the messages of a JSON body: the body, or the

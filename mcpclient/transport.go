@@ -116,6 +116,18 @@ func (m *Outgoing) Fail(err error) {
 	}
 }
 
+// answer hands the Conn the response to request m, decoded, as its
+// reader would: a transport that reads each request's answer on a
+// goroutine of its own (HTTP) delivers it without a hop to the reader.
+// It reports false for a message that is not a request of the Conn's.
+func (m *Outgoing) answer(d protocol.Message) bool {
+	if m.call == nil {
+		return false
+	}
+	m.call.c.response(d)
+	return true
+}
+
 // TooLongError reports a message over the limit, which was dropped (Link.
 // TooLong): when the transport could tell which request it answered (the
 // id of a response, found at either end of the line), HasID is set and
