@@ -198,10 +198,46 @@ func (s *httpStream) push(m []byte) bool {
 
 // Send POSTs m on a goroutine of its own.
 func (s *httpStream) Send(m *Outgoing) bool {
+	run, ok := s.enqueue(m)
+	if !ok {
+		return false
+	}
+	go func() {
+		defer s.wg.Done()
+		run()
+	}()
+	return true
+}
+
+// sendWait is Send on the caller's goroutine: it POSTs request m and reads
+// its answer's stream before it returns (the waitingSender of Conn.Call).
+// Only in 2026, where a request is its own exchange: a legacy request may
+// wait on its session's renewal, which its caller's cancellation does not
+// end, so it is sent as Send sends it.
+func (s *httpStream) sendWait(m *Outgoing) bool {
+	s.mu.Lock()
+	modern := s.mode == modeModern
+	s.mu.Unlock()
+	if !modern || m.ID == 0 {
+		return s.Send(m)
+	}
+	run, ok := s.enqueue(m)
+	if !ok {
+		return false
+	}
+	defer s.wg.Done()
+	run()
+	return true
+}
+
+// enqueue puts m in the tables and returns what POSTs it, counted in wg
+// (its caller runs it, then calls wg.Done); false once the stream is
+// closing.
+func (s *httpStream) enqueue(m *Outgoing) (run func(), ok bool) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		return false
+		return nil, false
 	}
 	var p *post
 	if m.ID != 0 {
@@ -225,12 +261,16 @@ func (s *httpStream) Send(m *Outgoing) bool {
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
+	return func() {
+		until := s.ctx
+		if p != nil {
+			defer s.forget(p)
+			until = p.ctx // a request cancelled while it waits is not sent
+		}
 		if wait != nil {
 			select {
 			case <-wait:
-			case <-s.ctx.Done():
+			case <-until.Done():
 				return
 			}
 		}
@@ -241,10 +281,8 @@ func (s *httpStream) Send(m *Outgoing) bool {
 			s.deliverMessage(m)
 			return
 		}
-		defer s.forget(p)
 		s.deliverRequest(p)
-	}()
-	return true
+	}, true
 }
 
 // forget takes a request that is over out of the tables.

@@ -116,6 +116,16 @@ func (m *Outgoing) Fail(err error) {
 	}
 }
 
+// waitingSender is a Stream that can send a request on the caller's
+// goroutine and read its answer there, returning once the request's own
+// exchange is over (its answer delivered to the Conn, or the request
+// failed, cancelled or left to another stream), or that sends it as Send
+// does when it cannot. Conn.Call uses it; Conn.abandon, on another
+// goroutine, may cancel the request meanwhile.
+type waitingSender interface {
+	sendWait(m *Outgoing) bool
+}
+
 // answer hands the Conn the response to request m, decoded, as its
 // reader would: a transport that reads each request's answer on a
 // goroutine of its own (HTTP) delivers it without a hop to the reader.
