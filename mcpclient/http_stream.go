@@ -33,7 +33,8 @@ const (
 //
 // Goroutines: one per message being POSTed, for as long as its answer
 // streams (the requests in flight are bounded by the caller: the
-// instance's max_in_flight); the session's GET stream, or the 2024-11-05
+// instance's max_in_flight), except a 2026 request's, POSTed on its
+// caller's goroutine (sendWait); the session's GET stream, or the 2024-11-05
 // stream; and one that finishes the stream once it ends. All end before
 // done is closed.
 type httpStream struct {
