@@ -164,16 +164,23 @@ func (c *Conn) roundTrip(ctx context.Context, id int64, method string, params js
 // loaded machine (issue 22). ctx ending while it sends abandons the call
 // as roundTrip does, which ends the request's exchange.
 func (c *Conn) roundTripOn(ws waitingSender, ctx context.Context, id int64, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // never sent, as roundTrip's would be at best
+	}
 	cl, err := c.prepare(id, method, params, o.Owner, o.Progress, o.TraceParent, o.TraceState)
 	if err != nil {
 		return nil, err
 	}
+	// Watched from when the stream holds the request, so that abandoning
+	// it withdraws it, as roundTrip's does.
 	abandoned := make(chan bool, 1)
-	stop := context.AfterFunc(ctx, func() { abandoned <- c.abandon(cl, ctx.Err()) })
-	if !ws.sendWait(cl.out) {
+	var stop func() bool
+	if !ws.sendWait(cl.out, func() {
+		stop = context.AfterFunc(ctx, func() { abandoned <- c.abandon(cl, ctx.Err()) })
+	}) {
 		cl.fail(ErrClosed)
 	}
-	if !stop() {
+	if stop != nil && !stop() {
 		if <-abandoned {
 			return nil, ctx.Err()
 		}

@@ -215,18 +215,23 @@ func (s *httpStream) Send(m *Outgoing) bool {
 // Only in 2026, where a request is its own exchange: a legacy request may
 // wait on its session's renewal, which its caller's cancellation does not
 // end, so it is sent as Send sends it.
-func (s *httpStream) sendWait(m *Outgoing) bool {
+func (s *httpStream) sendWait(m *Outgoing, queued func()) bool {
 	s.mu.Lock()
 	modern := s.mode == modeModern
 	s.mu.Unlock()
 	if !modern || m.ID == 0 {
-		return s.Send(m)
+		if !s.Send(m) {
+			return false
+		}
+		queued()
+		return true
 	}
 	run, ok := s.enqueue(m)
 	if !ok {
 		return false
 	}
 	defer s.wg.Done()
+	queued()
 	run()
 	return true
 }

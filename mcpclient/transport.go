@@ -120,10 +120,12 @@ func (m *Outgoing) Fail(err error) {
 // goroutine and read its answer there, returning once the request's own
 // exchange is over (its answer delivered to the Conn, or the request
 // failed, cancelled or left to another stream), or that sends it as Send
-// does when it cannot. Conn.Call uses it; Conn.abandon, on another
+// does when it cannot. It calls queued once m is the stream's to cancel
+// (Cancel finds it), before it sends m; false, without calling queued,
+// once the stream is closing. Conn.Call uses it; Conn.abandon, on another
 // goroutine, may cancel the request meanwhile.
 type waitingSender interface {
-	sendWait(m *Outgoing) bool
+	sendWait(m *Outgoing, queued func()) bool
 }
 
 // answer hands the Conn the response to request m, decoded, as its
