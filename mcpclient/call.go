@@ -148,10 +148,50 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage, 
 
 // roundTrip sends request id and waits for its outcome (see Call).
 func (c *Conn) roundTrip(ctx context.Context, id int64, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
+	if ws, ok := c.s.(waitingSender); ok {
+		return c.roundTripOn(ws, ctx, id, method, params, o)
+	}
 	cl, err := c.beginTraced(id, method, params, o.Owner, o.Progress, o.TraceParent, o.TraceState)
 	if err != nil {
 		return nil, err
 	}
+	return c.waitFor(ctx, cl)
+}
+
+// roundTripOn is roundTrip on a stream that sends a request and reads its
+// answer on the caller's goroutine (HTTP): no goroutine of the stream's
+// to start and hand the answer back from, each a thread's wake-up on a
+// loaded machine (issue 22). ctx ending while it sends abandons the call
+// as roundTrip does, which ends the request's exchange.
+func (c *Conn) roundTripOn(ws waitingSender, ctx context.Context, id int64, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // never sent, as roundTrip's would be at best
+	}
+	cl, err := c.prepare(id, method, params, o.Owner, o.Progress, o.TraceParent, o.TraceState)
+	if err != nil {
+		return nil, err
+	}
+	// Watched from when the stream holds the request, so that abandoning
+	// it withdraws it, as roundTrip's does.
+	abandoned := make(chan bool, 1)
+	var stop func() bool
+	if !ws.sendWait(cl.out, func() {
+		stop = context.AfterFunc(ctx, func() { abandoned <- c.abandon(cl, ctx.Err()) })
+	}) {
+		cl.fail(ErrClosed)
+	}
+	if stop != nil && !stop() {
+		if <-abandoned {
+			return nil, ctx.Err()
+		}
+		r := <-cl.resp // the outcome raced in: it is the call's
+		return r.result, r.err
+	}
+	return c.waitFor(ctx, cl) // an answer that came another way (a GET stream, after progress) may be on its way
+}
+
+// waitFor waits for cl's outcome, or abandons it when ctx ends first.
+func (c *Conn) waitFor(ctx context.Context, cl *call) (json.RawMessage, error) {
 	select {
 	case r := <-cl.resp:
 		return r.result, r.err
@@ -172,6 +212,18 @@ func (c *Conn) begin(id int64, method string, params json.RawMessage, owner any,
 // beginTraced is begin of a request sent with a trace context (an HTTP
 // transport's headers, Outgoing.TraceParent).
 func (c *Conn) beginTraced(id int64, method string, params json.RawMessage, owner any, progress func(json.RawMessage), traceparent, tracestate string) (*call, error) {
+	cl, err := c.prepare(id, method, params, owner, progress, traceparent, tracestate)
+	if err != nil {
+		return nil, err
+	}
+	if !c.s.Send(cl.out) {
+		cl.fail(ErrClosed)
+	}
+	return cl, nil
+}
+
+// prepare puts request id in flight, not sent yet.
+func (c *Conn) prepare(id int64, method string, params json.RawMessage, owner any, progress func(json.RawMessage), traceparent, tracestate string) (*call, error) {
 	cl := &call{c: c, id: id, owner: owner, progress: progress, resp: make(chan response, 1)}
 	cl.out = &Outgoing{Data: requestFrame(id, method, params), ID: id, Method: method, call: cl,
 		TraceParent: traceparent, TraceState: tracestate}
@@ -182,9 +234,6 @@ func (c *Conn) beginTraced(id int64, method string, params json.RawMessage, owne
 	}
 	c.calls[protocol.IntID(id)] = cl
 	c.mu.Unlock()
-	if !c.s.Send(cl.out) {
-		cl.fail(ErrClosed)
-	}
 	return cl, nil
 }
 

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -122,7 +123,7 @@ func (s *httpStream) learn(m *Outgoing, result json.RawMessage) {
 			s.mu.Unlock()
 		}
 	case "tools/list":
-		if !strings.Contains(string(result), "x-mcp-header") {
+		if !bytes.Contains(result, []byte("x-mcp-header")) {
 			return
 		}
 		var r struct {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -32,7 +33,8 @@ const (
 //
 // Goroutines: one per message being POSTed, for as long as its answer
 // streams (the requests in flight are bounded by the caller: the
-// instance's max_in_flight); the session's GET stream, or the 2024-11-05
+// instance's max_in_flight), except a 2026 request's, POSTed on its
+// caller's goroutine (sendWait); the session's GET stream, or the 2024-11-05
 // stream; and one that finishes the stream once it ends. All end before
 // done is closed.
 type httpStream struct {
@@ -80,6 +82,9 @@ type post struct {
 	gen      int           // the legacy session it was sent in
 	session  string        // that session's id
 	answered chan struct{} // closed when its answer was read, on any stream
+	// pushed: a message of its own stream went to Read (on the goroutine
+	// that reads that stream, the only one that uses it).
+	pushed bool
 }
 
 // errStreamClosed is the end of a stream its Conn closed.
@@ -194,10 +199,51 @@ func (s *httpStream) push(m []byte) bool {
 
 // Send POSTs m on a goroutine of its own.
 func (s *httpStream) Send(m *Outgoing) bool {
+	run, ok := s.enqueue(m)
+	if !ok {
+		return false
+	}
+	go func() {
+		defer s.wg.Done()
+		run()
+	}()
+	return true
+}
+
+// sendWait is Send on the caller's goroutine: it POSTs request m and reads
+// its answer's stream before it returns (the waitingSender of Conn.Call).
+// Only in 2026, where a request is its own exchange: a legacy request may
+// wait on its session's renewal, which its caller's cancellation does not
+// end, so it is sent as Send sends it.
+func (s *httpStream) sendWait(m *Outgoing, queued func()) bool {
+	s.mu.Lock()
+	modern := s.mode == modeModern
+	s.mu.Unlock()
+	if !modern || m.ID == 0 {
+		if !s.Send(m) {
+			return false
+		}
+		queued()
+		return true
+	}
+	run, ok := s.enqueue(m)
+	if !ok {
+		return false
+	}
+	defer s.wg.Done()
+	queued()
+	run()
+	return true
+}
+
+// enqueue puts m in the tables and returns what POSTs it, counted in wg
+// (its caller runs it, then calls wg.Done); false once the stream is
+// closing.
+func (s *httpStream) enqueue(m *Outgoing) (run func(), ok bool) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		return false
+		return nil, false
 	}
 	var p *post
 	if m.ID != 0 {
@@ -221,12 +267,16 @@ func (s *httpStream) Send(m *Outgoing) bool {
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
+	return func() {
+		until := s.ctx
+		if p != nil {
+			defer s.forget(p)
+			until = p.ctx // a request cancelled while it waits is not sent
+		}
 		if wait != nil {
 			select {
 			case <-wait:
-			case <-s.ctx.Done():
+			case <-until.Done():
 				return
 			}
 		}
@@ -237,10 +287,8 @@ func (s *httpStream) Send(m *Outgoing) bool {
 			s.deliverMessage(m)
 			return
 		}
-		defer s.forget(p)
 		s.deliverRequest(p)
-	}()
-	return true
+	}, true
 }
 
 // forget takes a request that is over out of the tables.
@@ -461,6 +509,12 @@ func (s *httpStream) remoteError(status int, what string, body []byte) *RemoteEr
 // dispatch hands one message of a response to Read, noting the answers
 // (and what the stream learns from them: a legacy session's version, a
 // 2026 server's tool headers). It reports false once the stream is ending.
+//
+// The answer of from, when it is the first message of from's own stream
+// (a JSON body, or an event stream without progress before it), goes to
+// its call directly instead (Outgoing.answer): no hop to the Conn's
+// reader and back, and no second decode (issue 22). What came before it
+// on the stream went through Read, so the answer follows it there too.
 func (s *httpStream) dispatch(msg []byte, from *post) bool {
 	d := protocol.DecodeFromServer(msg)
 	if d.Kind == protocol.KindResponse {
@@ -481,18 +535,22 @@ func (s *httpStream) dispatch(msg []byte, from *post) bool {
 			s.mu.Unlock()
 			s.learn(p.m, d.Result)
 			defer close(p.answered)
+			if p == from && !from.pushed && s.ctx.Err() == nil && p.m.answer(d) {
+				return true
+			}
 		}
+	}
+	if from != nil {
+		from.pushed = true
 	}
 	return s.push(msg)
 }
 
 // intID is the Conn's id a response names.
 func intID(id protocol.ID) (int64, bool) {
-	var n int64
-	if json.Unmarshal(id.AppendJSON(nil), &n) != nil {
-		return 0, false
-	}
-	return n, true
+	var buf [24]byte
+	n, err := strconv.ParseInt(string(id.AppendJSON(buf[:0])), 10, 64)
+	return n, err == nil && protocol.IntID(n) == id
 }
 
 // splitBatch returns the messages of a JSON body: the body, or the

@@ -116,6 +116,30 @@ func (m *Outgoing) Fail(err error) {
 	}
 }
 
+// waitingSender is a Stream that can send a request on the caller's
+// goroutine and read its answer there, returning once the request's own
+// exchange is over (its answer delivered to the Conn, or the request
+// failed, cancelled or left to another stream), or that sends it as Send
+// does when it cannot. It calls queued once m is the stream's to cancel
+// (Cancel finds it), before it sends m; false, without calling queued,
+// once the stream is closing. Conn.Call uses it; Conn.abandon, on another
+// goroutine, may cancel the request meanwhile.
+type waitingSender interface {
+	sendWait(m *Outgoing, queued func()) bool
+}
+
+// answer hands the Conn the response to request m, decoded, as its
+// reader would: a transport that reads each request's answer on a
+// goroutine of its own (HTTP) delivers it without a hop to the reader.
+// It reports false for a message that is not a request of the Conn's.
+func (m *Outgoing) answer(d protocol.Message) bool {
+	if m.call == nil {
+		return false
+	}
+	m.call.c.response(d)
+	return true
+}
+
 // TooLongError reports a message over the limit, which was dropped (Link.
 // TooLong): when the transport could tell which request it answered (the
 // id of a response, found at either end of the line), HasID is set and

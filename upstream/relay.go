@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -254,6 +255,9 @@ type inputRequired struct {
 // client as requests to it, then a retry, at most maxInputRounds times.
 func (u *upstream) inputRounds(ctx context.Context, in *instance, conn *mcpclient.Conn, o *owner, method string, params json.RawMessage, req *server.RawRequest, raw json.RawMessage) (*server.RawResult, error) {
 	for round := 0; ; round++ {
+		if !inputRequiredType(raw) {
+			return &server.RawResult{Result: raw}, nil
+		}
 		var ir inputRequired
 		if json.Unmarshal(raw, &ir) != nil || ir.ResultType != "input_required" {
 			return &server.RawResult{Result: raw}, nil
@@ -298,6 +302,28 @@ func (u *upstream) inputRounds(ctx context.Context, in *instance, conn *mcpclien
 			return nil, err
 		}
 	}
+}
+
+// inputRequiredType reports whether result's resultType member is
+// input_required, without decoding the rest: a final result, the common
+// one, is passed on as it is, however large, with no reflection and no
+// allocation (issue 22: json.Unmarshal of every result only to read this
+// member cost each relayed call a pass over the whole of it). The
+// member's name is compared as written, as server's shapeRelayed does; the
+// last one counts, as for json.Unmarshal.
+func inputRequiredType(result json.RawMessage) bool {
+	if !bytes.Contains(result, []byte(`"resultType"`)) {
+		return false // the name as written is in its text, if it is a member
+	}
+	is := false
+	protocol.EachMember(result, func(name, value json.RawMessage) bool {
+		if string(name) == `"resultType"` {
+			t, _ := protocol.String(value)
+			is = t == "input_required"
+		}
+		return true
+	})
+	return is
 }
 
 // clientError is what a failed request to the client becomes for the
