@@ -10,9 +10,12 @@
 package fakeremote
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -54,7 +57,7 @@ type Server struct {
 	Calls, Cancelled, Deletes, Resumes, Connections atomic.Int64
 	// Header is the last request's headers.
 	lastHeader atomic.Pointer[http.Header]
-	// failStatus is what the next failCount POST requests answer
+	// failStatus is what the next failCount tools/call POST requests answer
 	// (FailNext).
 	failStatus atomic.Int64
 	failCount  atomic.Int64
@@ -78,7 +81,9 @@ func (s *Server) Close() {
 	}
 }
 
-// FailNext makes the next n POST requests answer status (a 5xx, say).
+// FailNext makes the next n tools/call POST requests answer status (a
+// 5xx, say); other requests (a health ping, a list) are served, so that a
+// test's call is the one that fails whatever the client sends meanwhile.
 func (s *Server) FailNext(status, n int) {
 	s.failStatus.Store(int64(status))
 	s.failCount.Store(int64(n))
@@ -113,7 +118,7 @@ func (s *Server) Handler(mode string) http.Handler {
 		inner = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n := s.failCount.Load(); r.Method == http.MethodPost && n > 0 && s.failCount.CompareAndSwap(n, n-1) {
+		if n := s.failCount.Load(); r.Method == http.MethodPost && n > 0 && isToolCall(r) && s.failCount.CompareAndSwap(n, n-1) {
 			status := int(s.failStatus.Load())
 			http.Error(w, fmt.Sprintf("fakeremote: failing on purpose (%d)", status), status)
 			return
@@ -302,4 +307,16 @@ func (s *Server) mcpServer() *mcp.Server {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://hello", MIMEType: "text/plain", Text: "hello from " + s.Name}}}, nil
 	})
 	return srv
+}
+
+// isToolCall reports whether r, a POST, sends a tools/call; its body is
+// put back for the handler.
+func isToolCall(r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var m struct {
+		Method string `json:"method"`
+	}
+	return err == nil && json.Unmarshal(body, &m) == nil && m.Method == "tools/call"
 }
