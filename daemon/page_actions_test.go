@@ -307,10 +307,24 @@ start = "eager"
 	if n := pending(); n != 1 {
 		t.Errorf("%d logins wait after two clicks, want 1", n)
 	}
+	// The authorization server would send a browser on to the first
+	// login's loopback listener: it must be closed. Probed by a dial, not
+	// followed: a GET reaching it while it is still open would complete
+	// the replaced login.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	callback, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || callback.Host == "" {
+		t.Fatalf("the authorization server sends the first login's browser to %q (%v)", resp.Header.Get("Location"), err)
+	}
 	eventually.True(t, "the replaced login's listener closed", func() bool {
-		resp, err := http.Get(first)
+		c, err := net.Dial("tcp", callback.Host)
 		if err == nil {
-			resp.Body.Close()
+			c.Close()
 		}
 		return err != nil
 	})

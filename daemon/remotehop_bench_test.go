@@ -19,7 +19,7 @@ import (
 	"github.com/snodod/snodod/daemon/control"
 )
 
-// BenchmarkRemoteHop is issue 22's latency goal in one process: the Go
+// BenchmarkRemoteHop is the remote hop's latency (docs/bench.md, "Remote servers") in one process: the Go
 // SDK's client calling echo on a stateless Streamable HTTP server (the Go
 // SDK's, JSON responses, as bench/peers/gosdkhttp serves it) on loopback,
 // directly and through a daemon hosting it as "remote" (the client's pipes

@@ -161,7 +161,7 @@ func (c *Conn) roundTrip(ctx context.Context, id int64, method string, params js
 // roundTripOn is roundTrip on a stream that sends a request and reads its
 // answer on the caller's goroutine (HTTP): no goroutine of the stream's
 // to start and hand the answer back from, each a thread's wake-up on a
-// loaded machine (issue 22). ctx ending while it sends abandons the call
+// loaded machine (docs/bench.md, "Remote servers"). ctx ending while it sends abandons the call
 // as roundTrip does, which ends the request's exchange.
 func (c *Conn) roundTripOn(ws waitingSender, ctx context.Context, id int64, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {

@@ -513,7 +513,7 @@ func (s *httpStream) remoteError(status int, what string, body []byte) *RemoteEr
 // The answer of from, when it is the first message of from's own stream
 // (a JSON body, or an event stream without progress before it), goes to
 // its call directly instead (Outgoing.answer): no hop to the Conn's
-// reader and back, and no second decode (issue 22). What came before it
+// reader and back, and no second decode (docs/bench.md, "Remote servers"). What came before it
 // on the stream went through Read, so the answer follows it there too.
 func (s *httpStream) dispatch(msg []byte, from *post) bool {
 	d := protocol.DecodeFromServer(msg)

@@ -8,7 +8,7 @@ import (
 )
 
 // A final result is passed on as the upstream wrote it, without decoding
-// it (issue 22): checking it for input_required allocates nothing of its
+// it: checking it for input_required allocates nothing of its
 // own, however large it is.
 func TestFinalResultNotDecoded(t *testing.T) {
 	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 1<<20) + `"}],"structuredContent":{"a":[1,2,{"b":null}]},"isError":false}`)

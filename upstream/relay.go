@@ -307,7 +307,7 @@ func (u *upstream) inputRounds(ctx context.Context, in *instance, conn *mcpclien
 // inputRequiredType reports whether result's resultType member is
 // input_required, without decoding the rest: a final result, the common
 // one, is passed on as it is, however large, with no reflection and no
-// allocation (issue 22: json.Unmarshal of every result only to read this
+// allocation (json.Unmarshal of every result only to read this
 // member cost each relayed call a pass over the whole of it). The
 // member's name is compared as written, as server's shapeRelayed does; the
 // last one counts, as for json.Unmarshal.

@@ -1,5 +1,5 @@
 // Command hopcompare measures the added p50 of snodod's remote hop
-// (issue 22; docs/bench.md, "Remote servers") for several snodod binaries
+// (docs/bench.md, "Remote servers") for several snodod binaries
 // side by side: one local stateless Streamable HTTP server (the Go SDK's,
 // bench/peers/gosdkhttp), the Go SDK's client calling echo on it directly
 // over HTTP, and one more such client through each binary (a daemon of its
