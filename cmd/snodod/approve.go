@@ -73,20 +73,11 @@ Flags:
 	fs.PrintDefaults()
 }
 
-// parseFlagsAndNames is parseFlagsAndName for up to two arguments.
+// parseFlagsAndNames is parseFlagsAndName for a name and an optional tool.
 func parseFlagsAndNames(fs *flag.FlagSet, args []string, usage func(io.Writer)) (name, tool string, status int, done bool) {
-	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if status, done := parseFlags(fs, args, usage); done {
-				return "", "", status, true
-			}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, fs.Arg(0))
-		args = fs.Args()[1:]
+	rest, status, done := parseFlagsAndArgs(fs, args, usage)
+	if done {
+		return "", "", status, true
 	}
 	switch len(rest) {
 	case 0:

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,27 +48,32 @@ func statusFlags() (*flag.FlagSet, *clientOptions) {
 	return fs, o
 }
 
-func runStatus(args []string) int {
-	fs, o := statusFlags()
-	if status, done := parseFlags(fs, args, statusUsage); done {
-		return status
-	}
-	cfg, status := loadClientConfig("status", o.keys.options(o.config))
+// daemonStatus asks the daemon of o's configuration for its status, for
+// snodod cmd; a failure is reported (clientFailure) and its exit status
+// returned with a nil Status.
+func daemonStatus(cmd string, o *clientOptions) (*control.Status, int) {
+	cfg, status := loadClientConfig(cmd, o.keys.options(o.config))
 	if cfg == nil {
-		return status
+		return nil, status
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, sock := findDaemon(cfg)
 	st, err := (&control.Client{Socket: sock}).Status(ctx)
 	if err != nil {
-		var unreachable *control.UnreachableError
-		if errors.As(err, &unreachable) {
-			fmt.Fprintf(os.Stderr, "snodod status: %v; is snodod serve running?\n", err)
-		} else {
-			fmt.Fprintf(os.Stderr, "snodod status: %v\n", err)
-		}
-		return exitFailure
+		return nil, clientFailure("snodod "+cmd, err)
+	}
+	return st, exitOK
+}
+
+func runStatus(args []string) int {
+	fs, o := statusFlags()
+	if status, done := parseFlags(fs, args, statusUsage); done {
+		return status
+	}
+	st, status := daemonStatus("status", o)
+	if st == nil {
+		return status
 	}
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)

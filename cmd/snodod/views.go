@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/snodod/snodod/daemon/control"
 )
@@ -45,22 +42,9 @@ func runViews(args []string) int {
 	if status, done := parseFlags(fs, args, viewsUsage); done {
 		return status
 	}
-	cfg, status := loadClientConfig("views", o.keys.options(o.config))
-	if cfg == nil {
+	st, status := daemonStatus("views", o)
+	if st == nil {
 		return status
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, sock := findDaemon(cfg)
-	st, err := (&control.Client{Socket: sock}).Status(ctx)
-	if err != nil {
-		var unreachable *control.UnreachableError
-		if errors.As(err, &unreachable) {
-			fmt.Fprintf(os.Stderr, "snodod views: %v; is snodod serve running?\n", err)
-		} else {
-			fmt.Fprintf(os.Stderr, "snodod views: %v\n", err)
-		}
-		return exitFailure
 	}
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
