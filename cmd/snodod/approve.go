@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/snodod/snodod/config"
 	"github.com/snodod/snodod/daemon/control"
@@ -96,14 +93,12 @@ func runApprove(args []string) int {
 	if done {
 		return st
 	}
-	cfg, status := loadClientConfig("approve", o.keys.options(o.config))
-	if cfg == nil {
+	client, ctx, stop, status := controlOf("approve", o)
+	if client == nil {
 		return status
 	}
-	_, sock := findDaemon(cfg)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	approved, released, err := (&control.Client{Socket: sock}).Approve(ctx, name, tool)
+	approved, released, err := client.Approve(ctx, name, tool)
 	offline := false
 	var unreachable *control.UnreachableError
 	if errors.As(err, &unreachable) {
@@ -149,14 +144,12 @@ func runDiff(args []string) int {
 	if name == "" {
 		return usageError(fs.Name(), "needs the NAME of a server (snodod status lists them)")
 	}
-	cfg, status := loadClientConfig("diff", o.keys.options(o.config))
-	if cfg == nil {
+	client, ctx, stop, status := controlOf("diff", o)
+	if client == nil {
 		return status
 	}
-	_, sock := findDaemon(cfg)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	text, err := (&control.Client{Socket: sock}).Diff(ctx, name)
+	text, err := client.Diff(ctx, name)
 	var unreachable *control.UnreachableError
 	if errors.As(err, &unreachable) {
 		var rec *upstream.PinRecord

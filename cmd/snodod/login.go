@@ -146,14 +146,12 @@ func runLogout(args []string) int {
 	if name == "" {
 		return usageError(fs.Name(), "needs the NAME of a remote server (snodod status lists them)")
 	}
-	cfg, status := loadClientConfig("logout", o.keys.options(o.config))
-	if cfg == nil {
+	client, ctx, stop, status := controlOf("logout", o)
+	if client == nil {
 		return status
 	}
-	_, sock := findDaemon(cfg)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	revoked, note, err := (&control.Client{Socket: sock}).Logout(ctx, name)
+	revoked, note, err := client.Logout(ctx, name)
 	if err != nil {
 		return clientFailure("snodod logout", err)
 	}

@@ -62,16 +62,14 @@ func runUpstream(args []string) int {
 	if name == "" {
 		return usageError(fs.Name(), "needs the NAME of a server (snodod status lists them)")
 	}
-	cfg, status := loadClientConfig("upstream", o.keys.options(o.config))
-	if cfg == nil {
+	client, ctx, stop, status := controlOf("upstream", o)
+	if client == nil {
 		return status
 	}
-	_, sock := findDaemon(cfg)
 	// The daemon bounds the wait (the server's start_timeout); an
 	// interrupt ends it sooner.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	instances, err := (&control.Client{Socket: sock}).UpstreamAction(ctx, name, action)
+	instances, err := client.UpstreamAction(ctx, name, action)
 	if err != nil {
 		return clientFailure("snodod upstream "+action, err)
 	}
@@ -118,6 +116,20 @@ func clientFlagSet(name string) (*flag.FlagSet, *clientOptions) {
 	fs := newFlagSet(name)
 	addClientFlags(fs, o)
 	return fs, o
+}
+
+// controlOf is the control client of the daemon of o's configuration,
+// for snodod cmd, and a context an interrupt ends (stop releases it);
+// a nil client, with the exit status, when the configuration cannot be
+// loaded (loadClientConfig said why).
+func controlOf(cmd string, o *clientOptions) (client *control.Client, ctx context.Context, stop context.CancelFunc, status int) {
+	cfg, status := loadClientConfig(cmd, o.keys.options(o.config))
+	if cfg == nil {
+		return nil, nil, nil, status
+	}
+	_, sock := findDaemon(cfg)
+	ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return &control.Client{Socket: sock}, ctx, stop, exitOK
 }
 
 // clientFailure reports a failed control request in one line.
@@ -177,14 +189,12 @@ func runLogs(args []string) int {
 	if done {
 		return st
 	}
-	cfg, status := loadClientConfig("logs", o.keys.options(o.config))
-	if cfg == nil {
+	client, ctx, stop, status := controlOf("logs", &o.clientOptions)
+	if client == nil {
 		return status
 	}
-	_, sock := findDaemon(cfg)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := (&control.Client{Socket: sock}).Logs(ctx, name, o.follow, func(s string) error {
+	err := client.Logs(ctx, name, o.follow, func(s string) error {
 		_, err := io.WriteString(os.Stdout, s)
 		return err
 	})
