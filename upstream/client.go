@@ -359,8 +359,15 @@ func (c *Client) loginFirst(ctx context.Context, req *server.Request, target *up
 // lists again. It returns the failures, and the InputFirst to answer
 // when the client is to be asked (again).
 func (c *Client) loginFirst2026(ctx context.Context, req *server.Request, target *upstream, failed map[*upstream]error, relist func() map[*upstream]error) (map[*upstream]error, *server.InputFirst) {
-	split, ok := protocol.SplitParams(req.Params)
-	if c == nil || !c.MayLogIn || !ok || !split.Modern || !mayAskInput(req.Method) ||
+	split := req.Split // the decoder's, when the transport had one
+	if split == nil {
+		own, ok := protocol.SplitParams(req.Params)
+		if !ok {
+			return failed, nil
+		}
+		split = &own
+	}
+	if c == nil || !c.MayLogIn || !split.Modern || !mayAskInput(req.Method) ||
 		target.currentCatalog() != nil || !needsLogin(failed[target]) ||
 		!declaresURLElicitation(split.Meta.Value(protocol.MetaClientCapabilities)) {
 		return failed, nil
