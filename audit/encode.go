@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/snodod/snodod/protocol"
 )
 
 // encoder writes records by hand: encoding/json's reflection costs more
@@ -183,31 +185,7 @@ type params struct {
 // object; a malformed one yields what was found before the fault.
 func splitParams(raw []byte) params {
 	var p params
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return p
-	}
-	i++
-	for {
-		i = skipSpace(raw, i)
-		if i >= len(raw) || raw[i] != '"' {
-			return p
-		}
-		kEnd := skipValue(raw, i)
-		if kEnd < 0 {
-			return p
-		}
-		key := raw[i:kEnd]
-		i = skipSpace(raw, kEnd)
-		if i >= len(raw) || raw[i] != ':' {
-			return p
-		}
-		i = skipSpace(raw, i+1)
-		vEnd := skipValue(raw, i)
-		if vEnd < 0 {
-			return p
-		}
-		v := raw[i:vEnd]
+	protocol.EachMember(raw, func(key, v json.RawMessage) bool {
 		switch string(key) {
 		case `"name"`:
 			p.name = jsonString(v)
@@ -216,12 +194,9 @@ func splitParams(raw []byte) params {
 		case `"arguments"`:
 			p.arguments = v
 		}
-		i = skipSpace(raw, vEnd)
-		if i >= len(raw) || raw[i] != ',' {
-			return p
-		}
-		i++
-	}
+		return true
+	})
+	return p
 }
 
 // jsonString is the string a JSON string literal holds (v's own bytes
@@ -236,61 +211,6 @@ func jsonString(v []byte) []byte {
 	var s string
 	_ = json.Unmarshal(v, &s)
 	return []byte(s)
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the JSON value at b[i:], -1 when it is
-// not one (roughly: the digest and the fallbacks check the rest).
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1
-			}
-		}
-		return -1
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end := skipValue(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
 }
 
 // digest is Digest without the error: raw as it is when it is canonical
